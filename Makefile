@@ -1,0 +1,78 @@
+# fp8prof — build, test, bench.  `make help` lists the targets.
+CC      ?= cc
+BUILD   ?= build
+SAN     ?=
+OPT     ?= -O2
+PKGS    := gsl hdf5 cunit
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
+# Numerics must not be rewritten by the compiler: no fast-math, no FMA contraction.
+CFLAGS_ALL := -std=c11 -D_GNU_SOURCE $(OPT) -g -fPIC -Wall -Wextra -Wshadow -Wstrict-prototypes \
+              -fno-fast-math -ffp-contract=off -Ilib $(PKG_CFLAGS) $(SAN) $(CFLAGS)
+LDLIBS_ALL := $(PKG_LIBS) -lpthread -lm $(SAN) $(LDFLAGS)
+
+LIB_SRC  := $(wildcard lib/*.c)
+CLI_SRC  := $(wildcard cli/*.c)
+TEST_SRC := $(filter-out tests/check_exhaustive.c,$(wildcard tests/*.c))
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
+DEPS     := $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
+
+.PHONY: all test asan demo bench check-exhaustive clean help deps-check
+all: $(BUILD)/libfp8prof.a $(BUILD)/libfp8prof.so $(BUILD)/fp8prof
+
+help:
+	@echo "make            library (static+shared) and build/fp8prof"
+	@echo "make demo       the main job on built-in defaults"
+	@echo "make test       the whole CUnit suite"
+	@echo "make asan       the suite under AddressSanitizer + UBSan"
+	@echo "make bench      speed numbers next to same-run references"
+	@echo "make check-exhaustive  every float32 through every format and mode"
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+
+$(BUILD)/libfp8prof.a: $(LIB_OBJ)
+	ar rcs $@ $^
+
+$(BUILD)/libfp8prof.so: $(LIB_OBJ)
+	$(CC) -shared -o $@ $^ $(LDLIBS_ALL)
+
+$(BUILD)/fp8prof: $(CLI_OBJ) $(BUILD)/libfp8prof.a
+	$(CC) -o $@ $(CLI_OBJ) $(BUILD)/libfp8prof.a $(LDLIBS_ALL)
+
+$(BUILD)/test_fp8prof: $(TEST_OBJ) $(BUILD)/libfp8prof.a
+	$(CC) -o $@ $(TEST_OBJ) $(BUILD)/libfp8prof.a $(LDLIBS_ALL)
+
+$(BUILD)/check_exhaustive: $(BUILD)/tests/check_exhaustive.o $(BUILD)/tests/ref_cast.o $(BUILD)/libfp8prof.a
+	$(CC) -o $@ $^ $(LDLIBS_ALL)
+
+$(BUILD)/bench_fp8prof: $(BUILD)/bench/bench_format.o $(BUILD)/libfp8prof.a
+	$(CC) -o $@ $^ $(LDLIBS_ALL)
+
+test: $(BUILD)/test_fp8prof $(BUILD)/fp8prof
+	FP8PROF=$(BUILD)/fp8prof $(BUILD)/test_fp8prof
+
+asan:
+	$(MAKE) BUILD=build/asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" test
+
+demo: $(BUILD)/fp8prof
+	$(BUILD)/fp8prof demo
+
+bench: $(BUILD)/bench_fp8prof
+	$(BUILD)/bench_fp8prof
+
+check-exhaustive: $(BUILD)/check_exhaustive
+	$(BUILD)/check_exhaustive
+
+deps-check:
+	@pkg-config --exists $(PKGS) || { echo "missing: pkg-config modules $(PKGS) (see README setup line)"; exit 1; }
+	@command -v gnuplot >/dev/null || { echo "missing: gnuplot (see README setup line)"; exit 1; }
+	@echo "dependencies found: $(PKGS) gnuplot"
+
+clean:
+	rm -rf build
+
+-include $(DEPS)

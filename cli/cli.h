@@ -1,0 +1,26 @@
+/* cli.h — the fp8prof command table; each command is cmd_<name>(argc, argv). */
+#ifndef FP8_CLI_H
+#define FP8_CLI_H
+
+typedef struct {
+    const char *name;
+    const char *summary;
+    const char *usage; /* full help text */
+    int (*run)(int argc, char **argv);
+} cli_command;
+
+int cmd_formats(int argc, char **argv);
+int cmd_table(int argc, char **argv);
+int cmd_cast(int argc, char **argv);
+int cmd_demo(int argc, char **argv);
+
+extern const cli_command cli_commands[];
+
+/* Print "fp8prof: <what>" to stderr and return 2 (usage error). */
+int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* 1 when argv holds -h or --help. */
+int cli_wants_help(int argc, char **argv);
+/* Print the help of the named command; returns 0. */
+int cli_help(const char *name);
+
+#endif

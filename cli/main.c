@@ -1,0 +1,104 @@
+/*
+ * main.c — build/fp8prof: the single command-line entry point.
+ * Dispatches to one command per verb; exit status 0 ok, 1 failure, 2 usage.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+const cli_command cli_commands[] = {
+    {"formats", "list every built-in number format and its parameters",
+     "usage: fp8prof formats\n"
+     "One row per built-in format: bits, exponent/mantissa bits, bias, max finite,\n"
+     "min normal, min subnormal, and whether it has Inf, NaN and -0.\n",
+     cmd_formats},
+    {"table", "every code of a format with its class and value",
+     "usage: fp8prof table FORMAT\n"
+     "One line per code: 0xHH CLASS %a %.9g (class: zero, subnormal, normal, inf, nan).\n"
+     "FORMAT: e4m3 e5m2 e4m3fnuz e5m2fnuz e8m0 e2m1 e2m3 e3m2 fp16 bf16, or eXmY[bBIAS][ieee|fn|fnuz|f].\n",
+     cmd_table},
+    {"cast", "cast values to a format and back",
+     "usage: fp8prof cast FORMAT [--round nearest|zero|stochastic] [--seed N]\n"
+     "                   [--saturate|--no-saturate] [--scale S] [VALUES...]\n"
+     "Values come from the arguments, or from stdin when none are given (decimal or\n"
+     "hex-float, whitespace separated).  One line per value:\n"
+     "  INPUT CODE DEQUANTIZED CLASS\n"
+     "with CODE = cast(INPUT * S) as 0xHH and DEQUANTIZED = decode(CODE) * (1/S) as %.9g.\n"
+     "CLASS: exact rounded subnormal flushed saturated overflow nan.\n"
+     "Defaults: --round nearest, --saturate, --scale 1, --seed 0.  Stochastic rounding\n"
+     "uses element index i (0, 1, ...) of the value list as the generator's counter.\n",
+     cmd_cast},
+    {"demo", "the main job on built-in defaults",
+     "usage: fp8prof demo\n"
+     "Shows the format table and what casting does to a handful of values.\n",
+     cmd_demo},
+    {NULL, NULL, NULL, NULL},
+};
+
+int cli_usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("fp8prof: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return 2;
+}
+
+int cli_wants_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
+            return 1;
+    return 0;
+}
+
+int cli_help(const char *name)
+{
+    for (const cli_command *c = cli_commands; c->name; c++)
+        if (strcmp(c->name, name) == 0) {
+            fputs(c->usage, stdout);
+            return 0;
+        }
+    return 2;
+}
+
+static void overview(FILE *out)
+{
+    fputs("fp8prof — profile the numerics of FP8 training\n\n"
+          "usage: fp8prof COMMAND [ARGS...]\n"
+          "       fp8prof COMMAND --help\n\ncommands:\n",
+          out);
+    for (const cli_command *c = cli_commands; c->name; c++)
+        fprintf(out, "  %-10s %s\n", c->name, c->summary);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        overview(stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+        if (argc > 2)
+            return cli_help(argv[2]) == 0 ? 0 : cli_usage_error("unknown command '%s'", argv[2]);
+        overview(stdout);
+        return 0;
+    }
+    for (const cli_command *c = cli_commands; c->name; c++)
+        if (strcmp(c->name, argv[1]) == 0) {
+            if (cli_wants_help(argc - 1, argv + 1))
+                return cli_help(c->name);
+            int rc = c->run(argc - 1, argv + 1);
+            if (fflush(stdout) != 0 && rc == 0) {
+                perror("fp8prof: writing output");
+                rc = 1;
+            }
+            return rc;
+        }
+    overview(stderr);
+    return cli_usage_error("unknown command '%s'", argv[1]);
+}

@@ -1,0 +1,111 @@
+/*
+ * test_cli.c — suite "cli": build/fp8prof's format commands, run as a user
+ * would (path from $FP8PROF, default build/fp8prof): output lines and exit
+ * statuses, including the errors.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include "tests.h"
+
+/* Run a shell command line with the fp8prof path substituted for %s;
+ * capture stdout (up to cap bytes) and return the exit status. */
+static int run(const char *fmt, const char *arg, char *out, size_t cap)
+{
+    const char *exe = getenv("FP8PROF");
+    if (!exe)
+        exe = "build/fp8prof";
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, fmt, exe, arg ? arg : "");
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static char buf[1 << 20];
+
+static void test_cast_output(void)
+{
+    CU_ASSERT_EQUAL(run("%s cast e4m3 464 500 1e-3 -0x1p-10 nan --no-saturate", NULL, buf, sizeof buf), 0);
+    CU_ASSERT_STRING_EQUAL(buf, "464 0x7E 448 rounded\n"
+                                "500 0x7F nan overflow\n"
+                                "1e-3 0x01 0.001953125 subnormal\n"
+                                "-0x1p-10 0x80 -0 flushed\n"
+                                "nan 0x7F nan nan\n");
+    /* stdin, scale: 2500 * 2 = 5000 -> 5120 -> / 2 */
+    CU_ASSERT_EQUAL(run("echo '1.5  2.5e3\n0x1p-3' | %s cast e5m2 --scale 2", NULL, buf, sizeof buf), 0);
+    CU_ASSERT_STRING_EQUAL(buf, "1.5 0x42 1.5 exact\n2.5e3 0x6D 2560 rounded\n0x1p-3 0x34 0.125 exact\n");
+    /* default is saturating */
+    CU_ASSERT_EQUAL(run("%s cast e5m2 1e6 -inf", NULL, buf, sizeof buf), 0);
+    CU_ASSERT_STRING_EQUAL(buf, "1e6 0x7B 57344 saturated\n-inf 0xFB -57344 saturated\n");
+    CU_ASSERT_EQUAL(run("%s cast e4m3 --round zero 479", NULL, buf, sizeof buf), 0);
+    CU_ASSERT_STRING_EQUAL(buf, "479 0x7E 448 rounded\n");
+    CU_ASSERT_EQUAL(run("%s cast bf16 1.00390625", NULL, buf, sizeof buf), 0);
+    CU_ASSERT_STRING_EQUAL(buf, "1.00390625 0x3F80 1 rounded\n");
+    /* stochastic: the seed reproduces */
+    char other[256];
+    CU_ASSERT_EQUAL(run("%s cast e4m3 --round stochastic --seed 9 1.3 1.3 1.3 1.3 1.3 1.3", NULL, buf, sizeof buf), 0);
+    CU_ASSERT_EQUAL(run("%s cast e4m3 --round stochastic --seed 9 1.3 1.3 1.3 1.3 1.3 1.3", NULL, other, sizeof other), 0);
+    CU_ASSERT_STRING_EQUAL(buf, other);
+}
+
+static void test_errors(void)
+{
+    /* an unparsable value: named, exit 2, nothing printed for it */
+    CU_ASSERT_EQUAL(run("%s cast e4m3 1 x3 2 2>&1", NULL, buf, sizeof buf), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "1 0x38 1 exact\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "'x3'"));
+    CU_ASSERT_PTR_NULL(strstr(buf, "x3 0x"));
+    CU_ASSERT_PTR_NULL(strstr(buf, "\n2 0x"));
+    CU_ASSERT_EQUAL(run("%s cast e9m2 1 2>&1", NULL, buf, sizeof buf), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "e9m2"));
+    CU_ASSERT_EQUAL(run("%s cast nosuch 1 2>&1", NULL, buf, sizeof buf), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "'nosuch'"));
+    CU_ASSERT_EQUAL(run("%s cast e4m3 --bogus 1 2>&1", NULL, buf, sizeof buf), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "--bogus"));
+    CU_ASSERT_EQUAL(run("%s cast e4m3 --scale -1 1 2>&1", NULL, buf, sizeof buf), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "-1"));
+    CU_ASSERT_EQUAL(run("%s cast e4m3 --round up 1 2>&1", NULL, buf, sizeof buf), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "'up'"));
+    CU_ASSERT_EQUAL(run("%s table 2>&1", NULL, buf, sizeof buf), 2);
+    CU_ASSERT_EQUAL(run("%s nosuchcommand 2>&1", NULL, buf, sizeof buf), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "nosuchcommand"));
+    CU_ASSERT_EQUAL(run("%s --help", NULL, buf, sizeof buf), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "cast"));
+    CU_ASSERT_EQUAL(run("%s table --help", NULL, buf, sizeof buf), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "usage: fp8prof table"));
+}
+
+static void test_table_and_formats(void)
+{
+    CU_ASSERT_EQUAL(run("%s table e4m3", NULL, buf, sizeof buf), 0);
+    int lines = 0;
+    for (char *p = buf; *p; p++)
+        lines += *p == '\n';
+    CU_ASSERT_EQUAL(lines, 256);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "0x7E normal 0x1.cp+8 448\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "0x01 subnormal 0x1p-9 0.001953125\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "0x80 zero -0x0p+0 -0\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "0x7F nan"));
+    CU_ASSERT_EQUAL(run("%s table e5m2", NULL, buf, sizeof buf), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "0x7C inf inf inf\n"));
+    CU_ASSERT_EQUAL(run("%s table fp16 | wc -l", NULL, buf, sizeof buf), 0);
+    CU_ASSERT_EQUAL(atoi(buf), 65536);
+    CU_ASSERT_EQUAL(run("%s formats", NULL, buf, sizeof buf), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "e4m3fnuz"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "57344"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "65504"));
+}
+
+void register_cli_tests(void)
+{
+    static const char *const names[] = {"cast output lines", "errors name the bad item, exit 2",
+                                        "table and formats"};
+    static void (*const fns[])(void) = {test_cast_output, test_errors, test_table_and_formats};
+    add_suite("cli", names, fns, 3);
+}

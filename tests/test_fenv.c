@@ -1,0 +1,90 @@
+/*
+ * test_fenv.c — suite "fenv": codes, values and counts do not depend on the
+ * host's floating-point environment (FTZ/DAZ as -ffast-math sets them, and
+ * every rounding mode), and the caller's environment is restored.
+ */
+#include <fenv.h>
+#include <math.h>
+#include <stdlib.h>
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
+
+#include "fp8_format.h"
+#include "tests.h"
+
+#define N 100003
+
+static void run_all(const fp8_format *f, const fp8_cast_mode *m, float scale, const float *x,
+                    uint8_t *codes, float *q, fp8_counts *cnt, uint32_t *dec)
+{
+    fp8_format_encode_array(f, m, scale, x, N, codes, cnt);
+    fp8_format_qdq_array(f, m, scale, x, N, q, NULL);
+    for (uint32_t c = 0; c < 256; c++)
+        dec[c] = bits_of(fp8_format_decode(f, c));
+}
+
+static void test_environments(void)
+{
+    const char *names[] = {"e4m3", "e5m2", "e8m0", "e2m1", "e4m3fnuz"};
+    const int rmodes[] = {FE_TONEAREST, FE_UPWARD, FE_DOWNWARD, FE_TOWARDZERO};
+    float *x = malloc(N * 4), *q0 = malloc(N * 4), *q1 = malloc(N * 4);
+    uint8_t *c0 = malloc(N), *c1 = malloc(N);
+    uint32_t d0[256], d1[256];
+    CU_ASSERT_FATAL(x && q0 && q1 && c0 && c1);
+    uint64_t s = 777;
+    for (size_t i = 0; i < N; i++) {
+        uint32_t u = (uint32_t)test_rand(&s);
+        if (i % 4 == 0)
+            u &= 0x807FFFFFu; /* float32 subnormals */
+        else if (i % 4 == 1)
+            u = (u & 0x83FFFFFFu) | 0x3C000000u; /* around 2^-7 .. 2^1 */
+        x[i] = f_from_bits(u);
+    }
+    const fp8_cast_mode modes[] = {{FP8_ROUND_NEAREST, FP8_SATURATE, 0, 0},
+                                   {FP8_ROUND_ZERO, FP8_NO_SATURATE, 0, 0},
+                                   {FP8_ROUND_STOCHASTIC, FP8_SATURATE, 5, 0}};
+    const float scales[] = {1.0f, 0x1.3p-120f /* products become float32 subnormals */, 2.385f};
+    for (size_t fi = 0; fi < sizeof names / sizeof names[0]; fi++) {
+        const fp8_format *f = fp8_format_find(names[fi], NULL);
+        for (size_t mi = 0; mi < 3; mi++)
+            for (size_t si = 0; si < 3; si++) {
+                fp8_counts k0, k1;
+                run_all(f, &modes[mi], scales[si], x, c0, q0, &k0, d0);
+                for (int ftz = 0; ftz < 2; ftz++)
+                    for (size_t ri = 0; ri < 4; ri++) {
+#if defined(__x86_64__)
+                        unsigned saved = _mm_getcsr();
+                        if (ftz)
+                            _mm_setcsr(saved | 0x8040); /* FTZ | DAZ */
+#endif
+                        fesetround(rmodes[ri]);
+#if defined(__x86_64__)
+                        unsigned before = _mm_getcsr();
+#endif
+                        run_all(f, &modes[mi], scales[si], x, c1, q1, &k1, d1);
+#if defined(__x86_64__)
+                        CU_ASSERT_EQUAL(_mm_getcsr() & ~0x3Fu, before & ~0x3Fu); /* restored */
+                        _mm_setcsr(saved);
+#endif
+                        fesetround(FE_TONEAREST);
+                        CU_ASSERT_EQUAL(memcmp(c0, c1, N), 0);
+                        CU_ASSERT_EQUAL(memcmp(q0, q1, N * 4), 0);
+                        CU_ASSERT_EQUAL(memcmp(&k0, &k1, sizeof k0), 0);
+                        CU_ASSERT_EQUAL(memcmp(d0, d1, sizeof d0), 0);
+                    }
+            }
+    }
+    free(x);
+    free(q0);
+    free(q1);
+    free(c0);
+    free(c1);
+}
+
+void register_fenv_tests(void)
+{
+    static const char *const names[] = {"FTZ/DAZ and all rounding modes give the same bits"};
+    static void (*const fns[])(void) = {test_environments};
+    add_suite("fenv", names, fns, 1);
+}

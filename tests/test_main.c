@@ -1,0 +1,28 @@
+/*
+ * test_main.c — the CUnit runner: one suite per lib module (and the CLI).
+ * Exit status is nonzero when any assertion fails.
+ */
+#include <CUnit/Basic.h>
+#include <stdio.h>
+
+#include "tests.h"
+
+int main(void)
+{
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 2;
+    register_format_tests();
+    register_cast_tests();
+    register_fenv_tests();
+    register_cli_tests();
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
+    unsigned run = CU_get_number_of_tests_run();
+    CU_cleanup_registry();
+    if (run == 0) {
+        fprintf(stderr, "no tests ran\n");
+        return 1;
+    }
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,25 @@
+/* tests.h — suite registration and small helpers shared by the tests. */
+#ifndef FP8_TESTS_H
+#define FP8_TESTS_H
+#include <CUnit/CUnit.h>
+#include <stdint.h>
+#include <string.h>
+
+void register_format_tests(void);
+void register_cast_tests(void);
+void register_fenv_tests(void);
+void register_cli_tests(void);
+
+/* Add a suite with the given tests; aborts the run on registry failure. */
+void add_suite(const char *name, const char *const *names, void (*const *fns)(void), int n);
+
+static inline float f_from_bits(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t bits_of(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+
+/* xorshift-style generator for test inputs (not the library's). */
+static inline uint64_t test_rand(uint64_t *s)
+{
+    *s ^= *s << 13; *s ^= *s >> 7; *s ^= *s << 17;
+    return *s;
+}
+#endif
