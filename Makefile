@@ -11,13 +11,25 @@ CFLAGS_ALL := -std=c11 -D_GNU_SOURCE $(OPT) -g -fPIC -Wall -Wextra -Wshadow -Wst
               -fno-fast-math -ffp-contract=off -Ilib $(PKG_CFLAGS) $(SAN) $(CFLAGS)
 LDLIBS_ALL := $(PKG_LIBS) -lpthread -lm $(SAN) $(LDFLAGS)
 
-LIB_SRC  := $(wildcard lib/*.c)
+LIB_SRC  := $(filter-out lib/kernel_vec.c,$(wildcard lib/*.c))
+# The vector kernel is built once per instruction set; bulk.c picks one at run time.
+ifeq ($(shell uname -m),x86_64)
+VEC_OBJ  := $(BUILD)/lib/kernel_vec_avx512.o $(BUILD)/lib/kernel_vec_avx2.o $(BUILD)/lib/kernel_vec_base.o
+VEC_FLAGS_avx512 := -mavx512f -mavx512bw -mavx512vl -mavx512dq
+VEC_FLAGS_avx2   := -mavx2
+VEC_FLAGS_base   :=
+else
+VEC_OBJ  := $(BUILD)/lib/kernel_vec_base.o
+endif
 CLI_SRC  := $(wildcard cli/*.c)
 TEST_SRC := $(filter-out tests/check_exhaustive.c,$(wildcard tests/*.c))
-LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(VEC_OBJ)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 DEPS     := $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
+
+MAKEFLAGS += --no-builtin-rules
+.SUFFIXES:
 
 .PHONY: all test asan demo bench check-exhaustive clean help deps-check
 all: $(BUILD)/libfp8prof.a $(BUILD)/libfp8prof.so $(BUILD)/fp8prof
@@ -33,6 +45,10 @@ help:
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+
+$(BUILD)/lib/kernel_vec_%.o: lib/kernel_vec.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) $(VEC_FLAGS_$*) -DFP8_VEC_NAME=fp8__vec_kernel_$* -MMD -MP -c $< -o $@
 
 $(BUILD)/libfp8prof.a: $(LIB_OBJ)
 	ar rcs $@ $^

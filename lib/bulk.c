@@ -3,10 +3,9 @@
  * quantize-dequantize, returning per-class counts.
  *
  * Two kernels compute the same bits: the portable one runs the scalar cast
- * of cast_impl.h element by element; the vector one (GCC vector extensions,
- * cloned for AVX-512, AVX2 and baseline x86-64, picked at load time) runs the
+ * of cast_impl.h element by element; the vector one  runs the
  * same integer method 16 lanes at a time for nearest and toward-zero
- * rounding.  Stochastic rounding, e8m0, and generic formats whose normal
+ * rounding (kernel_vec.c, built per instruction set, picked at run time).  Stochastic rounding, e8m0, and generic formats whose normal
  * range reaches below float32's are always portable.  The tests and
  * `make check-exhaustive` compare the two on every float32.
  */
@@ -85,22 +84,7 @@ portable_kernel(const fp8_format *f, const fp8_cast_mode *mode, float scale,
 
 /* ---- vector kernel -------------------------------------------------------- */
 
-typedef uint32_t vu __attribute__((vector_size(64)));
-typedef int32_t vi __attribute__((vector_size(64)));
-typedef float vf __attribute__((vector_size(64)));
-typedef uint8_t vb __attribute__((vector_size(16)));
-typedef uint16_t vh __attribute__((vector_size(32)));
-
-#define VL 16
-#define SEL(m, a, b) (((a) & (m)) | ((b) & ~(m))) /* m ? a : b, lane-wise */
-
-typedef struct {
-    int32_t mbits, emin, bias, lowsub;  /* lowsub = 1 << mbits             */
-    uint32_t max_mag, sign_shift, negzero_keep;
-    uint32_t inf_code[2], ovf_code[2], nan_code[2]; /* [sign]           */
-    uint32_t inf_val[2], ovf_val[2], nan_val[2];    /* decoded bits      */
-    int32_t inf_sat, ovf_sat, nearest;              /* -1 or 0 masks     */
-} vparams;
+#include "kernel_vec.h"
 
 static void vparams_init(vparams *p, const fp8_format *f, const fp8_cast_mode *mode)
 {
@@ -126,95 +110,31 @@ static void vparams_init(vparams *p, const fp8_format *f, const fp8_cast_mode *m
     p->inf_sat = clamps ? -1 : 0;
     p->ovf_sat = (clamps || mode->round == FP8_ROUND_ZERO) ? -1 : 0;
     p->nearest = mode->round == FP8_ROUND_NEAREST ? -1 : 0;
+    /* hot path range: float32 bits of min_normal .. max */
+    float lo = (float)f->min_normal, hi = (float)f->max;
+    memcpy(&p->lo_bits, &lo, 4);
+    uint32_t hi_bits;
+    memcpy(&hi_bits, &hi, 4);
+    p->range_bits = hi_bits - p->lo_bits;
+    p->rshift = (uint32_t)(23 - f->mbits);
+    p->round_add = mode->round == FP8_ROUND_NEAREST ? (1u << (p->rshift - 1)) - 1 : 0;
+    p->round_lsb = mode->round == FP8_ROUND_NEAREST ? 1 : 0;
+    p->keep_mask = ~((1u << p->rshift) - 1);
+    p->rebias = (uint32_t)(127 - f->bias) << f->mbits;
 }
 
-/* Processes n (a multiple of VL) elements.  acc: flushed, subnormal,
- * rounded, saturated, overflow, nan (exact = n - the rest). */
-__attribute__((noinline, target_clones("avx512f", "avx2", "default"))) static void
-vector_kernel(const vparams *p, int code_bytes, float scale, float scale_inv,
-              const float *x, size_t n, void *codes, float *out, uint64_t acc[6])
+typedef void (*vec_kernel_fn)(FP8_VEC_KERNEL_ARGS);
+
+static vec_kernel_fn pick_kernel(void)
 {
-    const vi zero = {0};
-    vu c_flush = {0}, c_sub = {0}, c_round = {0}, c_sat = {0}, c_ovf = {0}, c_nan = {0};
-    const vi ones = zero + 1;
-    const vu uz = {0};
-    const vu mbits = (vu)(zero + p->mbits);
-    for (size_t i = 0; i < n; i += VL) {
-        vf xv;
-        memcpy(&xv, x + i, sizeof xv);
-        vf y = xv * scale;
-        vu u = (vu)y;
-        vu a = u & 0x7FFFFFFFu;
-        vu neg = u >> 31;
-        vi negm = -(vi)neg;
-        vi is_nan = (vi)(a > 0x7F800000u);
-        vi is_inf = (vi)(a == 0x7F800000u);
-        vi is_zero = (vi)(a == 0);
-        vi ef = (vi)(a >> 23);
-        vi e = (ef + (ones & (ef == 0))) - 127;          /* subnormal: -126 */
-        vu sig = (a & 0x7FFFFFu) | ((vu)(ef != 0) & 0x800000u);
-        vi d = p->emin - e;
-        d &= (d > 0);
-        vi s = (23 - p->mbits) + d;
-        s = SEL(s > 31, zero + 31, s);
-        vu su = (vu)s;
-        vu k = sig >> su;
-        vu rem = sig & (((vu)ones << su) - 1);
-        vu half = (vu)ones << (su - 1);
-        vi up = (vi)(rem > half) | ((vi)(rem == half) & -(vi)(k & 1));
-        k -= (vu)(up & p->nearest);
-        vi biased = e + p->bias;
-        biased = SEL(biased < 1, ones, biased);
-        vu mag = ((vu)(biased - 1) << mbits) + k;
-        vi special = is_nan | is_inf;
-        vi ovf = (vi)(mag > p->max_mag) & ~special;
-        vi normal = ~(special | ovf);
-        vi magzero = (vi)(mag == 0);
-        vi flushed = magzero & ~is_zero & normal;
-        vi sub = ~magzero & (vi)(mag < (vu)(zero + p->lowsub)) & normal;
-        vi rounded = (vi)(rem != 0) & ~magzero & (vi)(mag >= (vu)(zero + p->lowsub)) & normal;
-
-        c_flush -= (vu)flushed;
-        c_sub -= (vu)sub;
-        c_round -= (vu)rounded;
-        c_nan -= (vu)is_nan;
-        c_sat -= (vu)((is_inf & p->inf_sat) | (ovf & p->ovf_sat));
-        c_ovf -= (vu)((is_inf & ~p->inf_sat) | (ovf & ~p->ovf_sat));
-
-        if (codes) {
-            vu sgn = neg << p->sign_shift;
-            sgn &= ~(vu)magzero | p->negzero_keep;
-            vu code = sgn | mag;
-            code = SEL((vu)ovf, SEL((vu)negm, uz + p->ovf_code[1], uz + p->ovf_code[0]), code);
-            code = SEL((vu)is_inf, SEL((vu)negm, uz + p->inf_code[1], uz + p->inf_code[0]), code);
-            code = SEL((vu)is_nan, SEL((vu)negm, uz + p->nan_code[1], uz + p->nan_code[0]), code);
-            if (code_bytes == 1) {
-                vb cb = __builtin_convertvector(code, vb);
-                memcpy((uint8_t *)codes + i, &cb, sizeof cb);
-            } else {
-                vh ch = __builtin_convertvector(code, vh);
-                memcpy((uint16_t *)codes + i, &ch, sizeof ch);
-            }
-        }
-        if (out) {
-            /* value = k * 2^qe, qe = max(e, emin) - mbits >= -136 */
-            vi qe = e + d - p->mbits;
-            vu p2 = SEL((vu)(qe >= -126), (vu)(qe + 127) << 23, (vu)ones << (vu)(qe + 149));
-            p2 = SEL((vu)(qe >= -126), p2, SEL((vu)(qe >= -149), p2, (vu)zero));
-            vf mv = __builtin_convertvector((vi)k, vf) * (vf)p2;
-            vu bits = (vu)mv;
-            bits |= (neg << 31) & (~(vu)magzero | p->negzero_keep);
-            bits = SEL((vu)ovf, SEL((vu)negm, uz + p->ovf_val[1], uz + p->ovf_val[0]), bits);
-            bits = SEL((vu)is_inf, SEL((vu)negm, uz + p->inf_val[1], uz + p->inf_val[0]), bits);
-            bits = SEL((vu)is_nan, SEL((vu)negm, uz + p->nan_val[1], uz + p->nan_val[0]), bits);
-            vf o = (vf)bits * scale_inv;
-            memcpy(out + i, &o, sizeof o);
-        }
-    }
-    vu cs[6] = {c_flush, c_sub, c_round, c_sat, c_ovf, c_nan};
-    for (int c = 0; c < 6; c++)
-        for (int l = 0; l < VL; l++)
-            acc[c] += cs[c][l];
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f"))
+        return fp8__vec_kernel_avx512;
+    if (__builtin_cpu_supports("avx2"))
+        return fp8__vec_kernel_avx2;
+#endif
+    return fp8__vec_kernel_base;
 }
 
 static int vector_ok(const fp8_format *f, const fp8_cast_mode *mode)
@@ -250,12 +170,13 @@ static void run(const fp8_format *f, const fp8_cast_mode *mode, float scale,
     if (vector_ok(f, mode)) {
         vparams p;
         uint64_t acc[6] = {0};
+        vec_kernel_fn vec_kernel = pick_kernel();
         vparams_init(&p, f, mode);
         const size_t chunk = (size_t)1 << 20; /* keeps 32-bit lane counters safe */
         size_t nv = n - n % VL;
         for (size_t i = 0; i < nv; i += chunk) {
             size_t m = nv - i < chunk ? nv - i : chunk;
-            vector_kernel(&p, f->code_bytes, scale, scale_inv, x + i, m,
+            vec_kernel(&p, f->code_bytes, scale, scale_inv, x + i, m,
                           codes ? (char *)codes + i * (size_t)f->code_bytes : NULL, out ? out + i : NULL, acc);
         }
         cnt[FP8_CLASS_FLUSHED] = acc[0];

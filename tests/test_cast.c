@@ -234,6 +234,13 @@ static void test_vector_vs_portable(void)
     for (size_t i = 0; i < N; i++)
         x[i] = (i % 3) ? (float)((double)(int64_t)test_rand(&s) * 0x1p-66) : f_from_bits((uint32_t)test_rand(&s));
     const float scales[] = {1.0f, 2.385f, 0x1p-20f, 3.0e10f};
+    for (int pass = 0; pass < 2; pass++) {
+    if (pass == 1) /* in-range data (the kernel's hot path), with zeros and -0 */
+        for (size_t i = 0; i < N; i++) {
+            uint64_t r = test_rand(&s);
+            x[i] = (r % 20 == 0) ? ((r & 64) ? -0.0f : 0.0f)
+                                 : (float)((double)((r >> 20) % 400000 + 1000) * 1e-3 * ((r & 1) ? -1 : 1));
+        }
     for (size_t fi = 0; fi < sizeof names / sizeof names[0]; fi++) {
         fp8_format scratch;
         const fp8_format *f = fp8_format_find(names[fi], &scratch);
@@ -252,6 +259,7 @@ static void test_vector_vs_portable(void)
                 CU_ASSERT_EQUAL(memcmp(q1, q2, N * 4), 0);
                 CU_ASSERT_EQUAL(memcmp(&a, &b, sizeof a), 0);
             }
+    }
     }
     free(x);
     free(q1);

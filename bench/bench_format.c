@@ -1,0 +1,114 @@
+/*
+ * bench_format.c — `make bench`: speed of the format kernels, each printed
+ * next to a reference measured in the same run.
+ *
+ * Single thread, 2^26 float32 elements, per-tensor scale, nearest-even,
+ * saturating.  Reference: memcpy of the same float32 buffer (elements/s).
+ * Targets (issue 2): encode >= 75% of the memcpy element rate,
+ * quantize-dequantize >= 60%.  Each figure is the best of 5 runs.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fp8.h"
+
+#define N ((size_t)1 << 26)
+#define REPS 5
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+typedef void (*bench_fn)(void *ctx);
+
+static double best_rate(bench_fn fn, void *ctx)
+{
+    double best = 0;
+    for (int r = 0; r < REPS; r++) {
+        double t0 = now();
+        fn(ctx);
+        double dt = now() - t0;
+        double rate = (double)N / dt / 1e9;
+        if (rate > best)
+            best = rate;
+    }
+    return best;
+}
+
+typedef struct {
+    const fp8_format *f;
+    fp8_cast_mode mode;
+    float *x, *y;
+    uint8_t *codes;
+} ctx_t;
+
+static void do_memcpy(void *c)
+{
+    ctx_t *k = c;
+    memcpy(k->y, k->x, N * sizeof(float));
+}
+static void do_encode(void *c)
+{
+    ctx_t *k = c;
+    fp8_format_encode_array(k->f, &k->mode, 2.385f, k->x, N, k->codes, NULL);
+}
+static void do_qdq(void *c)
+{
+    ctx_t *k = c;
+    fp8_format_qdq_array(k->f, &k->mode, 2.385f, k->x, N, k->y, NULL);
+}
+
+int main(void)
+{
+    ctx_t k;
+    memset(&k, 0, sizeof k);
+    k.x = malloc(N * 4);
+    k.y = malloc(N * 4);
+    k.codes = malloc(N);
+    if (!k.x || !k.y || !k.codes) {
+        fprintf(stderr, "bench: out of memory\n");
+        return 1;
+    }
+    /* activations-like data: Gaussian-ish with a few outliers */
+    uint64_t s = 88172645463325252ull;
+    for (size_t i = 0; i < N; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        double u = (double)(s >> 11) * 0x1p-53, v = (double)((s >> 3) & 0xFF) / 256.0;
+        k.x[i] = (float)((u - 0.5) * 8.0 * (v > 0.999 ? 100.0 : 1.0));
+        k.y[i] = 0;
+        k.codes[i] = 0;
+    }
+    printf("fp8prof bench: formats (single thread, %zu elements, nearest-even, saturating, scale 2.385)\n", N);
+    printf("kernel: %s\n\n", fp8_format_kernel_name());
+    double mc = best_rate(do_memcpy, &k);
+    printf("%-34s %8.3f Gelem/s  (reference, %.1f GB/s copied)\n", "memcpy float32", mc, mc * 4);
+    const char *fmts[] = {"e4m3", "e5m2"};
+    int ok = 1;
+    for (int portable = 0; portable < 2; portable++) {
+        fp8_format_force_portable(portable);
+        for (int i = 0; i < 2; i++) {
+            k.f = fp8_format_find(fmts[i], NULL);
+            double e = best_rate(do_encode, &k), q = best_rate(do_qdq, &k);
+            char label[64];
+            snprintf(label, sizeof label, "%s encode%s", fmts[i], portable ? " (portable)" : "");
+            printf("%-34s %8.3f Gelem/s  %5.1f%% of memcpy%s\n", label, e, 100 * e / mc,
+                   portable ? "" : (e >= 0.75 * mc ? "  target 75%: met" : "  target 75%: MISSED"));
+            snprintf(label, sizeof label, "%s quantize-dequantize%s", fmts[i], portable ? " (portable)" : "");
+            printf("%-34s %8.3f Gelem/s  %5.1f%% of memcpy%s\n", label, q, 100 * q / mc,
+                   portable ? "" : (q >= 0.60 * mc ? "  target 60%: met" : "  target 60%: MISSED"));
+            if (!portable && (e < 0.75 * mc || q < 0.60 * mc))
+                ok = 0;
+        }
+    }
+    fp8_format_force_portable(0);
+    printf("\n%s\n", ok ? "all format targets met" : "some format targets missed");
+    free(k.x);
+    free(k.y);
+    free(k.codes);
+    return 0;
+}

@@ -1,0 +1,160 @@
+/*
+ * kernel_vec.c — the vector cast kernel (see kernel_vec.h).  The Makefile
+ * builds it three times (AVX-512, AVX2, baseline), defining FP8_VEC_NAME and
+ * the instruction-set flags; GCC vector extensions keep one source for all.
+ *
+ * Hot path: when every lane's |x*scale| lies in [min_normal, max] (the usual
+ * case), the result is a normal of the format and rounding is the classic
+ * add-and-mask on the float32 bits: r = a + (2^(s-1) - 1 + lsb) for nearest
+ * even (0 for toward zero), cleared below bit s = 23 - mbits.  r is then the
+ * float32 of the rounded value, and its exponent field rebiased is the code.
+ * Classes there are only exact or rounded.  Any other vector takes the
+ * general body, the lane-wise form of cast_impl.h.
+ */
+#include <string.h>
+#if defined(__AVX512F__) || defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+#include "kernel_vec.h"
+
+#ifndef FP8_VEC_NAME
+#define FP8_VEC_NAME fp8__vec_kernel_base
+#endif
+
+typedef uint32_t vu __attribute__((vector_size(64)));
+typedef int32_t vi __attribute__((vector_size(64)));
+typedef float vf __attribute__((vector_size(64)));
+typedef uint8_t vb __attribute__((vector_size(16)));
+typedef uint16_t vh __attribute__((vector_size(32)));
+
+/* 1 when every lane of mask m (-1/0 lanes) is set. */
+static inline int all_lanes(vi m)
+{
+#if defined(__AVX512F__)
+    __m512i v;
+    memcpy(&v, &m, sizeof v);
+    return _mm512_cmpeq_epi32_mask(v, _mm512_set1_epi32(-1)) == 0xFFFF;
+#elif defined(__AVX2__)
+    __m256i lo, hi;
+    memcpy(&lo, &m, 32);
+    memcpy(&hi, (char *)&m + 32, 32);
+    return _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_and_si256(lo, hi))) == 0xFF;
+#else
+    for (int l = 0; l < VL; l++)
+        if (!m[l])
+            return 0;
+    return 1;
+#endif
+}
+
+#define SEL(m, a, b) (((a) & (m)) | ((b) & ~(m))) /* m ? a : b, lane-wise */
+
+
+void FP8_VEC_NAME(FP8_VEC_KERNEL_ARGS)
+{
+    const vi zero = {0};
+    vu c_flush = {0}, c_sub = {0}, c_round = {0}, c_sat = {0}, c_ovf = {0}, c_nan = {0};
+    const vi ones = zero + 1;
+    const vu uz = {0};
+    const vu mbits = (vu)(zero + p->mbits);
+    for (size_t i = 0; i < n; i += VL) {
+        vf xv;
+        memcpy(&xv, x + i, sizeof xv);
+        vf y = xv * scale;
+        vu u = (vu)y;
+        vu a = u & 0x7FFFFFFFu;
+        vu neg = u >> 31;
+        vi azero = (vi)(a == 0);
+        vi inrange = (vi)(a - p->lo_bits <= p->range_bits) | azero;
+        if (all_lanes(inrange)) {
+            vu r = (a + (p->round_add + ((a >> p->rshift) & p->round_lsb))) & p->keep_mask;
+            vu keep_sign = ~(vu)azero | p->negzero_keep; /* fnuz: no -0 */
+            c_round -= (vu)(vi)((a & ~p->keep_mask) != 0);
+            if (codes) {
+                vu code = (((r >> p->rshift) - p->rebias) & ~(vu)azero) | ((neg << p->sign_shift) & keep_sign);
+                if (code_bytes == 1) {
+                    vb cb = __builtin_convertvector(code, vb);
+                    memcpy((uint8_t *)codes + i, &cb, sizeof cb);
+                } else {
+                    vh ch = __builtin_convertvector(code, vh);
+                    memcpy((uint16_t *)codes + i, &ch, sizeof ch);
+                }
+            }
+            if (out) {
+                vf o = (vf)(r | ((neg << 31) & keep_sign)) * scale_inv;
+                memcpy(out + i, &o, sizeof o);
+            }
+            continue;
+        }
+        vi negm = -(vi)neg;
+        vi is_nan = (vi)(a > 0x7F800000u);
+        vi is_inf = (vi)(a == 0x7F800000u);
+        vi is_zero = (vi)(a == 0);
+        vi ef = (vi)(a >> 23);
+        vi e = (ef + (ones & (ef == 0))) - 127;          /* subnormal: -126 */
+        vu sig = (a & 0x7FFFFFu) | ((vu)(ef != 0) & 0x800000u);
+        vi d = p->emin - e;
+        d &= (d > 0);
+        vi s = (23 - p->mbits) + d;
+        s = SEL(s > 31, zero + 31, s);
+        vu su = (vu)s;
+        vu k = sig >> su;
+        vu rem = sig & (((vu)ones << su) - 1);
+        vu half = (vu)ones << (su - 1);
+        vi up = (vi)(rem > half) | ((vi)(rem == half) & -(vi)(k & 1));
+        k -= (vu)(up & p->nearest);
+        vi biased = e + p->bias;
+        biased = SEL(biased < 1, ones, biased);
+        vu mag = ((vu)(biased - 1) << mbits) + k;
+        vi special = is_nan | is_inf;
+        vi ovf = (vi)(mag > p->max_mag) & ~special;
+        vi normal = ~(special | ovf);
+        vi magzero = (vi)(mag == 0);
+        vi flushed = magzero & ~is_zero & normal;
+        vi sub = ~magzero & (vi)(mag < (vu)(zero + p->lowsub)) & normal;
+        vi rounded = (vi)(rem != 0) & ~magzero & (vi)(mag >= (vu)(zero + p->lowsub)) & normal;
+
+        c_flush -= (vu)flushed;
+        c_sub -= (vu)sub;
+        c_round -= (vu)rounded;
+        c_nan -= (vu)is_nan;
+        c_sat -= (vu)((is_inf & p->inf_sat) | (ovf & p->ovf_sat));
+        c_ovf -= (vu)((is_inf & ~p->inf_sat) | (ovf & ~p->ovf_sat));
+
+        if (codes) {
+            vu sgn = neg << p->sign_shift;
+            sgn &= ~(vu)magzero | p->negzero_keep;
+            vu code = sgn | mag;
+            code = SEL((vu)ovf, SEL((vu)negm, uz + p->ovf_code[1], uz + p->ovf_code[0]), code);
+            code = SEL((vu)is_inf, SEL((vu)negm, uz + p->inf_code[1], uz + p->inf_code[0]), code);
+            code = SEL((vu)is_nan, SEL((vu)negm, uz + p->nan_code[1], uz + p->nan_code[0]), code);
+            if (code_bytes == 1) {
+                vb cb = __builtin_convertvector(code, vb);
+                memcpy((uint8_t *)codes + i, &cb, sizeof cb);
+            } else {
+                vh ch = __builtin_convertvector(code, vh);
+                memcpy((uint16_t *)codes + i, &ch, sizeof ch);
+            }
+        }
+        if (out) {
+            /* value = k * 2^qe, qe = max(e, emin) - mbits >= -136 */
+            vi qe = e + d - p->mbits;
+            vu p2 = SEL((vu)(qe >= -126), (vu)(qe + 127) << 23, (vu)ones << (vu)(qe + 149));
+            p2 = SEL((vu)(qe >= -126), p2, SEL((vu)(qe >= -149), p2, (vu)zero));
+            vf mv = __builtin_convertvector((vi)k, vf) * (vf)p2;
+            vu bits = (vu)mv;
+            bits |= (neg << 31) & (~(vu)magzero | p->negzero_keep);
+            bits = SEL((vu)ovf, SEL((vu)negm, uz + p->ovf_val[1], uz + p->ovf_val[0]), bits);
+            bits = SEL((vu)is_inf, SEL((vu)negm, uz + p->inf_val[1], uz + p->inf_val[0]), bits);
+            bits = SEL((vu)is_nan, SEL((vu)negm, uz + p->nan_val[1], uz + p->nan_val[0]), bits);
+            vf o = (vf)bits * scale_inv;
+            memcpy(out + i, &o, sizeof o);
+        }
+    }
+    vu cs[6] = {c_flush, c_sub, c_round, c_sat, c_ovf, c_nan};
+    for (int c = 0; c < 6; c++)
+        for (int l = 0; l < VL; l++)
+            acc[c] += cs[c][l];
+}
+

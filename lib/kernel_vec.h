@@ -1,0 +1,39 @@
+/*
+ * kernel_vec.h — internal: the vector cast kernel, built once per
+ * instruction set (kernel_vec.c compiled with -mavx512f, -mavx2 and the
+ * baseline) and picked at run time by bulk.c.  Same integer method as
+ * cast_impl.h, 16 lanes at a time; the tests compare the two bit for bit.
+ */
+#ifndef FP8_KERNEL_VEC_H
+#define FP8_KERNEL_VEC_H
+#include <stddef.h>
+#include <stdint.h>
+
+#define VL 16
+
+typedef struct {
+    int32_t mbits, emin, bias, lowsub;  /* lowsub = 1 << mbits             */
+    uint32_t max_mag, sign_shift, negzero_keep;
+    uint32_t inf_code[2], ovf_code[2], nan_code[2]; /* [sign]           */
+    uint32_t inf_val[2], ovf_val[2], nan_val[2];    /* decoded bits      */
+    int32_t inf_sat, ovf_sat, nearest;              /* -1 or 0 masks     */
+    /* hot path: lanes with lo_bits <= |y| bits <= lo_bits + range_bits */
+    uint32_t lo_bits, range_bits;
+    uint32_t rshift;     /* 23 - mbits                                     */
+    uint32_t round_add;  /* nearest: 2^(rshift-1) - 1; toward zero: 0      */
+    uint32_t round_lsb;  /* nearest: 1 (ties to even); toward zero: 0      */
+    uint32_t keep_mask;  /* clears the rshift low bits                     */
+    uint32_t rebias;     /* (127 - bias) << mbits                           */
+} vparams;
+
+
+/* Processes n (a multiple of VL) elements; codes or out may be NULL.
+ * acc: flushed, subnormal, rounded, saturated, overflow, nan counts are
+ * added (exact = n - the rest). */
+#define FP8_VEC_KERNEL_ARGS const vparams *p, int code_bytes, float scale, float scale_inv, \
+    const float *x, size_t n, void *codes, float *out, uint64_t acc[6]
+void fp8__vec_kernel_avx512(FP8_VEC_KERNEL_ARGS);
+void fp8__vec_kernel_avx2(FP8_VEC_KERNEL_ARGS);
+void fp8__vec_kernel_base(FP8_VEC_KERNEL_ARGS);
+
+#endif
