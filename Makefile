@@ -11,16 +11,18 @@ CFLAGS_ALL := -std=c11 -D_GNU_SOURCE $(OPT) -g -fPIC -Wall -Wextra -Wshadow -Wst
               -fno-fast-math -ffp-contract=off -Ilib $(PKG_CFLAGS) $(SAN) $(CFLAGS)
 LDLIBS_ALL := $(PKG_LIBS) -lpthread -lm $(SAN) $(LDFLAGS)
 
-LIB_SRC  := $(filter-out lib/kernel_vec.c,$(wildcard lib/*.c))
-# The vector kernel is built once per instruction set; bulk.c picks one at run time.
+# Vector loops (lib/*_vec.c) are built once per instruction set and picked at run time.
+VEC_SRC  := lib/kernel_vec.c lib/stats_vec.c
+LIB_SRC  := $(filter-out $(VEC_SRC),$(wildcard lib/*.c))
 ifeq ($(shell uname -m),x86_64)
-VEC_OBJ  := $(BUILD)/lib/kernel_vec_avx512.o $(BUILD)/lib/kernel_vec_avx2.o $(BUILD)/lib/kernel_vec_base.o
-VEC_FLAGS_avx512 := -mavx512f -mavx512bw -mavx512vl -mavx512dq
-VEC_FLAGS_avx2   := -mavx2
-VEC_FLAGS_base   :=
+ISAS     := avx512 avx2 base
 else
-VEC_OBJ  := $(BUILD)/lib/kernel_vec_base.o
+ISAS     := base
 endif
+VEC_OBJ  := $(foreach s,$(VEC_SRC:lib/%.c=%),$(foreach i,$(ISAS),$(BUILD)/lib/$(s)_$(i).o))
+ISA_FLAGS_avx512 := -mavx512f -mavx512bw -mavx512vl -mavx512dq
+ISA_FLAGS_avx2   := -mavx2
+ISA_FLAGS_base   :=
 CLI_SRC  := $(wildcard cli/*.c)
 TEST_SRC := $(filter-out tests/check_exhaustive.c,$(wildcard tests/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(VEC_OBJ)
@@ -46,9 +48,12 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
 
-$(BUILD)/lib/kernel_vec_%.o: lib/kernel_vec.c
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) $(VEC_FLAGS_$*) -DFP8_VEC_NAME=fp8__vec_kernel_$* -MMD -MP -c $< -o $@
+define isa_rule
+$(BUILD)/lib/%_$(1).o: lib/%.c
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(CFLAGS_ALL) $$(ISA_FLAGS_$(1)) -DFP8_ISA=$(1) -MMD -MP -c $$< -o $$@
+endef
+$(foreach i,$(ISAS),$(eval $(call isa_rule,$(i))))
 
 $(BUILD)/libfp8prof.a: $(LIB_OBJ)
 	ar rcs $@ $^

@@ -84,7 +84,7 @@ portable_kernel(const fp8_format *f, const fp8_cast_mode *mode, float scale,
 
 /* ---- vector kernel -------------------------------------------------------- */
 
-#include "kernel_vec.h"
+#include "cast_internal.h"
 
 static void vparams_init(vparams *p, const fp8_format *f, const fp8_cast_mode *mode)
 {
@@ -123,8 +123,6 @@ static void vparams_init(vparams *p, const fp8_format *f, const fp8_cast_mode *m
     p->rebias = (uint32_t)(127 - f->bias) << f->mbits;
 }
 
-typedef void (*vec_kernel_fn)(FP8_VEC_KERNEL_ARGS);
-
 static vec_kernel_fn pick_kernel(void)
 {
 #if defined(__x86_64__)
@@ -156,44 +154,58 @@ static int check_args(const fp8_format *f, float scale, const void *x, size_t n,
     return FP8_OK;
 }
 
-static void run(const fp8_format *f, const fp8_cast_mode *mode, float scale,
-                const float *x, size_t n, void *codes, float *out, fp8_counts *counts)
+void fp8__caster_init(fp8__caster *c, const fp8_format *f, const fp8_cast_mode *mode)
 {
     static const fp8_cast_mode dflt;
-    uint64_t cnt[FP8_NCLASS] = {0};
-    fp8__fenv env;
-    if (!mode)
-        mode = &dflt;
-    fp8__fenv_enter(&env);
-    float scale_inv = 1.0f / scale;
+    c->f = f;
+    c->mode = mode ? *mode : dflt;
+    c->vec = vector_ok(f, &c->mode);
+    c->fn = c->vec ? pick_kernel() : NULL;
+    if (c->vec)
+        vparams_init(&c->p, f, &c->mode);
+}
+
+void fp8__caster_run(const fp8__caster *c, float scale, float scale_inv, const float *x, size_t n,
+                     void *codes, float *out, uint64_t cnt[FP8_NCLASS], uint64_t offset)
+{
+    const fp8_format *f = c->f;
     size_t done = 0;
-    if (vector_ok(f, mode)) {
-        vparams p;
+    if (c->vec) {
         uint64_t acc[6] = {0};
-        vec_kernel_fn vec_kernel = pick_kernel();
-        vparams_init(&p, f, mode);
         const size_t chunk = (size_t)1 << 20; /* keeps 32-bit lane counters safe */
         size_t nv = n - n % VL;
         for (size_t i = 0; i < nv; i += chunk) {
             size_t m = nv - i < chunk ? nv - i : chunk;
-            vec_kernel(&p, f->code_bytes, scale, scale_inv, x + i, m,
-                          codes ? (char *)codes + i * (size_t)f->code_bytes : NULL, out ? out + i : NULL, acc);
+            c->fn(&c->p, f->code_bytes, scale, scale_inv, x + i, m,
+                  codes ? (char *)codes + i * (size_t)f->code_bytes : NULL, out ? out + i : NULL, acc);
         }
-        cnt[FP8_CLASS_FLUSHED] = acc[0];
-        cnt[FP8_CLASS_SUBNORMAL] = acc[1];
-        cnt[FP8_CLASS_ROUNDED] = acc[2];
-        cnt[FP8_CLASS_SATURATED] = acc[3];
-        cnt[FP8_CLASS_OVERFLOW] = acc[4];
-        cnt[FP8_CLASS_NAN] = acc[5];
-        cnt[FP8_CLASS_EXACT] = nv - acc[0] - acc[1] - acc[2] - acc[3] - acc[4] - acc[5];
+        cnt[FP8_CLASS_FLUSHED] += acc[0];
+        cnt[FP8_CLASS_SUBNORMAL] += acc[1];
+        cnt[FP8_CLASS_ROUNDED] += acc[2];
+        cnt[FP8_CLASS_SATURATED] += acc[3];
+        cnt[FP8_CLASS_OVERFLOW] += acc[4];
+        cnt[FP8_CLASS_NAN] += acc[5];
+        cnt[FP8_CLASS_EXACT] += nv - acc[0] - acc[1] - acc[2] - acc[3] - acc[4] - acc[5];
         done = nv;
     }
     if (done < n) {
-        fp8_cast_mode m = *mode;
-        m.offset += done;
+        fp8_cast_mode m = c->mode;
+        m.offset = offset + done;
         portable_kernel(f, &m, scale, scale_inv, x + done, n - done,
                         codes ? (char *)codes + done * (size_t)f->code_bytes : NULL, out ? out + done : NULL, cnt);
     }
+}
+
+static void run(const fp8_format *f, const fp8_cast_mode *mode, float scale,
+                const float *x, size_t n, void *codes, float *out, fp8_counts *counts)
+{
+    uint64_t cnt[FP8_NCLASS] = {0};
+    fp8__fenv env;
+    fp8__caster c;
+    fp8__caster_init(&c, f, mode);
+    fp8__fenv_enter(&env);
+    float scale_inv = 1.0f / scale;
+    fp8__caster_run(&c, scale, scale_inv, x, n, codes, out, cnt, c.mode.offset);
     fp8__fenv_leave(&env);
     if (counts)
         memcpy(counts->n, cnt, sizeof cnt);

@@ -3,4 +3,6 @@
 #define FP8_H
 #include "fp8_error.h"
 #include "fp8_format.h"
+#include "fp8_recipe.h"
+#include "fp8_stats.h"
 #endif

@@ -1,6 +1,6 @@
 /*
  * kernel_vec.c — the vector cast kernel (see kernel_vec.h).  The Makefile
- * builds it three times (AVX-512, AVX2, baseline), defining FP8_VEC_NAME and
+ * builds it three times (AVX-512, AVX2, baseline), defining FP8_ISA and
  * the instruction-set flags; GCC vector extensions keep one source for all.
  *
  * Hot path: when every lane's |x*scale| lies in [min_normal, max] (the usual
@@ -18,9 +18,12 @@
 
 #include "kernel_vec.h"
 
-#ifndef FP8_VEC_NAME
-#define FP8_VEC_NAME fp8__vec_kernel_base
+#ifndef FP8_ISA
+#define FP8_ISA base
 #endif
+#define FP8_CAT2(a, b) a##b
+#define FP8_CAT(a, b) FP8_CAT2(a, b)
+#define FP8_VEC_NAME FP8_CAT(fp8__vec_kernel_, FP8_ISA)
 
 typedef uint32_t vu __attribute__((vector_size(64)));
 typedef int32_t vi __attribute__((vector_size(64)));

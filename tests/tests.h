@@ -9,6 +9,8 @@ void register_format_tests(void);
 void register_cast_tests(void);
 void register_fenv_tests(void);
 void register_cli_tests(void);
+void register_recipe_tests(void);
+void register_stats_tests(void);
 
 /* Add a suite with the given tests; aborts the run on registry failure. */
 void add_suite(const char *name, const char *const *names, void (*const *fns)(void), int n);

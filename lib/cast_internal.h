@@ -1,0 +1,30 @@
+/*
+ * cast_internal.h — internal: a prepared caster for engines that cast many
+ * segments with different scales (the recipes).  Set up once, then run per
+ * segment inside one floating-point-environment guard (fpenv.h).
+ */
+#ifndef FP8_CAST_INTERNAL_H
+#define FP8_CAST_INTERNAL_H
+
+#include "fp8_format.h"
+#include "kernel_vec.h"
+
+typedef void (*vec_kernel_fn)(FP8_VEC_KERNEL_ARGS);
+
+typedef struct {
+    const fp8_format *f;
+    fp8_cast_mode mode;
+    int vec;          /* the vector kernel applies                          */
+    vec_kernel_fn fn;
+    vparams p;
+} fp8__caster;
+
+void fp8__caster_init(fp8__caster *c, const fp8_format *f, const fp8_cast_mode *mode);
+
+/* Cast x[0..n) with (scale, scale_inv): codes and/or out (either may be
+ * NULL); class counts are ADDED to cnt.  offset: stochastic index of x[0].
+ * The caller holds the fenv guard. */
+void fp8__caster_run(const fp8__caster *c, float scale, float scale_inv, const float *x, size_t n,
+                     void *codes, float *out, uint64_t cnt[FP8_NCLASS], uint64_t offset);
+
+#endif

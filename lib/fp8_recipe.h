@@ -1,0 +1,139 @@
+/*
+ * fp8_recipe.h — scaling recipes: how a tensor's scale(s) are chosen.
+ *
+ * A recipe is named by a spec string (grammar in docs/recipes.md), e.g.
+ *   e4m3:delayed:history=1024,algo=max,margin=0   hybrid:delayed
+ *   e4m3:current:pow2   e4m3:rowwise   e4m3:block=1x128:ue8m0   mxfp8:floor
+ *   nvfp4   e5m2:none
+ * fp8_recipe_parse() turns it into an fp8_recipe (plain data); the state
+ * that evolves over steps (delayed scaling's amax history and scale) lives
+ * in an fp8_recipe_state, one per tensor, so several recipes can run side
+ * by side on the same data.
+ *
+ * Scale convention (BRIEF.md): q = cast(x * scale), x_hat = decode(q) *
+ * scale_inv.  MX and NVFP4 store scale_inv-like "decode" scales in their
+ * formats; their per-block values here are likewise given as scale and
+ * scale_inv.
+ */
+#ifndef FP8_RECIPE_H
+#define FP8_RECIPE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fp8_format.h"
+
+/* What a tensor is; hybrid recipes pick E4M3 for the forward roles and
+ * E5M2 for gradients (TransformerEngine Format.HYBRID). */
+typedef enum {
+    FP8_ROLE_ACTIVATION = 0,
+    FP8_ROLE_WEIGHT,
+    FP8_ROLE_GRADIENT,
+    FP8_ROLE_OUTPUT,
+    FP8_ROLE_OTHER,
+    FP8_NROLE
+} fp8_role;
+
+typedef enum {
+    FP8_RECIPE_NONE = 0, /* cast with scale 1                               */
+    FP8_RECIPE_DELAYED,  /* TE DelayedScaling: scale from the amax history   */
+    FP8_RECIPE_CURRENT,  /* TE Float8CurrentScaling / torchao tensorwise     */
+    FP8_RECIPE_ROWWISE,  /* one current scale per row (torchao rowwise)      */
+    FP8_RECIPE_COLWISE,  /* one current scale per column                     */
+    FP8_RECIPE_BLOCK,    /* DeepSeek-V3 / TE Float8BlockScaling tiles        */
+    FP8_RECIPE_MX,       /* OCP MX v1.0: 32-element blocks, e8m0 scale       */
+    FP8_RECIPE_NVFP4     /* e2m1, 16-element e4m3 block scales + FP32 global */
+} fp8_recipe_kind;
+
+/* MX shared-exponent rounding (torchao ScaleCalculationMode names). */
+typedef enum {
+    FP8_MX_FLOOR = 0, /* OCP spec: 2^(floor(log2 amax) - emax_elem)          */
+    FP8_MX_CEIL,      /* 2^(ceil(log2 amax) - emax_elem)                     */
+    FP8_MX_RCEIL,     /* 2^ceil(log2(amax / max_elem)): TE/cuBLAS, no clip   */
+    FP8_MX_EVEN       /* amax rounded to the element's mantissa, then floor  */
+} fp8_mx_round;
+
+typedef struct {
+    char spec[160];          /* canonical spec string (every option spelt)  */
+    fp8_recipe_kind kind;
+    int hybrid;              /* 1: fwd format for forward roles, bwd for gradients */
+    fp8_format fwd, bwd;     /* element formats (equal unless hybrid)        */
+    fp8_cast_mode cast;      /* rounding and overflow of the element cast    */
+
+    /* delayed */
+    int history_len;         /* amax_history_len, >= 1 (default 1024)        */
+    int algo_most_recent;    /* 0: max over the history; 1: slot 0 only      */
+    int margin;              /* scale *= 2^-margin (default 0)               */
+
+    /* current, rowwise, colwise, block */
+    double eps;              /* amax floor: amax = max(amax, eps)            */
+    int torchao;             /* torchao: clamp 1e-12, float64 division       */
+
+    /* power-of-two scales: delayed (pre-2023 TE / MS-AMP rule), current and
+     * block (TE: clear the mantissa of scale, i.e. round scale down) */
+    int pow2;
+    int ue8m0;               /* block: scale_inv rounded up to 2^k (DeepSeek-V3.1) */
+
+    /* block: tile of block_rows x block_cols; transposed: quantize the
+     * transpose (column-wise orientation), tile read as cols x rows */
+    int block_rows, block_cols, transposed;
+
+    /* mx / nvfp4 */
+    int group;               /* elements per block along a row (32 / 16)     */
+    fp8_mx_round mx_round;
+} fp8_recipe;
+
+/* Parse a spec.  On error returns FP8_EINVAL; the message names the bad
+ * part ("recipe 'e4m3:delyed': unknown kind 'delyed'"). */
+int fp8_recipe_parse(const char *spec, fp8_recipe *out);
+
+/* The element format a tensor of this role is cast to. */
+const fp8_format *fp8_recipe_format(const fp8_recipe *r, fp8_role role);
+
+const char *fp8_role_name(fp8_role role);
+int fp8_role_parse(const char *name, fp8_role *out); /* FP8_EINVAL if unknown */
+const char *fp8_recipe_kind_name(fp8_recipe_kind k);
+
+/* ---- scale rules (pure functions, exposed for tests and replay) -------- */
+
+/* TE delayed-scaling update: the new scale from the amax used, or the old
+ * one when amax is 0, NaN or Inf; FLT_MAX when fp8_max/amax overflows. */
+float fp8_scale_delayed(float fp8_max, float amax, int margin, int pow2, float old_scale);
+
+/* Current scaling: TE (eps floor; bad amax -> 1; pow2 clears the mantissa)
+ * or torchao (clamp 1e-12, float64 division; pow2 = 2^floor(log2 scale)). */
+float fp8_scale_current(float fp8_max, float amax, double eps, int pow2, int torchao);
+
+/* Block scaling: DeepSeek's scale_inv = amax/448 (ue8m0: rounded up to a
+ * power of two) or TE's current rule; amax floored at eps. */
+void fp8_scale_block(float fp8_max, float amax, const fp8_recipe *r, float *scale, float *scale_inv);
+
+/* MX shared exponent for a block amax; returns the e8m0 code (0xFF: NaN). */
+uint32_t fp8_scale_mx(const fp8_format *elem, float block_amax, fp8_mx_round mode);
+
+/* ---- state (one per tensor and recipe) ---------------------------------- */
+
+typedef struct fp8_recipe_state {
+    fp8_recipe recipe;
+    fp8_role role;
+    const fp8_format *format;  /* = fp8_recipe_format(recipe, role)         */
+    float *history;            /* delayed: amax_history[history_len]        */
+    float scale, scale_inv;    /* delayed: the scale the next cast uses     */
+    int64_t steps;             /* completed steps                           */
+    int recorded;              /* an amax entered slot 0 during this step    */
+} fp8_recipe_state;
+
+/* Allocate the state of recipe r for a tensor of the given role.  Delayed
+ * scaling starts with scale 1 and a zero history, as TE does. */
+fp8_recipe_state *fp8_recipe_state_alloc(const fp8_recipe *r, fp8_role role);
+void fp8_recipe_state_free(fp8_recipe_state *st);
+
+/* Delayed scaling: note this step's amax in history slot 0 (max with what
+ * the slot already holds: a tensor may be cast more than once per step). */
+void fp8_recipe_state_observe(fp8_recipe_state *st, float amax);
+
+/* End of a step: delayed scaling updates the scale from the history, rolls
+ * it and zeroes slot 0; other recipes only count the step. */
+void fp8_recipe_state_step(fp8_recipe_state *st);
+
+#endif

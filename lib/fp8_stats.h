@@ -1,0 +1,78 @@
+/*
+ * fp8_stats.h — the quantization engine: one tensor, one recipe, every
+ * statistic in one pass (after one amax pass where the recipe needs it).
+ *
+ * Definitions, formulas and denominators: docs/statistics.md.  NaN and Inf
+ * inputs are counted (nan_count, inf_count) and kept out of every numeric
+ * statistic and of every amax and scale.
+ */
+#ifndef FP8_STATS_H
+#define FP8_STATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fp8_format.h"
+#include "fp8_recipe.h"
+
+/* |x| exponent histogram: bin 0 zero, bin 1 float32 subnormal, bin k in
+ * 2..255 the binade [2^(k-129), 2^(k-128)), bin 256 Inf and NaN. */
+#define FP8_EXP_BINS 257
+/* scale_inv exponent histogram: bin = float32 exponent field of scale_inv
+ * (bin k holds [2^(k-127), 2^(k-126)); bin 0 subnormal). */
+#define FP8_SCALE_BINS 256
+
+typedef struct {
+    /* ---- high-precision side ------------------------------------------- */
+    uint64_t numel;        /* rows * cols                                  */
+    uint64_t nan_count, inf_count;
+    uint64_t finite;       /* numel - nan - inf: the denominator below     */
+    uint64_t zero_count;   /* +-0 inputs                                   */
+    double amax;           /* max |x| over finite x (0 if none)            */
+    double min, max;       /* over finite x (0 if none)                    */
+    double mean, std;      /* population std (denominator: finite)         */
+    double l1, l2;         /* sum |x|, sqrt(sum x^2)                       */
+    double min_nonzero;    /* min |x| over finite nonzero x (0 if none)    */
+    double dynamic_range;  /* log2(amax) - log2(min_nonzero), bits; 0 if none */
+    double kurtosis;       /* m4 / m2^2 (Pearson; Gaussian 3); 0 if m2 = 0 */
+    uint64_t exp_hist[FP8_EXP_BINS];
+
+    /* ---- quantized side ------------------------------------------------ */
+    fp8_counts classes;    /* element casts per class                      */
+    uint64_t overflows;    /* saturated + overflow classes                 */
+    uint64_t underflows;   /* TE: nonzero input whose code is +-0 (flushed) */
+    uint64_t subnormals;   /* nonzero subnormal results                    */
+    uint64_t err_excluded; /* finite x whose x_hat is Inf/NaN (no-saturate) */
+    double sq_err;         /* sum (x - x_hat)^2                            */
+    double mse;            /* sq_err / (finite - err_excluded)             */
+    double rel_err;        /* ||x - x_hat|| / ||x||                        */
+    double sqnr_db;        /* 20 log10(||x|| / ||x - x_hat||); +inf if exact */
+    double cosine;         /* <x, x_hat> / (||x|| ||x_hat||)              */
+    double max_abs_err;    /* max |x - x_hat|                              */
+
+    /* ---- scales (scale_inv = the dequantization multiplier) ------------ */
+    const fp8_format *format; /* element format used                     */
+    uint64_t nscales;      /* 1 for per-tensor recipes                     */
+    double scale, scale_inv;  /* per-tensor recipes: the one used; others: of the first group */
+    double global_scale_inv;  /* nvfp4: s_global; others 1               */
+    double scale_inv_min, scale_inv_max, scale_inv_mean, scale_inv_std;
+    uint64_t scale_hist[FP8_SCALE_BINS];
+    uint64_t nblocks;      /* scale groups (1 for per-tensor recipes)      */
+    uint64_t blocks_with_overflow, blocks_with_underflow;
+    double max_block_dynamic_range; /* max over groups of log2(amax/min nonzero) */
+} fp8_stats;
+
+/* Quantize a rows x cols row-major tensor (1-D: rows = 1) under st's recipe.
+ * out (may be NULL, may equal x) receives x_hat; stats (may be NULL) the
+ * statistics.  Delayed scaling casts with st->scale and notes the tensor's
+ * amax in the history; call fp8_recipe_state_step() at the end of the step.
+ * Returns FP8_OK, FP8_EINVAL or FP8_ENOMEM (then out and stats are
+ * untouched). */
+int fp8_quantize(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
+                 fp8_stats *stats);
+
+/* Bytes of scratch fp8_quantize allocates for a tensor of this shape
+ * (transposed or colwise recipes copy the tensor). */
+size_t fp8_quantize_scratch_bytes(const fp8_recipe *r, size_t rows, size_t cols);
+
+#endif

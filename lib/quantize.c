@@ -1,0 +1,467 @@
+/*
+ * quantize.c — the quantization engine: a tensor, a recipe state, its
+ * dequantized values and every statistic (fp8_stats.h).
+ *
+ * Work plan for a rows x cols tensor (column-wise recipes first transpose it
+ * into scratch, and transpose x_hat back):
+ *   1. amax pass (recipes that scale from this tensor): finite amax and
+ *      min nonzero |x| of every scale group, vectorised (stats_vec.c);
+ *   2. the scale of every group, by the reference system's rule (recipe.c);
+ *   3. one fused pass: the element cast of each segment (a run of one
+ *      group along a row) into an L1-sized buffer, then the moment sums,
+ *      error sums and exponent histogram over that buffer and x.
+ * Groups: one per tensor (none, delayed, current), per row (rowwise), per
+ * tile (block: tiles of block_rows x block_cols; edge tiles are partial and
+ * take their amax over the elements they have), per `group` elements along a
+ * row (mx, nvfp4; a row's last group may be partial, groups never span rows).
+ */
+#include <float.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cast_internal.h"
+#include "fp8_stats.h"
+#include "fpenv.h"
+#include "recipe_internal.h"
+#include "stats_vec.h"
+
+#define PIECE 4096 /* elements cast and summed per step of the fused pass */
+
+typedef void (*moments_fn)(FP8_MOMENTS_ARGS);
+typedef void (*range_fn)(FP8_RANGE_ARGS);
+
+static moments_fn moments_add;
+static range_fn range_pass;
+static pthread_once_t pick_once = PTHREAD_ONCE_INIT;
+
+static void pick(void)
+{
+    moments_add = fp8__moments_add_base;
+    range_pass = fp8__range_base;
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) {
+        moments_add = fp8__moments_add_avx512;
+        range_pass = fp8__range_avx512;
+    } else if (__builtin_cpu_supports("avx2")) {
+        moments_add = fp8__moments_add_avx2;
+        range_pass = fp8__range_avx2;
+    }
+#endif
+}
+
+void fp8__moments_init(fp8__moments *m, double shift)
+{
+    memset(m, 0, sizeof *m);
+    m->shift = shift;
+    for (int l = 0; l < 16; l++) {
+        m->mn[l] = INFINITY;
+        m->mx[l] = -INFINITY;
+        m->mnz[l] = INFINITY;
+        m->maxerr[l] = 0.0f;
+    }
+}
+
+/* ---- layout ----------------------------------------------------------------- */
+
+typedef struct {
+    size_t R, C;        /* shape of the (possibly transposed) data          */
+    size_t seg;         /* segment length along a row (C for per-row groups) */
+    size_t nbc;         /* segments per row                                 */
+    size_t br;          /* rows per group (1, block_rows, or R)             */
+    size_t ngroups;
+    int per_tensor;     /* one group: the whole tensor is one segment       */
+} layout;
+
+static void make_layout(const fp8_recipe *r, size_t R, size_t C, layout *L)
+{
+    memset(L, 0, sizeof *L);
+    L->R = R;
+    L->C = C;
+    switch (r->kind) {
+    case FP8_RECIPE_ROWWISE:
+    case FP8_RECIPE_COLWISE:
+        L->seg = C, L->nbc = 1, L->br = 1, L->ngroups = R;
+        break;
+    case FP8_RECIPE_BLOCK:
+        L->seg = (size_t)r->block_cols, L->br = (size_t)r->block_rows;
+        L->nbc = (C + L->seg - 1) / L->seg;
+        L->ngroups = ((R + L->br - 1) / L->br) * L->nbc;
+        break;
+    case FP8_RECIPE_MX:
+    case FP8_RECIPE_NVFP4:
+        L->seg = (size_t)r->group, L->br = 1;
+        L->nbc = (C + L->seg - 1) / L->seg;
+        L->ngroups = R * L->nbc;
+        break;
+    default:
+        L->per_tensor = 1, L->seg = R * C, L->nbc = 1, L->br = R, L->ngroups = 1;
+        break;
+    }
+}
+
+static int needs_transpose(const fp8_recipe *r)
+{
+    return r->kind == FP8_RECIPE_COLWISE || (r->kind == FP8_RECIPE_BLOCK && r->transposed);
+}
+
+size_t fp8_quantize_scratch_bytes(const fp8_recipe *r, size_t rows, size_t cols)
+{
+    layout L;
+    int t = needs_transpose(r);
+    make_layout(r, t ? cols : rows, t ? rows : cols, &L);
+    return L.ngroups * (2 * sizeof(uint32_t) + 2 * sizeof(float) + 1) + PIECE * sizeof(float) +
+           (t ? 2 * rows * cols * sizeof(float) : 0);
+}
+
+static void transpose(const float *src, size_t rows, size_t cols, float *dst) /* dst: cols x rows */
+{
+    const size_t T = 32;
+    for (size_t i0 = 0; i0 < rows; i0 += T)
+        for (size_t j0 = 0; j0 < cols; j0 += T)
+            for (size_t i = i0; i < i0 + T && i < rows; i++)
+                for (size_t j = j0; j < j0 + T && j < cols; j++)
+                    dst[j * rows + i] = src[i * cols + j];
+}
+
+/* ---- scales ----------------------------------------------------------------- */
+
+static float bits_to_float(uint32_t b)
+{
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+}
+
+/* nvfp4 (TE NVFP4BlockScaling, BRIEF §2): S_enc = 448*6/global_amax, block
+ * decode scale (block_amax/6)*S_enc stored as e4m3 (RNE, saturating); the
+ * elements are cast as x * (S_enc / s_block) and dequantised with
+ * s_block * s_global, s_global = 1/S_enc. */
+static void nvfp4_scales(float gamax, const uint32_t *amax, size_t ng, float *scale, float *scale_inv,
+                         float *s_global)
+{
+    const fp8_format *e4m3 = fp8_format_find("e4m3", NULL);
+    float S_enc = 1.0f;
+    if (gamax > 0.0f) {
+        S_enc = (448.0f * 6.0f) / gamax;
+        if (isinf(S_enc))
+            S_enc = FLT_MAX;
+    }
+    *s_global = 1.0f / S_enc;
+    static const fp8_cast_mode sat = {FP8_ROUND_NEAREST, FP8_SATURATE, 0, 0};
+    for (size_t g = 0; g < ng; g++) {
+        float dec = (bits_to_float(amax[g]) / 6.0f) * S_enc;
+        float sb = fp8_format_decode(e4m3, fp8_format_encode(e4m3, &sat, dec, 0, NULL));
+        if (sb > 0.0f) {
+            scale[g] = S_enc / sb;
+            if (isinf(scale[g]))
+                scale[g] = FLT_MAX;
+            scale_inv[g] = sb * *s_global;
+        } else {
+            scale[g] = 0.0f; /* the block's nonzero values all flush */
+            scale_inv[g] = 0.0f;
+        }
+    }
+}
+
+static void group_scales(fp8_recipe_state *st, const uint32_t *amax, size_t ng, float gamax, float *scale,
+                         float *scale_inv, float *s_global)
+{
+    const fp8_recipe *r = &st->recipe;
+    const float fp8max = (float)st->format->max;
+    *s_global = 1.0f;
+    for (size_t g = 0; g < ng; g++) {
+        float a = bits_to_float(amax[g]);
+        switch (r->kind) {
+        case FP8_RECIPE_DELAYED:
+            scale[g] = st->scale, scale_inv[g] = st->scale_inv;
+            break;
+        case FP8_RECIPE_CURRENT:
+        case FP8_RECIPE_ROWWISE:
+        case FP8_RECIPE_COLWISE:
+            scale[g] = fp8__scale_current(fp8max, a, r->eps, r->pow2, r->torchao);
+            scale_inv[g] = 1.0f / scale[g];
+            break;
+        case FP8_RECIPE_BLOCK:
+            fp8__scale_block(fp8max, a, r, &scale[g], &scale_inv[g]);
+            break;
+        case FP8_RECIPE_MX: {
+            uint32_t code = fp8__scale_mx(st->format, a, r->mx_round);
+            int E = code == 0xFF ? 0 : (int)code - 127; /* NaN needs a non-finite amax: excluded */
+            scale[g] = ldexpf(1.0f, -E);
+            scale_inv[g] = ldexpf(1.0f, E);
+            break;
+        }
+        case FP8_RECIPE_NVFP4:
+            nvfp4_scales(gamax, amax, ng, scale, scale_inv, s_global);
+            return;
+        default:
+            scale[g] = scale_inv[g] = 1.0f;
+            break;
+        }
+    }
+}
+
+/* ---- the fused pass --------------------------------------------------------- */
+
+static inline unsigned exp_bin(uint32_t u)
+{
+    uint32_t a = u & 0x7FFFFFFFu, ef = a >> 23;
+    return ef == 0 ? (a != 0) : ef == 255 ? 256u : ef + 1;
+}
+
+/* A group whose scale is zero (nvfp4 block scale underflowed): every
+ * element becomes +-0; nonzero finite values are flushed. */
+static void zero_scale_piece(const float *x, size_t n, float *q, uint64_t cnt[FP8_NCLASS])
+{
+    for (size_t i = 0; i < n; i++) {
+        float v = x[i];
+        q[i] = copysignf(0.0f, v);
+        if (isnan(v))
+            cnt[FP8_CLASS_NAN]++, q[i] = v;
+        else if (isinf(v))
+            cnt[FP8_CLASS_SATURATED]++;
+        else if (v == 0.0f)
+            cnt[FP8_CLASS_EXACT]++;
+        else
+            cnt[FP8_CLASS_FLUSHED]++;
+    }
+}
+
+typedef struct {
+    fp8__caster caster;
+    fp8__moments mom;
+    uint64_t cnt[FP8_NCLASS];
+    uint64_t *hist;     /* FP8_EXP_BINS, or NULL */
+    float *buf;         /* PIECE floats          */
+} pass_ctx;
+
+/* Cast one segment and accumulate; returns its overflow/underflow flags. */
+static unsigned run_segment(pass_ctx *c, const float *x, size_t n, float scale, float scale_inv, float *out,
+                            uint64_t index0)
+{
+    uint64_t before_ovf = c->cnt[FP8_CLASS_SATURATED] + c->cnt[FP8_CLASS_OVERFLOW];
+    uint64_t before_unf = c->cnt[FP8_CLASS_FLUSHED];
+    for (size_t i = 0; i < n; i += PIECE) {
+        size_t m = n - i < PIECE ? n - i : PIECE;
+        if (scale > 0.0f)
+            fp8__caster_run(&c->caster, scale, scale_inv, x + i, m, NULL, c->buf, c->cnt, index0 + i);
+        else
+            zero_scale_piece(x + i, m, c->buf, c->cnt);
+        moments_add(&c->mom, x + i, c->buf, m);
+        if (c->hist) {
+            const uint32_t *u = (const uint32_t *)(const void *)(x + i);
+            for (size_t k = 0; k < m; k++)
+                c->hist[exp_bin(u[k])]++;
+        }
+        if (out)
+            memcpy(out + i, c->buf, m * sizeof(float));
+    }
+    unsigned flags = 0;
+    if (c->cnt[FP8_CLASS_SATURATED] + c->cnt[FP8_CLASS_OVERFLOW] > before_ovf)
+        flags |= 1;
+    if (c->cnt[FP8_CLASS_FLUSHED] > before_unf)
+        flags |= 2;
+    return flags;
+}
+
+static double first_finite(const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (isfinite(x[i]))
+            return x[i];
+    return 0.0;
+}
+
+static void finish_stats(fp8_stats *s, const pass_ctx *c, const layout *L, const uint32_t *gamax_bits,
+                         const uint32_t *gminnz_bits, const float *scale, const float *scale_inv,
+                         const unsigned char *flags, float s_global, const fp8_format *f)
+{
+    const fp8__moments *m = &c->mom;
+    double S1 = 0, S2 = 0, S3 = 0, S4 = 0, l1 = 0, x2 = 0, e2 = 0, xq = 0, q2 = 0;
+    for (int l = 0; l < FP8_ML; l++) {
+        S1 += m->s1[l], S2 += m->s2[l], S3 += m->s3[l], S4 += m->s4[l];
+        l1 += m->l1[l], x2 += m->x2[l], e2 += m->e2[l], xq += m->xq[l], q2 += m->q2[l];
+    }
+    float mn = INFINITY, mx = -INFINITY, me = 0, mz = INFINITY;
+    for (int l = 0; l < 16; l++) {
+        mn = fminf(mn, m->mn[l]);
+        mx = fmaxf(mx, m->mx[l]);
+        me = fmaxf(me, m->maxerr[l]);
+        mz = fminf(mz, m->mnz[l]);
+    }
+    s->numel = (uint64_t)L->R * L->C;
+    s->nan_count = m->nan;
+    s->inf_count = m->inf;
+    s->finite = s->numel - m->nan - m->inf;
+    s->zero_count = m->zero;
+    double n = (double)s->finite;
+    if (s->finite) {
+        double dm = S1 / n;
+        double M2 = S2 - S1 * dm;
+        double M4 = S4 - 4 * dm * S3 + 6 * dm * dm * S2 - 3 * n * dm * dm * dm * dm;
+        if (M2 < 0)
+            M2 = 0;
+        s->mean = m->shift + dm;
+        s->std = sqrt(M2 / n);
+        s->kurtosis = M2 > 0 ? n * M4 / (M2 * M2) : 0.0;
+        s->min = mn, s->max = mx;
+        s->amax = fmax(fabs((double)mn), fabs((double)mx));
+    }
+    s->l1 = l1;
+    s->l2 = sqrt(x2);
+    s->min_nonzero = isinf(mz) ? 0.0 : mz;
+    s->dynamic_range = (s->min_nonzero > 0) ? log2(s->amax) - log2(s->min_nonzero) : 0.0;
+    memcpy(s->classes.n, c->cnt, sizeof c->cnt);
+    s->overflows = c->cnt[FP8_CLASS_SATURATED] + c->cnt[FP8_CLASS_OVERFLOW];
+    s->underflows = c->cnt[FP8_CLASS_FLUSHED];
+    s->subnormals = c->cnt[FP8_CLASS_SUBNORMAL];
+    s->err_excluded = m->qbad;
+    s->sq_err = e2;
+    uint64_t nerr = s->finite - m->qbad;
+    s->mse = nerr ? e2 / (double)nerr : 0.0;
+    s->rel_err = x2 > 0 ? sqrt(e2 / x2) : (e2 > 0 ? INFINITY : 0.0);
+    s->sqnr_db = e2 > 0 ? 10.0 * log10(x2 / e2) : INFINITY;
+    s->cosine = (x2 > 0 && q2 > 0) ? xq / sqrt(x2 * q2) : (x2 == q2 ? 1.0 : 0.0);
+    s->max_abs_err = me;
+
+    s->format = f;
+    s->nscales = L->ngroups;
+    s->nblocks = L->ngroups;
+    s->scale = scale[0];
+    s->scale_inv = scale_inv[0];
+    s->global_scale_inv = s_global;
+    double mean = 0, M2s = 0, smin = INFINITY, smax = -INFINITY;
+    double bdr = 0;
+    for (size_t g = 0; g < L->ngroups; g++) {
+        double v = scale_inv[g];
+        double d = v - mean;
+        mean += d / (double)(g + 1);
+        M2s += d * (v - mean);
+        smin = fmin(smin, v);
+        smax = fmax(smax, v);
+        uint32_t b;
+        float fv = scale_inv[g];
+        memcpy(&b, &fv, 4);
+        s->scale_hist[(b >> 23) & 0xFF]++;
+        s->blocks_with_overflow += flags[g] & 1;
+        s->blocks_with_underflow += (flags[g] >> 1) & 1;
+        if (gamax_bits && gminnz_bits[g] < 0x7F800000u && gamax_bits[g]) {
+            double dr = log2(bits_to_float(gamax_bits[g])) - log2(bits_to_float(gminnz_bits[g]));
+            if (dr > bdr)
+                bdr = dr;
+        }
+    }
+    s->scale_inv_min = smin, s->scale_inv_max = smax, s->scale_inv_mean = mean;
+    s->scale_inv_std = sqrt(M2s / (double)L->ngroups);
+    s->max_block_dynamic_range = gamax_bits ? bdr : s->dynamic_range;
+}
+
+int fp8_quantize(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out, fp8_stats *stats)
+{
+    if (!st || !x)
+        return FP8_ERROR(FP8_EINVAL, "fp8_quantize: %s is NULL", st ? "the tensor" : "the recipe state");
+    if (rows == 0 || cols == 0)
+        return FP8_ERROR(FP8_EINVAL, "fp8_quantize: empty shape %zux%zu", rows, cols);
+    if (rows > SIZE_MAX / cols / sizeof(float))
+        return FP8_ERROR(FP8_EINVAL, "fp8_quantize: shape %zux%zu too large", rows, cols);
+    pthread_once(&pick_once, pick);
+    const fp8_recipe *r = &st->recipe;
+    const int trans = needs_transpose(r);
+    layout L;
+    make_layout(r, trans ? cols : rows, trans ? rows : cols, &L);
+
+    /* scratch, all allocated up front so a failure changes nothing */
+    size_t ng = L.ngroups, numel = rows * cols;
+    const int need_amax = r->kind != FP8_RECIPE_NONE && r->kind != FP8_RECIPE_DELAYED;
+    uint32_t *gamax = calloc(ng, sizeof *gamax), *gminnz = malloc(ng * sizeof *gminnz);
+    float *scale = malloc(ng * sizeof *scale), *scale_inv = malloc(ng * sizeof *scale_inv);
+    unsigned char *flags = calloc(ng, 1);
+    float *buf = malloc(PIECE * sizeof *buf);
+    float *xt = trans ? malloc(numel * sizeof *xt) : NULL;
+    float *qt = trans && out ? malloc(numel * sizeof *qt) : NULL;
+    uint64_t *hist = stats ? calloc(FP8_EXP_BINS, sizeof *hist) : NULL;
+    if (!gamax || !gminnz || !scale || !scale_inv || !flags || !buf || (trans && !xt) || (trans && out && !qt) ||
+        (stats && !hist)) {
+        free(gamax), free(gminnz), free(scale), free(scale_inv), free(flags), free(buf), free(xt), free(qt),
+            free(hist);
+        return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: out of memory for a %zux%zu tensor", rows, cols);
+    }
+    for (size_t g = 0; g < ng; g++)
+        gminnz[g] = 0x7F800000u;
+    const float *X = x;
+    if (trans) {
+        transpose(x, rows, cols, xt);
+        X = xt;
+    }
+    float *OUT = trans ? qt : out;
+
+    /* Everything below compares, converts or divides floats that may be
+     * subnormal: run it in the default environment (fpenv.h). */
+    fp8__fenv env;
+    fp8__fenv_enter(&env);
+
+    /* 1. amax pass */
+    uint32_t tot_amax = 0, tot_minnz = 0x7F800000u; /* (delayed scaling needs no amax pass) */
+    if (need_amax) {
+        for (size_t i = 0; i < L.R; i++) {
+            if (L.per_tensor && i > 0)
+                break;
+            for (size_t jb = 0; jb < L.nbc; jb++) {
+                size_t j0 = jb * L.seg, len = L.per_tensor ? numel : (L.C - j0 < L.seg ? L.C - j0 : L.seg);
+                size_t g = L.per_tensor ? 0 : (i / L.br) * L.nbc + jb;
+                range_pass(X + i * L.C + j0, len, &gamax[g], &gminnz[g]);
+            }
+        }
+        for (size_t g = 0; g < ng; g++) {
+            if (gamax[g] > tot_amax)
+                tot_amax = gamax[g];
+            if (gminnz[g] < tot_minnz)
+                tot_minnz = gminnz[g];
+        }
+    }
+
+    /* 2. scales */
+    float s_global = 1.0f;
+    group_scales(st, gamax, ng, bits_to_float(tot_amax), scale, scale_inv, &s_global);
+
+    /* 3. fused pass */
+    pass_ctx c;
+    memset(&c, 0, sizeof c);
+    fp8__caster_init(&c.caster, st->format, &r->cast);
+    fp8__moments_init(&c.mom, first_finite(X, numel));
+    c.hist = hist;
+    c.buf = buf;
+    for (size_t i = 0; i < L.R; i++) {
+        if (L.per_tensor && i > 0)
+            break;
+        for (size_t jb = 0; jb < L.nbc; jb++) {
+            size_t j0 = jb * L.seg, len = L.per_tensor ? numel : (L.C - j0 < L.seg ? L.C - j0 : L.seg);
+            size_t g = L.per_tensor ? 0 : (i / L.br) * L.nbc + jb;
+            size_t off = i * L.C + j0;
+            flags[g] |= (unsigned char)run_segment(&c, X + off, len, scale[g], scale_inv[g], OUT ? OUT + off : NULL,
+                                                   off);
+        }
+    }
+    if (trans && out)
+        transpose(qt, L.R, L.C, out);
+
+    if (r->kind == FP8_RECIPE_DELAYED) { /* the fused pass found the amax; it enters slot 0 */
+        float mn = INFINITY, mx = -INFINITY;
+        for (int l = 0; l < 16; l++)
+            mn = fminf(mn, c.mom.mn[l]), mx = fmaxf(mx, c.mom.mx[l]);
+        fp8_recipe_state_observe(st, isinf(mn) ? 0.0f : fmaxf(fabsf(mn), fabsf(mx)));
+    }
+    if (stats) {
+        memset(stats, 0, sizeof *stats);
+        finish_stats(stats, &c, &L, L.per_tensor ? NULL : gamax, gminnz, scale, scale_inv, flags, s_global,
+                     st->format);
+        memcpy(stats->exp_hist, hist, sizeof stats->exp_hist);
+        stats->numel = numel;
+    }
+    fp8__fenv_leave(&env);
+    free(gamax), free(gminnz), free(scale), free(scale_inv), free(flags), free(buf), free(xt), free(qt), free(hist);
+    return FP8_OK;
+}

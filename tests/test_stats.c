@@ -1,0 +1,268 @@
+/*
+ * test_stats.c — suite "stats": fp8_quantize() against the scalar two-pass
+ * oracle (ref_stats.c) for every recipe, on random and adversarial tensors,
+ * in the default and in an FTZ/DAZ floating-point environment.
+ * Counts and x_hat must be identical; sums agree within a relative 1e-9
+ * (kurtosis 1e-6): the engine sums lane-wise around a shift, the oracle
+ * in order around the mean.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
+
+#include "fp8.h"
+#include "ref_stats.h"
+#include "tests.h"
+
+static double floor_; /* values below this compare absolutely (dB near 0) */
+
+static int close_enough(double a, double b, double rel)
+{
+    if (isnan(a) || isnan(b))
+        return isnan(a) && isnan(b);
+    if (isinf(a) || isinf(b))
+        return a == b;
+    return fabs(a - b) <= rel * fmax(fmax(fabs(a), fabs(b)), floor_) + 1e-300;
+}
+
+static int failures;
+
+#define CHECK_EQ(field)                                                                                   \
+    do {                                                                                                  \
+        if (a->field != b->field) {                                                                       \
+            if (failures++ < 10)                                                                          \
+                fprintf(stderr, "\n  %s: %s engine %.17g oracle %.17g", what, #field, (double)a->field,   \
+                        (double)b->field);                                                                \
+            CU_FAIL(#field);                                                                              \
+        }                                                                                                 \
+    } while (0)
+#define CHECK_NEAR(field, rel)                                                                            \
+    do {                                                                                                  \
+        if (!close_enough(a->field, b->field, rel)) {                                                     \
+            if (failures++ < 10)                                                                          \
+                fprintf(stderr, "\n  %s: %s engine %.17g oracle %.17g", what, #field, a->field, b->field); \
+            CU_FAIL(#field);                                                                              \
+        }                                                                                                 \
+    } while (0)
+
+static void compare(const char *what, const fp8_stats *a, const fp8_stats *b)
+{
+    CHECK_EQ(numel);
+    CHECK_EQ(nan_count);
+    CHECK_EQ(inf_count);
+    CHECK_EQ(finite);
+    CHECK_EQ(zero_count);
+    CHECK_EQ(amax);
+    CHECK_EQ(min);
+    CHECK_EQ(max);
+    CHECK_EQ(min_nonzero);
+    CHECK_NEAR(mean, 1e-9);
+    CHECK_NEAR(std, 1e-9);
+    CHECK_NEAR(l1, 1e-9);
+    CHECK_NEAR(l2, 1e-9);
+    CHECK_NEAR(dynamic_range, 1e-12);
+    CHECK_NEAR(kurtosis, 1e-6);
+    for (int c = 0; c < FP8_NCLASS; c++)
+        CHECK_EQ(classes.n[c]);
+    CHECK_EQ(overflows);
+    CHECK_EQ(underflows);
+    CHECK_EQ(subnormals);
+    CHECK_EQ(err_excluded);
+    CHECK_NEAR(sq_err, 1e-9);
+    CHECK_NEAR(mse, 1e-9);
+    CHECK_NEAR(rel_err, 1e-9);
+    floor_ = 1.0;
+    CHECK_NEAR(sqnr_db, 1e-9);
+    floor_ = 0.0;
+    CHECK_NEAR(cosine, 1e-12);
+    CHECK_EQ(max_abs_err);
+    CHECK_EQ(nscales);
+    CHECK_EQ(nblocks);
+    CHECK_EQ(scale);
+    CHECK_EQ(scale_inv);
+    CHECK_EQ(global_scale_inv);
+    CHECK_EQ(scale_inv_min);
+    CHECK_EQ(scale_inv_max);
+    CHECK_NEAR(scale_inv_mean, 1e-12);
+    CHECK_NEAR(scale_inv_std, 1e-6);
+    CHECK_EQ(blocks_with_overflow);
+    CHECK_EQ(blocks_with_underflow);
+    CHECK_NEAR(max_block_dynamic_range, 1e-12);
+    for (int k = 0; k < FP8_EXP_BINS; k++)
+        CHECK_EQ(exp_hist[k]);
+    for (int k = 0; k < FP8_SCALE_BINS; k++)
+        CHECK_EQ(scale_hist[k]);
+}
+
+static const char *recipes[] = {
+    "e4m3:none", "e5m2:none", "e4m3:delayed:history=4", "hybrid:delayed:history=16,margin=1",
+    "e4m3:delayed:history=8,pow2", "e4m3:current", "e4m3:current:pow2", "e4m3:current:torchao",
+    "e5m2:current:nosat", "e4m3:rowwise", "e4m3:colwise", "e4m3:block=1x128", "e4m3:block=1x128:ue8m0",
+    "e4m3:block=128x128:pow2,eps=0", "e4m3:block=1x128:transposed", "mxfp8:floor", "mxfp8:rceil",
+    "e5m2:mx:even", "mxfp6:ceil", "mxfp4:floor", "nvfp4", "e4m3:current:round=stochastic,seed=9",
+    "e4m3:current:round=zero", "e4m3fnuz:current", "e2m1:none",
+};
+#define NRECIPES (sizeof recipes / sizeof recipes[0])
+
+typedef struct {
+    const char *name;
+    size_t rows, cols;
+} shape;
+
+/* kinds of tensor: the adversarial cases of issue 3 plus random ones */
+static void fill(int kind, float *x, size_t n, uint64_t seed)
+{
+    uint64_t s = seed | 1;
+    for (size_t i = 0; i < n; i++) {
+        double u = (double)(test_rand(&s) >> 11) * 0x1p-53, v = (double)(test_rand(&s) >> 11) * 0x1p-53;
+        double g = sqrt(-2 * log(u + 1e-300)) * cos(6.283185307179586 * v); /* Gaussian */
+        switch (kind) {
+        case 0: x[i] = (float)(g * 2.385); break;                            /* Gaussian */
+        case 1: x[i] = 0.0f; break;                                          /* all zeros */
+        case 2: x[i] = (float)(g * 0.01); break;                             /* + one huge outlier */
+        case 3: x[i] = (i % 17 == 3) ? NAN : (i % 29 == 5) ? ((i & 1) ? INFINITY : -INFINITY) : (float)g; break;
+        case 4: x[i] = (float)(g * 1e-39); break;                            /* float32 subnormals */
+        case 5: x[i] = (i & 1) ? -0.0f : 0.0f; if (i % 5 == 0) x[i] = (float)g; break; /* +-0 mostly */
+        case 6: x[i] = 3.25f; break;                                         /* constant */
+        case 7: x[i] = (float)(g * exp(8 * (u - 0.5))); break;               /* wide dynamic range */
+        default: x[i] = (float)(1e6 + g); break;                             /* large mean, small std */
+        }
+    }
+    if (kind == 2 && n > 7)
+        x[n / 3] = 3.0e4f;
+}
+
+static void run_case(const char *spec, int kind, size_t rows, size_t cols, int steps)
+{
+    size_t n = rows * cols;
+    float *x = malloc(n * 4), *qa = malloc(n * 4), *qb = malloc(n * 4);
+    fp8_recipe r;
+    CU_ASSERT_EQUAL_FATAL(fp8_recipe_parse(spec, &r), FP8_OK);
+    fp8_recipe_state *sa = fp8_recipe_state_alloc(&r, FP8_ROLE_GRADIENT);
+    fp8_recipe_state *sb = fp8_recipe_state_alloc(&r, FP8_ROLE_GRADIENT);
+    for (int t = 0; t < steps; t++) {
+        fill(kind, x, n, 1000u * (uint64_t)kind + (uint64_t)t + rows);
+        if (kind == 0)
+            for (size_t i = 0; i < n; i++)
+                x[i] *= (float)(1 << (t % 4)); /* moving amax for the delayed recipes */
+        fp8_stats a, b;
+        CU_ASSERT_EQUAL(fp8_quantize(sa, x, rows, cols, qa, &a), FP8_OK);
+        CU_ASSERT_EQUAL(ref_quantize(sb, x, rows, cols, qb, &b), FP8_OK);
+        char what[200];
+        snprintf(what, sizeof what, "%s kind %d %zux%zu step %d", spec, kind, rows, cols, t);
+        compare(what, &a, &b);
+        if (memcmp(qa, qb, n * 4) != 0) {
+            size_t i = 0;
+            while (i < n && !memcmp(qa + i, qb + i, 4))
+                i++;
+            if (failures++ < 10)
+                fprintf(stderr, "\n  %s: x_hat[%zu] engine %a oracle %a (x %a)", what, i, (double)qa[i],
+                        (double)qb[i], (double)x[i]);
+            CU_FAIL("x_hat differs");
+        }
+        fp8_recipe_state_step(sa);
+        fp8_recipe_state_step(sb);
+        CU_ASSERT_EQUAL(sa->scale, sb->scale);
+    }
+    fp8_recipe_state_free(sa);
+    fp8_recipe_state_free(sb);
+    free(x), free(qa), free(qb);
+}
+
+static void all_cases(void)
+{
+    const shape shapes[] = {{"1x1", 1, 1}, {"1x1000", 1, 1000}, {"130x260", 130, 260}, {"64x512", 64, 512},
+                            {"7x33", 7, 33}};
+    for (size_t ri = 0; ri < NRECIPES; ri++)
+        for (int kind = 0; kind < 9; kind++)
+            for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+                run_case(recipes[ri], kind, shapes[si].rows, shapes[si].cols, kind == 0 ? 3 : 1);
+}
+
+static void test_vs_oracle(void) { all_cases(); }
+
+static void test_vs_oracle_ftz(void)
+{
+#if defined(__x86_64__)
+    unsigned saved = _mm_getcsr();
+    _mm_setcsr(saved | 0x8040); /* FTZ | DAZ, as -ffast-math leaves them */
+    /* the oracle's own float arithmetic would change under DAZ; compare the
+     * engine under FTZ/DAZ with the engine in the default environment */
+    const size_t rows = 130, cols = 260, n = rows * cols;
+    float *x = malloc(n * 4), *q1 = malloc(n * 4), *q2 = malloc(n * 4);
+    for (size_t ri = 0; ri < NRECIPES; ri++)
+        for (int kind = 0; kind < 9; kind++) {
+            _mm_setcsr(saved);
+            fill(kind, x, n, 77u + (uint64_t)kind);
+            fp8_recipe r;
+            fp8_recipe_parse(recipes[ri], &r);
+            fp8_recipe_state *s1 = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
+            fp8_recipe_state *s2 = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
+            fp8_stats a, b;
+            fp8_quantize(s1, x, rows, cols, q1, &a);
+            _mm_setcsr(saved | 0x8040);
+            fp8_quantize(s2, x, rows, cols, q2, &b);
+            _mm_setcsr(saved);
+            char what[160];
+            snprintf(what, sizeof what, "FTZ/DAZ %s kind %d", recipes[ri], kind);
+            compare(what, &b, &a);
+            CU_ASSERT_EQUAL(memcmp(q1, q2, n * 4), 0);
+            fp8_recipe_state_free(s1);
+            fp8_recipe_state_free(s2);
+        }
+    _mm_setcsr(saved);
+    free(x), free(q1), free(q2);
+#endif
+}
+
+static void test_known_values(void)
+{
+    /* hand-worked: x = {1, -2, 3, 0} under e4m3:none (all exact) */
+    fp8_recipe r;
+    fp8_recipe_parse("e4m3:none", &r);
+    fp8_recipe_state *st = fp8_recipe_state_alloc(&r, FP8_ROLE_OTHER);
+    float x[4] = {1, -2, 3, 0};
+    fp8_stats s;
+    fp8_quantize(st, x, 2, 2, NULL, &s);
+    CU_ASSERT_EQUAL(s.mean, 0.5);
+    CU_ASSERT_DOUBLE_EQUAL(s.std, sqrt(13.0 / 4.0), 1e-15); /* deviations .5 2.5 2.5 .5 */
+    CU_ASSERT_EQUAL(s.l1, 6.0);
+    CU_ASSERT_DOUBLE_EQUAL(s.l2, sqrt(14.0), 1e-15);
+    CU_ASSERT_EQUAL(s.amax, 3.0);
+    CU_ASSERT_EQUAL(s.zero_count, 1);
+    CU_ASSERT_DOUBLE_EQUAL(s.dynamic_range, log2(3.0), 1e-15);
+    /* kurtosis: m2 = 13/4, m4 = (2*.0625 + 2*39.0625)/4 = 19.5625 */
+    CU_ASSERT_DOUBLE_EQUAL(s.kurtosis, 19.5625 / (3.25 * 3.25), 1e-12);
+    CU_ASSERT_EQUAL(s.sq_err, 0.0);
+    CU_ASSERT(isinf(s.sqnr_db));
+    CU_ASSERT_EQUAL(s.cosine, 1.0);
+    CU_ASSERT_EQUAL(s.exp_hist[0], 1);           /* the zero   */
+    CU_ASSERT_EQUAL(s.exp_hist[127 + 1], 1);     /* 1 = 2^0    */
+    CU_ASSERT_EQUAL(s.exp_hist[128 + 1], 2);     /* 2, 3 in [2,4) */
+    /* 0.3 in e4m3 (no scale): 0.3 -> 0.3125, error 0.0125 */
+    float y[1] = {0.3f};
+    fp8_quantize(st, y, 1, 1, NULL, &s);
+    CU_ASSERT_DOUBLE_EQUAL(s.max_abs_err, 0.3125 - 0.3, 1e-7);
+    CU_ASSERT_DOUBLE_EQUAL(s.sqnr_db, 20 * log10(0.3 / 0.0125), 1e-4);
+    CU_ASSERT_EQUAL(s.classes.n[FP8_CLASS_ROUNDED], 1);
+    fp8_recipe_state_free(st);
+    /* bad input */
+    fp8_recipe_parse("e4m3:current", &r);
+    st = fp8_recipe_state_alloc(&r, FP8_ROLE_OTHER);
+    CU_ASSERT_EQUAL(fp8_quantize(st, x, 0, 4, NULL, &s), FP8_EINVAL);
+    CU_ASSERT_EQUAL(fp8_quantize(st, NULL, 1, 4, NULL, &s), FP8_EINVAL);
+    CU_ASSERT_EQUAL(fp8_quantize(NULL, x, 1, 4, NULL, &s), FP8_EINVAL);
+    fp8_recipe_state_free(st);
+}
+
+void register_stats_tests(void)
+{
+    static const char *const names[] = {"hand-worked statistics", "engine vs scalar oracle, 25 recipes x 9 tensors",
+                                        "engine under FTZ/DAZ equals the default environment"};
+    static void (*const fns[])(void) = {test_known_values, test_vs_oracle, test_vs_oracle_ftz};
+    add_suite("stats", names, fns, 3);
+}
