@@ -8,7 +8,7 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
 # Numerics must not be rewritten by the compiler: no fast-math, no FMA contraction.
 CFLAGS_ALL := -std=c11 -D_GNU_SOURCE $(OPT) -g -fPIC -Wall -Wextra -Wshadow -Wstrict-prototypes \
-              -fno-fast-math -ffp-contract=off -Ilib $(PKG_CFLAGS) $(SAN) $(CFLAGS)
+              -fno-fast-math -ffp-contract=off -Ilib -Itests $(PKG_CFLAGS) $(SAN) $(CFLAGS)
 LDLIBS_ALL := $(PKG_LIBS) -lpthread -lm $(SAN) $(LDFLAGS)
 
 # Vector loops (lib/*_vec.c) are built once per instruction set and picked at run time.
@@ -28,7 +28,7 @@ TEST_SRC := $(filter-out tests/check_exhaustive.c,$(wildcard tests/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(VEC_OBJ)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
-DEPS     := $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
+DEPS     := $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(patsubst %.c,$(BUILD)/%.d,$(wildcard bench/*.c))
 
 MAKEFLAGS += --no-builtin-rules
 .SUFFIXES:
@@ -70,7 +70,8 @@ $(BUILD)/test_fp8prof: $(TEST_OBJ) $(BUILD)/libfp8prof.a
 $(BUILD)/check_exhaustive: $(BUILD)/tests/check_exhaustive.o $(BUILD)/tests/ref_cast.o $(BUILD)/libfp8prof.a
 	$(CC) -o $@ $^ $(LDLIBS_ALL)
 
-$(BUILD)/bench_fp8prof: $(BUILD)/bench/bench_format.o $(BUILD)/libfp8prof.a
+BENCH_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard bench/*.c)) $(BUILD)/tests/ref_stats.o
+$(BUILD)/bench_fp8prof: $(BENCH_OBJ) $(BUILD)/libfp8prof.a
 	$(CC) -o $@ $^ $(LDLIBS_ALL)
 
 test: $(BUILD)/test_fp8prof $(BUILD)/fp8prof

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "fp8.h"
+#include "bench.h"
 
 #define N ((size_t)1 << 26)
 #define REPS 5
@@ -63,7 +64,7 @@ static void do_qdq(void *c)
     fp8_format_qdq_array(k->f, &k->mode, 2.385f, k->x, N, k->y, NULL);
 }
 
-int main(void)
+int bench_formats(void)
 {
     ctx_t k;
     memset(&k, 0, sizeof k);

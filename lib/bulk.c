@@ -177,7 +177,8 @@ void fp8__caster_run(const fp8__caster *c, float scale, float scale_inv, const f
         for (size_t i = 0; i < nv; i += chunk) {
             size_t m = nv - i < chunk ? nv - i : chunk;
             c->fn(&c->p, f->code_bytes, scale, scale_inv, x + i, m,
-                  codes ? (char *)codes + i * (size_t)f->code_bytes : NULL, out ? out + i : NULL, acc);
+                  codes ? (char *)codes + i * (size_t)f->code_bytes : NULL, out ? out + i : NULL, acc, NULL, NULL,
+                  0, NULL);
         }
         cnt[FP8_CLASS_FLUSHED] += acc[0];
         cnt[FP8_CLASS_SUBNORMAL] += acc[1];
@@ -193,6 +194,34 @@ void fp8__caster_run(const fp8__caster *c, float scale, float scale_inv, const f
         m.offset = offset + done;
         portable_kernel(f, &m, scale, scale_inv, x + done, n - done,
                         codes ? (char *)codes + done * (size_t)f->code_bytes : NULL, out ? out + done : NULL, cnt);
+    }
+}
+
+void fp8__caster_run_groups(const fp8__caster *c, const float *x, size_t n, size_t glen, const float *gscale,
+                            const float *ginv, float *out, uint64_t cnt[FP8_NCLASS], unsigned char *gflags,
+                            uint64_t offset)
+{
+    if (c->vec && glen % VL == 0 && n % glen == 0) {
+        uint64_t acc[6] = {0};
+        c->fn(&c->p, c->f->code_bytes, 1.0f, 1.0f, x, n, NULL, out, acc, gscale, ginv, glen, gflags);
+        uint64_t rest = acc[0] + acc[1] + acc[2] + acc[3] + acc[4] + acc[5];
+        cnt[FP8_CLASS_FLUSHED] += acc[0];
+        cnt[FP8_CLASS_SUBNORMAL] += acc[1];
+        cnt[FP8_CLASS_ROUNDED] += acc[2];
+        cnt[FP8_CLASS_SATURATED] += acc[3];
+        cnt[FP8_CLASS_OVERFLOW] += acc[4];
+        cnt[FP8_CLASS_NAN] += acc[5];
+        cnt[FP8_CLASS_EXACT] += n - rest;
+        return;
+    }
+    for (size_t g = 0, i = 0; i < n; g++, i += glen) {
+        size_t m = n - i < glen ? n - i : glen;
+        uint64_t o = cnt[FP8_CLASS_SATURATED] + cnt[FP8_CLASS_OVERFLOW], u = cnt[FP8_CLASS_FLUSHED];
+        fp8__caster_run(c, gscale[g], ginv[g], x + i, m, NULL, out ? out + i : NULL, cnt, offset + i);
+        if (cnt[FP8_CLASS_SATURATED] + cnt[FP8_CLASS_OVERFLOW] > o)
+            gflags[g] |= 1;
+        if (cnt[FP8_CLASS_FLUSHED] > u)
+            gflags[g] |= 2;
     }
 }
 

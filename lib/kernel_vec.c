@@ -61,9 +61,17 @@ void FP8_VEC_NAME(FP8_VEC_KERNEL_ARGS)
     const vi ones = zero + 1;
     const vu uz = {0};
     const vu mbits = (vu)(zero + p->mbits);
+    size_t g = 0, gleft = glen;
     for (size_t i = 0; i < n; i += VL) {
         vf xv;
         memcpy(&xv, x + i, sizeof xv);
+        if (gscale) {
+            if (gleft == 0)
+                g++, gleft = glen;
+            gleft -= VL;
+            scale = gscale[g];
+            scale_inv = ginv[g];
+        }
         vf y = xv * scale;
         vu u = (vu)y;
         vu a = u & 0x7FFFFFFFu;
@@ -124,6 +132,12 @@ void FP8_VEC_NAME(FP8_VEC_KERNEL_ARGS)
         c_nan -= (vu)is_nan;
         c_sat -= (vu)((is_inf & p->inf_sat) | (ovf & p->ovf_sat));
         c_ovf -= (vu)((is_inf & ~p->inf_sat) | (ovf & ~p->ovf_sat));
+        if (gflags) {
+            if (!all_lanes(~(is_inf | ovf)))
+                gflags[g] |= 1;
+            if (!all_lanes(~flushed))
+                gflags[g] |= 2;
+        }
 
         if (codes) {
             vu sgn = neg << p->sign_shift;

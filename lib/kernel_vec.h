@@ -30,8 +30,13 @@ typedef struct {
 /* Processes n (a multiple of VL) elements; codes or out may be NULL.
  * acc: flushed, subnormal, rounded, saturated, overflow, nan counts are
  * added (exact = n - the rest). */
+/* With gscale != NULL, element i uses gscale[i / glen] and ginv[i / glen]
+ * (glen a multiple of VL) instead of scale / scale_inv, and gflags[i / glen]
+ * gets bit 0 when an element of that group overflowed or saturated and
+ * bit 1 when one flushed to zero. */
 #define FP8_VEC_KERNEL_ARGS const vparams *p, int code_bytes, float scale, float scale_inv, \
-    const float *x, size_t n, void *codes, float *out, uint64_t acc[6]
+    const float *x, size_t n, void *codes, float *out, uint64_t acc[6], \
+    const float *gscale, const float *ginv, size_t glen, unsigned char *gflags
 void fp8__vec_kernel_avx512(FP8_VEC_KERNEL_ARGS);
 void fp8__vec_kernel_avx2(FP8_VEC_KERNEL_ARGS);
 void fp8__vec_kernel_base(FP8_VEC_KERNEL_ARGS);

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cast_impl.h"
 #include "cast_internal.h"
 #include "fp8_stats.h"
 #include "fpenv.h"
@@ -31,31 +32,40 @@
 
 typedef void (*moments_fn)(FP8_MOMENTS_ARGS);
 typedef void (*range_fn)(FP8_RANGE_ARGS);
+typedef void (*range_groups_fn)(FP8_RANGE_GROUPS_ARGS);
+typedef void (*hist_fn)(FP8_HIST_ARGS);
+static hist_fn hist_vec;
 
 static moments_fn moments_add;
 static range_fn range_pass;
+static range_groups_fn range_groups;
 static pthread_once_t pick_once = PTHREAD_ONCE_INIT;
 
 static void pick(void)
 {
     moments_add = fp8__moments_add_base;
     range_pass = fp8__range_base;
+    range_groups = fp8__range_groups_base;
+    hist_vec = fp8__hist_add_base;
 #if defined(__x86_64__)
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f")) {
         moments_add = fp8__moments_add_avx512;
         range_pass = fp8__range_avx512;
+        range_groups = fp8__range_groups_avx512;
+        hist_vec = fp8__hist_add_avx512;
     } else if (__builtin_cpu_supports("avx2")) {
         moments_add = fp8__moments_add_avx2;
         range_pass = fp8__range_avx2;
+        range_groups = fp8__range_groups_avx2;
+        hist_vec = fp8__hist_add_avx2;
     }
 #endif
 }
 
-void fp8__moments_init(fp8__moments *m, double shift)
+void fp8__moments_init(fp8__moments *m)
 {
     memset(m, 0, sizeof *m);
-    m->shift = shift;
     for (int l = 0; l < 16; l++) {
         m->mn[l] = INFINITY;
         m->mx[l] = -INFINITY;
@@ -135,6 +145,12 @@ static float bits_to_float(uint32_t b)
     return f;
 }
 
+/* 2^e for e in [-149, 127], exactly, without libm (called per block) */
+static float pow2f(int e)
+{
+    return bits_to_float(e >= -126 ? (uint32_t)(e + 127) << 23 : 1u << (e + 149));
+}
+
 /* nvfp4 (TE NVFP4BlockScaling, BRIEF §2): S_enc = 448*6/global_amax, block
  * decode scale (block_amax/6)*S_enc stored as e4m3 (RNE, saturating); the
  * elements are cast as x * (S_enc / s_block) and dequantised with
@@ -143,6 +159,7 @@ static void nvfp4_scales(float gamax, const uint32_t *amax, size_t ng, float *sc
                          float *s_global)
 {
     const fp8_format *e4m3 = fp8_format_find("e4m3", NULL);
+    fp8_class cls;
     float S_enc = 1.0f;
     if (gamax > 0.0f) {
         S_enc = (448.0f * 6.0f) / gamax;
@@ -150,10 +167,11 @@ static void nvfp4_scales(float gamax, const uint32_t *amax, size_t ng, float *sc
             S_enc = FLT_MAX;
     }
     *s_global = 1.0f / S_enc;
-    static const fp8_cast_mode sat = {FP8_ROUND_NEAREST, FP8_SATURATE, 0, 0};
     for (size_t g = 0; g < ng; g++) {
         float dec = (bits_to_float(amax[g]) / 6.0f) * S_enc;
-        float sb = fp8_format_decode(e4m3, fp8_format_encode(e4m3, &sat, dec, 0, NULL));
+        uint32_t db;
+        memcpy(&db, &dec, 4);
+        float sb = bits_to_float(fp8__decode_bits(e4m3, fp8__encode_bits(e4m3, FP8_ROUND_NEAREST, 1, db, 0, &cls)));
         if (sb > 0.0f) {
             scale[g] = S_enc / sb;
             if (isinf(scale[g]))
@@ -190,8 +208,8 @@ static void group_scales(fp8_recipe_state *st, const uint32_t *amax, size_t ng, 
         case FP8_RECIPE_MX: {
             uint32_t code = fp8__scale_mx(st->format, a, r->mx_round);
             int E = code == 0xFF ? 0 : (int)code - 127; /* NaN needs a non-finite amax: excluded */
-            scale[g] = ldexpf(1.0f, -E);
-            scale_inv[g] = ldexpf(1.0f, E);
+            scale[g] = pow2f(-E);
+            scale_inv[g] = pow2f(E);
             break;
         }
         case FP8_RECIPE_NVFP4:
@@ -206,10 +224,36 @@ static void group_scales(fp8_recipe_state *st, const uint32_t *amax, size_t ng, 
 
 /* ---- the fused pass --------------------------------------------------------- */
 
+/* Exponent-histogram bin of float32 bits u: 0 zero, 1 subnormal,
+ * field + 1 for a normal binade, 256 for Inf/NaN (exponent field 255). */
 static inline unsigned exp_bin(uint32_t u)
 {
-    uint32_t a = u & 0x7FFFFFFFu, ef = a >> 23;
-    return ef == 0 ? (a != 0) : ef == 255 ? 256u : ef + 1;
+    uint32_t a = u & 0x7FFFFFFFu;
+    return (a >> 23) + (a != 0);
+}
+
+/* Interleaved 16-bit sub-histograms (stats_vec.h), flushed into the
+ * 64-bit histogram before any counter can wrap. */
+typedef struct {
+    uint32_t sub[FP8_HIST_SUBS][FP8_EXP_BINS];
+    uint64_t pending;
+} hist_acc;
+
+static void hist_flush(hist_acc *h, uint64_t *out)
+{
+    for (int k = 0; k < FP8_HIST_SUBS; k++)
+        for (int b = 0; b < FP8_EXP_BINS; b++)
+            out[b] += h->sub[k][b];
+    memset(h->sub, 0, sizeof h->sub);
+    h->pending = 0;
+}
+
+static void hist_add(hist_acc *h, uint64_t *out, const float *x, size_t n)
+{
+    hist_vec(h->sub, x, n);
+    h->pending += n;
+    if (h->pending > ((uint64_t)1 << 31)) /* 32-bit counters stay exact */
+        hist_flush(h, out);
 }
 
 /* A group whose scale is zero (nvfp4 block scale underflowed): every
@@ -235,6 +279,7 @@ typedef struct {
     fp8__moments mom;
     uint64_t cnt[FP8_NCLASS];
     uint64_t *hist;     /* FP8_EXP_BINS, or NULL */
+    hist_acc *hacc;
     float *buf;         /* PIECE floats          */
 } pass_ctx;
 
@@ -246,17 +291,16 @@ static unsigned run_segment(pass_ctx *c, const float *x, size_t n, float scale, 
     uint64_t before_unf = c->cnt[FP8_CLASS_FLUSHED];
     for (size_t i = 0; i < n; i += PIECE) {
         size_t m = n - i < PIECE ? n - i : PIECE;
+        /* cast straight into out unless it overwrites x (in place) */
+        float *dst = (out && out != x) ? out + i : c->buf;
         if (scale > 0.0f)
-            fp8__caster_run(&c->caster, scale, scale_inv, x + i, m, NULL, c->buf, c->cnt, index0 + i);
+            fp8__caster_run(&c->caster, scale, scale_inv, x + i, m, NULL, dst, c->cnt, index0 + i);
         else
-            zero_scale_piece(x + i, m, c->buf, c->cnt);
-        moments_add(&c->mom, x + i, c->buf, m);
-        if (c->hist) {
-            const uint32_t *u = (const uint32_t *)(const void *)(x + i);
-            for (size_t k = 0; k < m; k++)
-                c->hist[exp_bin(u[k])]++;
-        }
-        if (out)
+            zero_scale_piece(x + i, m, dst, c->cnt);
+        moments_add(&c->mom, x + i, dst, m);
+        if (c->hist)
+            hist_add(c->hacc, c->hist, x + i, m);
+        if (out && dst == c->buf)
             memcpy(out + i, c->buf, m * sizeof(float));
     }
     unsigned flags = 0;
@@ -267,24 +311,14 @@ static unsigned run_segment(pass_ctx *c, const float *x, size_t n, float scale, 
     return flags;
 }
 
-static double first_finite(const float *x, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (isfinite(x[i]))
-            return x[i];
-    return 0.0;
-}
-
 static void finish_stats(fp8_stats *s, const pass_ctx *c, const layout *L, const uint32_t *gamax_bits,
                          const uint32_t *gminnz_bits, const float *scale, const float *scale_inv,
                          const unsigned char *flags, float s_global, const fp8_format *f)
 {
     const fp8__moments *m = &c->mom;
-    double S1 = 0, S2 = 0, S3 = 0, S4 = 0, l1 = 0, x2 = 0, e2 = 0, xq = 0, q2 = 0;
-    for (int l = 0; l < FP8_ML; l++) {
-        S1 += m->s1[l], S2 += m->s2[l], S3 += m->s3[l], S4 += m->s4[l];
-        l1 += m->l1[l], x2 += m->x2[l], e2 += m->e2[l], xq += m->xq[l], q2 += m->q2[l];
-    }
+    double l1 = 0, e2 = 0, q2 = 0, xq = 0;
+    for (int l = 0; l < FP8_ML; l++)
+        l1 += m->l1[l], e2 += m->e2[l], q2 += m->q2[l], xq += m->xq[l];
     float mn = INFINITY, mx = -INFINITY, me = 0, mz = INFINITY;
     for (int l = 0; l < 16; l++) {
         mn = fminf(mn, m->mn[l]);
@@ -298,13 +332,10 @@ static void finish_stats(fp8_stats *s, const pass_ctx *c, const layout *L, const
     s->finite = s->numel - m->nan - m->inf;
     s->zero_count = m->zero;
     double n = (double)s->finite;
+    double x2 = m->cM2 + n * m->cmean * m->cmean;  /* sum x^2 over finite x */
     if (s->finite) {
-        double dm = S1 / n;
-        double M2 = S2 - S1 * dm;
-        double M4 = S4 - 4 * dm * S3 + 6 * dm * dm * S2 - 3 * n * dm * dm * dm * dm;
-        if (M2 < 0)
-            M2 = 0;
-        s->mean = m->shift + dm;
+        double M2 = m->cM2, M4 = m->cM4;
+        s->mean = m->cmean;
         s->std = sqrt(M2 / n);
         s->kurtosis = M2 > 0 ? n * M4 / (M2 * M2) : 0.0;
         s->min = mn, s->max = mx;
@@ -333,27 +364,30 @@ static void finish_stats(fp8_stats *s, const pass_ctx *c, const layout *L, const
     s->scale = scale[0];
     s->scale_inv = scale_inv[0];
     s->global_scale_inv = s_global;
-    double mean = 0, M2s = 0, smin = INFINITY, smax = -INFINITY;
-    double bdr = 0;
+    double ssum = 0, smin = INFINITY, smax = -INFINITY;
+    double best_ratio = 0;
+    size_t best = 0;
     for (size_t g = 0; g < L->ngroups; g++) {
         double v = scale_inv[g];
-        double d = v - mean;
-        mean += d / (double)(g + 1);
-        M2s += d * (v - mean);
+        ssum += v;
         smin = fmin(smin, v);
         smax = fmax(smax, v);
         uint32_t b;
-        float fv = scale_inv[g];
-        memcpy(&b, &fv, 4);
+        memcpy(&b, &scale_inv[g], 4);
         s->scale_hist[(b >> 23) & 0xFF]++;
         s->blocks_with_overflow += flags[g] & 1;
         s->blocks_with_underflow += (flags[g] >> 1) & 1;
         if (gamax_bits && gminnz_bits[g] < 0x7F800000u && gamax_bits[g]) {
-            double dr = log2(bits_to_float(gamax_bits[g])) - log2(bits_to_float(gminnz_bits[g]));
-            if (dr > bdr)
-                bdr = dr;
+            /* the largest amax / min-nonzero ratio; one log2 at the end */
+            double ratio = (double)bits_to_float(gamax_bits[g]) / (double)bits_to_float(gminnz_bits[g]);
+            if (ratio > best_ratio)
+                best_ratio = ratio, best = g;
         }
     }
+    double mean = ssum / (double)L->ngroups, M2s = 0;
+    for (size_t g = 0; g < L->ngroups; g++)
+        M2s += ((double)scale_inv[g] - mean) * ((double)scale_inv[g] - mean);
+    double bdr = best_ratio > 0 ? log2(bits_to_float(gamax_bits[best])) - log2(bits_to_float(gminnz_bits[best])) : 0;
     s->scale_inv_min = smin, s->scale_inv_max = smax, s->scale_inv_mean = mean;
     s->scale_inv_std = sqrt(M2s / (double)L->ngroups);
     s->max_block_dynamic_range = gamax_bits ? bdr : s->dynamic_range;
@@ -383,10 +417,11 @@ int fp8_quantize(fp8_recipe_state *st, const float *x, size_t rows, size_t cols,
     float *xt = trans ? malloc(numel * sizeof *xt) : NULL;
     float *qt = trans && out ? malloc(numel * sizeof *qt) : NULL;
     uint64_t *hist = stats ? calloc(FP8_EXP_BINS, sizeof *hist) : NULL;
+    hist_acc *hacc = stats ? calloc(1, sizeof *hacc) : NULL;
     if (!gamax || !gminnz || !scale || !scale_inv || !flags || !buf || (trans && !xt) || (trans && out && !qt) ||
-        (stats && !hist)) {
+        (stats && (!hist || !hacc))) {
         free(gamax), free(gminnz), free(scale), free(scale_inv), free(flags), free(buf), free(xt), free(qt),
-            free(hist);
+            free(hist), free(hacc);
         return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: out of memory for a %zux%zu tensor", rows, cols);
     }
     for (size_t g = 0; g < ng; g++)
@@ -409,6 +444,11 @@ int fp8_quantize(fp8_recipe_state *st, const float *x, size_t rows, size_t cols,
         for (size_t i = 0; i < L.R; i++) {
             if (L.per_tensor && i > 0)
                 break;
+            if (!L.per_tensor && L.br == 1 && L.seg % 16 == 0 && L.C % L.seg == 0 && L.seg < 1024) {
+                /* short groups along the row: one call for the whole row */
+                range_groups(X + i * L.C, L.C, L.seg, gamax + i * L.nbc, gminnz + i * L.nbc);
+                continue;
+            }
             for (size_t jb = 0; jb < L.nbc; jb++) {
                 size_t j0 = jb * L.seg, len = L.per_tensor ? numel : (L.C - j0 < L.seg ? L.C - j0 : L.seg);
                 size_t g = L.per_tensor ? 0 : (i / L.br) * L.nbc + jb;
@@ -431,10 +471,34 @@ int fp8_quantize(fp8_recipe_state *st, const float *x, size_t rows, size_t cols,
     pass_ctx c;
     memset(&c, 0, sizeof c);
     fp8__caster_init(&c.caster, st->format, &r->cast);
-    fp8__moments_init(&c.mom, first_finite(X, numel));
+    fp8__moments_init(&c.mom);
     c.hist = hist;
+    c.hacc = hacc;
     c.buf = buf;
-    for (size_t i = 0; i < L.R; i++) {
+    int grouped = !L.per_tensor && L.seg % 16 == 0 && L.C % L.seg == 0 && L.seg <= PIECE && c.caster.vec;
+    for (size_t g = 0; grouped && g < ng; g++)
+        if (!(scale[g] > 0.0f))
+            grouped = 0; /* zero-scale groups take the per-segment path */
+    if (grouped) {
+        /* whole rows at a time, many groups per kernel call, one moment
+         * pass per piece of up to PIECE elements */
+        const size_t chunk = (PIECE / L.seg) * L.seg;
+        for (size_t i = 0; i < L.R; i++) {
+            size_t gbase = (i / L.br) * L.nbc;
+            for (size_t j0 = 0; j0 < L.C; j0 += chunk) {
+                size_t m = L.C - j0 < chunk ? L.C - j0 : chunk, off = i * L.C + j0, gi = gbase + j0 / L.seg;
+                float *dst = (OUT && OUT != X) ? OUT + off : buf;
+                fp8__caster_run_groups(&c.caster, X + off, m, L.seg, scale + gi, scale_inv + gi, dst, c.cnt,
+                                       flags + gi, off);
+                moments_add(&c.mom, X + off, dst, m);
+                if (hist)
+                    hist_add(hacc, hist, X + off, m);
+                if (OUT && dst == buf)
+                    memcpy(OUT + off, buf, m * sizeof(float));
+            }
+        }
+    }
+    for (size_t i = 0; i < L.R && !grouped; i++) {
         if (L.per_tensor && i > 0)
             break;
         for (size_t jb = 0; jb < L.nbc; jb++) {
@@ -458,10 +522,12 @@ int fp8_quantize(fp8_recipe_state *st, const float *x, size_t rows, size_t cols,
         memset(stats, 0, sizeof *stats);
         finish_stats(stats, &c, &L, L.per_tensor ? NULL : gamax, gminnz, scale, scale_inv, flags, s_global,
                      st->format);
+        hist_flush(hacc, hist);
         memcpy(stats->exp_hist, hist, sizeof stats->exp_hist);
+        stats->zero_count = hist[0]; /* bin 0 is exactly the +-0 inputs */
         stats->numel = numel;
     }
     fp8__fenv_leave(&env);
-    free(gamax), free(gminnz), free(scale), free(scale_inv), free(flags), free(buf), free(xt), free(qt), free(hist);
+    free(gamax), free(gminnz), free(scale), free(scale_inv), free(flags), free(buf), free(xt), free(qt), free(hist), free(hacc);
     return FP8_OK;
 }

@@ -155,17 +155,24 @@ void fp8__scale_block(float fp8_max, float amax, const fp8_recipe *r, float *sca
         *scale = FLT_MAX;
 }
 
-static int floor_log2f(float a) /* a > 0 finite */
+/* floor(log2 a) for finite a > 0, from the bits (no libm: called per block) */
+static int floor_log2f(float a)
 {
-    int e;
-    frexpf(a, &e);
-    return e - 1;
+    uint32_t b;
+    memcpy(&b, &a, 4);
+    int ef = (int)(b >> 23);
+    if (ef)
+        return ef - 127;
+    return -118 - __builtin_clz(b); /* subnormal: 2^-149 * b, top bit 31-clz */
 }
 
 static int is_pow2f(float a)
 {
-    int e;
-    return frexpf(a, &e) == 0.5f;
+    uint32_t b;
+    memcpy(&b, &a, 4);
+    if (b >> 23)
+        return (b & 0x7FFFFFu) == 0;
+    return (b & (b - 1)) == 0;
 }
 
 /* OCP MX v1.0 §6.3 and its variants (BRIEF §2): X = 2^E with E from the

@@ -22,99 +22,114 @@ typedef int32_t vi16 __attribute__((vector_size(64)));
 typedef uint32_t vu16 __attribute__((vector_size(64)));
 typedef int64_t vl8 __attribute__((vector_size(64)));
 
-static inline void acc_half(vd8 *s1, vd8 *s2, vd8 *s3, vd8 *s4, vd8 *l1, vd8 *x2, vd8 *e2, vd8 *xq, vd8 *q2,
-                            vf8 xv, vf8 qv, vl8 ok, vl8 qok, double K)
+/* Merge a piece's shifted sums (n, K, S1..S4 about K) into the running
+ * moments (Pebay 2008, the pairwise form of Welford's update). */
+static void merge_piece(fp8__moments *m, double n, double K, double S1, double S2, double S3, double S4)
 {
-    vd8 xd = __builtin_convertvector(xv, vd8);
-    xd = (vd8)((vl8)xd & ok);               /* NaN/Inf lanes -> 0          */
-    vd8 d = (vd8)((vl8)(xd - K) & ok);
-    vd8 d2 = d * d;
-    *s1 += d;
-    *s2 += d2;
-    *s3 += d2 * d;
-    *s4 += d2 * d2;
-    vd8 ax = (vd8)((vl8)xd & 0x7FFFFFFFFFFFFFFFll);
-    *l1 += ax;
-    *x2 += xd * xd;
-    vd8 qd = __builtin_convertvector(qv, vd8);
-    qd = (vd8)((vl8)qd & qok);
-    vd8 xe = (vd8)((vl8)xd & qok);
-    vd8 e = xe - qd;
-    *e2 += e * e;
-    *xq += xe * qd;
-    *q2 += qd * qd;
+    if (n == 0)
+        return;
+    double d = S1 / n;                                   /* piece mean - K */
+    double mb = K + d;
+    double M2b = S2 - S1 * d;
+    double M3b = S3 - 3 * d * S2 + 2 * n * d * d * d;
+    double M4b = S4 - 4 * d * S3 + 6 * d * d * S2 - 3 * n * d * d * d * d;
+    if (M2b < 0)
+        M2b = 0;
+    double na = m->cn, nb = n, N = na + nb;
+    if (na == 0) {
+        m->cn = nb, m->cmean = mb, m->cM2 = M2b, m->cM3 = M3b, m->cM4 = M4b;
+        return;
+    }
+    double delta = mb - m->cmean, d2 = delta * delta;
+    double M2a = m->cM2, M3a = m->cM3, M4a = m->cM4;
+    m->cmean += delta * nb / N;
+    m->cM4 = M4a + M4b + d2 * d2 * na * nb * (na * na - na * nb + nb * nb) / (N * N * N) +
+             6 * d2 * (na * na * M2b + nb * nb * M2a) / (N * N) + 4 * delta * (na * M3b - nb * M3a) / N;
+    m->cM3 = M3a + M3b + d2 * delta * na * nb * (na - nb) / (N * N) + 3 * delta * (na * M2b - nb * M2a) / N;
+    m->cM2 = M2a + M2b + d2 * na * nb / N;
+    m->cn = N;
 }
 
-void FN(fp8__moments_add_)(FP8_MOMENTS_ARGS)
+/* Masked path: 8 elements per step, all in double lanes (every float is
+ * exact there); handles NaN/Inf inputs and non-finite x_hat. */
+static void moments_masked(FP8_MOMENTS_ARGS)
 {
-    const double K = m->shift;
-    vd8 s1a = {0}, s2a = {0}, s3a = {0}, s4a = {0}, l1a = {0}, x2a = {0}, e2a = {0}, xqa = {0}, q2a = {0};
-    vd8 s1b = {0}, s2b = {0}, s3b = {0}, s4b = {0}, l1b = {0}, x2b = {0}, e2b = {0}, xqb = {0}, q2b = {0};
-    vf16 mn, mx, me, mz;
-    memcpy(&mz, m->mnz, 64);
-    memcpy(&mn, m->mn, 64);
-    memcpy(&mx, m->mx, 64);
-    memcpy(&me, m->maxerr, 64);
-    vu16 cnan = {0}, cinf = {0}, czero = {0}, cqbad = {0};
-    const vi16 posinf = (vi16){0} + (int32_t)0x7F800000, neginf = (vi16){0} + (int32_t)0xFF800000u;
+    double ksum = 0, kn = 0;
+    for (size_t k = 0; k < n; k++)
+        if (isfinite(x[k]))
+            ksum += x[k], kn++;
+    const double K = kn ? (double)(float)(ksum / kn) : 0.0; /* the piece's mean, rounded */
+    vd8 s1 = {0}, s2 = {0}, s3 = {0}, s4 = {0}, l1 = {0}, x2 = {0}, e2 = {0}, q2 = {0}, xqs = {0};
+    vd8 mn, mx, me, mz;
+    for (int l = 0; l < 8; l++) {
+        mn[l] = fmin(m->mn[l], m->mn[l + 8]);
+        mx[l] = fmax(m->mx[l], m->mx[l + 8]);
+        me[l] = fmax(m->maxerr[l], m->maxerr[l + 8]);
+        mz[l] = fmin(m->mnz[l], m->mnz[l + 8]);
+    }
+    vl8 cnan = {0}, cinf = {0}, czero = {0}, cqbad = {0};
+    const vl8 absmask = (vl8){0} + 0x7FFFFFFFFFFFFFFFll, infb = (vl8){0} + 0x7FF0000000000000ll;
+    const vd8 pinf = (vd8){0} + INFINITY, ninf = (vd8){0} - INFINITY;
     size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        vf16 xv, qv;
-        memcpy(&xv, x + i, 64);
+    for (; i + 8 <= n; i += 8) {
+        vf8 xf, qf;
+        memcpy(&xf, x + i, 32);
         if (xq)
-            memcpy(&qv, xq + i, 64);
+            memcpy(&qf, xq + i, 32);
         else
-            qv = xv;
-        vu16 a = (vu16)xv & 0x7FFFFFFFu;
-        vi16 fin = (vi16)(a < 0x7F800000u);
-        vu16 qa = (vu16)qv & 0x7FFFFFFFu;
-        vi16 qfin = (vi16)(qa < 0x7F800000u) & fin;
-        cnan -= (vu16)(vi16)(a > 0x7F800000u);
-        cinf -= (vu16)(vi16)(a == 0x7F800000u);
-        czero -= (vu16)(vi16)(a == 0);
-        cqbad -= (vu16)(fin & ~qfin);
-        /* min/max over finite lanes: non-finite lanes replaced by neutral */
-        vf16 xmn = (vf16)(((vi16)xv & fin) | (posinf & ~fin));
-        vf16 xmx = (vf16)(((vi16)xv & fin) | (neginf & ~fin));
-        mn = (vf16)(((vi16)mn & (vi16)(mn <= xmn)) | ((vi16)xmn & ~(vi16)(mn <= xmn)));
-        mx = (vf16)(((vi16)mx & (vi16)(mx >= xmx)) | ((vi16)xmx & ~(vi16)(mx >= xmx)));
-        vi16 nzf = fin & (vi16)(a != 0);
-        vf16 az = (vf16)(((vi16)a & nzf) | (posinf & ~nzf)); /* zero/non-finite -> +inf */
-        mz = (vf16)(((vi16)mz & (vi16)(mz <= az)) | ((vi16)az & ~(vi16)(mz <= az)));
-        vf16 ev = (vf16)((vi16)(xv - qv) & 0x7FFFFFFF & qfin);
-        me = (vf16)(((vi16)me & (vi16)(me >= ev)) | ((vi16)ev & ~(vi16)(me >= ev)));
-        /* widen the masks to 64-bit lanes for each half */
-        vf8 xlo = {xv[0], xv[1], xv[2], xv[3], xv[4], xv[5], xv[6], xv[7]};
-        vf8 xhi = {xv[8], xv[9], xv[10], xv[11], xv[12], xv[13], xv[14], xv[15]};
-        vf8 qlo = {qv[0], qv[1], qv[2], qv[3], qv[4], qv[5], qv[6], qv[7]};
-        vf8 qhi = {qv[8], qv[9], qv[10], qv[11], qv[12], qv[13], qv[14], qv[15]};
-        vl8 oklo = {fin[0], fin[1], fin[2], fin[3], fin[4], fin[5], fin[6], fin[7]};
-        vl8 okhi = {fin[8], fin[9], fin[10], fin[11], fin[12], fin[13], fin[14], fin[15]};
-        vl8 qoklo = {qfin[0], qfin[1], qfin[2], qfin[3], qfin[4], qfin[5], qfin[6], qfin[7]};
-        vl8 qokhi = {qfin[8], qfin[9], qfin[10], qfin[11], qfin[12], qfin[13], qfin[14], qfin[15]};
-        acc_half(&s1a, &s2a, &s3a, &s4a, &l1a, &x2a, &e2a, &xqa, &q2a, xlo, qlo, oklo, qoklo, K);
-        acc_half(&s1b, &s2b, &s3b, &s4b, &l1b, &x2b, &e2b, &xqb, &q2b, xhi, qhi, okhi, qokhi, K);
+            qf = xf;
+        vd8 xd = __builtin_convertvector(xf, vd8);
+        vd8 qd = __builtin_convertvector(qf, vd8);
+        vl8 a = (vl8)xd & absmask, qa = (vl8)qd & absmask;
+        vl8 fin = a < infb;
+        vl8 qfin = (qa < infb) & fin;
+        cnan -= a > infb;
+        cinf -= a == infb;
+        vl8 isz = a == 0;
+        czero -= isz;
+        cqbad -= fin & ~qfin;
+        vd8 xz = (vd8)((vl8)xd & fin);                    /* non-finite -> 0 */
+        vd8 d = (vd8)((vl8)(xz - K) & fin);
+        vd8 d2 = d * d;
+        s1 += d;
+        s2 += d2;
+        s3 += d2 * d;
+        s4 += d2 * d2;
+        vd8 ax = (vd8)(a & fin);
+        l1 += ax;
+        vd8 xbad = (vd8)((vl8)xz & (fin & ~qfin));
+        x2 += xbad * xbad;                                /* x^2 where x_hat is not finite */
+        vd8 qz = (vd8)((vl8)qd & qfin), xe = (vd8)((vl8)xz & qfin);
+        vd8 e = xe - qz;
+        e2 += e * e;
+        xqs += xe * qz;
+        q2 += qz * qz;
+        vd8 xmn = (vd8)(((vl8)xd & fin) | ((vl8)pinf & ~fin));
+        vd8 xmx = (vd8)(((vl8)xd & fin) | ((vl8)ninf & ~fin));
+        mn = (vd8)(((vl8)mn & (mn <= xmn)) | ((vl8)xmn & ~(mn <= xmn)));
+        mx = (vd8)(((vl8)mx & (mx >= xmx)) | ((vl8)xmx & ~(mx >= xmx)));
+        vl8 nzf = fin & ~isz;
+        vd8 az = (vd8)((a & nzf) | ((vl8)pinf & ~nzf));
+        mz = (vd8)(((vl8)mz & (mz <= az)) | ((vl8)az & ~(mz <= az)));
+        /* |x - x_hat| as float32 arithmetic does it (the oracle's fabsf) */
+        vf8 ef = xf - qf;
+        vd8 ed = (vd8)((vl8)__builtin_convertvector(ef, vd8) & absmask & qfin);
+        me = (vd8)(((vl8)me & (me >= ed)) | ((vl8)ed & ~(me >= ed)));
     }
+    double T1 = 0, T2 = 0, T3 = 0, T4 = 0;
     for (int l = 0; l < FP8_ML; l++) {
-        m->s1[l] += s1a[l] + s1b[l];
-        m->s2[l] += s2a[l] + s2b[l];
-        m->s3[l] += s3a[l] + s3b[l];
-        m->s4[l] += s4a[l] + s4b[l];
-        m->l1[l] += l1a[l] + l1b[l];
-        m->x2[l] += x2a[l] + x2b[l];
-        m->e2[l] += e2a[l] + e2b[l];
-        m->xq[l] += xqa[l] + xqb[l];
-        m->q2[l] += q2a[l] + q2b[l];
-    }
-    memcpy(m->mn, &mn, 64);
-    memcpy(m->mx, &mx, 64);
-    memcpy(m->maxerr, &me, 64);
-    memcpy(m->mnz, &mz, 64);
-    for (int l = 0; l < 16; l++) {
-        m->nan += cnan[l];
-        m->inf += cinf[l];
-        m->zero += czero[l];
-        m->qbad += cqbad[l];
+        T1 += s1[l], T2 += s2[l], T3 += s3[l], T4 += s4[l];
+        m->l1[l] += l1[l];
+        m->x2[l] += x2[l];
+        m->e2[l] += e2[l];
+        m->q2[l] += q2[l];
+        m->xq[l] += xqs[l];
+        m->mn[l] = (float)mn[l], m->mx[l] = (float)mx[l], m->maxerr[l] = (float)me[l], m->mnz[l] = (float)mz[l];
+        m->mn[l + 8] = INFINITY, m->mx[l + 8] = -INFINITY, m->maxerr[l + 8] = 0, m->mnz[l + 8] = INFINITY;
+        m->nan += (uint64_t)cnan[l];
+        m->inf += (uint64_t)cinf[l];
+        m->zero += (uint64_t)czero[l];
+        m->qbad += (uint64_t)cqbad[l];
     }
     for (; i < n; i++) { /* tail: same arithmetic, lane 0 */
         float xv = x[i], qv = xq ? xq[i] : x[i];
@@ -131,18 +146,15 @@ void FN(fp8__moments_add_)(FP8_MOMENTS_ARGS)
         else if (fabsf(xv) < m->mnz[0])
             m->mnz[0] = fabsf(xv);
         double xd = xv, d = xd - K, d2 = d * d;
-        m->s1[0] += d;
-        m->s2[0] += d2;
-        m->s3[0] += d2 * d;
-        m->s4[0] += d2 * d2;
+        T1 += d, T2 += d2, T3 += d2 * d, T4 += d2 * d2;
         m->l1[0] += fabs(xd);
-        m->x2[0] += xd * xd;
         if (xv < m->mn[0])
             m->mn[0] = xv;
         if (xv > m->mx[0])
             m->mx[0] = xv;
         if (!isfinite(qv)) {
             m->qbad++;
+            m->x2[0] += xd * xd;
             continue;
         }
         double qd = qv, e = xd - qd;
@@ -153,6 +165,156 @@ void FN(fp8__moments_add_)(FP8_MOMENTS_ARGS)
         if (ef > m->maxerr[0])
             m->maxerr[0] = ef;
     }
+    merge_piece(m, kn, K, T1, T2, T3, T4);
+}
+
+
+/* lane-wise min / max / fused multiply-add, as macros (no vector-by-value
+ * calls); FMA(acc, a, b) is acc += a * b, fused where the ISA has it. */
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#define VMIN16(a, b) ((vf16)_mm512_min_ps((__m512)(a), (__m512)(b)))
+#define VMAX16(a, b) ((vf16)_mm512_max_ps((__m512)(a), (__m512)(b)))
+#define FMA16(acc, a, b) ((acc) = (vf16)_mm512_fmadd_ps((__m512)(a), (__m512)(b), (__m512)(acc)))
+#else
+#define FMA16(acc, a, b) ((acc) += (a) * (b))
+#define VSEL16(m, a, b) ((vf16)(((vi16)(a) & (m)) | ((vi16)(b) & ~(m))))
+#define VMIN16(a, b) VSEL16((vi16)((a) <= (b)), a, b)
+#define VMAX16(a, b) VSEL16((vi16)((a) >= (b)), a, b)
+#endif
+#define HALVES(v, lo, hi)                                                                                  \
+    do {                                                                                                   \
+        vf8 h_[2];                                                                                         \
+        memcpy(h_, &(v), 64);                                                                              \
+        lo = __builtin_convertvector(h_[0], vd8);                                                          \
+        hi = __builtin_convertvector(h_[1], vd8);                                                          \
+    } while (0)
+
+/* Lean path for the usual piece: every x and x_hat finite, max |x| and
+ * max |x_hat| in [2^-24, 2^28].  16 float32 lanes; every power and product
+ * is a float32 term, summed into float32 partials over 16 steps (256
+ * elements) and then into double.  A partial holds 16 terms, so it is within
+ * 16 * 2^-24 (1e-6) of the exact sum of its terms; the range condition keeps
+ * terms away from overflow, and a piece whose spread is too small for its
+ * fourth powers (variance below 2^-60) is redone in double.
+ * Returns 0 when it declined the piece. */
+static int moments_lean(FP8_MOMENTS_ARGS)
+{
+    vf16 ks = {0};
+    size_t k = 0;
+    for (; k + 16 <= n; k += 16) {
+        vf16 v;
+        memcpy(&v, x + k, 64);
+        ks += v;
+    }
+    double ksum = 0;
+    for (int l = 0; l < 16; l++)
+        ksum += ks[l];
+    for (; k < n; k++)
+        ksum += x[k];
+    const float K = (float)(ksum / (double)n); /* the piece's mean (a shift: need not be exact) */
+    vd8 S1 = {0}, S2 = {0}, S3 = {0}, S4 = {0}, E2 = {0}, Q2 = {0}, L1 = {0}, XQ = {0};
+    vf16 mn, mx, me, mz;
+    memcpy(&mn, m->mn, 64);
+    memcpy(&mx, m->mx, 64);
+    memcpy(&me, m->maxerr, 64);
+    memcpy(&mz, m->mnz, 64);
+    const vf16 pinf = (vf16){0} + INFINITY;
+    size_t i = 0;
+    while (i + 16 <= n) {
+        vf16 s1 = {0}, s2 = {0}, s3 = {0}, s4 = {0}, e2 = {0}, q2 = {0}, l1 = {0}, xq2 = {0};
+        size_t stop = n - i >= 256 ? i + 256 : n - (n - i) % 16;
+        for (; i < stop; i += 16) {
+            vf16 xv, qv;
+            memcpy(&xv, x + i, 64);
+            memcpy(&qv, xq + i, 64);
+            vf16 d = xv - K, d2 = d * d;
+            s1 += d;
+            s2 += d2;
+            FMA16(s3, d2, d);
+            FMA16(s4, d2, d2);
+            vf16 e = xv - qv;
+            FMA16(e2, e, e);
+            FMA16(xq2, xv, qv);
+            FMA16(q2, qv, qv);
+            vf16 ax = (vf16)((vi16)xv & 0x7FFFFFFF);
+            l1 += ax;
+            mn = VMIN16(mn, xv);
+            mx = VMAX16(mx, xv);
+            vi16 z = (vi16)(ax == 0);
+            mz = VMIN16(mz, (vf16)(((vi16)ax & ~z) | ((vi16)pinf & z)));
+            me = VMAX16(me, (vf16)((vi16)e & 0x7FFFFFFF));
+        }
+#define ACC(D, v)                                                                                          \
+    do {                                                                                                   \
+        vd8 lo_, hi_;                                                                                      \
+        HALVES(v, lo_, hi_);                                                                               \
+        D += lo_ + hi_;                                                                                    \
+    } while (0)
+        ACC(S1, s1);
+        ACC(S2, s2);
+        ACC(S3, s3);
+        ACC(S4, s4);
+        ACC(E2, e2);
+        ACC(Q2, q2);
+        ACC(L1, l1);
+        ACC(XQ, xq2);
+#undef ACC
+    }
+    double T1 = 0, T2 = 0, T3 = 0, T4 = 0;
+    for (int l = 0; l < FP8_ML; l++)
+        T1 += S1[l], T2 += S2[l], T3 += S3[l], T4 += S4[l];
+    if (i && T2 < (double)i * 0x1p-60) /* spread too small for float fourth powers */
+        return 0;
+    for (int l = 0; l < FP8_ML; l++) {
+        m->l1[l] += L1[l];
+        m->e2[l] += E2[l];
+        m->q2[l] += Q2[l];
+        m->xq[l] += XQ[l];
+    }
+    memcpy(m->mn, &mn, 64);
+    memcpy(m->mx, &mx, 64);
+    memcpy(m->maxerr, &me, 64);
+    memcpy(m->mnz, &mz, 64);
+    merge_piece(m, (double)i, (double)K, T1, T2, T3, T4);
+    if (i < n)
+        moments_masked(m, x + i, xq + i, n - i);
+    return 1;
+}
+
+/* 1 when every x and x_hat is finite and both maxima lie in [2^-24, 2^28]. */
+static int lean_ok(const float *x, const float *xq, size_t n)
+{
+    vu16 am = {0};
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        vu16 a, b;
+        memcpy(&a, x + i, 64);
+        memcpy(&b, xq + i, 64);
+        a &= 0x7FFFFFFFu;
+        b &= 0x7FFFFFFFu;
+        am = (vu16)((vi16)(am >= a) & (vi16)am) | (vu16)(~(vi16)(am >= a) & (vi16)a);
+        am = (vu16)((vi16)(am >= b) & (vi16)am) | (vu16)(~(vi16)(am >= b) & (vi16)b);
+    }
+    uint32_t mxb = 0;
+    for (int l = 0; l < 16; l++)
+        mxb = am[l] > mxb ? am[l] : mxb;
+    for (; i < n; i++) {
+        uint32_t a, b;
+        memcpy(&a, x + i, 4);
+        memcpy(&b, xq + i, 4);
+        a &= 0x7FFFFFFFu, b &= 0x7FFFFFFFu;
+        mxb = a > mxb ? a : mxb;
+        mxb = b > mxb ? b : mxb;
+    }
+    return mxb >= 0x33800000u /* 2^-24 */ && mxb <= 0x4D800000u /* 2^28 */;
+}
+
+void FN(fp8__moments_add_)(FP8_MOMENTS_ARGS)
+{
+    if (xq && lean_ok(x, xq, n) && moments_lean(m, x, xq, n))
+        return;
+    moments_masked(m, x, xq, n);
 }
 
 void FN(fp8__range_)(FP8_RANGE_ARGS)
@@ -190,4 +352,54 @@ void FN(fp8__range_)(FP8_RANGE_ARGS)
     }
     *amax_bits = am;
     *minnz_bits = mz;
+}
+
+void FN(fp8__range_groups_)(FP8_RANGE_GROUPS_ARGS)
+{
+    const vu16 big = (vu16){0} + 0x7F800000u;
+    for (size_t i = 0, g = 0; i < n; i += glen, g++) {
+        vu16 amax = {0}, minnz = big;
+        for (size_t k = i; k < i + glen; k += 16) {
+            vu16 a;
+            memcpy(&a, x + k, 64);
+            a &= 0x7FFFFFFFu;
+            vu16 af = a & (vu16)(a < 0x7F800000u);
+            amax = (vu16)((vi16)(amax >= af) & (vi16)amax) | (vu16)(~(vi16)(amax >= af) & (vi16)af);
+            vu16 nz = (vu16)(vi16)(af != 0);
+            vu16 cand = (af & nz) | (big & ~nz);
+            minnz = (vu16)((vi16)(minnz <= cand) & (vi16)minnz) | (vu16)(~(vi16)(minnz <= cand) & (vi16)cand);
+        }
+        /* horizontal reduction by halving */
+        vu16 t;
+        static const vi16 s8 = {8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7};
+        static const vi16 s4 = {4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11};
+        static const vi16 s2 = {2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13};
+        static const vi16 s1 = {1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14};
+#define HRED(v, op)                                                                                       \
+    t = __builtin_shuffle(v, s8), v = (vu16)((vi16)(v op t) & (vi16)v) | (vu16)(~(vi16)(v op t) & (vi16)t); \
+    t = __builtin_shuffle(v, s4), v = (vu16)((vi16)(v op t) & (vi16)v) | (vu16)(~(vi16)(v op t) & (vi16)t); \
+    t = __builtin_shuffle(v, s2), v = (vu16)((vi16)(v op t) & (vi16)v) | (vu16)(~(vi16)(v op t) & (vi16)t); \
+    t = __builtin_shuffle(v, s1), v = (vu16)((vi16)(v op t) & (vi16)v) | (vu16)(~(vi16)(v op t) & (vi16)t)
+        HRED(amax, >=);
+        HRED(minnz, <=);
+#undef HRED
+        amax_bits[g] = amax[0];
+        minnz_bits[g] = minnz[0];
+    }
+}
+
+void FN(fp8__hist_add_)(FP8_HIST_ARGS)
+{
+    const uint32_t *u = (const uint32_t *)(const void *)x;
+    size_t i = 0;
+#define BIN(v) ((((v) & 0x7FFFFFFFu) >> 23) + (((v) & 0x7FFFFFFFu) != 0))
+    for (; i + 4 <= n; i += 4) {
+        sub[0][BIN(u[i])]++;
+        sub[1][BIN(u[i + 1])]++;
+        sub[2][BIN(u[i + 2])]++;
+        sub[3][BIN(u[i + 3])]++;
+    }
+    for (; i < n; i++)
+        sub[0][BIN(u[i])]++;
+#undef BIN
 }

@@ -2,9 +2,12 @@
  * stats_vec.h — internal: vector loops of the statistics engine, built once
  * per instruction set like kernel_vec.c and picked at run time.
  *
- * Moments are accumulated lane-wise in double around a shift K (the first
- * finite value of the tensor): S_p = sum (x - K)^p, p = 1..4, which keeps
- * the cancellation in the central moments small when K is near the data.
+ * Each call (a piece of at most a few thousand elements) sums (x - K)^p,
+ * p = 1..4, about K = the piece's own mean, then merges the piece's central
+ * moments into the running ones with Pebay's pairwise update: stable for any
+ * offset of the data.  sum x^2 and sum x*x_hat are derived at the end:
+ *   sum x^2 = M2 + n mean^2,  sum x x_hat = (sum' x^2 + sum x_hat^2 - sum e^2) / 2
+ * where sum' leaves out the elements whose x_hat is not finite.
  */
 #ifndef FP8_STATS_VEC_H
 #define FP8_STATS_VEC_H
@@ -14,18 +17,17 @@
 #define FP8_ML 8 /* double lanes */
 
 typedef struct {
-    double shift;                                   /* K                     */
-    double s1[FP8_ML], s2[FP8_ML], s3[FP8_ML], s4[FP8_ML];
+    double cn, cmean, cM2, cM3, cM4;                /* running central moments */
     double l1[FP8_ML];                              /* sum |x|               */
     double e2[FP8_ML];                              /* sum (x - x_hat)^2     */
-    double xq[FP8_ML];                              /* sum x * x_hat         */
     double q2[FP8_ML];                              /* sum x_hat^2           */
-    double x2[FP8_ML];                              /* sum x^2 (for ||x||)   */
+    double xq[FP8_ML];                              /* sum x * x_hat         */
+    double x2[FP8_ML];                              /* sum x^2 where x_hat is Inf/NaN */
     float mn[16], mx[16], maxerr[16], mnz[16];      /* lane min, max, max|e|, min nonzero |x| */
     uint64_t nan, inf, zero, qbad;                  /* counts                */
 } fp8__moments;
 
-void fp8__moments_init(fp8__moments *m, double shift);
+void fp8__moments_init(fp8__moments *m);
 
 /* Add elements x[0..n) with their dequantized values xq (NULL: no error
  * sums).  NaN/Inf x are counted and skipped; x_hat Inf/NaN counts in qbad. */
@@ -36,6 +38,20 @@ void fp8__moments_init(fp8__moments *m, double shift);
 void fp8__moments_add_avx512(FP8_MOMENTS_ARGS);
 void fp8__moments_add_avx2(FP8_MOMENTS_ARGS);
 void fp8__moments_add_base(FP8_MOMENTS_ARGS);
+/* Per group of glen (a multiple of 16) along x[0..n): amax_bits[g] and
+ * minnz_bits[g] are set (not merged). */
+#define FP8_RANGE_GROUPS_ARGS const float *x, size_t n, size_t glen, uint32_t *amax_bits, uint32_t *minnz_bits
+void fp8__range_groups_avx512(FP8_RANGE_GROUPS_ARGS);
+void fp8__range_groups_avx2(FP8_RANGE_GROUPS_ARGS);
+void fp8__range_groups_base(FP8_RANGE_GROUPS_ARGS);
+/* Exponent-histogram bins (docs/statistics.md) of x[0..n) added to four
+ * interleaved 32-bit sub-histograms of 257 bins: consecutive elements mostly
+ * share a bin, and one counter would serialise on its own store. */
+#define FP8_HIST_SUBS 4
+#define FP8_HIST_ARGS uint32_t sub[FP8_HIST_SUBS][257], const float *x, size_t n
+void fp8__hist_add_avx512(FP8_HIST_ARGS);
+void fp8__hist_add_avx2(FP8_HIST_ARGS);
+void fp8__hist_add_base(FP8_HIST_ARGS);
 void fp8__range_avx512(FP8_RANGE_ARGS);
 void fp8__range_avx2(FP8_RANGE_ARGS);
 void fp8__range_base(FP8_RANGE_ARGS);

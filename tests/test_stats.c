@@ -2,9 +2,11 @@
  * test_stats.c — suite "stats": fp8_quantize() against the scalar two-pass
  * oracle (ref_stats.c) for every recipe, on random and adversarial tensors,
  * in the default and in an FTZ/DAZ floating-point environment.
- * Counts and x_hat must be identical; sums agree within a relative 1e-9
- * (kurtosis 1e-6): the engine sums lane-wise around a shift, the oracle
- * in order around the mean.
+ * Counts, extremes, scales and x_hat must be identical; sums agree within a
+ * relative 1e-6 (kurtosis 1e-5; the mean within 1e-6 of the std; cosine within
+ * 2e-6): the engine sums blocks of 16 float32 terms per lane into double and
+ * merges pieces pairwise, the oracle sums in order in double
+ * (docs/statistics.md).
  */
 #include <float.h>
 #include <math.h>
@@ -60,25 +62,28 @@ static void compare(const char *what, const fp8_stats *a, const fp8_stats *b)
     CHECK_EQ(min);
     CHECK_EQ(max);
     CHECK_EQ(min_nonzero);
-    CHECK_NEAR(mean, 1e-9);
-    CHECK_NEAR(std, 1e-9);
-    CHECK_NEAR(l1, 1e-9);
-    CHECK_NEAR(l2, 1e-9);
+    floor_ = b->std; /* the mean is compared on the scale of the spread */
+    CHECK_NEAR(mean, 1e-6);
+    floor_ = 0.0;
+    CHECK_NEAR(std, 1e-6);
+    CHECK_NEAR(l1, 1e-6);
+    CHECK_NEAR(l2, 1e-6);
     CHECK_NEAR(dynamic_range, 1e-12);
-    CHECK_NEAR(kurtosis, 1e-6);
+    CHECK_NEAR(kurtosis, 1e-5);
     for (int c = 0; c < FP8_NCLASS; c++)
         CHECK_EQ(classes.n[c]);
     CHECK_EQ(overflows);
     CHECK_EQ(underflows);
     CHECK_EQ(subnormals);
     CHECK_EQ(err_excluded);
-    CHECK_NEAR(sq_err, 1e-9);
-    CHECK_NEAR(mse, 1e-9);
-    CHECK_NEAR(rel_err, 1e-9);
+    CHECK_NEAR(sq_err, 1e-6);
+    CHECK_NEAR(mse, 1e-6);
+    CHECK_NEAR(rel_err, 1e-6);
     floor_ = 1.0;
-    CHECK_NEAR(sqnr_db, 1e-9);
+    CHECK_NEAR(sqnr_db, 1e-6);
+    floor_ = 1.0;
+    CHECK_NEAR(cosine, 2e-6);
     floor_ = 0.0;
-    CHECK_NEAR(cosine, 1e-12);
     CHECK_EQ(max_abs_err);
     CHECK_EQ(nscales);
     CHECK_EQ(nblocks);

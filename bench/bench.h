@@ -1,0 +1,7 @@
+/* bench.h — sections of `make bench`; each prints its table. */
+#ifndef FP8_BENCH_H
+#define FP8_BENCH_H
+int bench_formats(void);
+int bench_stats(void);
+double bench_now(void);
+#endif
