@@ -9,6 +9,7 @@
  * range reaches below float32's are always portable.  The tests and
  * `make check-exhaustive` compare the two on every float32.
  */
+#include <math.h>
 #include <string.h>
 
 #include "cast_impl.h"
@@ -121,6 +122,12 @@ static void vparams_init(vparams *p, const fp8_format *f, const fp8_cast_mode *m
     p->round_lsb = mode->round == FP8_ROUND_NEAREST ? 1 : 0;
     p->keep_mask = ~((1u << p->rshift) - 1);
     p->rebias = (uint32_t)(127 - f->bias) << f->mbits;
+    p->max_bits = hi_bits;
+    p->medium_ok = f->mbits - f->emin <= 127 && f->emin - f->mbits >= -126;
+    if (p->medium_ok) {
+        p->inv_q = ldexpf(1.0f, f->mbits - f->emin);
+        p->q = ldexpf(1.0f, f->emin - f->mbits);
+    }
 }
 
 static vec_kernel_fn pick_kernel(void)

@@ -98,6 +98,52 @@ void FP8_VEC_NAME(FP8_VEC_KERNEL_ARGS)
             }
             continue;
         }
+        if (p->medium_ok && all_lanes((vi)(a < 0x7F800000u))) {
+            /* every lane finite: normals rounded as in the hot path (a
+             * result above max is an overflow: decided after rounding),
+             * subnormals and zeros as k = round(|y| / q) in float, exact */
+            vi sub = (vi)(a < p->lo_bits);
+            vu r = (a + (p->round_add + ((a >> p->rshift) & p->round_lsb))) & p->keep_mask;
+            vi ovf = ~sub & (vi)(r > p->max_bits);
+            vf t = (vf)a * p->inv_q;
+            vf kf = p->nearest ? (t + 0x1p23f) - 0x1p23f : t;
+            vu ks = (vu)__builtin_convertvector(kf, vi);
+            vi magzero = sub & (vi)(ks == 0);
+            vi low = (vi)(ks < (vu)(zero + p->lowsub));
+            vi flushed = magzero & ~azero;
+            c_flush -= (vu)flushed;
+            c_sub -= (vu)(sub & ~magzero & low);
+            c_round -= (vu)(((sub & ~low) | (~sub & (vi)((a & ~p->keep_mask) != 0))) & ~ovf);
+            c_sat -= (vu)(ovf & p->ovf_sat);
+            c_ovf -= (vu)(ovf & ~p->ovf_sat);
+            if (gflags) {
+                if (!all_lanes(~flushed))
+                    gflags[g] |= 2;
+                if (!all_lanes(~ovf))
+                    gflags[g] |= 1;
+            }
+            vu keep_sign = ~(vu)magzero | p->negzero_keep;
+            vi negm = -(vi)neg;
+            if (codes) {
+                vu code = SEL((vu)sub, ks, (r >> p->rshift) - p->rebias) | ((neg << p->sign_shift) & keep_sign);
+                code = SEL((vu)ovf, SEL((vu)negm, uz + p->ovf_code[1], uz + p->ovf_code[0]), code);
+                if (code_bytes == 1) {
+                    vb cb = __builtin_convertvector(code, vb);
+                    memcpy((uint8_t *)codes + i, &cb, sizeof cb);
+                } else {
+                    vh ch = __builtin_convertvector(code, vh);
+                    memcpy((uint16_t *)codes + i, &ch, sizeof ch);
+                }
+            }
+            if (out) {
+                vu mb = SEL((vu)sub, (vu)(__builtin_convertvector((vi)ks, vf) * p->q), r);
+                mb |= (neg << 31) & keep_sign;
+                mb = SEL((vu)ovf, SEL((vu)negm, uz + p->ovf_val[1], uz + p->ovf_val[0]), mb);
+                vf o = (vf)mb * scale_inv;
+                memcpy(out + i, &o, sizeof o);
+            }
+            continue;
+        }
         vi negm = -(vi)neg;
         vi is_nan = (vi)(a > 0x7F800000u);
         vi is_inf = (vi)(a == 0x7F800000u);

@@ -24,6 +24,10 @@ typedef struct {
     uint32_t round_lsb;  /* nearest: 1 (ties to even); toward zero: 0      */
     uint32_t keep_mask;  /* clears the rshift low bits                     */
     uint32_t rebias;     /* (127 - bias) << mbits                           */
+    /* medium path: every lane finite and |y| <= max (subnormals, zeros) */
+    int32_t medium_ok;   /* 2^(mbits - emin) fits float32                   */
+    uint32_t max_bits;   /* float32 bits of max                             */
+    float inv_q, q;      /* 2^(mbits - emin), 2^(emin - mbits): subnormal step */
 } vparams;
 
 
