@@ -13,6 +13,7 @@ int cmd_formats(int argc, char **argv);
 int cmd_table(int argc, char **argv);
 int cmd_cast(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
 
 extern const cli_command cli_commands[];
 

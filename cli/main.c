@@ -30,6 +30,19 @@ const cli_command cli_commands[] = {
      "Defaults: --round nearest, --saturate, --scale 1, --seed 0.  Stochastic rounding\n"
      "uses element index i (0, 1, ...) of the value list as the generator's counter.\n",
      cmd_cast},
+    {"stats", "every statistic of tensors under a recipe (.npy or raw float32 files)",
+     "usage: fp8prof stats --recipe SPEC [--rows R --cols C] [--role ROLE] [--json] FILE...\n"
+     "Quantizes each FILE under the recipe and prints every statistic (names and\n"
+     "definitions: docs/statistics.md), one block per file, or one JSON object per\n"
+     "line with --json (Inf/NaN values as null).  FILE: .npy (float32 or float16, shape\n"
+     "from the header: the last axis is cols) or raw little-endian float32 (shape from\n"
+     "--rows/--cols; default one row).  Files are steps in order: a delayed recipe\n"
+     "carries its amax history from file to file, e.g.\n"
+     "  fp8prof stats --recipe e4m3:delayed:history=16 step*.npy\n"
+     "ROLE (activation, weight, gradient, output, other) picks the format of hybrid\n"
+     "recipes.  Recipe grammar: docs/recipes.md.  Exit 2 for usage errors, 1 when a\n"
+     "file cannot be read (the files before it are printed).\n",
+     cmd_stats},
     {"demo", "the main job on built-in defaults",
      "usage: fp8prof demo\n"
      "Shows the format table and what casting does to a handful of values.\n",

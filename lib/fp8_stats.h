@@ -16,7 +16,8 @@
 #include "fp8_recipe.h"
 
 /* |x| exponent histogram: bin 0 zero, bin 1 float32 subnormal, bin k in
- * 2..255 the binade [2^(k-129), 2^(k-128)), bin 256 Inf and NaN. */
+ * 2..255 the binade [2^(k-128), 2^(k-127)) (= exponent field + 1), bin 256
+ * Inf and NaN. */
 #define FP8_EXP_BINS 257
 /* scale_inv exponent histogram: bin = float32 exponent field of scale_inv
  * (bin k holds [2^(k-127), 2^(k-126)); bin 0 subnormal). */

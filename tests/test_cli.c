@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
+#include "fp8.h"
+#include "fp8_npy.h"
 #include "tests.h"
 
 /* Run a shell command line with the fp8prof path substituted for %s;
@@ -102,10 +104,45 @@ static void test_table_and_formats(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, "65504"));
 }
 
+/* fp8prof stats: a delayed recipe replays across files; JSON; errors */
+static void test_stats_command(void)
+{
+    /* step 0: amax 2 under scale 1; step 1: amax 4 cast with scale 448/2 = 224: 4*224 = 896 saturates */
+    const float a[4] = {2.0f, -1.0f, 0.5f, 0.0f}, b[4] = {4.0f, 1.0f, -0.25f, 0.0f};
+    fp8_npy_write("build/s0.npy", a, 2, 2);
+    fp8_npy_write("build/s1.npy", b, 2, 2);
+    CU_ASSERT_EQUAL(run("%s stats --recipe e4m3:delayed:history=4 --json build/s0.npy build/s1.npy", NULL, buf,
+                        sizeof buf), 0);
+    char *second = strchr(buf, '\n');
+    CU_ASSERT_PTR_NOT_NULL_FATAL(second);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"scale\": 1,"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(second, "\"scale\": 224,"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(second, "\"overflows\": 1,"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(second, "\"step\": 1,"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"zero_count\": 1,"));
+    /* text output, raw file with a shape */
+    FILE *f = fopen("build/s.f32", "wb");
+    fwrite(b, 4, 4, f);
+    fclose(f);
+    CU_ASSERT_EQUAL(run("%s stats --recipe e4m3:current --rows 2 build/s.f32", NULL, buf, sizeof buf), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "(2x2, step 0, e4m3:current:eps=0"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "  scale                    112\n"));
+    /* errors */
+    CU_ASSERT_EQUAL(run("%s stats --recipe e4m3:curent build/s0.npy 2>&1", NULL, buf, sizeof buf), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "'curent'"));
+    CU_ASSERT_EQUAL(run("%s stats build/s0.npy 2>&1", NULL, buf, sizeof buf), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "--recipe"));
+    CU_ASSERT_EQUAL(run("%s stats --recipe e4m3:current build/s0.npy build/nope.npy 2>&1", NULL, buf, sizeof buf), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "build/s0.npy  (2x2"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "nope.npy: cannot open"));
+    CU_ASSERT_EQUAL(run("%s stats --recipe e4m3:current --rows 3 build/s.f32 2>&1", NULL, buf, sizeof buf), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "do not fill"));
+}
+
 void register_cli_tests(void)
 {
     static const char *const names[] = {"cast output lines", "errors name the bad item, exit 2",
-                                        "table and formats"};
-    static void (*const fns[])(void) = {test_cast_output, test_errors, test_table_and_formats};
-    add_suite("cli", names, fns, 3);
+                                        "table and formats", "stats: delayed replay over files, JSON, errors"};
+    static void (*const fns[])(void) = {test_cast_output, test_errors, test_table_and_formats, test_stats_command};
+    add_suite("cli", names, fns, 4);
 }

@@ -1,0 +1,126 @@
+/*
+ * test_io.c — suite "npy": the .npy / raw readers on good files (float32,
+ * float16, big-endian, Fortran order, 3-D) and bad ones (not .npy, float64,
+ * truncated, empty, shape mismatch), each error naming the file.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "fp8.h"
+#include "fp8_npy.h"
+#include "tests.h"
+
+static void write_npy(const char *path, const char *descr, int fortran, const char *shape, const void *data,
+                      size_t bytes)
+{
+    char dict[200];
+    int len = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': %s, 'shape': %s, }", descr,
+                       fortran ? "True" : "False", shape);
+    int pad = (64 - (10 + len + 1) % 64) % 64;
+    FILE *f = fopen(path, "wb");
+    unsigned short hl = (unsigned short)(len + pad + 1);
+    fwrite("\x93NUMPY\x01\x00", 1, 8, f);
+    fputc(hl & 0xFF, f);
+    fputc(hl >> 8, f);
+    fwrite(dict, 1, (size_t)len, f);
+    for (int i = 0; i < pad; i++)
+        fputc(' ', f);
+    fputc('\n', f);
+    fwrite(data, 1, bytes, f);
+    fclose(f);
+}
+
+static void test_good(void)
+{
+    const float v[6] = {1.5f, -2.0f, 0.25f, 448.0f, -0.0f, 3.0f};
+    float *x;
+    size_t r, c;
+    write_npy("build/t_f4.npy", "<f4", 0, "(2, 3)", v, sizeof v);
+    CU_ASSERT_EQUAL_FATAL(fp8_npy_read("build/t_f4.npy", &x, &r, &c), FP8_OK);
+    CU_ASSERT(r == 2 && c == 3 && memcmp(x, v, sizeof v) == 0);
+    free(x);
+    /* float16: 1.5 = 0x3E00, -2 = 0xC000, 0.25 = 0x3400, 448 = 0x5F00, -0 = 0x8000, 3 = 0x4200 */
+    const uint16_t h[6] = {0x3E00, 0xC000, 0x3400, 0x5F00, 0x8000, 0x4200};
+    write_npy("build/t_f2.npy", "<f2", 0, "(6,)", h, sizeof h);
+    CU_ASSERT_EQUAL_FATAL(fp8_npy_read("build/t_f2.npy", &x, &r, &c), FP8_OK);
+    CU_ASSERT(r == 1 && c == 6 && memcmp(x, v, sizeof v) == 0);
+    free(x);
+    /* big-endian float32 */
+    uint8_t be[24];
+    for (int i = 0; i < 6; i++) {
+        uint32_t u = bits_of(v[i]);
+        be[4 * i] = (uint8_t)(u >> 24), be[4 * i + 1] = (uint8_t)(u >> 16), be[4 * i + 2] = (uint8_t)(u >> 8),
+        be[4 * i + 3] = (uint8_t)u;
+    }
+    write_npy("build/t_be.npy", ">f4", 0, "(3, 2)", be, sizeof be);
+    CU_ASSERT_EQUAL_FATAL(fp8_npy_read("build/t_be.npy", &x, &r, &c), FP8_OK);
+    CU_ASSERT(r == 3 && c == 2 && memcmp(x, v, sizeof v) == 0);
+    free(x);
+    /* Fortran order: the file holds columns */
+    const float colmajor[6] = {1.5f, 448.0f, -2.0f, -0.0f, 0.25f, 3.0f}; /* 2x3 by columns */
+    write_npy("build/t_fo.npy", "<f4", 1, "(2, 3)", colmajor, sizeof colmajor);
+    CU_ASSERT_EQUAL_FATAL(fp8_npy_read("build/t_fo.npy", &x, &r, &c), FP8_OK);
+    CU_ASSERT(r == 2 && c == 3 && memcmp(x, v, sizeof v) == 0);
+    free(x);
+    /* 3-D: leading axes multiply into rows */
+    write_npy("build/t_3d.npy", "<f4", 0, "(1, 2, 3)", v, sizeof v);
+    CU_ASSERT_EQUAL_FATAL(fp8_npy_read("build/t_3d.npy", &x, &r, &c), FP8_OK);
+    CU_ASSERT(r == 2 && c == 3);
+    free(x);
+    /* our writer round-trips */
+    CU_ASSERT_EQUAL(fp8_npy_write("build/t_w.npy", v, 2, 3), FP8_OK);
+    CU_ASSERT_EQUAL_FATAL(fp8_npy_read("build/t_w.npy", &x, &r, &c), FP8_OK);
+    CU_ASSERT(r == 2 && c == 3 && memcmp(x, v, sizeof v) == 0);
+    free(x);
+    /* raw float32 with a shape */
+    FILE *f = fopen("build/t.f32", "wb");
+    fwrite(v, 4, 6, f);
+    fclose(f);
+    CU_ASSERT_EQUAL_FATAL(fp8_raw_read("build/t.f32", 0, 3, &x, &r, &c), FP8_OK);
+    CU_ASSERT(r == 2 && c == 3 && memcmp(x, v, sizeof v) == 0);
+    free(x);
+}
+
+static void expect_bad(int st, const char *words)
+{
+    CU_ASSERT_NOT_EQUAL(st, FP8_OK);
+    if (!strstr(fp8_error_message(), words))
+        fprintf(stderr, "\n  message '%s' lacks '%s'\n", fp8_error_message(), words);
+    CU_ASSERT_PTR_NOT_NULL(strstr(fp8_error_message(), words));
+}
+
+static void test_bad(void)
+{
+    float *x = NULL;
+    size_t r, c;
+    const double d[2] = {1, 2};
+    write_npy("build/t_f8.npy", "<f8", 0, "(2,)", d, sizeof d);
+    expect_bad(fp8_npy_read("build/t_f8.npy", &x, &r, &c), "'<f8' is not float32");
+    const float v[2] = {1, 2};
+    write_npy("build/t_short.npy", "<f4", 0, "(4,)", v, sizeof v);
+    expect_bad(fp8_npy_read("build/t_short.npy", &x, &r, &c), "truncated");
+    write_npy("build/t_empty.npy", "<f4", 0, "(0,)", v, 0);
+    expect_bad(fp8_npy_read("build/t_empty.npy", &x, &r, &c), "empty");
+    FILE *f = fopen("build/t_not.npy", "wb");
+    fputs("hello, world", f);
+    fclose(f);
+    expect_bad(fp8_npy_read("build/t_not.npy", &x, &r, &c), "t_not.npy: not a .npy file");
+    expect_bad(fp8_npy_read("build/does-not-exist.npy", &x, &r, &c), "does-not-exist.npy: cannot open");
+    f = fopen("build/t7.f32", "wb");
+    fwrite("1234567", 1, 7, f);
+    fclose(f);
+    expect_bad(fp8_raw_read("build/t7.f32", 0, 0, &x, &r, &c), "not a positive multiple of 4");
+    f = fopen("build/t6.f32", "wb");
+    fwrite(v, 4, 2, f);
+    fwrite(v, 4, 1, f);
+    fclose(f);
+    expect_bad(fp8_raw_read("build/t6.f32", 0, 2, &x, &r, &c), "do not fill");
+    CU_ASSERT_PTR_NULL(x);
+}
+
+void register_io_tests(void)
+{
+    static const char *const names[] = {"good .npy and raw files", "bad files name the file and the fault"};
+    static void (*const fns[])(void) = {test_good, test_bad};
+    add_suite("npy", names, fns, 2);
+}
