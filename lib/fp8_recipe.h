@@ -54,7 +54,7 @@ typedef enum {
 } fp8_mx_round;
 
 typedef struct {
-    char spec[160];          /* canonical spec string (every option spelt)  */
+    char spec[320];          /* canonical spec string (every option spelt)  */
     fp8_recipe_kind kind;
     int hybrid;              /* 1: fwd format for forward roles, bwd for gradients */
     fp8_format fwd, bwd;     /* element formats (equal unless hybrid)        */
