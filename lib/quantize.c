@@ -280,6 +280,7 @@ typedef struct {
     uint64_t cnt[FP8_NCLASS];
     uint64_t *hist;     /* FP8_EXP_BINS, or NULL */
     hist_acc *hacc;
+    int stats;          /* moments wanted        */
     float *buf;         /* PIECE floats          */
 } pass_ctx;
 
@@ -297,7 +298,8 @@ static unsigned run_segment(pass_ctx *c, const float *x, size_t n, float scale, 
             fp8__caster_run(&c->caster, scale, scale_inv, x + i, m, NULL, dst, c->cnt, index0 + i);
         else
             zero_scale_piece(x + i, m, dst, c->cnt);
-        moments_add(&c->mom, x + i, dst, m);
+        if (c->stats)
+            moments_add(&c->mom, x + i, dst, m);
         if (c->hist)
             hist_add(c->hacc, c->hist, x + i, m);
         if (out && dst == c->buf)
@@ -395,6 +397,12 @@ static void finish_stats(fp8_stats *s, const pass_ctx *c, const layout *L, const
 
 int fp8_quantize(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out, fp8_stats *stats)
 {
+    return fp8_quantize_ex(st, x, rows, cols, out, stats, 0);
+}
+
+int fp8_quantize_ex(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out, fp8_stats *stats,
+                    unsigned options)
+{
     if (!st || !x)
         return FP8_ERROR(FP8_EINVAL, "fp8_quantize: %s is NULL", st ? "the tensor" : "the recipe state");
     if (rows == 0 || cols == 0)
@@ -409,17 +417,20 @@ int fp8_quantize(fp8_recipe_state *st, const float *x, size_t rows, size_t cols,
 
     /* scratch, all allocated up front so a failure changes nothing */
     size_t ng = L.ngroups, numel = rows * cols;
-    const int need_amax = r->kind != FP8_RECIPE_NONE && r->kind != FP8_RECIPE_DELAYED;
+    /* delayed scaling takes its amax from the fused pass's moments, or from
+     * an amax pass when no statistics are wanted */
+    const int need_amax = r->kind != FP8_RECIPE_NONE && (r->kind != FP8_RECIPE_DELAYED || !stats);
+    const int want_hist = stats && !(options & FP8_STATS_NO_EXP_HIST);
     uint32_t *gamax = calloc(ng, sizeof *gamax), *gminnz = malloc(ng * sizeof *gminnz);
     float *scale = malloc(ng * sizeof *scale), *scale_inv = malloc(ng * sizeof *scale_inv);
     unsigned char *flags = calloc(ng, 1);
     float *buf = malloc(PIECE * sizeof *buf);
     float *xt = trans ? malloc(numel * sizeof *xt) : NULL;
     float *qt = trans && out ? malloc(numel * sizeof *qt) : NULL;
-    uint64_t *hist = stats ? calloc(FP8_EXP_BINS, sizeof *hist) : NULL;
-    hist_acc *hacc = stats ? calloc(1, sizeof *hacc) : NULL;
+    uint64_t *hist = want_hist ? calloc(FP8_EXP_BINS, sizeof *hist) : NULL;
+    hist_acc *hacc = want_hist ? calloc(1, sizeof *hacc) : NULL;
     if (!gamax || !gminnz || !scale || !scale_inv || !flags || !buf || (trans && !xt) || (trans && out && !qt) ||
-        (stats && (!hist || !hacc))) {
+        (want_hist && (!hist || !hacc))) {
         free(gamax), free(gminnz), free(scale), free(scale_inv), free(flags), free(buf), free(xt), free(qt),
             free(hist), free(hacc);
         return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: out of memory for a %zux%zu tensor", rows, cols);
@@ -474,6 +485,7 @@ int fp8_quantize(fp8_recipe_state *st, const float *x, size_t rows, size_t cols,
     fp8__moments_init(&c.mom);
     c.hist = hist;
     c.hacc = hacc;
+    c.stats = stats != NULL;
     c.buf = buf;
     int grouped = !L.per_tensor && L.seg % 16 == 0 && L.C % L.seg == 0 && L.seg <= PIECE && c.caster.vec;
     for (size_t g = 0; grouped && g < ng; g++)
@@ -490,7 +502,8 @@ int fp8_quantize(fp8_recipe_state *st, const float *x, size_t rows, size_t cols,
                 float *dst = (OUT && OUT != X) ? OUT + off : buf;
                 fp8__caster_run_groups(&c.caster, X + off, m, L.seg, scale + gi, scale_inv + gi, dst, c.cnt,
                                        flags + gi, off);
-                moments_add(&c.mom, X + off, dst, m);
+                if (stats)
+                    moments_add(&c.mom, X + off, dst, m);
                 if (hist)
                     hist_add(hacc, hist, X + off, m);
                 if (OUT && dst == buf)
@@ -512,19 +525,24 @@ int fp8_quantize(fp8_recipe_state *st, const float *x, size_t rows, size_t cols,
     if (trans && out)
         transpose(qt, L.R, L.C, out);
 
-    if (r->kind == FP8_RECIPE_DELAYED) { /* the fused pass found the amax; it enters slot 0 */
-        float mn = INFINITY, mx = -INFINITY;
-        for (int l = 0; l < 16; l++)
-            mn = fminf(mn, c.mom.mn[l]), mx = fmaxf(mx, c.mom.mx[l]);
-        fp8_recipe_state_observe(st, isinf(mn) ? 0.0f : fmaxf(fabsf(mn), fabsf(mx)));
+    if (r->kind == FP8_RECIPE_DELAYED) { /* this step's amax enters slot 0 */
+        float amax = bits_to_float(tot_amax);
+        if (stats) {
+            float mn = INFINITY, mx = -INFINITY;
+            for (int l = 0; l < 16; l++)
+                mn = fminf(mn, c.mom.mn[l]), mx = fmaxf(mx, c.mom.mx[l]);
+            amax = isinf(mn) ? 0.0f : fmaxf(fabsf(mn), fabsf(mx));
+        }
+        fp8_recipe_state_observe(st, amax);
     }
     if (stats) {
         memset(stats, 0, sizeof *stats);
         finish_stats(stats, &c, &L, L.per_tensor ? NULL : gamax, gminnz, scale, scale_inv, flags, s_global,
                      st->format);
-        hist_flush(hacc, hist);
-        memcpy(stats->exp_hist, hist, sizeof stats->exp_hist);
-        stats->zero_count = hist[0]; /* bin 0 is exactly the +-0 inputs */
+        if (hist) {
+            hist_flush(hacc, hist);
+            memcpy(stats->exp_hist, hist, sizeof stats->exp_hist);
+        }
         stats->numel = numel;
     }
     fp8__fenv_leave(&env);

@@ -220,6 +220,7 @@ static int moments_lean(FP8_MOMENTS_ARGS)
     memcpy(&me, m->maxerr, 64);
     memcpy(&mz, m->mnz, 64);
     const vf16 pinf = (vf16){0} + INFINITY;
+    vu16 czero = {0};
     size_t i = 0;
     while (i + 16 <= n) {
         vf16 s1 = {0}, s2 = {0}, s3 = {0}, s4 = {0}, e2 = {0}, q2 = {0}, l1 = {0}, xq2 = {0};
@@ -242,6 +243,7 @@ static int moments_lean(FP8_MOMENTS_ARGS)
             mn = VMIN16(mn, xv);
             mx = VMAX16(mx, xv);
             vi16 z = (vi16)(ax == 0);
+            czero -= (vu16)z;
             mz = VMIN16(mz, (vf16)(((vi16)ax & ~z) | ((vi16)pinf & z)));
             me = VMAX16(me, (vf16)((vi16)e & 0x7FFFFFFF));
         }
@@ -276,6 +278,8 @@ static int moments_lean(FP8_MOMENTS_ARGS)
     memcpy(m->mx, &mx, 64);
     memcpy(m->maxerr, &me, 64);
     memcpy(m->mnz, &mz, 64);
+    for (int l = 0; l < 16; l++)
+        m->zero += czero[l];
     merge_piece(m, (double)i, (double)K, T1, T2, T3, T4);
     if (i < n)
         moments_masked(m, x + i, xq + i, n - i);

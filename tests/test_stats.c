@@ -264,10 +264,50 @@ static void test_known_values(void)
     fp8_recipe_state_free(st);
 }
 
+/* the apply-only path (no statistics) and the no-histogram option give the
+ * same x_hat and the same delayed-scaling state; the option only zeroes
+ * exp_hist */
+static void test_options(void)
+{
+    const size_t rows = 64, cols = 512, n = rows * cols;
+    float *x = malloc(n * 4), *q1 = malloc(n * 4), *q2 = malloc(n * 4), *q3 = malloc(n * 4);
+    for (size_t ri = 0; ri < NRECIPES; ri++) {
+        fp8_recipe r;
+        fp8_recipe_parse(recipes[ri], &r);
+        fp8_recipe_state *a = fp8_recipe_state_alloc(&r, FP8_ROLE_GRADIENT);
+        fp8_recipe_state *b = fp8_recipe_state_alloc(&r, FP8_ROLE_GRADIENT);
+        fp8_recipe_state *c = fp8_recipe_state_alloc(&r, FP8_ROLE_GRADIENT);
+        for (int t = 0; t < 3; t++) {
+            fill(t == 2 ? 3 : 0, x, n, 31u + (uint64_t)t);
+            fp8_stats sa, sc;
+            fp8_quantize(a, x, rows, cols, q1, &sa);
+            fp8_quantize(b, x, rows, cols, q2, NULL);
+            fp8_quantize_ex(c, x, rows, cols, q3, &sc, FP8_STATS_NO_EXP_HIST);
+            CU_ASSERT_EQUAL(memcmp(q1, q2, n * 4), 0);
+            CU_ASSERT_EQUAL(memcmp(q1, q3, n * 4), 0);
+            for (int k = 0; k < FP8_EXP_BINS; k++)
+                CU_ASSERT_EQUAL(sc.exp_hist[k], 0);
+            CU_ASSERT_EQUAL(sc.zero_count, sa.zero_count);
+            CU_ASSERT_EQUAL(sc.overflows, sa.overflows);
+            CU_ASSERT_EQUAL(sc.sq_err, sa.sq_err);
+            fp8_recipe_state_step(a);
+            fp8_recipe_state_step(b);
+            fp8_recipe_state_step(c);
+            CU_ASSERT_EQUAL(a->scale, b->scale);
+            CU_ASSERT_EQUAL(a->scale, c->scale);
+        }
+        fp8_recipe_state_free(a);
+        fp8_recipe_state_free(b);
+        fp8_recipe_state_free(c);
+    }
+    free(x), free(q1), free(q2), free(q3);
+}
+
 void register_stats_tests(void)
 {
     static const char *const names[] = {"hand-worked statistics", "engine vs scalar oracle, 25 recipes x 9 tensors",
-                                        "engine under FTZ/DAZ equals the default environment"};
-    static void (*const fns[])(void) = {test_known_values, test_vs_oracle, test_vs_oracle_ftz};
-    add_suite("stats", names, fns, 3);
+                                        "engine under FTZ/DAZ equals the default environment",
+                                        "apply-only and no-histogram paths agree"};
+    static void (*const fns[])(void) = {test_known_values, test_vs_oracle, test_vs_oracle_ftz, test_options};
+    add_suite("stats", names, fns, 4);
 }
