@@ -167,7 +167,39 @@ static void nvfp4_scales(float gamax, const uint32_t *amax, size_t ng, float *sc
             S_enc = FLT_MAX;
     }
     *s_global = 1.0f / S_enc;
-    for (size_t g = 0; g < ng; g++) {
+    const float sg = *s_global;
+    size_t g = 0;
+    /* 8 blocks at a time: the e4m3 cast of the decode scale by the same
+     * rules as fp8__encode_bits (nearest-even on the float32 bits for
+     * normals, an exact float rounding for subnormals; dec <= 448 always,
+     * since block amax <= global amax) */
+    typedef float v8f __attribute__((vector_size(32)));
+    typedef uint32_t v8u __attribute__((vector_size(32)));
+    typedef int32_t v8i __attribute__((vector_size(32)));
+    for (; g + 8 <= ng; g += 8) {
+        v8u ab;
+        memcpy(&ab, amax + g, 32);
+        v8f dec = ((v8f)ab / 6.0f) * S_enc;
+        v8u db = (v8u)dec;
+        v8u rn = (db + (0x7FFFFu + ((db >> 20) & 1u))) & 0xFFF00000u;  /* normal: 3 mantissa bits */
+        const v8u b448 = (v8u){0} + 0x43E00000u;
+        v8i over = (v8i)(rn > b448);
+        rn = (v8u)((over & (v8i)b448) | (~over & (v8i)rn));            /* saturate at 448 */
+        v8f ksub = ((dec * 512.0f) + 0x1p23f) - 0x1p23f;                /* subnormal: step 2^-9 */
+        v8u rs = (v8u)(ksub * (1.0f / 512.0f));
+        v8i sub = (v8i)(db < 0x3C800000u);                               /* below 2^-6 */
+        v8f sb = (v8f)(((v8u)sub & rs) | ((v8u)~sub & rn));
+        v8i pos = (v8i)(sb > 0.0f);
+        v8f sc = S_enc / sb;
+        v8i fin = (v8i)(sc <= 3.4028235e38f);
+        const v8i fltmax = (v8i){0} + (int32_t)0x7F7FFFFF;
+        sc = (v8f)(((v8i)sc & fin) | (fltmax & ~fin)); /* Inf -> FLT_MAX */
+        sc = (v8f)((v8i)sc & pos);
+        v8f si = (v8f)((v8i)(sb * sg) & pos);
+        memcpy(scale + g, &sc, 32);
+        memcpy(scale_inv + g, &si, 32);
+    }
+    for (; g < ng; g++) {
         float dec = (bits_to_float(amax[g]) / 6.0f) * S_enc;
         uint32_t db;
         memcpy(&db, &dec, 4);
@@ -176,7 +208,7 @@ static void nvfp4_scales(float gamax, const uint32_t *amax, size_t ng, float *sc
             scale[g] = S_enc / sb;
             if (isinf(scale[g]))
                 scale[g] = FLT_MAX;
-            scale_inv[g] = sb * *s_global;
+            scale_inv[g] = sb * sg;
         } else {
             scale[g] = 0.0f; /* the block's nonzero values all flush */
             scale_inv[g] = 0.0f;
