@@ -1,0 +1,90 @@
+/*
+ * fp8_store.h — run files: the HDF5 storage of recorded statistics.
+ *
+ * One run file holds, per tensor x recorded step x recipe, every statistic
+ * of the engine (fp8_stats), its exponent and scale histograms, the scalar
+ * series (loss, learning rate, ...) and the run's metadata.  Schema (version
+ * FP8_STORE_SCHEMA): docs/schema.md.
+ *
+ * Design, so that a writer can be read while it writes (HDF5 1.10 SWMR) and
+ * discover tensors lazily: every dataset is created when the file is
+ * created; tensors, recipes and scalar names are rows appended to registry
+ * datasets, never new HDF5 objects.  Records are buffered in memory and
+ * appended (and flushed) by fp8_store_flush(); what was flushed survives a
+ * crash of the writer.
+ */
+#ifndef FP8_STORE_H
+#define FP8_STORE_H
+
+#include <stdint.h>
+
+#include "fp8_recipe.h"
+#include "fp8_stats.h"
+
+#define FP8_STORE_SCHEMA 1
+#define FP8_NAME_MAX 128   /* tensor and scalar names, bytes incl. NUL */
+#define FP8_SPEC_MAX 320   /* recipe specs, bytes incl. NUL            */
+
+typedef struct fp8_store fp8_store;
+
+/* Create path (truncating an existing file) with metadata key/value pairs
+ * (nkv pairs in kv[2*i], kv[2*i+1]; may be 0).  Switches the file to SWMR
+ * writing.  NULL on failure (message in fp8_error_message()). */
+fp8_store *fp8_store_create(const char *path, const char *const *kv, int nkv);
+
+/* Register a tensor / recipe / scalar name; returns its id (>= 0) or -1.
+ * The same name returns the same id. */
+int fp8_store_tensor(fp8_store *s, const char *name, fp8_role role, int layer);
+int fp8_store_recipe(fp8_store *s, const char *spec);
+int fp8_store_scalar_name(fp8_store *s, const char *name);
+
+/* Buffer one record (copied) / one scalar value. */
+int fp8_store_add_record(fp8_store *s, int tensor, int recipe, int64_t step, int active, uint64_t rows,
+                         uint64_t cols, const fp8_stats *st);
+int fp8_store_add_scalar(fp8_store *s, int name, int64_t step, double value);
+
+/* Append everything buffered to the file and flush it to disk. */
+int fp8_store_flush(fp8_store *s);
+
+/* Flush and close; returns the first error of the flush, if any. */
+int fp8_store_close(fp8_store *s);
+
+/* ---- reading ------------------------------------------------------------- */
+
+/* One stored record: identifiers and the statistics (format pointer NULL,
+ * format_name set instead). */
+typedef struct {
+    uint32_t tensor, recipe;
+    int64_t step;
+    int active;
+    uint64_t rows, cols;
+    fp8_stats stats;
+} fp8_record;
+
+typedef struct {
+    int schema;
+    int nmeta;
+    char (*meta_key)[FP8_NAME_MAX];
+    char **meta_value;
+    int ntensors;
+    char (*tensor_name)[FP8_NAME_MAX];
+    int *tensor_role, *tensor_layer;
+    int nrecipes;
+    char (*recipe_spec)[FP8_SPEC_MAX];
+    int nscalar_names;
+    char (*scalar_name)[FP8_NAME_MAX];
+    size_t nrecords;
+    fp8_record *records;  /* in the order written */
+    size_t nscalars;
+    uint32_t *scalar_id;
+    int64_t *scalar_step;
+    double *scalar_value;
+} fp8_run;
+
+/* Load a run file (also while its writer is running, or after the writer
+ * died).  NULL with a message naming the file and the problem: not HDF5,
+ * not an fp8prof run, a newer schema, a damaged file. */
+fp8_run *fp8_run_load(const char *path);
+void fp8_run_free(fp8_run *run);
+
+#endif

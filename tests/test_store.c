@@ -1,0 +1,250 @@
+/*
+ * test_store.c — suite "store": run files written and read back field by
+ * field; tensors registered lazily; reading while the writer runs (SWMR);
+ * a writer killed with SIGKILL leaves every flushed record; bad files get
+ * clear errors.
+ */
+#include <hdf5.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fp8.h"
+#include "fp8_store.h"
+#include "tests.h"
+
+/* deterministic, distinct statistics for record k */
+static void fake_stats(fp8_stats *s, uint64_t k)
+{
+    memset(s, 0, sizeof *s);
+    uint64_t r = k * 2654435761u + 7;
+    s->numel = 1000 + k;
+    s->finite = 990 + k;
+    s->nan_count = k % 3;
+    s->amax = 2.385 * (double)(k + 1);
+    s->mean = -0.125 * (double)k;
+    s->std = 1.0 / (double)(k + 1);
+    s->kurtosis = 3.0 + (double)(r % 1000) / 1000.0;
+    s->sqnr_db = k % 5 == 0 ? INFINITY : 30.0 + (double)k;
+    s->overflows = r % 17;
+    s->underflows = r % 13;
+    s->subnormals = r % 11;
+    s->cosine = 0.999;
+    s->scale_inv_max = 1.0 / 448.0;
+    s->max_block_dynamic_range = 12.5;
+    for (int c = 0; c < FP8_NCLASS; c++)
+        s->classes.n[c] = k * 10 + (uint64_t)c;
+    for (int b = 0; b < FP8_EXP_BINS; b++)
+        s->exp_hist[b] = (uint64_t)b * k;
+    for (int b = 0; b < FP8_SCALE_BINS; b++)
+        s->scale_hist[b] = (uint64_t)(b % 7) + k;
+    s->format = fp8_format_find(k % 2 ? "e4m3" : "e5m2", NULL);
+}
+
+static void test_round_trip(void)
+{
+    const char *kv[] = {"model", "llama-tiny", "seed", "42"};
+    fp8_store *s = fp8_store_create("build/t_run.h5", kv, 2);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    int r0 = fp8_store_recipe(s, "e4m3:delayed:history=1024,algo=max,margin=0");
+    int r1 = fp8_store_recipe(s, "e4m3:block=1x128:eps=0.0001,fp32");
+    int loss = fp8_store_scalar_name(s, "loss");
+    CU_ASSERT(r0 == 0 && r1 == 1 && loss == 0);
+    CU_ASSERT_EQUAL(fp8_store_recipe(s, "e4m3:delayed:history=1024,algo=max,margin=0"), 0); /* same id */
+    uint64_t k = 0;
+    int ta = fp8_store_tensor(s, "layers.0.mlp.w1.input", FP8_ROLE_ACTIVATION, 0);
+    for (int step = 0; step < 100; step++) {
+        fp8_stats st;
+        fake_stats(&st, k++);
+        CU_ASSERT_EQUAL(fp8_store_add_record(s, ta, r0, step, 1, 4, 256, &st), FP8_OK);
+        fake_stats(&st, k++);
+        CU_ASSERT_EQUAL(fp8_store_add_record(s, ta, r1, step, 0, 4, 256, &st), FP8_OK);
+        if (step >= 50) { /* a tensor discovered late */
+            int tb = fp8_store_tensor(s, "layers.0.mlp.w2.grad_output", FP8_ROLE_GRADIENT, 0);
+            CU_ASSERT_EQUAL(tb, 1);
+            fake_stats(&st, k++);
+            CU_ASSERT_EQUAL(fp8_store_add_record(s, tb, r0, step, 1, 8, 128, &st), FP8_OK);
+        }
+        CU_ASSERT_EQUAL(fp8_store_add_scalar(s, loss, step, 5.0 - 0.01 * step), FP8_OK);
+        if (step % 10 == 9)
+            CU_ASSERT_EQUAL(fp8_store_flush(s), FP8_OK);
+    }
+    CU_ASSERT_EQUAL(fp8_store_add_record(s, 7, r0, 0, 1, 1, 1, &(fp8_stats){0}), FP8_EINVAL);
+    CU_ASSERT_EQUAL(fp8_store_close(s), FP8_OK);
+
+    fp8_run *run = fp8_run_load("build/t_run.h5");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(run);
+    CU_ASSERT_EQUAL(run->schema, FP8_STORE_SCHEMA);
+    CU_ASSERT_EQUAL(run->nmeta, 2);
+    CU_ASSERT_EQUAL(run->ntensors, 2);
+    CU_ASSERT_STRING_EQUAL(run->tensor_name[1], "layers.0.mlp.w2.grad_output");
+    CU_ASSERT_EQUAL(run->tensor_role[1], FP8_ROLE_GRADIENT);
+    CU_ASSERT_EQUAL(run->nrecipes, 2);
+    CU_ASSERT_STRING_EQUAL(run->recipe_spec[1], "e4m3:block=1x128:eps=0.0001,fp32");
+    CU_ASSERT_EQUAL(run->nrecords, 250);
+    CU_ASSERT_EQUAL(run->nscalars, 100);
+    CU_ASSERT_EQUAL(run->scalar_value[99], 5.0 - 0.99);
+    int found = 0;
+    for (int i = 0; i < run->nmeta; i++)
+        if (strcmp(run->meta_key[i], "model") == 0 && strcmp(run->meta_value[i], "llama-tiny") == 0)
+            found = 1;
+    CU_ASSERT(found);
+    /* every field of every record equals what was written */
+    for (size_t i = 0; i < run->nrecords; i++) {
+        fp8_stats want;
+        fake_stats(&want, i);
+        const fp8_stats *got = &run->records[i].stats;
+        CU_ASSERT_EQUAL(got->numel, want.numel);
+        CU_ASSERT_EQUAL(got->nan_count, want.nan_count);
+        CU_ASSERT_EQUAL(got->amax, want.amax);
+        CU_ASSERT_EQUAL(got->mean, want.mean);
+        CU_ASSERT_EQUAL(got->std, want.std);
+        CU_ASSERT_EQUAL(got->kurtosis, want.kurtosis);
+        CU_ASSERT_EQUAL(got->sqnr_db, want.sqnr_db);
+        CU_ASSERT_EQUAL(got->overflows, want.overflows);
+        CU_ASSERT_EQUAL(got->underflows, want.underflows);
+        CU_ASSERT_EQUAL(got->subnormals, want.subnormals);
+        CU_ASSERT_EQUAL(got->max_block_dynamic_range, want.max_block_dynamic_range);
+        CU_ASSERT_EQUAL(memcmp(got->classes.n, want.classes.n, sizeof want.classes.n), 0);
+        CU_ASSERT_EQUAL(memcmp(got->exp_hist, want.exp_hist, sizeof want.exp_hist), 0);
+        CU_ASSERT_EQUAL(memcmp(got->scale_hist, want.scale_hist, sizeof want.scale_hist), 0);
+        CU_ASSERT_PTR_EQUAL(got->format, want.format);
+    }
+    CU_ASSERT_EQUAL(run->records[249].tensor, 1);
+    CU_ASSERT_EQUAL(run->records[249].step, 99);
+    CU_ASSERT_EQUAL(run->records[1].active, 0);
+    CU_ASSERT_EQUAL(run->records[1].cols, 256);
+    fp8_run_free(run);
+}
+
+static void expect_load_error(const char *path, const char *words)
+{
+    fp8_run *r = fp8_run_load(path);
+    CU_ASSERT_PTR_NULL(r);
+    if (!strstr(fp8_error_message(), words))
+        fprintf(stderr, "\n  %s: '%s' lacks '%s'\n", path, fp8_error_message(), words);
+    CU_ASSERT_PTR_NOT_NULL(strstr(fp8_error_message(), words));
+    fp8_run_free(r);
+}
+
+static void test_bad_files(void)
+{
+    FILE *f = fopen("build/t_text.h5", "w");
+    fputs("this is not HDF5\n", f);
+    fclose(f);
+    expect_load_error("build/t_text.h5", "not an HDF5 file");
+    expect_load_error("build/t_missing.h5", "cannot open");
+    /* someone else's HDF5 */
+    hid_t h = H5Fcreate("build/t_other.h5", H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    H5Gclose(H5Gcreate2(h, "weights", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    H5Fclose(h);
+    expect_load_error("build/t_other.h5", "not an fp8prof run");
+    /* a newer schema */
+    fp8_store *s = fp8_store_create("build/t_new.h5", NULL, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    fp8_store_close(s);
+    h = H5Fopen("build/t_new.h5", H5F_ACC_RDWR, H5P_DEFAULT);
+    H5Adelete(h, "fp8prof_schema");
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, 3);
+    hid_t sp = H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(h, "fp8prof_schema", t, sp, H5P_DEFAULT, H5P_DEFAULT);
+    H5Awrite(a, t, "99");
+    H5Aclose(a), H5Sclose(sp), H5Tclose(t), H5Fclose(h);
+    expect_load_error("build/t_new.h5", "schema version 99");
+    /* truncated: the first half of a good file */
+    f = fopen("build/t_run.h5", "rb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *b = malloc((size_t)n);
+    CU_ASSERT_EQUAL(fread(b, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    f = fopen("build/t_trunc.h5", "wb");
+    fwrite(b, 1, (size_t)n / 2, f);
+    fclose(f);
+    free(b);
+    fp8_run *r = fp8_run_load("build/t_trunc.h5");
+    CU_ASSERT_PTR_NULL(r); /* a clear error, not a crash */
+    fp8_run_free(r);
+}
+
+/* A child writes records and reports each flush over a pipe; the parent
+ * kills it with SIGKILL at a random moment and loads the file: every record
+ * up to the last reported flush must be there.  Also reads while it runs. */
+static void test_sigkill(void)
+{
+    const int trials = 20;
+    uint64_t seed = 99;
+    int lost_trials = 0;
+    for (int t = 0; t < trials; t++) {
+        int fd[2];
+        CU_ASSERT_FATAL(pipe(fd) == 0);
+        pid_t pid = fork();
+        CU_ASSERT_FATAL(pid >= 0);
+        if (pid == 0) {
+            close(fd[0]);
+            fp8_store *s = fp8_store_create("build/t_kill.h5", NULL, 0);
+            if (!s)
+                _exit(3);
+            int rc = fp8_store_recipe(s, "e4m3:current:eps=0");
+            uint64_t total = 0;
+            for (int step = 0;; step++) {
+                char name[64];
+                snprintf(name, sizeof name, "layers.%d.x", step % 37); /* lazily discovered */
+                int tn = fp8_store_tensor(s, name, FP8_ROLE_ACTIVATION, step % 37);
+                fp8_stats st;
+                fake_stats(&st, total);
+                fp8_store_add_record(s, tn, rc, step, 1, 1, 1, &st);
+                total++;
+                if (step % 7 == 6) {
+                    if (fp8_store_flush(s) != FP8_OK)
+                        _exit(4);
+                    if (write(fd[1], &total, sizeof total) != sizeof total)
+                        _exit(5);
+                }
+            }
+        }
+        close(fd[1]);
+        usleep((useconds_t)(20000 + test_rand(&seed) % 200000));
+        kill(pid, SIGKILL);
+        int status;
+        waitpid(pid, &status, 0);
+        uint64_t flushed = 0, v;
+        while (read(fd[0], &v, sizeof v) == sizeof v)
+            flushed = v;
+        close(fd[0]);
+        fp8_run *r = fp8_run_load("build/t_kill.h5");
+        if (!r) {
+            fprintf(stderr, "\n  trial %d: %s\n", t, fp8_error_message());
+            lost_trials++;
+            continue;
+        }
+        if (r->nrecords < flushed) {
+            fprintf(stderr, "\n  trial %d: %zu records, %llu flushed\n", t, r->nrecords, (unsigned long long)flushed);
+            lost_trials++;
+        }
+        for (size_t i = 0; i < r->nrecords; i++) {
+            fp8_stats want;
+            fake_stats(&want, i);
+            if (r->records[i].stats.amax != want.amax || r->records[i].tensor >= (uint32_t)r->ntensors) {
+                lost_trials++;
+                break;
+            }
+        }
+        fp8_run_free(r);
+    }
+    CU_ASSERT_EQUAL(lost_trials, 0);
+}
+
+void register_store_tests(void)
+{
+    static const char *const names[] = {"write and read back every field, lazy tensors",
+                                        "bad files: text, missing, foreign HDF5, newer schema, truncated",
+                                        "SIGKILL at random moments: 20 trials, nothing flushed is lost"};
+    static void (*const fns[])(void) = {test_round_trip, test_bad_files, test_sigkill};
+    add_suite("store", names, fns, 3);
+}
