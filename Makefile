@@ -8,12 +8,12 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
 # Numerics must not be rewritten by the compiler: no fast-math, no FMA contraction.
 CFLAGS_ALL := -std=c11 -D_GNU_SOURCE $(OPT) -g -fPIC -Wall -Wextra -Wshadow -Wstrict-prototypes \
-              -fno-fast-math -ffp-contract=off -Ilib -Itests $(PKG_CFLAGS) $(SAN) $(CFLAGS)
+              -fno-fast-math -ffp-contract=off -Ilib -Iprobes -Itests $(PKG_CFLAGS) $(SAN) $(CFLAGS)
 LDLIBS_ALL := $(PKG_LIBS) -lpthread -lm $(SAN) $(LDFLAGS)
 
 # Vector loops (lib/*_vec.c) are built once per instruction set and picked at run time.
 VEC_SRC  := lib/kernel_vec.c lib/stats_vec.c
-LIB_SRC  := $(filter-out $(VEC_SRC),$(wildcard lib/*.c))
+LIB_SRC  := $(filter-out $(VEC_SRC),$(wildcard lib/*.c)) $(wildcard probes/*.c)
 ifeq ($(shell uname -m),x86_64)
 ISAS     := avx512 avx2 base
 else

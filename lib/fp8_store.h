@@ -43,6 +43,9 @@ int fp8_store_add_record(fp8_store *s, int tensor, int recipe, int64_t step, int
                          uint64_t cols, const fp8_stats *st);
 int fp8_store_add_scalar(fp8_store *s, int name, int64_t step, double value);
 
+/* Buffer a full-tensor snapshot (float32, copied). */
+int fp8_store_add_snapshot(fp8_store *s, int tensor, int64_t step, const float *x, uint64_t rows, uint64_t cols);
+
 /* Append everything buffered to the file and flush it to disk. */
 int fp8_store_flush(fp8_store *s);
 
@@ -79,6 +82,13 @@ typedef struct {
     uint32_t *scalar_id;
     int64_t *scalar_step;
     double *scalar_value;
+    size_t nsnapshots;
+    struct {
+        uint32_t tensor;
+        int64_t step;
+        uint64_t offset, rows, cols;
+    } *snapshots;         /* index only; data via fp8_run_snapshot_read */
+    char path[1024];
 } fp8_run;
 
 /* Load a run file (also while its writer is running, or after the writer
@@ -86,5 +96,8 @@ typedef struct {
  * not an fp8prof run, a newer schema, a damaged file. */
 fp8_run *fp8_run_load(const char *path);
 void fp8_run_free(fp8_run *run);
+
+/* Read snapshot i (rows * cols floats) into out. */
+int fp8_run_snapshot_read(const fp8_run *run, size_t i, float *out);
 
 #endif

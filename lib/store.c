@@ -7,6 +7,7 @@
  * buffered in memory between flushes.  HDF5's own error printing is
  * silenced around our calls; failures come back as FP8_EIO with a message.
  */
+#include <fcntl.h>
 #include <hdf5.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,12 @@ typedef struct {
     int64_t step;
     double value;
 } disk_scalar;
+
+typedef struct {
+    uint32_t tensor;
+    int64_t step;
+    uint64_t offset, rows, cols; /* into /snapshot_data, in elements */
+} disk_snap;
 
 static hid_t str_type(size_t n)
 {
@@ -115,6 +122,17 @@ static hid_t name_type(void)
     return t;
 }
 
+static hid_t snap_type(void)
+{
+    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(disk_snap));
+    H5Tinsert(t, "tensor", HOFFSET(disk_snap, tensor), H5T_NATIVE_UINT32);
+    H5Tinsert(t, "step", HOFFSET(disk_snap, step), H5T_NATIVE_INT64);
+    H5Tinsert(t, "offset", HOFFSET(disk_snap, offset), H5T_NATIVE_UINT64);
+    H5Tinsert(t, "rows", HOFFSET(disk_snap, rows), H5T_NATIVE_UINT64);
+    H5Tinsert(t, "cols", HOFFSET(disk_snap, cols), H5T_NATIVE_UINT64);
+    return t;
+}
+
 static hid_t scalar_type(void)
 {
     hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(disk_scalar));
@@ -126,9 +144,10 @@ static hid_t scalar_type(void)
 
 /* ---- the writer ----------------------------------------------------------- */
 
-enum { D_TENSORS, D_RECIPES, D_SCALAR_NAMES, D_RECORDS, D_EXP_HIST, D_SCALE_HIST, D_SCALARS, ND };
+enum { D_TENSORS, D_RECIPES, D_SCALAR_NAMES, D_RECORDS, D_EXP_HIST, D_SCALE_HIST, D_SCALARS, D_SNAP_DATA,
+       D_SNAP_INDEX, ND };
 static const char *dset_names[ND] = {"tensors", "recipes", "scalar_names", "records", "exp_hist", "scale_hist",
-                                     "scalars"};
+                                     "scalars", "snapshot_data", "snapshot_index"};
 
 typedef struct {
     void *data;
@@ -248,12 +267,16 @@ fp8_store *fp8_store_create(const char *path, const char *const *kv, int nkv)
     s->type[D_EXP_HIST] = H5Tcopy(H5T_NATIVE_UINT64);
     s->type[D_SCALE_HIST] = H5Tcopy(H5T_NATIVE_UINT64);
     s->type[D_SCALARS] = scalar_type();
+    s->type[D_SNAP_DATA] = H5Tcopy(H5T_NATIVE_FLOAT);
+    s->type[D_SNAP_INDEX] = snap_type();
     const size_t elem[ND] = {sizeof(disk_tensor), sizeof(disk_recipe), sizeof(disk_name), sizeof(disk_record),
-                             FP8_EXP_BINS * sizeof(uint64_t), FP8_SCALE_BINS * sizeof(uint64_t), sizeof(disk_scalar)};
+                             FP8_EXP_BINS * sizeof(uint64_t), FP8_SCALE_BINS * sizeof(uint64_t), sizeof(disk_scalar),
+                             sizeof(float), sizeof(disk_snap)};
     for (int i = 0; i < ND; i++) {
         int hist = i == D_EXP_HIST || i == D_SCALE_HIST;
         hsize_t width = i == D_EXP_HIST ? FP8_EXP_BINS : i == D_SCALE_HIST ? FP8_SCALE_BINS : 1;
-        s->dset[i] = make_dset(s->file, dset_names[i], s->type[i], hist ? 2 : 1, width, hist ? 64 : 256);
+        hsize_t chunk = hist ? 64 : i == D_SNAP_DATA ? 65536 : 256;
+        s->dset[i] = make_dset(s->file, dset_names[i], s->type[i], hist ? 2 : 1, width, chunk);
         s->buf[i].elem = elem[i];
         if (s->dset[i] < 0) {
             FP8_ERROR(FP8_EIO, "%s: cannot create dataset /%s", path, dset_names[i]);
@@ -366,6 +389,30 @@ int fp8_store_add_scalar(fp8_store *s, int name, int64_t step, double value)
     return buf_push(&s->buf[D_SCALARS], &d);
 }
 
+int fp8_store_add_snapshot(fp8_store *s, int tensor, int64_t step, const float *x, uint64_t rows, uint64_t cols)
+{
+    if (!s || !x || tensor < 0 || tensor >= s->ntensors || !rows || !cols)
+        return FP8_ERROR(FP8_EINVAL, "run file: snapshot of an unregistered tensor or an empty one");
+    buffer *b = &s->buf[D_SNAP_DATA];
+    size_t n = (size_t)(rows * cols);
+    if (b->n + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 65536;
+        while (cap < b->n + n)
+            cap *= 2;
+        void *d = realloc(b->data, cap * b->elem);
+        if (!d)
+            return FP8_ERROR(FP8_ENOMEM, "run file: out of memory buffering a snapshot");
+        b->data = d, b->cap = cap;
+    }
+    disk_snap ix = {(uint32_t)tensor, step, (uint64_t)(b->written + b->n), rows, cols};
+    int e = buf_push(&s->buf[D_SNAP_INDEX], &ix);
+    if (e)
+        return e;
+    memcpy((float *)b->data + b->n, x, n * sizeof(float));
+    b->n += n;
+    return FP8_OK;
+}
+
 static int append(fp8_store *s, int i)
 {
     buffer *b = &s->buf[i];
@@ -390,6 +437,25 @@ static int append(fp8_store *s, int i)
     return 0;
 }
 
+/* Reserve disk space for the next flush before HDF5 writes anything: if the
+ * disk is full (or a file-size limit is hit) we stop here, while the file
+ * still ends exactly where its last flush left it.  A write that fails
+ * half-way inside HDF5 could instead leave a file shorter than the end of
+ * its allocated space, which HDF5 refuses to open. */
+static int reserve_space(fp8_store *s)
+{
+    size_t raw = 0;
+    for (int i = 0; i < ND; i++)
+        raw += s->buf[i].n * s->buf[i].elem;
+    void *handle = NULL;
+    haddr_t eoa = 0;
+    if (H5Fget_vfd_handle(s->file, H5P_DEFAULT, &handle) < 0 || !handle || H5Fget_eoa(s->file, &eoa) < 0)
+        return 0; /* not the sec2 driver: nothing to reserve with */
+    int fd = *(int *)handle;
+    off_t need = (off_t)(2 * raw + 256 * 1024); /* compressed data, chunk indexes, metadata */
+    return posix_fallocate(fd, (off_t)eoa, need) == 0 ? 0 : -1; /* extends only what is missing */
+}
+
 int fp8_store_flush(fp8_store *s)
 {
     if (!s)
@@ -398,9 +464,16 @@ int fp8_store_flush(fp8_store *s)
         return FP8_ERROR(FP8_EIO, "%s: an earlier write failed; recording has stopped", s->path);
     quiet q;
     quiet_on(&q);
+    if (reserve_space(s) != 0) {
+        quiet_off(&q);
+        s->failed = 1;
+        return FP8_ERROR(FP8_EIO, "%s: no space for the next records (disk full or file-size limit); recording "
+                                  "stopped, everything flushed before stays readable",
+                         s->path);
+    }
     /* registries first, so a flushed record never names an unknown tensor */
     static const int order[ND] = {D_TENSORS, D_RECIPES, D_SCALAR_NAMES, D_EXP_HIST, D_SCALE_HIST, D_RECORDS,
-                                  D_SCALARS};
+                                  D_SCALARS, D_SNAP_DATA, D_SNAP_INDEX};
     int bad = 0;
     for (int k = 0; k < ND && !bad; k++)
         bad = append(s, order[k]) != 0;
@@ -484,6 +557,7 @@ void fp8_run_free(fp8_run *r)
     free(r->scalar_id);
     free(r->scalar_step);
     free(r->scalar_value);
+    free(r->snapshots);
     free(r);
 }
 
@@ -515,7 +589,8 @@ fp8_run *fp8_run_load(const char *path)
     fp8_run *r = NULL;
     hid_t file = -1;
     void *tens = NULL, *recs = NULL, *names = NULL, *records = NULL, *exph = NULL, *sch = NULL, *scal = NULL;
-    size_t nt, nr, nn, nrec, ne, ns, nsc;
+    void *snaps = NULL;
+    size_t nt, nr, nn, nrec, ne, ns, nsc, nsnap;
     if (H5Fis_hdf5(path) <= 0) {
         FILE *f = fopen(path, "rb");
         if (!f)
@@ -551,15 +626,17 @@ fp8_run *fp8_run_load(const char *path)
         goto done;
     }
     r->schema = schema;
-    hid_t tt = tensor_type(), rt = recipe_type(), nmt = name_type(), rct = record_type(), st = scalar_type();
+    hid_t tt = tensor_type(), rt = recipe_type(), nmt = name_type(), rct = record_type(), st = scalar_type(),
+          snt = snap_type();
     int bad = read_all(file, "tensors", tt, sizeof(disk_tensor), &tens, &nt) ||
               read_all(file, "recipes", rt, sizeof(disk_recipe), &recs, &nr) ||
               read_all(file, "scalar_names", nmt, sizeof(disk_name), &names, &nn) ||
               read_all(file, "records", rct, sizeof(disk_record), &records, &nrec) ||
               read_all(file, "exp_hist", H5T_NATIVE_UINT64, FP8_EXP_BINS * sizeof(uint64_t), &exph, &ne) ||
               read_all(file, "scale_hist", H5T_NATIVE_UINT64, FP8_SCALE_BINS * sizeof(uint64_t), &sch, &ns) ||
-              read_all(file, "scalars", st, sizeof(disk_scalar), &scal, &nsc);
-    H5Tclose(tt), H5Tclose(rt), H5Tclose(nmt), H5Tclose(rct), H5Tclose(st);
+              read_all(file, "scalars", st, sizeof(disk_scalar), &scal, &nsc) ||
+              read_all(file, "snapshot_index", snt, sizeof(disk_snap), &snaps, &nsnap);
+    H5Tclose(tt), H5Tclose(rt), H5Tclose(nmt), H5Tclose(rct), H5Tclose(st), H5Tclose(snt);
     if (bad) {
         FP8_ERROR(FP8_EINVAL, "%s: a dataset of the run is missing or unreadable", path);
         fp8_run_free(r);
@@ -627,10 +704,52 @@ fp8_run *fp8_run_load(const char *path)
         const disk_scalar *d = (const disk_scalar *)scal + i;
         r->scalar_id[i] = d->id, r->scalar_step[i] = d->step, r->scalar_value[i] = d->value;
     }
+    r->snapshots = calloc(nsnap + 1, sizeof *r->snapshots);
+    if (!r->snapshots) {
+        FP8_ERROR(FP8_ENOMEM, "%s: out of memory", path);
+        fp8_run_free(r);
+        r = NULL;
+        goto done;
+    }
+    r->nsnapshots = nsnap;
+    for (size_t i = 0; i < nsnap; i++) {
+        const disk_snap *d = (const disk_snap *)snaps + i;
+        r->snapshots[i].tensor = d->tensor, r->snapshots[i].step = d->step, r->snapshots[i].offset = d->offset;
+        r->snapshots[i].rows = d->rows, r->snapshots[i].cols = d->cols;
+    }
+    snprintf(r->path, sizeof r->path, "%s", path);
 done:
     if (file >= 0)
         H5Fclose(file);
-    free(tens), free(recs), free(names), free(records), free(exph), free(sch), free(scal);
+    free(tens), free(recs), free(names), free(records), free(exph), free(sch), free(scal), free(snaps);
     quiet_off(&q);
     return r;
+}
+
+int fp8_run_snapshot_read(const fp8_run *r, size_t i, float *out)
+{
+    if (!r || i >= r->nsnapshots || !out)
+        return FP8_ERROR(FP8_EINVAL, "snapshot %zu does not exist", i);
+    quiet q;
+    quiet_on(&q);
+    int st = FP8_OK;
+    hid_t file = H5Fopen(r->path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
+    if (file < 0)
+        file = H5Fopen(r->path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t d = file < 0 ? -1 : H5Dopen2(file, "snapshot_data", H5P_DEFAULT);
+    if (d < 0) {
+        st = FP8_ERROR(FP8_EIO, "%s: cannot open /snapshot_data", r->path);
+    } else {
+        H5Drefresh(d);
+        hsize_t start = r->snapshots[i].offset, count = r->snapshots[i].rows * r->snapshots[i].cols;
+        hid_t fs = H5Dget_space(d), ms = H5Screate_simple(1, &count, NULL);
+        if (H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, NULL, &count, NULL) < 0 ||
+            H5Dread(d, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, out) < 0)
+            st = FP8_ERROR(FP8_EIO, "%s: cannot read snapshot %zu", r->path, i);
+        H5Sclose(ms), H5Sclose(fs), H5Dclose(d);
+    }
+    if (file >= 0)
+        H5Fclose(file);
+    quiet_off(&q);
+    return st;
 }

@@ -18,6 +18,7 @@ int main(void)
     register_stats_tests();
     register_io_tests();
     register_store_tests();
+    register_probe_tests();
     register_cli_tests();
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();

@@ -13,6 +13,7 @@ void register_recipe_tests(void);
 void register_stats_tests(void);
 void register_io_tests(void);
 void register_store_tests(void);
+void register_probe_tests(void);
 
 /* Add a suite with the given tests; aborts the run on registry failure. */
 void add_suite(const char *name, const char *const *names, void (*const *fns)(void), int n);

@@ -1,0 +1,84 @@
+/*
+ * fp8_probe.h — the API a training loop calls: record what FP8 does to its
+ * tensors into an HDF5 run file, and (optionally) apply the FP8 cast itself.
+ *
+ *   fp8_probe_run *run = fp8_probe_open("run.h5", NULL, meta, 2);
+ *   fp8_probe *p = fp8_probe_declare(run, "layers.0.mlp.w1.input", FP8_ROLE_ACTIVATION, 0,
+ *                                    "hybrid:delayed", shadows, 3);
+ *   for (step = 0; ...; step++) {
+ *       fp8_probe_apply(p, step, x, rows, cols, x);   // fake-quant in place + statistics
+ *       fp8_probe_scalar(run, "loss", step, loss);
+ *       fp8_probe_step_end(run, step);
+ *   }
+ *   fp8_probe_close(run);
+ *
+ * Every function returns an fp8_status; a failure never aborts or exits, and
+ * its message stays readable with fp8_error_message().  After a storage
+ * error (disk full, I/O) recording stops, what was flushed stays readable,
+ * and fp8_probe_apply keeps casting, so the training loop carries on.
+ * Thread safety: probes may record from several threads at once (a run
+ * serialises its storage; each probe serialises its own recipe states).
+ */
+#ifndef FP8_PROBE_H
+#define FP8_PROBE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fp8.h"
+
+typedef struct fp8_probe_run fp8_probe_run;
+typedef struct fp8_probe fp8_probe;
+
+typedef struct {
+    int64_t every;            /* record every N-th step (1)                         */
+    int64_t start, end;       /* record steps in [start, end]; end < 0: no end (0, -1) */
+    int exp_hist;             /* store exponent histograms (1)                      */
+    int64_t flush_steps;      /* flush every N step ends (10)                       */
+    double flush_seconds;     /* ... or when this many seconds passed (5)           */
+    const char *snapshot_pattern; /* fnmatch pattern of tensors to snapshot (NULL: none) */
+    int64_t snapshot_every;   /* snapshot at steps divisible by this (100)          */
+} fp8_probe_options;
+
+/* The defaults above. */
+fp8_probe_options fp8_probe_defaults(void);
+
+/* Create the run file with metadata pairs kv[2i] = kv[2i+1] (nkv pairs).
+ * opts may be NULL (defaults).  NULL on failure. */
+fp8_probe_run *fp8_probe_open(const char *path, const fp8_probe_options *opts, const char *const *kv, int nkv);
+
+/* Declare a probe on a named tensor: its active recipe (may be NULL: record
+ * only the shadows; apply then copies) and nshadow shadow recipes, each with
+ * its own state.  layer may be -1.  NULL with a message on a bad spec. */
+fp8_probe *fp8_probe_declare(fp8_probe_run *run, const char *name, fp8_role role, int layer, const char *active,
+                             const char *const *shadows, int nshadow);
+
+typedef enum { FP8_DTYPE_F32 = 0, FP8_DTYPE_BF16, FP8_DTYPE_F16 } fp8_dtype;
+
+/* Record statistics of a rows x cols tensor at step (float32, or raw bf16 /
+ * fp16 bits with the _bits variant).  Steps outside the recording window
+ * are skipped cheaply, but every recipe state still advances. */
+int fp8_probe_record(fp8_probe *p, int64_t step, const float *x, size_t rows, size_t cols);
+int fp8_probe_record_bits(fp8_probe *p, int64_t step, const uint16_t *x, fp8_dtype dtype, size_t rows, size_t cols);
+
+/* Record and apply: out = the active recipe's quantize-dequantize of x
+ * (out may equal x).  This is the fake-quant a training loop computes with. */
+int fp8_probe_apply(fp8_probe *p, int64_t step, const float *x, size_t rows, size_t cols, float *out);
+
+/* A named scalar (loss, learning rate, grad norm, ...) at step. */
+int fp8_probe_scalar(fp8_probe_run *run, const char *name, int64_t step, double value);
+
+/* End of step: every recipe state that saw a tensor this step takes its
+ * end-of-step update (delayed scaling's history roll); flushes when due. */
+int fp8_probe_step_end(fp8_probe_run *run, int64_t step);
+
+/* Flush now. */
+int fp8_probe_flush(fp8_probe_run *run);
+
+/* Flush, close the file, free every probe of the run. */
+int fp8_probe_close(fp8_probe_run *run);
+
+/* Records dropped because storage failed (0 while healthy). */
+uint64_t fp8_probe_dropped(const fp8_probe_run *run);
+
+#endif

@@ -1,0 +1,351 @@
+/*
+ * probe.c — the probe API (fp8_probe.h): recipe states per tensor, records
+ * into the run file, flush policy, and the rule that storage trouble never
+ * reaches the training loop's numbers.
+ *
+ * Locking: a run's mutex guards its store and probe list; a probe's mutex
+ * guards its recipe states.  A probe computes its statistics under its own
+ * lock, releases it, then takes the run's lock to store them, so the two are
+ * never held in the order probe -> run while step_end holds run -> probe.
+ */
+#include <fnmatch.h>
+#include <stdio.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fp8_probe.h"
+#include "fp8_store.h"
+
+#define MAX_RECIPES 9 /* active + up to 8 shadows */
+
+struct fp8_probe {
+    fp8_probe_run *run;
+    pthread_mutex_t lock;
+    char name[FP8_NAME_MAX];
+    fp8_role role;
+    int tensor_id;
+    int nrec, has_active;             /* st[0] is the active recipe when has_active */
+    fp8_recipe_state *st[MAX_RECIPES];
+    int recipe_id[MAX_RECIPES];
+    int touched;                      /* cast something since the last step end */
+    int snapshot;                     /* name matches the snapshot pattern      */
+};
+
+struct fp8_probe_run {
+    pthread_mutex_t lock;
+    fp8_store *store;
+    fp8_probe_options opt;
+    char *snapshot_pattern;
+    fp8_probe **probes;
+    int nprobes, cap;
+    int64_t steps_since_flush;
+    double last_flush;
+    int io_failed;
+    uint64_t dropped;
+};
+
+static double now_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+fp8_probe_options fp8_probe_defaults(void)
+{
+    fp8_probe_options o;
+    memset(&o, 0, sizeof o);
+    o.every = 1;
+    o.start = 0;
+    o.end = -1;
+    o.exp_hist = 1;
+    o.flush_steps = 10;
+    o.flush_seconds = 5.0;
+    o.snapshot_pattern = NULL;
+    o.snapshot_every = 100;
+    return o;
+}
+
+fp8_probe_run *fp8_probe_open(const char *path, const fp8_probe_options *opts, const char *const *kv, int nkv)
+{
+    fp8_probe_options o = opts ? *opts : fp8_probe_defaults();
+    if (o.every < 1 || o.flush_steps < 1 || o.snapshot_every < 1 || o.flush_seconds < 0) {
+        FP8_ERROR(FP8_EINVAL, "probe options: every, flush_steps and snapshot_every must be >= 1");
+        return NULL;
+    }
+    fp8_probe_run *run = calloc(1, sizeof *run);
+    if (!run) {
+        FP8_ERROR(FP8_ENOMEM, "probe: out of memory");
+        return NULL;
+    }
+    run->store = fp8_store_create(path, kv, nkv);
+    if (!run->store) {
+        free(run);
+        return NULL;
+    }
+    if (o.snapshot_pattern) {
+        run->snapshot_pattern = strdup(o.snapshot_pattern);
+        o.snapshot_pattern = run->snapshot_pattern;
+    }
+    run->opt = o;
+    run->last_flush = now_seconds();
+    pthread_mutex_init(&run->lock, NULL);
+    return run;
+}
+
+static void probe_free(fp8_probe *p)
+{
+    if (!p)
+        return;
+    for (int i = 0; i < p->nrec; i++)
+        fp8_recipe_state_free(p->st[i]);
+    pthread_mutex_destroy(&p->lock);
+    free(p);
+}
+
+fp8_probe *fp8_probe_declare(fp8_probe_run *run, const char *name, fp8_role role, int layer, const char *active,
+                             const char *const *shadows, int nshadow)
+{
+    if (!run || !name || !*name) {
+        FP8_ERROR(FP8_EINVAL, "probe: %s", run ? "empty tensor name" : "no run");
+        return NULL;
+    }
+    if (strlen(name) >= FP8_NAME_MAX || nshadow < 0 || nshadow > MAX_RECIPES - 1 || (unsigned)role >= FP8_NROLE) {
+        FP8_ERROR(FP8_EINVAL, "probe '%.60s': name longer than %d bytes, more than %d shadows, or a bad role", name,
+                  FP8_NAME_MAX - 1, MAX_RECIPES - 1);
+        return NULL;
+    }
+    fp8_probe *p = calloc(1, sizeof *p);
+    if (!p) {
+        FP8_ERROR(FP8_ENOMEM, "probe: out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&p->lock, NULL);
+    p->run = run;
+    p->role = role;
+    snprintf(p->name, sizeof p->name, "%s", name);
+    const char *specs[MAX_RECIPES];
+    int n = 0;
+    if (active) {
+        specs[n++] = active;
+        p->has_active = 1;
+    }
+    for (int i = 0; i < nshadow; i++)
+        specs[n++] = shadows[i];
+    for (int i = 0; i < n; i++) {
+        fp8_recipe r;
+        if (!specs[i] || fp8_recipe_parse(specs[i], &r) != FP8_OK) {
+            char why[400];
+            snprintf(why, sizeof why, "%s", specs[i] ? fp8_error_message() : "NULL recipe");
+            FP8_ERROR(FP8_EINVAL, "probe '%s': %s", name, why);
+            probe_free(p);
+            return NULL;
+        }
+        p->st[i] = fp8_recipe_state_alloc(&r, role);
+        if (!p->st[i]) {
+            probe_free(p);
+            return NULL;
+        }
+        p->nrec = i + 1;
+    }
+    pthread_mutex_lock(&run->lock);
+    p->tensor_id = fp8_store_tensor(run->store, name, role, layer);
+    int ok = p->tensor_id >= 0;
+    for (int i = 0; ok && i < n; i++)
+        ok = (p->recipe_id[i] = fp8_store_recipe(run->store, p->st[i]->recipe.spec)) >= 0;
+    if (ok && run->nprobes == run->cap) {
+        int cap = run->cap ? 2 * run->cap : 16;
+        fp8_probe **grown = realloc(run->probes, (size_t)cap * sizeof *grown);
+        if (grown)
+            run->probes = grown, run->cap = cap;
+        else
+            ok = 0, FP8_ERROR(FP8_ENOMEM, "probe: out of memory");
+    }
+    if (ok) {
+        run->probes[run->nprobes++] = p;
+        p->snapshot = run->snapshot_pattern && fnmatch(run->snapshot_pattern, name, 0) == 0;
+    }
+    pthread_mutex_unlock(&run->lock);
+    if (!ok) {
+        probe_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+static int recorded_step(const fp8_probe_options *o, int64_t step)
+{
+    if (step < o->start || (o->end >= 0 && step > o->end))
+        return 0;
+    return (step - o->start) % o->every == 0;
+}
+
+/* The core: cast under every recipe (shadows first: out may alias x), then
+ * store what this step records. */
+static int probe_run(fp8_probe *p, int64_t step, const float *x, size_t rows, size_t cols, float *out)
+{
+    fp8_probe_run *run = p->run;
+    const fp8_probe_options *o = &run->opt;
+    int rec = recorded_step(o, step);
+    int snap = rec && p->snapshot && step % o->snapshot_every == 0;
+    unsigned flags = o->exp_hist ? 0 : FP8_STATS_NO_EXP_HIST;
+    fp8_stats *stats = rec ? malloc((size_t)p->nrec * sizeof *stats) : NULL;
+    float *copy = snap ? malloc(rows * cols * sizeof *copy) : NULL;
+    if (rec && !stats)
+        rec = 0; /* no memory for statistics: still cast */
+    if (copy)
+        memcpy(copy, x, rows * cols * sizeof *copy);
+    int st = FP8_OK;
+    pthread_mutex_lock(&p->lock);
+    for (int i = p->nrec - 1; i >= 0 && st == FP8_OK; i--) {
+        int is_active = p->has_active && i == 0;
+        st = fp8_quantize_ex(p->st[i], x, rows, cols, is_active ? out : NULL, rec ? &stats[i] : NULL, flags);
+    }
+    if (st == FP8_OK && out && !p->has_active && out != x)
+        memcpy(out, x, rows * cols * sizeof *out);
+    p->touched = 1;
+    pthread_mutex_unlock(&p->lock);
+    if (st == FP8_OK && (rec || copy)) {
+        pthread_mutex_lock(&run->lock);
+        if (run->io_failed) {
+            run->dropped += (uint64_t)(rec ? p->nrec : 0);
+        } else {
+            for (int i = 0; rec && i < p->nrec; i++)
+                if (fp8_store_add_record(run->store, p->tensor_id, p->recipe_id[i], step, p->has_active && i == 0,
+                                         rows, cols, &stats[i]) != FP8_OK)
+                    run->dropped++;
+            if (copy && fp8_store_add_snapshot(run->store, p->tensor_id, step, copy, rows, cols) != FP8_OK)
+                run->dropped++;
+        }
+        pthread_mutex_unlock(&run->lock);
+    }
+    free(stats);
+    free(copy);
+    return st;
+}
+
+int fp8_probe_record(fp8_probe *p, int64_t step, const float *x, size_t rows, size_t cols)
+{
+    if (!p || !x)
+        return FP8_ERROR(FP8_EINVAL, "fp8_probe_record: %s is NULL", p ? "the tensor" : "the probe");
+    return probe_run(p, step, x, rows, cols, NULL);
+}
+
+int fp8_probe_record_bits(fp8_probe *p, int64_t step, const uint16_t *x, fp8_dtype dtype, size_t rows, size_t cols)
+{
+    if (!p || !x)
+        return FP8_ERROR(FP8_EINVAL, "fp8_probe_record_bits: %s is NULL", p ? "the tensor" : "the probe");
+    if (dtype != FP8_DTYPE_BF16 && dtype != FP8_DTYPE_F16)
+        return FP8_ERROR(FP8_EINVAL, "fp8_probe_record_bits: dtype must be bf16 or fp16");
+    if (!rows || !cols || rows > SIZE_MAX / cols / sizeof(float))
+        return FP8_ERROR(FP8_EINVAL, "fp8_probe_record_bits: bad shape %zux%zu", rows, cols);
+    size_t n = rows * cols;
+    float *f = malloc(n * sizeof *f);
+    if (!f)
+        return FP8_ERROR(FP8_ENOMEM, "fp8_probe_record_bits: out of memory for %zu elements", n);
+    if (dtype == FP8_DTYPE_BF16) {
+        for (size_t i = 0; i < n; i++) {
+            uint32_t u = (uint32_t)x[i] << 16; /* bf16 is float32's top half: exact */
+            memcpy(&f[i], &u, 4);
+        }
+    } else {
+        const fp8_format *h = fp8_format_find("fp16", NULL);
+        for (size_t i = 0; i < n; i++)
+            f[i] = fp8_format_decode(h, x[i]);
+    }
+    int st = probe_run(p, step, f, rows, cols, NULL);
+    free(f);
+    return st;
+}
+
+int fp8_probe_apply(fp8_probe *p, int64_t step, const float *x, size_t rows, size_t cols, float *out)
+{
+    if (!p || !x || !out)
+        return FP8_ERROR(FP8_EINVAL, "fp8_probe_apply: %s is NULL", !p ? "the probe" : !x ? "the tensor" : "out");
+    return probe_run(p, step, x, rows, cols, out);
+}
+
+int fp8_probe_scalar(fp8_probe_run *run, const char *name, int64_t step, double value)
+{
+    if (!run || !name)
+        return FP8_ERROR(FP8_EINVAL, "fp8_probe_scalar: %s is NULL", run ? "the name" : "the run");
+    pthread_mutex_lock(&run->lock);
+    int st = FP8_OK;
+    if (run->io_failed) {
+        run->dropped++;
+    } else {
+        int id = fp8_store_scalar_name(run->store, name);
+        st = id < 0 ? FP8_EINVAL : fp8_store_add_scalar(run->store, id, step, value);
+    }
+    pthread_mutex_unlock(&run->lock);
+    return st;
+}
+
+static int flush_locked(fp8_probe_run *run)
+{
+    if (run->io_failed)
+        return FP8_ERROR(FP8_EIO, "recording stopped after a storage error; %llu records dropped",
+                         (unsigned long long)run->dropped);
+    int st = fp8_store_flush(run->store);
+    if (st != FP8_OK)
+        run->io_failed = 1;
+    run->steps_since_flush = 0;
+    run->last_flush = now_seconds();
+    return st;
+}
+
+int fp8_probe_step_end(fp8_probe_run *run, int64_t step)
+{
+    (void)step;
+    if (!run)
+        return FP8_ERROR(FP8_EINVAL, "fp8_probe_step_end: no run");
+    pthread_mutex_lock(&run->lock);
+    for (int k = 0; k < run->nprobes; k++) {
+        fp8_probe *p = run->probes[k];
+        pthread_mutex_lock(&p->lock);
+        if (p->touched)
+            for (int i = 0; i < p->nrec; i++)
+                fp8_recipe_state_step(p->st[i]);
+        p->touched = 0;
+        pthread_mutex_unlock(&p->lock);
+    }
+    int st = FP8_OK;
+    run->steps_since_flush++;
+    if (run->steps_since_flush >= run->opt.flush_steps || now_seconds() - run->last_flush >= run->opt.flush_seconds)
+        st = flush_locked(run);
+    pthread_mutex_unlock(&run->lock);
+    return st;
+}
+
+int fp8_probe_flush(fp8_probe_run *run)
+{
+    if (!run)
+        return FP8_ERROR(FP8_EINVAL, "fp8_probe_flush: no run");
+    pthread_mutex_lock(&run->lock);
+    int st = flush_locked(run);
+    pthread_mutex_unlock(&run->lock);
+    return st;
+}
+
+uint64_t fp8_probe_dropped(const fp8_probe_run *run) { return run ? run->dropped : 0; }
+
+int fp8_probe_close(fp8_probe_run *run)
+{
+    if (!run)
+        return FP8_OK;
+    pthread_mutex_lock(&run->lock);
+    int st = run->io_failed ? FP8_EIO : FP8_OK;
+    int cst = fp8_store_close(run->store); /* flushes what is buffered */
+    if (st == FP8_OK)
+        st = cst;
+    for (int k = 0; k < run->nprobes; k++)
+        probe_free(run->probes[k]);
+    free(run->probes);
+    free(run->snapshot_pattern);
+    pthread_mutex_unlock(&run->lock);
+    pthread_mutex_destroy(&run->lock);
+    free(run);
+    return st;
+}

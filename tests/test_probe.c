@@ -1,0 +1,281 @@
+/*
+ * test_probe.c — suite "probe": a training-loop-shaped use of the probe
+ * API, read back from the file; recording windows; bf16/fp16 input;
+ * snapshots; several threads at once; a full disk (RLIMIT_FSIZE) stops
+ * recording cleanly while the casts go on.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fp8_probe.h"
+#include "fp8_store.h"
+#include "tests.h"
+
+static void fill(float *x, size_t n, uint64_t seed, float amp)
+{
+    uint64_t s = seed | 1;
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)((double)(int64_t)test_rand(&s) * 0x1p-63) * amp;
+}
+
+static const char *shadows[] = {"e4m3:current", "e4m3:block=1x128", "mxfp8"};
+
+static void test_loop(void)
+{
+    const char *meta[] = {"model", "unit-test", "seed", "7"};
+    fp8_probe_options o = fp8_probe_defaults();
+    o.snapshot_pattern = "*.w2.input";
+    o.snapshot_every = 5;
+    fp8_probe_run *run = fp8_probe_open("build/t_probe.h5", &o, meta, 2);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(run);
+    fp8_probe *a = fp8_probe_declare(run, "layers.0.mlp.w1.input", FP8_ROLE_ACTIVATION, 0, "hybrid:delayed:history=4",
+                                     shadows, 3);
+    fp8_probe *g = fp8_probe_declare(run, "layers.0.mlp.w1.grad_output", FP8_ROLE_GRADIENT, 0, "hybrid:delayed:history=4",
+                                     NULL, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    CU_ASSERT_PTR_NULL(fp8_probe_declare(run, "bad", FP8_ROLE_OTHER, 0, "e4m3:delyed", NULL, 0));
+    CU_ASSERT_PTR_NOT_NULL(strstr(fp8_error_message(), "delyed"));
+    /* an independent state to check the active recipe's numbers */
+    fp8_recipe r;
+    fp8_recipe_parse("hybrid:delayed:history=4", &r);
+    fp8_recipe_state *ref = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
+    const size_t R = 8, C = 256, n = R * C;
+    float *x = malloc(n * 4), *y = malloc(n * 4), *want = malloc(n * 4), *orig = malloc(n * 4);
+    fp8_probe *late = NULL;
+    for (int step = 0; step < 30; step++) {
+        fill(x, n, (uint64_t)step + 1, (float)(1 + step % 5));
+        memcpy(orig, x, n * 4);
+        fp8_quantize(ref, x, R, C, want, NULL);
+        memcpy(y, x, n * 4);
+        CU_ASSERT_EQUAL(fp8_probe_apply(a, step, y, R, C, y), FP8_OK); /* in place */
+        CU_ASSERT_EQUAL(memcmp(y, want, n * 4), 0);
+        CU_ASSERT_EQUAL(fp8_probe_record(g, step, x, R, C), FP8_OK);
+        if (step == 10) /* discovered late */
+            late = fp8_probe_declare(run, "layers.1.mlp.w2.input", FP8_ROLE_ACTIVATION, 1, "e4m3:current", NULL, 0);
+        if (late)
+            CU_ASSERT_EQUAL(fp8_probe_apply(late, step, orig, R, C, y), FP8_OK);
+        CU_ASSERT_EQUAL(fp8_probe_scalar(run, "loss", step, 3.0 / (step + 1)), FP8_OK);
+        CU_ASSERT_EQUAL(fp8_probe_step_end(run, step), FP8_OK);
+        fp8_recipe_state_step(ref);
+    }
+    CU_ASSERT_EQUAL(fp8_probe_dropped(run), 0);
+    CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
+
+    fp8_run *f = fp8_run_load("build/t_probe.h5");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(f->ntensors, 3);
+    CU_ASSERT_EQUAL(f->nrecipes, 4); /* hybrid delayed and the 3 shadows; the late probe's e4m3:current is one */
+    CU_ASSERT_EQUAL(f->nrecords, 30 * 4 + 30 + 20);
+    CU_ASSERT_EQUAL(f->nscalars, 30);
+    /* the active record's scale is the reference state's scale at that step */
+    fp8_recipe_state *ref2 = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
+    size_t checked = 0;
+    for (int step = 0; step < 30; step++) {
+        fill(x, n, (uint64_t)step + 1, (float)(1 + step % 5));
+        fp8_stats s;
+        fp8_quantize(ref2, x, R, C, NULL, &s);
+        for (size_t i = 0; i < f->nrecords; i++) {
+            const fp8_record *rec = &f->records[i];
+            if (rec->tensor == 0 && rec->step == step && rec->active) {
+                CU_ASSERT_EQUAL(rec->stats.scale, s.scale);
+                CU_ASSERT_EQUAL(rec->stats.overflows, s.overflows);
+                CU_ASSERT_DOUBLE_EQUAL(rec->stats.sq_err, s.sq_err, 1e-12 * s.sq_err);
+                checked++;
+            }
+        }
+        fp8_recipe_state_step(ref2);
+    }
+    CU_ASSERT_EQUAL(checked, 30);
+    /* the gradient probe of a hybrid recipe is cast to e5m2 */
+    for (size_t i = 0; i < f->nrecords; i++)
+        if (f->records[i].tensor == 1)
+            CU_ASSERT_STRING_EQUAL(f->records[i].stats.format->name, "e5m2");
+    /* snapshots: the late w2 input at steps 10, 15, 20, 25, equal to the input */
+    CU_ASSERT_EQUAL(f->nsnapshots, 4);
+    if (f->nsnapshots == 4) {
+        CU_ASSERT_EQUAL(f->snapshots[1].step, 15);
+        float *snap = malloc(n * 4);
+        CU_ASSERT_EQUAL(fp8_run_snapshot_read(f, 1, snap), FP8_OK);
+        fill(x, n, 16, (float)(1 + 15 % 5));
+        CU_ASSERT_EQUAL(memcmp(snap, x, n * 4), 0);
+        free(snap);
+    }
+    fp8_run_free(f);
+    fp8_recipe_state_free(ref);
+    fp8_recipe_state_free(ref2);
+    free(x), free(y), free(want), free(orig);
+}
+
+static void test_window_and_bits(void)
+{
+    fp8_probe_options o = fp8_probe_defaults();
+    o.every = 5;
+    o.start = 10;
+    o.end = 20;
+    o.exp_hist = 0;
+    fp8_probe_run *run = fp8_probe_open("build/t_window.h5", &o, NULL, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(run);
+    fp8_probe *p = fp8_probe_declare(run, "w", FP8_ROLE_WEIGHT, -1, "e4m3:delayed:history=2", NULL, 0);
+    fp8_probe *b = fp8_probe_declare(run, "b", FP8_ROLE_WEIGHT, -1, "e4m3:current", NULL, 0);
+    float x[64];
+    uint16_t bf[64], hf[64];
+    const fp8_format *fp16 = fp8_format_find("fp16", NULL);
+    for (int i = 0; i < 64; i++) {
+        x[i] = (float)(i - 20) * 0.25f; /* exact in bf16 and fp16 */
+        uint32_t u = bits_of(x[i]);
+        bf[i] = (uint16_t)(u >> 16);
+        hf[i] = (uint16_t)fp8_format_encode(fp16, NULL, x[i], 0, NULL);
+    }
+    for (int step = 0; step < 30; step++) {
+        CU_ASSERT_EQUAL(fp8_probe_record(p, step, x, 1, 64), FP8_OK);
+        CU_ASSERT_EQUAL(fp8_probe_record_bits(b, step, step % 2 ? bf : hf, step % 2 ? FP8_DTYPE_BF16 : FP8_DTYPE_F16,
+                                              8, 8), FP8_OK);
+        fp8_probe_step_end(run, step);
+    }
+    CU_ASSERT_EQUAL(fp8_probe_record_bits(b, 0, bf, FP8_DTYPE_F32, 8, 8), FP8_EINVAL);
+    CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
+    fp8_run *f = fp8_run_load("build/t_window.h5");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(f->nrecords, 6); /* steps 10, 15, 20 for two probes */
+    for (size_t i = 0; i < f->nrecords; i++) {
+        CU_ASSERT(f->records[i].step == 10 || f->records[i].step == 15 || f->records[i].step == 20);
+        CU_ASSERT_EQUAL(f->records[i].stats.exp_hist[127 + 1 + 2], 0); /* histograms off */
+        CU_ASSERT_EQUAL(f->records[i].stats.amax, 10.75);
+        CU_ASSERT_EQUAL(f->records[i].stats.numel, 64);
+    }
+    /* delayed state advanced on every step, not just recorded ones: at step
+     * 10 the scale already reflects amax 10.75 */
+    CU_ASSERT_EQUAL(f->records[0].stats.scale, 448.0f / 10.75f);
+    fp8_run_free(f);
+}
+
+typedef struct {
+    fp8_probe *p;
+    int id;
+    int fails;
+} worker_arg;
+
+static void *worker(void *arg)
+{
+    worker_arg *w = arg;
+    float x[512], y[512];
+    for (int step = 0; step < 100; step++) {
+        fill(x, 512, (uint64_t)(w->id * 1000 + step), 3.0f);
+        if (fp8_probe_apply(w->p, step, x, 4, 128, y) != FP8_OK)
+            w->fails++;
+    }
+    return NULL;
+}
+
+static void test_threads(void)
+{
+    fp8_probe_run *run = fp8_probe_open("build/t_threads.h5", NULL, NULL, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(run);
+    pthread_t th[4];
+    worker_arg args[4];
+    for (int t = 0; t < 4; t++) {
+        char name[64];
+        snprintf(name, sizeof name, "layers.%d.attn.qkv.input", t);
+        args[t].p = fp8_probe_declare(run, name, FP8_ROLE_ACTIVATION, t, "e4m3:current", shadows, 2);
+        args[t].id = t;
+        args[t].fails = 0;
+        CU_ASSERT_PTR_NOT_NULL_FATAL(args[t].p);
+    }
+    for (int t = 0; t < 4; t++)
+        pthread_create(&th[t], NULL, worker, &args[t]);
+    for (int k = 0; k < 20; k++) { /* steps end and flushes happen meanwhile */
+        fp8_probe_step_end(run, k);
+        fp8_probe_scalar(run, "lr", k, 1e-3);
+    }
+    for (int t = 0; t < 4; t++) {
+        pthread_join(th[t], NULL);
+        CU_ASSERT_EQUAL(args[t].fails, 0);
+    }
+    CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
+    fp8_run *f = fp8_run_load("build/t_threads.h5");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(f->nrecords, 4 * 100 * 3);
+    CU_ASSERT_EQUAL(f->nscalars, 20);
+    fp8_run_free(f);
+}
+
+/* A small file-size limit: flushing fails with EFBIG; recording stops with
+ * an error, casts go on, and the file holds what was flushed before. */
+static void test_disk_full(void)
+{
+    int fd[2];
+    CU_ASSERT_FATAL(pipe(fd) == 0);
+    pid_t pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0) {
+        close(fd[0]);
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit rl = {400 * 1024, 400 * 1024};
+        setrlimit(RLIMIT_FSIZE, &rl);
+        fp8_probe_options o = fp8_probe_defaults();
+        o.flush_steps = 1;
+        fp8_probe_run *run = fp8_probe_open("build/t_full.h5", &o, NULL, 0);
+        if (!run)
+            _exit(10);
+        fp8_probe *p = fp8_probe_declare(run, "x", FP8_ROLE_ACTIVATION, 0, "e4m3:current", shadows, 3);
+        fp8_recipe r;
+        fp8_recipe_parse("e4m3:current", &r);
+        fp8_recipe_state *ref = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
+        float x[1024], y[1024], w[1024];
+        uint64_t flushed = 0;
+        int failed_at = -1;
+        for (int step = 0; step < 400; step++) {
+            fill(x, 1024, (uint64_t)step + 5, 2.0f);
+            if (fp8_probe_apply(p, step, x, 8, 128, y) != FP8_OK)
+                _exit(11); /* a cast must never fail because of the disk */
+            fp8_quantize(ref, x, 8, 128, w, NULL);
+            if (memcmp(y, w, sizeof y) != 0)
+                _exit(12);
+            int st = fp8_probe_step_end(run, step);
+            if (st == FP8_OK && failed_at < 0)
+                flushed = (uint64_t)(step + 1) * 4;
+            else if (st != FP8_OK && failed_at < 0)
+                failed_at = step;
+        }
+        if (failed_at < 0)
+            _exit(13); /* the limit was never hit */
+        if (fp8_probe_dropped(run) == 0)
+            _exit(14);
+        if (fp8_probe_close(run) == FP8_OK)
+            _exit(15); /* close reports the earlier failure */
+        if (write(fd[1], &flushed, sizeof flushed) != sizeof flushed)
+            _exit(16);
+        _exit(0);
+    }
+    close(fd[1]);
+    int status;
+    waitpid(pid, &status, 0);
+    uint64_t flushed = 0;
+    CU_ASSERT_EQUAL(read(fd[0], &flushed, sizeof flushed), (ssize_t)sizeof flushed);
+    close(fd[0]);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fprintf(stderr, "\n  disk-full child: status %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    fp8_run *f = fp8_run_load("build/t_full.h5");
+    if (!f)
+        fprintf(stderr, "\n  disk-full file: %s\n", fp8_error_message());
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT(flushed > 0);
+    CU_ASSERT(f->nrecords >= flushed);
+    fp8_run_free(f);
+}
+
+void register_probe_tests(void)
+{
+    static const char *const names[] = {"a training loop: apply in place, shadows, late tensors, snapshots",
+                                        "recording window, bf16/fp16 input, histograms off",
+                                        "four threads recording at once", "disk full: recording stops, casts go on"};
+    static void (*const fns[])(void) = {test_loop, test_window_and_bits, test_threads, test_disk_full};
+    add_suite("probe", names, fns, 4);
+}
