@@ -14,6 +14,11 @@ int cmd_table(int argc, char **argv);
 int cmd_cast(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_import_nvdlfw(int argc, char **argv);
+int cmd_watch(int argc, char **argv);
+int cmd_synth(int argc, char **argv);
 
 extern const cli_command cli_commands[];
 

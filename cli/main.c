@@ -43,6 +43,36 @@ const cli_command cli_commands[] = {
      "recipes.  Recipe grammar: docs/recipes.md.  Exit 2 for usage errors, 1 when a\n"
      "file cannot be read (the files before it are printed).\n",
      cmd_stats},
+    {"info", "what a run file holds: metadata, recipes, tensors, worst statistics",
+     "usage: fp8prof info RUN.h5\n"
+     "Metadata, recipes, tensors, the step range, and per tensor x recipe the largest\n"
+     "overflow and underflow percentages and the smallest SQNR.\n",
+     cmd_info},
+    {"export", "a run as CSV, or as nvidia-dlframework-inspect logs",
+     "usage: fp8prof export RUN.h5 [--format csv] [--scalars] [-o FILE]\n"
+     "       fp8prof export RUN.h5 --format nvdlfw [--recipe SPEC] -o DIR\n"
+     "csv: one row per tensor x step x recipe with a header row (stdout unless -o);\n"
+     "--scalars: the scalar series instead (name,step,value).\n"
+     "nvdlfw: DIR/nvdlfw_inspect_statistics_logs/nvdlfw_inspect_globalrank-0.log in\n"
+     "TransformerEngine's debug format, for the active recipe (or --recipe SPEC).\n",
+     cmd_export},
+    {"import-nvdlfw", "TransformerEngine debug logs into a run file",
+     "usage: fp8prof import-nvdlfw LOGDIR -o RUN.h5\n"
+     "Reads LOGDIR/nvdlfw_inspect_statistics_logs/*.log (every rank).  Lines it cannot\n"
+     "parse are listed with file and line number, and the exit status is then 1.\n",
+     cmd_import_nvdlfw},
+    {"watch", "follow a run while it is written",
+     "usage: fp8prof watch RUN.h5 [--interval SECONDS] [--once]\n"
+     "Prints, for every new step, the tensors with the worst overflow, underflow and\n"
+     "SQNR.  --once prints the latest step and exits.  Ctrl-C stops.\n",
+     cmd_watch},
+    {"synth", "write a synthetic run (for tests, benchmarks, a first look)",
+     "usage: fp8prof synth [--steps N] [--tensors K] [--rows R --cols C] [--seed S]\n"
+     "                     [--recipe SPEC] [--shadow SPEC ...] -o RUN.h5\n"
+     "Defaults: 300 steps, 12 tensors of 32x256, hybrid:delayed:history=16 with shadows\n"
+     "e4m3:current, e4m3:block=1x128, mxfp8.  Tensor kinds: Gaussian, Student-t,\n"
+     "outlier channels, drifting scale, an 8x jump at mid-run, NaN bursts.\n",
+     cmd_synth},
     {"demo", "the main job on built-in defaults",
      "usage: fp8prof demo\n"
      "Shows the format table and what casting does to a handful of values.\n",

@@ -139,10 +139,73 @@ static void test_stats_command(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, "do not fill"));
 }
 
+static int count_lines(const char *b)
+{
+    int n = 0;
+    for (; *b; b++)
+        n += *b == '\n';
+    return n;
+}
+
+/* synth -> info, export csv, nvdlfw export -> import -> export, watch */
+static void test_run_commands(void)
+{
+    CU_ASSERT_EQUAL(run("rm -rf build/t_nv build/t_nv2 && %s synth --steps 20 --tensors 4 --rows 4 --cols 64 "
+                        "-o build/t_synth.h5",
+                        NULL, buf, sizeof buf),
+                    0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "20 steps x 4 tensors"));
+    CU_ASSERT_EQUAL(run("%s info build/t_synth.h5", NULL, buf, sizeof buf), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "records 320, steps 0..19, tensors 4, recipes 4"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "layers.0.gauss.input"));
+    CU_ASSERT_EQUAL(run("%s export build/t_synth.h5 --format csv", NULL, buf, sizeof buf), 0);
+    CU_ASSERT_EQUAL(count_lines(buf), 1 + 320);
+    CU_ASSERT(strncmp(buf, "tensor,role,layer,step,recipe,active,format,rows,cols,numel,", 60) == 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, ",scale,scale_inv,amax,"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, ",overflows,underflows,subnormals,"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, ",mse,sq_err,rel_err,sqnr_db,"));
+    CU_ASSERT_EQUAL(run("%s export build/t_synth.h5 --scalars", NULL, buf, sizeof buf), 0);
+    CU_ASSERT_EQUAL(count_lines(buf), 1 + 40);
+    /* nvdlfw: export, import, export again: identical to the 4 decimals */
+    CU_ASSERT_EQUAL(run("%s export build/t_synth.h5 --format nvdlfw -o build/t_nv", NULL, buf, sizeof buf), 0);
+    CU_ASSERT_EQUAL(run("%s import-nvdlfw build/t_nv -o build/t_nv.h5", NULL, buf, sizeof buf), 0);
+    CU_ASSERT_EQUAL(run("%s export build/t_nv.h5 --format nvdlfw -o build/t_nv2", NULL, buf, sizeof buf), 0);
+    CU_ASSERT_EQUAL(run("sort build/t_nv/nvdlfw_inspect_statistics_logs/nvdlfw_inspect_globalrank-0.log > build/t_a.txt;"
+                        " sort build/t_nv2/nvdlfw_inspect_statistics_logs/nvdlfw_inspect_globalrank-0.log > build/t_b.txt;"
+                        " cmp build/t_a.txt build/t_b.txt && wc -l < build/t_a.txt",
+                        NULL, buf, sizeof buf),
+                    0);
+    CU_ASSERT_EQUAL(atoi(buf), 20 * 4 * 13);
+    CU_ASSERT_EQUAL(run("grep -c '^layers.0.gauss_input_underflows%% iteration=000007 value=' "
+                        "build/t_nv/nvdlfw_inspect_statistics_logs/nvdlfw_inspect_globalrank-0.log",
+                        NULL, buf, sizeof buf),
+                    0);
+    CU_ASSERT_EQUAL(atoi(buf), 1);
+    /* a bad line is reported with file and line number */
+    CU_ASSERT_EQUAL(run("echo 'garbage here' >> build/t_nv/nvdlfw_inspect_statistics_logs/nvdlfw_inspect_globalrank-0.log"
+                        " && %s import-nvdlfw build/t_nv -o build/t_nv3.h5 2>&1",
+                        NULL, buf, sizeof buf),
+                    1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "nvdlfw_inspect_globalrank-0.log:1041: not '<layer>_<tensor>_<stat>"));
+    /* watch --once prints the last step's worst tensors */
+    CU_ASSERT_EQUAL(run("%s watch build/t_synth.h5 --once", NULL, buf, sizeof buf), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "step 19: worst overflow "));
+    /* errors */
+    CU_ASSERT_EQUAL(run("%s info build/nonexistent.h5 2>&1", NULL, buf, sizeof buf), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "nonexistent.h5: cannot open"));
+    CU_ASSERT_EQUAL(run("%s export build/t_synth.h5 --format xml 2>&1", NULL, buf, sizeof buf), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "'xml'"));
+    CU_ASSERT_EQUAL(run("%s synth --steps 0 -o x.h5 2>&1", NULL, buf, sizeof buf), 2);
+    CU_ASSERT_EQUAL(run("%s synth --recipe e4m3:bogus -o build/t_bad.h5 2>&1", NULL, buf, sizeof buf), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "'bogus'"));
+}
+
 void register_cli_tests(void)
 {
     static const char *const names[] = {"cast output lines", "errors name the bad item, exit 2",
-                                        "table and formats", "stats: delayed replay over files, JSON, errors"};
-    static void (*const fns[])(void) = {test_cast_output, test_errors, test_table_and_formats, test_stats_command};
-    add_suite("cli", names, fns, 4);
+                                        "table and formats", "stats: delayed replay over files, JSON, errors",
+                                        "run files: synth, info, export csv/nvdlfw, import, watch"};
+    static void (*const fns[])(void) = {test_cast_output, test_errors, test_table_and_formats, test_stats_command,
+                                        test_run_commands};
+    add_suite("cli", names, fns, 5);
 }

@@ -1,0 +1,278 @@
+/*
+ * cmd_run.c — commands over run files: info, export (csv, nvdlfw), watch.
+ */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "fp8.h"
+#include "fp8_store.h"
+#include "fp8_nvdlfw.h"
+
+static fp8_run *load_or_complain(const char *path)
+{
+    fp8_run *r = fp8_run_load(path);
+    if (!r)
+        fprintf(stderr, "fp8prof: %s\n", fp8_error_message());
+    return r;
+}
+
+static double pct(uint64_t count, uint64_t numel) { return numel ? 100.0 * (double)count / (double)numel : 0.0; }
+
+int cmd_info(int argc, char **argv)
+{
+    if (argc != 2)
+        return cli_usage_error("info takes one RUN.h5");
+    fp8_run *r = load_or_complain(argv[1]);
+    if (!r)
+        return 1;
+    printf("run %s (schema %d)\n", argv[1], r->schema);
+    for (int i = 0; i < r->nmeta; i++)
+        printf("  %-20s %s\n", r->meta_key[i], r->meta_value[i]);
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (size_t i = 0; i < r->nrecords; i++) {
+        lo = r->records[i].step < lo ? r->records[i].step : lo;
+        hi = r->records[i].step > hi ? r->records[i].step : hi;
+    }
+    printf("records %zu, steps %lld..%lld, tensors %d, recipes %d, scalars %zu (%d series), snapshots %zu\n",
+           r->nrecords, r->nrecords ? (long long)lo : 0LL, r->nrecords ? (long long)hi : 0LL, r->ntensors,
+           r->nrecipes, r->nscalars, r->nscalar_names, r->nsnapshots);
+    printf("recipes:\n");
+    for (int k = 0; k < r->nrecipes; k++)
+        printf("  [%d] %s\n", k, r->recipe_spec[k]);
+    printf("%-40s %-10s %6s %5s %12s %12s %10s\n", "tensor", "role", "recipe", "recs", "max overflow%",
+           "max underflow%", "min SQNR dB");
+    for (int t = 0; t < r->ntensors; t++)
+        for (int k = 0; k < r->nrecipes; k++) {
+            size_t n = 0;
+            double mo = 0, mu = 0, ms = INFINITY;
+            for (size_t i = 0; i < r->nrecords; i++) {
+                const fp8_record *rec = &r->records[i];
+                if ((int)rec->tensor != t || (int)rec->recipe != k)
+                    continue;
+                n++;
+                mo = fmax(mo, pct(rec->stats.overflows, rec->stats.numel));
+                mu = fmax(mu, pct(rec->stats.underflows, rec->stats.numel));
+                ms = fmin(ms, rec->stats.sqnr_db);
+            }
+            if (n)
+                printf("%-40s %-10s %6d %5zu %12.4f %12.4f %10.2f\n", r->tensor_name[t],
+                       fp8_role_name((fp8_role)r->tensor_role[t]), k, n, mo, mu, ms);
+        }
+    fp8_run_free(r);
+    return 0;
+}
+
+static void csv_str(FILE *f, const char *s)
+{
+    int quote = strpbrk(s, ",\"\n") != NULL;
+    if (!quote) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static int export_csv(const fp8_run *r, FILE *f, int scalars)
+{
+    if (scalars) {
+        fprintf(f, "name,step,value\n");
+        for (size_t i = 0; i < r->nscalars; i++) {
+            csv_str(f, r->scalar_name[r->scalar_id[i]]);
+            fprintf(f, ",%lld,%.17g\n", (long long)r->scalar_step[i], r->scalar_value[i]);
+        }
+        return 0;
+    }
+    fprintf(f, "tensor,role,layer,step,recipe,active,format,rows,cols,numel,finite,nan_count,inf_count,zero_count,"
+               "scale,scale_inv,amax,min,max,mean,std,l1,l2,dynamic_range,kurtosis,overflows,underflows,subnormals,"
+               "overflow_pct,underflow_pct,subnormal_pct,mse,sq_err,rel_err,sqnr_db,cosine,max_abs_err,nscales,"
+               "scale_inv_min,scale_inv_max,blocks_with_overflow,blocks_with_underflow,max_block_dynamic_range\n");
+    for (size_t i = 0; i < r->nrecords; i++) {
+        const fp8_record *rec = &r->records[i];
+        const fp8_stats *s = &rec->stats;
+        csv_str(f, r->tensor_name[rec->tensor]);
+        fprintf(f, ",%s,%d,%lld,", fp8_role_name((fp8_role)r->tensor_role[rec->tensor]), r->tensor_layer[rec->tensor],
+                (long long)rec->step);
+        csv_str(f, r->recipe_spec[rec->recipe]);
+        fprintf(f,
+                ",%d,%s,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,"
+                "%llu,%llu,%llu,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%llu,%.9g,%.9g,%llu,%llu,%.9g\n",
+                rec->active, s->format ? s->format->name : "", (unsigned long long)rec->rows,
+                (unsigned long long)rec->cols, (unsigned long long)s->numel, (unsigned long long)s->finite,
+                (unsigned long long)s->nan_count, (unsigned long long)s->inf_count, (unsigned long long)s->zero_count,
+                s->scale, s->scale_inv, s->amax, s->min, s->max, s->mean, s->std, s->l1, s->l2, s->dynamic_range,
+                s->kurtosis, (unsigned long long)s->overflows, (unsigned long long)s->underflows,
+                (unsigned long long)s->subnormals, pct(s->overflows, s->numel), pct(s->underflows, s->numel),
+                pct(s->subnormals, s->numel), s->mse, s->sq_err, s->rel_err, s->sqnr_db, s->cosine, s->max_abs_err,
+                (unsigned long long)s->nscales, s->scale_inv_min, s->scale_inv_max,
+                (unsigned long long)s->blocks_with_overflow, (unsigned long long)s->blocks_with_underflow,
+                s->max_block_dynamic_range);
+    }
+    return 0;
+}
+
+int cmd_export(int argc, char **argv)
+{
+    const char *path = NULL, *format = "csv", *out = NULL, *recipe = NULL;
+    int scalars = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--format") == 0 && i + 1 < argc)
+            format = argv[++i];
+        else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
+            out = argv[++i];
+        else if (strcmp(argv[i], "--recipe") == 0 && i + 1 < argc)
+            recipe = argv[++i];
+        else if (strcmp(argv[i], "--scalars") == 0)
+            scalars = 1;
+        else if (argv[i][0] == '-' && argv[i][1])
+            return cli_usage_error("export: unknown option '%s' (or it lacks its value)", argv[i]);
+        else if (!path)
+            path = argv[i];
+        else
+            return cli_usage_error("export: one RUN.h5 only (extra '%s')", argv[i]);
+    }
+    if (!path)
+        return cli_usage_error("export needs RUN.h5");
+    if (strcmp(format, "csv") != 0 && strcmp(format, "nvdlfw") != 0)
+        return cli_usage_error("export: unknown format '%s' (csv, nvdlfw)", format);
+    if (strcmp(format, "nvdlfw") == 0 && !out)
+        return cli_usage_error("export --format nvdlfw needs -o DIR");
+    fp8_run *r = load_or_complain(path);
+    if (!r)
+        return 1;
+    int rc = 0;
+    if (strcmp(format, "csv") == 0) {
+        FILE *f = out ? fopen(out, "w") : stdout;
+        if (!f) {
+            fprintf(stderr, "fp8prof: export: cannot create %s: %s\n", out, strerror(errno));
+            rc = 1;
+        } else {
+            export_csv(r, f, scalars);
+            if ((out && fclose(f) != 0) || (!out && fflush(f) != 0)) {
+                fprintf(stderr, "fp8prof: export: write failed\n");
+                rc = 1;
+            }
+        }
+    } else if (fp8_nvdlfw_export(r, out, recipe) != FP8_OK) {
+        fprintf(stderr, "fp8prof: export: %s\n", fp8_error_message());
+        rc = 1;
+    }
+    fp8_run_free(r);
+    return rc;
+}
+
+int cmd_import_nvdlfw(int argc, char **argv)
+{
+    const char *dir = NULL, *out = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
+            out = argv[++i];
+        else if (argv[i][0] == '-')
+            return cli_usage_error("import-nvdlfw: unknown option '%s'", argv[i]);
+        else if (!dir)
+            dir = argv[i];
+        else
+            return cli_usage_error("import-nvdlfw: one LOGDIR only (extra '%s')", argv[i]);
+    }
+    if (!dir || !out)
+        return cli_usage_error("usage: fp8prof import-nvdlfw LOGDIR -o RUN.h5");
+    size_t bad = 0;
+    int st = fp8_nvdlfw_import(dir, out, &bad, stderr);
+    if (st != FP8_OK) {
+        fprintf(stderr, "fp8prof: import-nvdlfw: %s\n", fp8_error_message());
+        return 1;
+    }
+    if (bad)
+        fprintf(stderr, "fp8prof: import-nvdlfw: %zu lines could not be parsed (listed above)\n", bad);
+    return bad ? 1 : 0;
+}
+
+static volatile sig_atomic_t stop_watch;
+static void on_sigint(int sig)
+{
+    (void)sig;
+    stop_watch = 1;
+}
+
+int cmd_watch(int argc, char **argv)
+{
+    const char *path = NULL;
+    double interval = 2.0;
+    int once = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--interval") == 0 && i + 1 < argc) {
+            char *end;
+            interval = strtod(argv[++i], &end);
+            if (*end || !(interval > 0))
+                return cli_usage_error("watch: --interval '%s' is not a positive number of seconds", argv[i]);
+        } else if (strcmp(argv[i], "--once") == 0) {
+            once = 1;
+        } else if (argv[i][0] == '-') {
+            return cli_usage_error("watch: unknown option '%s'", argv[i]);
+        } else {
+            path = argv[i];
+        }
+    }
+    if (!path)
+        return cli_usage_error("watch needs RUN.h5");
+    signal(SIGINT, on_sigint);
+    int64_t shown = INT64_MIN;
+    int misses = 0;
+    while (!stop_watch) {
+        fp8_run *r = fp8_run_load(path);
+        if (!r) {
+            if (once || ++misses > 3) {
+                fprintf(stderr, "fp8prof: watch: %s\n", fp8_error_message());
+                return 1;
+            }
+        } else {
+            misses = 0;
+            int64_t last = INT64_MIN;
+            for (size_t i = 0; i < r->nrecords; i++)
+                last = r->records[i].step > last ? r->records[i].step : last;
+            for (int64_t step = shown == INT64_MIN ? (once ? last : last) : shown + 1; step <= last; step++) {
+                /* the worst tensors of this step */
+                const fp8_record *wo = NULL, *wu = NULL, *ws = NULL;
+                for (size_t i = 0; i < r->nrecords; i++) {
+                    const fp8_record *rec = &r->records[i];
+                    if (rec->step != step)
+                        continue;
+                    if (!wo || pct(rec->stats.overflows, rec->stats.numel) > pct(wo->stats.overflows, wo->stats.numel))
+                        wo = rec;
+                    if (!wu ||
+                        pct(rec->stats.underflows, rec->stats.numel) > pct(wu->stats.underflows, wu->stats.numel))
+                        wu = rec;
+                    if (!ws || rec->stats.sqnr_db < ws->stats.sqnr_db)
+                        ws = rec;
+                }
+                if (!wo)
+                    continue;
+                printf("step %lld: worst overflow %.4f%% %s [%s]; underflow %.4f%% %s [%s]; SQNR %.2f dB %s [%s]\n",
+                       (long long)step, pct(wo->stats.overflows, wo->stats.numel), r->tensor_name[wo->tensor],
+                       r->recipe_spec[wo->recipe], pct(wu->stats.underflows, wu->stats.numel),
+                       r->tensor_name[wu->tensor], r->recipe_spec[wu->recipe], ws->stats.sqnr_db,
+                       r->tensor_name[ws->tensor], r->recipe_spec[ws->recipe]);
+            }
+            fflush(stdout);
+            if (last != INT64_MIN)
+                shown = last;
+            fp8_run_free(r);
+        }
+        if (once)
+            break;
+        usleep((useconds_t)(interval * 1e6));
+    }
+    return 0;
+}
