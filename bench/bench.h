@@ -3,5 +3,6 @@
 #define FP8_BENCH_H
 int bench_formats(void);
 int bench_stats(void);
+int bench_probe(void);
 double bench_now(void);
 #endif

@@ -1,7 +1,7 @@
 /*
  * bench_main.c — `make bench`: every section prints its numbers next to a
  * reference measured in the same run.  Optional argument: a section name
- * (formats, stats).
+ * (formats, stats, probe).
  */
 #include <stdio.h>
 #include <string.h>
@@ -25,6 +25,10 @@ int main(int argc, char **argv)
     if (!only || strcmp(only, "stats") == 0) {
         printf("\n");
         rc |= bench_stats();
+    }
+    if (!only || strcmp(only, "probe") == 0) {
+        printf("\n");
+        rc |= bench_probe();
     }
     return rc;
 }

@@ -200,7 +200,7 @@ static hid_t make_dset(hid_t file, const char *name, hid_t type, int rank, hsize
     hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
     H5Pset_chunk(dcpl, rank, chunk);
     H5Pset_shuffle(dcpl);
-    H5Pset_deflate(dcpl, 4);
+    H5Pset_deflate(dcpl, 1);
     hid_t d = H5Dcreate2(file, name, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
     H5Pclose(dcpl);
     H5Sclose(space);
