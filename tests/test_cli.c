@@ -187,6 +187,10 @@ static void test_run_commands(void)
                         NULL, buf, sizeof buf),
                     1);
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, "nvdlfw_inspect_globalrank-0.log:1041: not '<layer>_<tensor>_<stat>"));
+    /* plain HDF5: h5dump (Debian's hdf5-tools) reads it without fp8prof */
+    CU_ASSERT_EQUAL(run("h5dump -H build/t_synth.h5", NULL, buf, sizeof buf), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "DATASET \"records\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "H5T_STD_U64LE \"overflows\";"));
     /* watch --once prints the last step's worst tensors */
     CU_ASSERT_EQUAL(run("%s watch build/t_synth.h5 --once", NULL, buf, sizeof buf), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, "step 19: worst overflow "));
