@@ -240,11 +240,82 @@ static void test_sigkill(void)
     CU_ASSERT_EQUAL(lost_trials, 0);
 }
 
+/* A reader follows a writer in another process (SWMR): every load while it
+ * writes succeeds and sees at least as many records as the previous one. */
+static void test_live_read(void)
+{
+    int fd[2];
+    CU_ASSERT_FATAL(pipe(fd) == 0);
+    pid_t pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0) {
+        close(fd[0]);
+        fp8_store *s = fp8_store_create("build/t_live.h5", NULL, 0);
+        if (!s)
+            _exit(3);
+        int rc = fp8_store_recipe(s, "e4m3:current:eps=0");
+        int tn = fp8_store_tensor(s, "x", FP8_ROLE_ACTIVATION, 0);
+        char go = 1;
+        if (write(fd[1], &go, 1) != 1) /* the file exists: the reader may start */
+            _exit(4);
+        for (int step = 0; step < 3000; step++) {
+            fp8_stats st;
+            fake_stats(&st, (uint64_t)step);
+            fp8_store_add_record(s, tn, rc, step, 1, 1, 1, &st);
+            if (step % 50 == 49 && fp8_store_flush(s) != FP8_OK)
+                _exit(5);
+            if (step % 50 == 49)
+                usleep(2000);
+        }
+        fp8_store_close(s);
+        _exit(0);
+    }
+    close(fd[1]);
+    char go;
+    CU_ASSERT_EQUAL(read(fd[0], &go, 1), 1);
+    close(fd[0]);
+    size_t last = 0;
+    int loads = 0, failures = 0, decreases = 0;
+    for (int k = 0; k < 40; k++) {
+        fp8_run *r = fp8_run_load("build/t_live.h5");
+        if (!r) {
+            failures++;
+            fprintf(stderr, "\n  live read %d: %s\n", k, fp8_error_message());
+        } else {
+            loads++;
+            if (r->nrecords < last)
+                decreases++;
+            last = r->nrecords;
+            for (size_t i = 0; i < r->nrecords; i++) {
+                fp8_stats want;
+                fake_stats(&want, i);
+                if (r->records[i].stats.amax != want.amax) {
+                    failures++;
+                    break;
+                }
+            }
+            fp8_run_free(r);
+        }
+        usleep(5000);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CU_ASSERT_EQUAL(failures, 0);
+    CU_ASSERT_EQUAL(decreases, 0);
+    CU_ASSERT(loads == 40);
+    fp8_run *r = fp8_run_load("build/t_live.h5");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_EQUAL(r->nrecords, 3000);
+    fp8_run_free(r);
+}
+
 void register_store_tests(void)
 {
     static const char *const names[] = {"write and read back every field, lazy tensors",
                                         "bad files: text, missing, foreign HDF5, newer schema, truncated",
-                                        "SIGKILL at random moments: 20 trials, nothing flushed is lost"};
-    static void (*const fns[])(void) = {test_round_trip, test_bad_files, test_sigkill};
-    add_suite("store", names, fns, 3);
+                                        "SIGKILL at random moments: 20 trials, nothing flushed is lost",
+                                        "a reader follows a writer in another process (SWMR)"};
+    static void (*const fns[])(void) = {test_round_trip, test_bad_files, test_sigkill, test_live_read};
+    add_suite("store", names, fns, 4);
 }
