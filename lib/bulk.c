@@ -161,6 +161,20 @@ static int check_args(const fp8_format *f, float scale, const void *x, size_t n,
     return FP8_OK;
 }
 
+/* The vector kernel's six counters (kernel_vec.h order) added to the class
+ * counts; exact is what is left of n. */
+static void add_counts(uint64_t cnt[FP8_NCLASS], const uint64_t acc[6], size_t n)
+{
+    static const fp8_class order[6] = {FP8_CLASS_FLUSHED, FP8_CLASS_SUBNORMAL, FP8_CLASS_ROUNDED,
+                                       FP8_CLASS_SATURATED, FP8_CLASS_OVERFLOW, FP8_CLASS_NAN};
+    uint64_t rest = n;
+    for (int k = 0; k < 6; k++) {
+        cnt[order[k]] += acc[k];
+        rest -= acc[k];
+    }
+    cnt[FP8_CLASS_EXACT] += rest;
+}
+
 void fp8__caster_init(fp8__caster *c, const fp8_format *f, const fp8_cast_mode *mode)
 {
     static const fp8_cast_mode dflt;
@@ -187,13 +201,7 @@ void fp8__caster_run(const fp8__caster *c, float scale, float scale_inv, const f
                   codes ? (char *)codes + i * (size_t)f->code_bytes : NULL, out ? out + i : NULL, acc, NULL, NULL,
                   0, NULL);
         }
-        cnt[FP8_CLASS_FLUSHED] += acc[0];
-        cnt[FP8_CLASS_SUBNORMAL] += acc[1];
-        cnt[FP8_CLASS_ROUNDED] += acc[2];
-        cnt[FP8_CLASS_SATURATED] += acc[3];
-        cnt[FP8_CLASS_OVERFLOW] += acc[4];
-        cnt[FP8_CLASS_NAN] += acc[5];
-        cnt[FP8_CLASS_EXACT] += nv - acc[0] - acc[1] - acc[2] - acc[3] - acc[4] - acc[5];
+        add_counts(cnt, acc, nv);
         done = nv;
     }
     if (done < n) {
@@ -211,14 +219,7 @@ void fp8__caster_run_groups(const fp8__caster *c, const float *x, size_t n, size
     if (c->vec && glen % VL == 0 && n % glen == 0) {
         uint64_t acc[6] = {0};
         c->fn(&c->p, c->f->code_bytes, 1.0f, 1.0f, x, n, NULL, out, acc, gscale, ginv, glen, gflags);
-        uint64_t rest = acc[0] + acc[1] + acc[2] + acc[3] + acc[4] + acc[5];
-        cnt[FP8_CLASS_FLUSHED] += acc[0];
-        cnt[FP8_CLASS_SUBNORMAL] += acc[1];
-        cnt[FP8_CLASS_ROUNDED] += acc[2];
-        cnt[FP8_CLASS_SATURATED] += acc[3];
-        cnt[FP8_CLASS_OVERFLOW] += acc[4];
-        cnt[FP8_CLASS_NAN] += acc[5];
-        cnt[FP8_CLASS_EXACT] += n - rest;
+        add_counts(cnt, acc, n);
         return;
     }
     for (size_t g = 0, i = 0; i < n; g++, i += glen) {

@@ -51,6 +51,18 @@ static inline int all_lanes(vi m)
 #endif
 }
 
+/* Narrow 16 codes to the format's storage width and store them at codes[i]. */
+#define store_codes(codes, code_bytes, i, code)                                                              \
+    do {                                                                                                   \
+        if ((code_bytes) == 1) {                                                                           \
+            vb cb_ = __builtin_convertvector((code), vb);                                                  \
+            memcpy((uint8_t *)(codes) + (i), &cb_, sizeof cb_);                                            \
+        } else {                                                                                           \
+            vh ch_ = __builtin_convertvector((code), vh);                                                  \
+            memcpy((uint16_t *)(codes) + (i), &ch_, sizeof ch_);                                           \
+        }                                                                                                  \
+    } while (0)
+
 #define SEL(m, a, b) (((a) & (m)) | ((b) & ~(m))) /* m ? a : b, lane-wise */
 
 
@@ -84,13 +96,7 @@ void FP8_VEC_NAME(FP8_VEC_KERNEL_ARGS)
             c_round -= (vu)(vi)((a & ~p->keep_mask) != 0);
             if (codes) {
                 vu code = (((r >> p->rshift) - p->rebias) & ~(vu)azero) | ((neg << p->sign_shift) & keep_sign);
-                if (code_bytes == 1) {
-                    vb cb = __builtin_convertvector(code, vb);
-                    memcpy((uint8_t *)codes + i, &cb, sizeof cb);
-                } else {
-                    vh ch = __builtin_convertvector(code, vh);
-                    memcpy((uint16_t *)codes + i, &ch, sizeof ch);
-                }
+                store_codes(codes, code_bytes, i, code);
             }
             if (out) {
                 vf o = (vf)(r | ((neg << 31) & keep_sign)) * scale_inv;
@@ -127,13 +133,7 @@ void FP8_VEC_NAME(FP8_VEC_KERNEL_ARGS)
             if (codes) {
                 vu code = SEL((vu)sub, ks, (r >> p->rshift) - p->rebias) | ((neg << p->sign_shift) & keep_sign);
                 code = SEL((vu)ovf, SEL((vu)negm, uz + p->ovf_code[1], uz + p->ovf_code[0]), code);
-                if (code_bytes == 1) {
-                    vb cb = __builtin_convertvector(code, vb);
-                    memcpy((uint8_t *)codes + i, &cb, sizeof cb);
-                } else {
-                    vh ch = __builtin_convertvector(code, vh);
-                    memcpy((uint16_t *)codes + i, &ch, sizeof ch);
-                }
+                store_codes(codes, code_bytes, i, code);
             }
             if (out) {
                 vu mb = SEL((vu)sub, (vu)(__builtin_convertvector((vi)ks, vf) * p->q), r);
@@ -192,13 +192,7 @@ void FP8_VEC_NAME(FP8_VEC_KERNEL_ARGS)
             code = SEL((vu)ovf, SEL((vu)negm, uz + p->ovf_code[1], uz + p->ovf_code[0]), code);
             code = SEL((vu)is_inf, SEL((vu)negm, uz + p->inf_code[1], uz + p->inf_code[0]), code);
             code = SEL((vu)is_nan, SEL((vu)negm, uz + p->nan_code[1], uz + p->nan_code[0]), code);
-            if (code_bytes == 1) {
-                vb cb = __builtin_convertvector(code, vb);
-                memcpy((uint8_t *)codes + i, &cb, sizeof cb);
-            } else {
-                vh ch = __builtin_convertvector(code, vh);
-                memcpy((uint16_t *)codes + i, &ch, sizeof ch);
-            }
+            store_codes(codes, code_bytes, i, code);
         }
         if (out) {
             /* value = k * 2^qe, qe = max(e, emin) - mbits >= -136 */
