@@ -213,19 +213,20 @@ void fp8__caster_run(const fp8__caster *c, float scale, float scale_inv, const f
 }
 
 void fp8__caster_run_groups(const fp8__caster *c, const float *x, size_t n, size_t glen, const float *gscale,
-                            const float *ginv, float *out, uint64_t cnt[FP8_NCLASS], unsigned char *gflags,
-                            uint64_t offset)
+                            const float *ginv, float *out, void *codes, uint64_t cnt[FP8_NCLASS],
+                            unsigned char *gflags, uint64_t offset)
 {
     if (c->vec && glen % VL == 0 && n % glen == 0) {
         uint64_t acc[6] = {0};
-        c->fn(&c->p, c->f->code_bytes, 1.0f, 1.0f, x, n, NULL, out, acc, gscale, ginv, glen, gflags);
+        c->fn(&c->p, c->f->code_bytes, 1.0f, 1.0f, x, n, codes, out, acc, gscale, ginv, glen, gflags);
         add_counts(cnt, acc, n);
         return;
     }
     for (size_t g = 0, i = 0; i < n; g++, i += glen) {
         size_t m = n - i < glen ? n - i : glen;
         uint64_t o = cnt[FP8_CLASS_SATURATED] + cnt[FP8_CLASS_OVERFLOW], u = cnt[FP8_CLASS_FLUSHED];
-        fp8__caster_run(c, gscale[g], ginv[g], x + i, m, NULL, out ? out + i : NULL, cnt, offset + i);
+        fp8__caster_run(c, gscale[g], ginv[g], x + i, m, codes ? (char *)codes + i * (size_t)c->f->code_bytes : NULL,
+                        out ? out + i : NULL, cnt, offset + i);
         if (cnt[FP8_CLASS_SATURATED] + cnt[FP8_CLASS_OVERFLOW] > o)
             gflags[g] |= 1;
         if (cnt[FP8_CLASS_FLUSHED] > u)

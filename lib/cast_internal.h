@@ -28,10 +28,10 @@ void fp8__caster_run(const fp8__caster *c, float scale, float scale_inv, const f
                      void *codes, float *out, uint64_t cnt[FP8_NCLASS], uint64_t offset);
 
 /* Cast n elements in consecutive groups of glen, group g with gscale[g] /
- * ginv[g]; class counts added to cnt; gflags[g] |= 1 when the group had an
+ * ginv[g], into out and/or codes (either may be NULL); class counts added to cnt; gflags[g] |= 1 when the group had an
  * overflow, |= 2 when it had a flush.  Every scale must be > 0. */
 void fp8__caster_run_groups(const fp8__caster *c, const float *x, size_t n, size_t glen, const float *gscale,
-                            const float *ginv, float *out, uint64_t cnt[FP8_NCLASS], unsigned char *gflags,
-                            uint64_t offset);
+                            const float *ginv, float *out, void *codes, uint64_t cnt[FP8_NCLASS],
+                            unsigned char *gflags, uint64_t offset);
 
 #endif

@@ -79,6 +79,16 @@ int fp8_quantize(fp8_recipe_state *st, const float *x, size_t rows, size_t cols,
 int fp8_quantize_ex(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
                     fp8_stats *stats, unsigned flags);
 
+/* The same, also giving the element codes (f->code_bytes each, row-major
+ * like x) and every group's dequantization multiplier (scale_inv; NVFP4:
+ * s_block * s_global), so x_hat[i][j] = decode(codes[i][j]) *
+ * group_scale_inv[fp8_quantize_group_of(...)].  group_scale_inv holds
+ * fp8_quantize_ngroups() floats. */
+int fp8_quantize_codes(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, void *codes,
+                       float *group_scale_inv, float *out, fp8_stats *stats, unsigned options);
+size_t fp8_quantize_ngroups(const fp8_recipe *r, size_t rows, size_t cols);
+size_t fp8_quantize_group_of(const fp8_recipe *r, size_t rows, size_t cols, size_t i, size_t j);
+
 /* Bytes of scratch fp8_quantize allocates for a tensor of this shape
  * (transposed or colwise recipes copy the tensor). */
 size_t fp8_quantize_scratch_bytes(const fp8_recipe *r, size_t rows, size_t cols);

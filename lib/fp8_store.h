@@ -46,6 +46,12 @@ int fp8_store_add_scalar(fp8_store *s, int name, int64_t step, double value);
 /* Buffer a full-tensor snapshot (float32, copied). */
 int fp8_store_add_snapshot(fp8_store *s, int tensor, int64_t step, const float *x, uint64_t rows, uint64_t cols);
 
+/* Buffer a snapshot as a recipe's FP8 codes (code_bytes each, little-endian,
+ * row-major) and its groups' scale_inv (fp8_quantize_codes gives both). */
+int fp8_store_add_snapshot_codes(fp8_store *s, int tensor, int64_t step, int recipe, const void *codes,
+                                 int code_bytes, uint64_t rows, uint64_t cols, const float *scale_inv,
+                                 uint64_t nscales);
+
 /* Append everything buffered to the file and flush it to disk. */
 int fp8_store_flush(fp8_store *s);
 
@@ -87,6 +93,8 @@ typedef struct {
         uint32_t tensor;
         int64_t step;
         uint64_t offset, rows, cols;
+        int32_t recipe, code_bytes; /* recipe -1: float32 values; else codes of that recipe */
+        uint64_t codes_offset, scales_offset, nscales;
     } *snapshots;         /* index only; data via fp8_run_snapshot_read */
     char path[1024];
 } fp8_run;
@@ -97,7 +105,8 @@ typedef struct {
 fp8_run *fp8_run_load(const char *path);
 void fp8_run_free(fp8_run *run);
 
-/* Read snapshot i (rows * cols floats) into out. */
+/* Read snapshot i (rows * cols floats) into out; a codes snapshot is
+ * decoded: x_hat = decode(code) * scale_inv of the element's group. */
 int fp8_run_snapshot_read(const fp8_run *run, size_t i, float *out);
 
 #endif

@@ -289,11 +289,24 @@ static void hist_add(hist_acc *h, uint64_t *out, const float *x, size_t n)
 }
 
 /* A group whose scale is zero (nvfp4 block scale underflowed): every
- * element becomes +-0; nonzero finite values are flushed. */
-static void zero_scale_piece(const float *x, size_t n, float *q, uint64_t cnt[FP8_NCLASS])
+ * element becomes +-0; nonzero finite values are flushed.  codes (may be
+ * NULL) get the codes of +-0, NaN, or +-max for +-Inf. */
+static void zero_scale_piece(const fp8_format *f, const float *x, size_t n, float *q, void *codes,
+                             uint64_t cnt[FP8_NCLASS])
 {
     for (size_t i = 0; i < n; i++) {
         float v = x[i];
+        if (codes) {
+            float w = isnan(v) || isinf(v) ? v : copysignf(0.0f, v);
+            uint32_t u;
+            fp8_class cls;
+            memcpy(&u, &w, 4);
+            uint32_t code = fp8__encode_bits(f, FP8_ROUND_NEAREST, 1, u, 0, &cls);
+            if (f->code_bytes == 1)
+                ((uint8_t *)codes)[i] = (uint8_t)code;
+            else
+                ((uint16_t *)codes)[i] = (uint16_t)code;
+        }
         q[i] = copysignf(0.0f, v);
         if (isnan(v))
             cnt[FP8_CLASS_NAN]++, q[i] = v;
@@ -318,18 +331,20 @@ typedef struct {
 
 /* Cast one segment and accumulate; returns its overflow/underflow flags. */
 static unsigned run_segment(pass_ctx *c, const float *x, size_t n, float scale, float scale_inv, float *out,
-                            uint64_t index0)
+                            void *codes, uint64_t index0)
 {
+    const size_t cb = (size_t)c->caster.f->code_bytes;
     uint64_t before_ovf = c->cnt[FP8_CLASS_SATURATED] + c->cnt[FP8_CLASS_OVERFLOW];
     uint64_t before_unf = c->cnt[FP8_CLASS_FLUSHED];
     for (size_t i = 0; i < n; i += PIECE) {
         size_t m = n - i < PIECE ? n - i : PIECE;
         /* cast straight into out unless it overwrites x (in place) */
         float *dst = (out && out != x) ? out + i : c->buf;
+        void *cp = codes ? (char *)codes + i * cb : NULL;
         if (scale > 0.0f)
-            fp8__caster_run(&c->caster, scale, scale_inv, x + i, m, NULL, dst, c->cnt, index0 + i);
+            fp8__caster_run(&c->caster, scale, scale_inv, x + i, m, cp, dst, c->cnt, index0 + i);
         else
-            zero_scale_piece(x + i, m, dst, c->cnt);
+            zero_scale_piece(c->caster.f, x + i, m, dst, cp, c->cnt);
         if (c->stats)
             moments_add(&c->mom, x + i, dst, m);
         if (c->hist)
@@ -432,8 +447,52 @@ int fp8_quantize(fp8_recipe_state *st, const float *x, size_t rows, size_t cols,
     return fp8_quantize_ex(st, x, rows, cols, out, stats, 0);
 }
 
+static void transpose_codes(const void *src, size_t rows, size_t cols, size_t cb, void *dst)
+{
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j = 0; j < cols; j++)
+            memcpy((char *)dst + (j * rows + i) * cb, (const char *)src + (i * cols + j) * cb, cb);
+}
+
+size_t fp8_quantize_ngroups(const fp8_recipe *r, size_t rows, size_t cols)
+{
+    layout L;
+    int t = needs_transpose(r);
+    make_layout(r, t ? cols : rows, t ? rows : cols, &L);
+    return L.ngroups;
+}
+
+size_t fp8_quantize_group_of(const fp8_recipe *r, size_t rows, size_t cols, size_t i, size_t j)
+{
+    layout L;
+    int t = needs_transpose(r);
+    if (t) {
+        size_t k = i;
+        i = j, j = k;
+    }
+    make_layout(r, t ? cols : rows, t ? rows : cols, &L);
+    return L.per_tensor ? 0 : (i / L.br) * L.nbc + j / L.seg;
+}
+
+static int quantize_impl(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
+                         fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv);
+
 int fp8_quantize_ex(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out, fp8_stats *stats,
                     unsigned options)
+{
+    return quantize_impl(st, x, rows, cols, out, stats, options, NULL, NULL);
+}
+
+int fp8_quantize_codes(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, void *codes,
+                       float *group_scale_inv, float *out, fp8_stats *stats, unsigned options)
+{
+    if (!codes || !group_scale_inv)
+        return FP8_ERROR(FP8_EINVAL, "fp8_quantize_codes: codes and group_scale_inv are required");
+    return quantize_impl(st, x, rows, cols, out, stats, options, codes, group_scale_inv);
+}
+
+static int quantize_impl(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
+                         fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv)
 {
     if (!st || !x)
         return FP8_ERROR(FP8_EINVAL, "fp8_quantize: %s is NULL", st ? "the tensor" : "the recipe state");
@@ -459,12 +518,14 @@ int fp8_quantize_ex(fp8_recipe_state *st, const float *x, size_t rows, size_t co
     float *buf = malloc(PIECE * sizeof *buf);
     float *xt = trans ? malloc(numel * sizeof *xt) : NULL;
     float *qt = trans && out ? malloc(numel * sizeof *qt) : NULL;
+    const size_t cb = (size_t)st->format->code_bytes;
+    void *ct = trans && codes ? malloc(numel * cb) : NULL;
     uint64_t *hist = want_hist ? calloc(FP8_EXP_BINS, sizeof *hist) : NULL;
     hist_acc *hacc = want_hist ? calloc(1, sizeof *hacc) : NULL;
     if (!gamax || !gminnz || !scale || !scale_inv || !flags || !buf || (trans && !xt) || (trans && out && !qt) ||
-        (want_hist && (!hist || !hacc))) {
+        (want_hist && (!hist || !hacc)) || (trans && codes && !ct)) {
         free(gamax), free(gminnz), free(scale), free(scale_inv), free(flags), free(buf), free(xt), free(qt),
-            free(hist), free(hacc);
+            free(hist), free(hacc), free(ct);
         return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: out of memory for a %zux%zu tensor", rows, cols);
     }
     for (size_t g = 0; g < ng; g++)
@@ -475,6 +536,7 @@ int fp8_quantize_ex(fp8_recipe_state *st, const float *x, size_t rows, size_t co
         X = xt;
     }
     float *OUT = trans ? qt : out;
+    void *CODES = trans ? ct : codes;
 
     /* Everything below compares, converts or divides floats that may be
      * subnormal: run it in the default environment (fpenv.h). */
@@ -532,8 +594,8 @@ int fp8_quantize_ex(fp8_recipe_state *st, const float *x, size_t rows, size_t co
             for (size_t j0 = 0; j0 < L.C; j0 += chunk) {
                 size_t m = L.C - j0 < chunk ? L.C - j0 : chunk, off = i * L.C + j0, gi = gbase + j0 / L.seg;
                 float *dst = (OUT && OUT != X) ? OUT + off : buf;
-                fp8__caster_run_groups(&c.caster, X + off, m, L.seg, scale + gi, scale_inv + gi, dst, c.cnt,
-                                       flags + gi, off);
+                fp8__caster_run_groups(&c.caster, X + off, m, L.seg, scale + gi, scale_inv + gi, dst,
+                                       CODES ? (char *)CODES + off * cb : NULL, c.cnt, flags + gi, off);
                 if (stats)
                     moments_add(&c.mom, X + off, dst, m);
                 if (hist)
@@ -551,11 +613,15 @@ int fp8_quantize_ex(fp8_recipe_state *st, const float *x, size_t rows, size_t co
             size_t g = L.per_tensor ? 0 : (i / L.br) * L.nbc + jb;
             size_t off = i * L.C + j0;
             flags[g] |= (unsigned char)run_segment(&c, X + off, len, scale[g], scale_inv[g], OUT ? OUT + off : NULL,
-                                                   off);
+                                                   CODES ? (char *)CODES + off * cb : NULL, off);
         }
     }
     if (trans && out)
         transpose(qt, L.R, L.C, out);
+    if (trans && codes)
+        transpose_codes(ct, L.R, L.C, cb, codes);
+    if (group_scale_inv)
+        memcpy(group_scale_inv, scale_inv, ng * sizeof *scale_inv);
 
     if (r->kind == FP8_RECIPE_DELAYED) { /* this step's amax enters slot 0 */
         float amax = bits_to_float(tot_amax);
@@ -578,6 +644,6 @@ int fp8_quantize_ex(fp8_recipe_state *st, const float *x, size_t rows, size_t co
         stats->numel = numel;
     }
     fp8__fenv_leave(&env);
-    free(gamax), free(gminnz), free(scale), free(scale_inv), free(flags), free(buf), free(xt), free(qt), free(hist), free(hacc);
+    free(gamax), free(gminnz), free(scale), free(scale_inv), free(flags), free(buf), free(xt), free(qt), free(hist), free(hacc), free(ct);
     return FP8_OK;
 }

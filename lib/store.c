@@ -9,6 +9,7 @@
  */
 #include <fcntl.h>
 #include <hdf5.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,7 +62,11 @@ typedef struct {
 typedef struct {
     uint32_t tensor;
     int64_t step;
-    uint64_t offset, rows, cols; /* into /snapshot_data, in elements */
+    uint64_t offset, rows, cols; /* float32: into /snapshot_data, in elements */
+    int32_t recipe;              /* -1: float32 values; else codes of this recipe */
+    int32_t code_bytes;
+    uint64_t codes_offset;       /* into /snapshot_codes, in bytes          */
+    uint64_t scales_offset, nscales; /* into /snapshot_scales (scale_inv per group) */
 } disk_snap;
 
 static hid_t str_type(size_t n)
@@ -130,6 +135,11 @@ static hid_t snap_type(void)
     H5Tinsert(t, "offset", HOFFSET(disk_snap, offset), H5T_NATIVE_UINT64);
     H5Tinsert(t, "rows", HOFFSET(disk_snap, rows), H5T_NATIVE_UINT64);
     H5Tinsert(t, "cols", HOFFSET(disk_snap, cols), H5T_NATIVE_UINT64);
+    H5Tinsert(t, "recipe", HOFFSET(disk_snap, recipe), H5T_NATIVE_INT32);
+    H5Tinsert(t, "code_bytes", HOFFSET(disk_snap, code_bytes), H5T_NATIVE_INT32);
+    H5Tinsert(t, "codes_offset", HOFFSET(disk_snap, codes_offset), H5T_NATIVE_UINT64);
+    H5Tinsert(t, "scales_offset", HOFFSET(disk_snap, scales_offset), H5T_NATIVE_UINT64);
+    H5Tinsert(t, "nscales", HOFFSET(disk_snap, nscales), H5T_NATIVE_UINT64);
     return t;
 }
 
@@ -145,9 +155,10 @@ static hid_t scalar_type(void)
 /* ---- the writer ----------------------------------------------------------- */
 
 enum { D_TENSORS, D_RECIPES, D_SCALAR_NAMES, D_RECORDS, D_EXP_HIST, D_SCALE_HIST, D_SCALARS, D_SNAP_DATA,
-       D_SNAP_INDEX, ND };
+       D_SNAP_CODES, D_SNAP_SCALES, D_SNAP_INDEX, ND };
 static const char *dset_names[ND] = {"tensors", "recipes", "scalar_names", "records", "exp_hist", "scale_hist",
-                                     "scalars", "snapshot_data", "snapshot_index"};
+                                     "scalars", "snapshot_data", "snapshot_codes", "snapshot_scales",
+                                     "snapshot_index"};
 
 typedef struct {
     void *data;
@@ -268,14 +279,16 @@ fp8_store *fp8_store_create(const char *path, const char *const *kv, int nkv)
     s->type[D_SCALE_HIST] = H5Tcopy(H5T_NATIVE_UINT64);
     s->type[D_SCALARS] = scalar_type();
     s->type[D_SNAP_DATA] = H5Tcopy(H5T_NATIVE_FLOAT);
+    s->type[D_SNAP_CODES] = H5Tcopy(H5T_NATIVE_UINT8);
+    s->type[D_SNAP_SCALES] = H5Tcopy(H5T_NATIVE_FLOAT);
     s->type[D_SNAP_INDEX] = snap_type();
     const size_t elem[ND] = {sizeof(disk_tensor), sizeof(disk_recipe), sizeof(disk_name), sizeof(disk_record),
                              FP8_EXP_BINS * sizeof(uint64_t), FP8_SCALE_BINS * sizeof(uint64_t), sizeof(disk_scalar),
-                             sizeof(float), sizeof(disk_snap)};
+                             sizeof(float), 1, sizeof(float), sizeof(disk_snap)};
     for (int i = 0; i < ND; i++) {
         int hist = i == D_EXP_HIST || i == D_SCALE_HIST;
         hsize_t width = i == D_EXP_HIST ? FP8_EXP_BINS : i == D_SCALE_HIST ? FP8_SCALE_BINS : 1;
-        hsize_t chunk = hist ? 64 : i == D_SNAP_DATA ? 65536 : 256;
+        hsize_t chunk = hist ? 64 : (i == D_SNAP_DATA || i == D_SNAP_CODES || i == D_SNAP_SCALES) ? 65536 : 256;
         s->dset[i] = make_dset(s->file, dset_names[i], s->type[i], hist ? 2 : 1, width, chunk);
         s->buf[i].elem = elem[i];
         if (s->dset[i] < 0) {
@@ -389,12 +402,9 @@ int fp8_store_add_scalar(fp8_store *s, int name, int64_t step, double value)
     return buf_push(&s->buf[D_SCALARS], &d);
 }
 
-int fp8_store_add_snapshot(fp8_store *s, int tensor, int64_t step, const float *x, uint64_t rows, uint64_t cols)
+/* Append n elements of elem bytes to a buffer without a per-element push. */
+static int buf_append(buffer *b, const void *data, size_t n)
 {
-    if (!s || !x || tensor < 0 || tensor >= s->ntensors || !rows || !cols)
-        return FP8_ERROR(FP8_EINVAL, "run file: snapshot of an unregistered tensor or an empty one");
-    buffer *b = &s->buf[D_SNAP_DATA];
-    size_t n = (size_t)(rows * cols);
     if (b->n + n > b->cap) {
         size_t cap = b->cap ? b->cap : 65536;
         while (cap < b->n + n)
@@ -404,13 +414,42 @@ int fp8_store_add_snapshot(fp8_store *s, int tensor, int64_t step, const float *
             return FP8_ERROR(FP8_ENOMEM, "run file: out of memory buffering a snapshot");
         b->data = d, b->cap = cap;
     }
-    disk_snap ix = {(uint32_t)tensor, step, (uint64_t)(b->written + b->n), rows, cols};
-    int e = buf_push(&s->buf[D_SNAP_INDEX], &ix);
-    if (e)
-        return e;
-    memcpy((float *)b->data + b->n, x, n * sizeof(float));
+    memcpy((char *)b->data + b->n * b->elem, data, n * b->elem);
     b->n += n;
     return FP8_OK;
+}
+
+int fp8_store_add_snapshot(fp8_store *s, int tensor, int64_t step, const float *x, uint64_t rows, uint64_t cols)
+{
+    if (!s || !x || tensor < 0 || tensor >= s->ntensors || !rows || !cols)
+        return FP8_ERROR(FP8_EINVAL, "run file: snapshot of an unregistered tensor or an empty one");
+    buffer *b = &s->buf[D_SNAP_DATA];
+    disk_snap ix;
+    memset(&ix, 0, sizeof ix);
+    ix.tensor = (uint32_t)tensor, ix.step = step, ix.offset = (uint64_t)(b->written + b->n);
+    ix.rows = rows, ix.cols = cols, ix.recipe = -1;
+    int e = buf_append(b, x, (size_t)(rows * cols));
+    return e ? e : buf_push(&s->buf[D_SNAP_INDEX], &ix);
+}
+
+int fp8_store_add_snapshot_codes(fp8_store *s, int tensor, int64_t step, int recipe, const void *codes,
+                                 int code_bytes, uint64_t rows, uint64_t cols, const float *scale_inv,
+                                 uint64_t nscales)
+{
+    if (!s || !codes || !scale_inv || tensor < 0 || tensor >= s->ntensors || recipe < 0 || recipe >= s->nrecipes ||
+        !rows || !cols || (code_bytes != 1 && code_bytes != 2 && code_bytes != 4))
+        return FP8_ERROR(FP8_EINVAL, "run file: bad codes snapshot");
+    disk_snap ix;
+    memset(&ix, 0, sizeof ix);
+    ix.tensor = (uint32_t)tensor, ix.step = step, ix.rows = rows, ix.cols = cols, ix.recipe = recipe;
+    ix.code_bytes = code_bytes;
+    ix.codes_offset = (uint64_t)(s->buf[D_SNAP_CODES].written + s->buf[D_SNAP_CODES].n);
+    ix.scales_offset = (uint64_t)(s->buf[D_SNAP_SCALES].written + s->buf[D_SNAP_SCALES].n);
+    ix.nscales = nscales;
+    int e = buf_append(&s->buf[D_SNAP_CODES], codes, (size_t)(rows * cols) * (size_t)code_bytes);
+    if (!e)
+        e = buf_append(&s->buf[D_SNAP_SCALES], scale_inv, (size_t)nscales);
+    return e ? e : buf_push(&s->buf[D_SNAP_INDEX], &ix);
 }
 
 static int append(fp8_store *s, int i)
@@ -473,7 +512,7 @@ int fp8_store_flush(fp8_store *s)
     }
     /* registries first, so a flushed record never names an unknown tensor */
     static const int order[ND] = {D_TENSORS, D_RECIPES, D_SCALAR_NAMES, D_EXP_HIST, D_SCALE_HIST, D_RECORDS,
-                                  D_SCALARS, D_SNAP_DATA, D_SNAP_INDEX};
+                                  D_SCALARS, D_SNAP_DATA, D_SNAP_CODES, D_SNAP_SCALES, D_SNAP_INDEX};
     int bad = 0;
     for (int k = 0; k < ND && !bad; k++)
         bad = append(s, order[k]) != 0;
@@ -716,6 +755,9 @@ fp8_run *fp8_run_load(const char *path)
         const disk_snap *d = (const disk_snap *)snaps + i;
         r->snapshots[i].tensor = d->tensor, r->snapshots[i].step = d->step, r->snapshots[i].offset = d->offset;
         r->snapshots[i].rows = d->rows, r->snapshots[i].cols = d->cols;
+        r->snapshots[i].recipe = d->recipe, r->snapshots[i].code_bytes = d->code_bytes;
+        r->snapshots[i].codes_offset = d->codes_offset, r->snapshots[i].scales_offset = d->scales_offset;
+        r->snapshots[i].nscales = d->nscales;
     }
     snprintf(r->path, sizeof r->path, "%s", path);
 done:
@@ -726,30 +768,67 @@ done:
     return r;
 }
 
+static int read_slice(hid_t file, const char *name, hid_t memtype, hsize_t start, hsize_t count, void *out)
+{
+    hid_t d = H5Dopen2(file, name, H5P_DEFAULT);
+    if (d < 0)
+        return -1;
+    H5Drefresh(d);
+    hid_t fs = H5Dget_space(d), ms = H5Screate_simple(1, &count, NULL);
+    herr_t e = H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, NULL, &count, NULL);
+    if (e >= 0)
+        e = H5Dread(d, memtype, ms, fs, H5P_DEFAULT, out);
+    H5Sclose(ms), H5Sclose(fs), H5Dclose(d);
+    return e < 0 ? -1 : 0;
+}
+
 int fp8_run_snapshot_read(const fp8_run *r, size_t i, float *out)
 {
     if (!r || i >= r->nsnapshots || !out)
         return FP8_ERROR(FP8_EINVAL, "snapshot %zu does not exist", i);
+    const __typeof__(r->snapshots[0]) *sn = &r->snapshots[i];
+    size_t n = (size_t)(sn->rows * sn->cols);
+    fp8_recipe rec;
+    if (sn->recipe >= 0 && (sn->recipe >= r->nrecipes || fp8_recipe_parse(r->recipe_spec[sn->recipe], &rec) != FP8_OK))
+        return FP8_ERROR(FP8_EINVAL, "%s: snapshot %zu names an unknown recipe", r->path, i);
     quiet q;
     quiet_on(&q);
     int st = FP8_OK;
+    void *codes = NULL;
+    float *gsi = NULL;
     hid_t file = H5Fopen(r->path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
     if (file < 0)
         file = H5Fopen(r->path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    hid_t d = file < 0 ? -1 : H5Dopen2(file, "snapshot_data", H5P_DEFAULT);
-    if (d < 0) {
-        st = FP8_ERROR(FP8_EIO, "%s: cannot open /snapshot_data", r->path);
-    } else {
-        H5Drefresh(d);
-        hsize_t start = r->snapshots[i].offset, count = r->snapshots[i].rows * r->snapshots[i].cols;
-        hid_t fs = H5Dget_space(d), ms = H5Screate_simple(1, &count, NULL);
-        if (H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, NULL, &count, NULL) < 0 ||
-            H5Dread(d, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, out) < 0)
+    if (file < 0) {
+        st = FP8_ERROR(FP8_EIO, "%s: cannot open", r->path);
+    } else if (sn->recipe < 0) {
+        if (read_slice(file, "snapshot_data", H5T_NATIVE_FLOAT, sn->offset, n, out) != 0)
             st = FP8_ERROR(FP8_EIO, "%s: cannot read snapshot %zu", r->path, i);
-        H5Sclose(ms), H5Sclose(fs), H5Dclose(d);
+    } else {
+        codes = malloc(n * (size_t)sn->code_bytes);
+        gsi = malloc((size_t)sn->nscales * sizeof *gsi);
+        if (!codes || !gsi)
+            st = FP8_ERROR(FP8_ENOMEM, "out of memory for snapshot %zu", i);
+        else if (read_slice(file, "snapshot_codes", H5T_NATIVE_UINT8, sn->codes_offset, n * (size_t)sn->code_bytes,
+                            codes) != 0 ||
+                 read_slice(file, "snapshot_scales", H5T_NATIVE_FLOAT, sn->scales_offset, sn->nscales, gsi) != 0)
+            st = FP8_ERROR(FP8_EIO, "%s: cannot read snapshot %zu", r->path, i);
+        else {
+            /* x_hat = decode(code) * scale_inv of the element's group */
+            const fp8_format *f = fp8_recipe_format(&rec, (fp8_role)r->tensor_role[sn->tensor]);
+            for (size_t a = 0; a < sn->rows; a++)
+                for (size_t b = 0; b < sn->cols; b++) {
+                    size_t k = a * sn->cols + b, g = fp8_quantize_group_of(&rec, sn->rows, sn->cols, a, b);
+                    uint32_t c = 0;
+                    memcpy(&c, (char *)codes + k * (size_t)sn->code_bytes, (size_t)sn->code_bytes);
+                    out[k] = fp8_format_decode(f, c) * (g < sn->nscales ? gsi[g] : NAN);
+                }
+        }
     }
     if (file >= 0)
         H5Fclose(file);
+    free(codes);
+    free(gsi);
     quiet_off(&q);
     return st;
 }

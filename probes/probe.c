@@ -190,24 +190,34 @@ static int probe_run(fp8_probe *p, int64_t step, const float *x, size_t rows, si
     const fp8_probe_options *o = &run->opt;
     int rec = recorded_step(o, step);
     int snap = rec && p->snapshot && step % o->snapshot_every == 0;
+    int snap_codes = snap && o->snapshot_codes && p->has_active;
     unsigned flags = o->exp_hist ? 0 : FP8_STATS_NO_EXP_HIST;
     fp8_stats *stats = rec ? malloc((size_t)p->nrec * sizeof *stats) : NULL;
-    float *copy = snap ? malloc(rows * cols * sizeof *copy) : NULL;
+    float *copy = snap && !snap_codes ? malloc(rows * cols * sizeof *copy) : NULL;
+    size_t ng = snap_codes ? fp8_quantize_ngroups(&p->st[0]->recipe, rows, cols) : 0;
+    int cb = p->has_active ? p->st[0]->format->code_bytes : 1;
+    void *codes = snap_codes ? malloc(rows * cols * (size_t)cb) : NULL;
+    float *gsi = snap_codes ? malloc(ng * sizeof *gsi) : NULL;
     if (rec && !stats)
         rec = 0; /* no memory for statistics: still cast */
+    if (snap_codes && (!codes || !gsi))
+        snap_codes = 0;
     if (copy)
         memcpy(copy, x, rows * cols * sizeof *copy);
     int st = FP8_OK;
     pthread_mutex_lock(&p->lock);
     for (int i = p->nrec - 1; i >= 0 && st == FP8_OK; i--) {
         int is_active = p->has_active && i == 0;
-        st = fp8_quantize_ex(p->st[i], x, rows, cols, is_active ? out : NULL, rec ? &stats[i] : NULL, flags);
+        if (is_active && snap_codes)
+            st = fp8_quantize_codes(p->st[i], x, rows, cols, codes, gsi, out, rec ? &stats[i] : NULL, flags);
+        else
+            st = fp8_quantize_ex(p->st[i], x, rows, cols, is_active ? out : NULL, rec ? &stats[i] : NULL, flags);
     }
     if (st == FP8_OK && out && !p->has_active && out != x)
         memcpy(out, x, rows * cols * sizeof *out);
     p->touched = 1;
     pthread_mutex_unlock(&p->lock);
-    if (st == FP8_OK && (rec || copy)) {
+    if (st == FP8_OK && (rec || copy || snap_codes)) {
         pthread_mutex_lock(&run->lock);
         if (run->io_failed) {
             run->dropped += (uint64_t)(rec ? p->nrec : 0);
@@ -218,11 +228,16 @@ static int probe_run(fp8_probe *p, int64_t step, const float *x, size_t rows, si
                     run->dropped++;
             if (copy && fp8_store_add_snapshot(run->store, p->tensor_id, step, copy, rows, cols) != FP8_OK)
                 run->dropped++;
+            if (snap_codes && fp8_store_add_snapshot_codes(run->store, p->tensor_id, step, p->recipe_id[0], codes, cb,
+                                                           rows, cols, gsi, ng) != FP8_OK)
+                run->dropped++;
         }
         pthread_mutex_unlock(&run->lock);
     }
     free(stats);
     free(copy);
+    free(codes);
+    free(gsi);
     return st;
 }
 

@@ -155,6 +155,46 @@ static void test_window_and_bits(void)
     fp8_run_free(f);
 }
 
+/* snapshots as codes + scales decode to exactly what apply produced */
+static void test_code_snapshots(void)
+{
+    const char *specs[] = {"e4m3:block=1x128", "mxfp8", "nvfp4", "hybrid:delayed:history=4",
+                           "e4m3:block=1x128:transposed"};
+    enum { R = 6, C = 256, N = R * C };
+    static float x[N], scratch[N], want[3][N], got[N];
+    for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
+        fp8_probe_options o = fp8_probe_defaults();
+        o.snapshot_pattern = "*";
+        o.snapshot_every = 3;
+        o.snapshot_codes = 1;
+        fp8_probe_run *run = fp8_probe_open("build/t_codes.h5", &o, NULL, 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(run);
+        fp8_probe *p = fp8_probe_declare(run, "g", FP8_ROLE_GRADIENT, 0, specs[k], NULL, 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        for (int step = 0; step < 9; step++) {
+            fill(x, N, (uint64_t)step + 100, (float)(1 + step));
+            float *dst = step % 3 == 0 ? want[step / 3] : scratch;
+            CU_ASSERT_EQUAL(fp8_probe_apply(p, step, x, R, C, dst), FP8_OK);
+            fp8_probe_step_end(run, step);
+        }
+        CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
+        fp8_run *f = fp8_run_load("build/t_codes.h5");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        CU_ASSERT_EQUAL(f->nsnapshots, 3);
+        for (size_t i = 0; i < f->nsnapshots && i < 3; i++) {
+            CU_ASSERT_EQUAL(f->snapshots[i].recipe, 0);
+            CU_ASSERT_EQUAL(fp8_run_snapshot_read(f, i, got), FP8_OK);
+            size_t bad = 0;
+            for (size_t e = 0; e < N; e++)
+                bad += bits_of(got[e]) != bits_of(want[i][e]);
+            if (bad)
+                fprintf(stderr, "\n  %s snapshot %zu: %zu values differ", specs[k], i, bad);
+            CU_ASSERT_EQUAL(bad, 0);
+        }
+        fp8_run_free(f);
+    }
+}
+
 typedef struct {
     fp8_probe *p;
     int id;
@@ -275,7 +315,9 @@ void register_probe_tests(void)
 {
     static const char *const names[] = {"a training loop: apply in place, shadows, late tensors, snapshots",
                                         "recording window, bf16/fp16 input, histograms off",
-                                        "four threads recording at once", "disk full: recording stops, casts go on"};
-    static void (*const fns[])(void) = {test_loop, test_window_and_bits, test_threads, test_disk_full};
-    add_suite("probe", names, fns, 4);
+                                        "four threads recording at once", "disk full: recording stops, casts go on",
+                                        "snapshots as FP8 codes + group scales decode exactly"};
+    static void (*const fns[])(void) = {test_loop, test_window_and_bits, test_threads, test_disk_full,
+                                        test_code_snapshots};
+    add_suite("probe", names, fns, 5);
 }
