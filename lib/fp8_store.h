@@ -103,6 +103,10 @@ typedef struct {
  * died).  NULL with a message naming the file and the problem: not HDF5,
  * not an fp8prof run, a newer schema, a damaged file. */
 fp8_run *fp8_run_load(const char *path);
+/* The same, keeping only records and snapshots of tensors whose name
+ * matches tensor_pattern (fnmatch; NULL: all) and steps in [step_min,
+ * step_max].  Registries (tensors, recipes) stay whole. */
+fp8_run *fp8_run_load_filtered(const char *path, const char *tensor_pattern, int64_t step_min, int64_t step_max);
 void fp8_run_free(fp8_run *run);
 
 /* Read snapshot i (rows * cols floats) into out; a codes snapshot is

@@ -8,6 +8,7 @@
  * silenced around our calls; failures come back as FP8_EIO with a message.
  */
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <hdf5.h>
 #include <math.h>
 #include <stdlib.h>
@@ -621,7 +622,9 @@ static herr_t meta_cb(hid_t loc, const char *name, const H5A_info_t *info, void 
     return 0;
 }
 
-fp8_run *fp8_run_load(const char *path)
+fp8_run *fp8_run_load(const char *path) { return fp8_run_load_filtered(path, NULL, INT64_MIN, INT64_MAX); }
+
+fp8_run *fp8_run_load_filtered(const char *path, const char *tensor_pattern, int64_t step_min, int64_t step_max)
 {
     quiet q;
     quiet_on(&q);
@@ -726,9 +729,22 @@ fp8_run *fp8_run_load(const char *path)
         memcpy(r->scalar_name[i], ((const disk_name *)names)[i].name, FP8_NAME_MAX);
         r->scalar_name[i][FP8_NAME_MAX - 1] = 0;
     }
+    /* tensors the pattern keeps */
+    unsigned char *keep = calloc(nt + 1, 1);
+    if (!keep) {
+        FP8_ERROR(FP8_ENOMEM, "%s: out of memory", path);
+        fp8_run_free(r);
+        r = NULL;
+        goto done;
+    }
+    for (size_t i = 0; i < nt; i++)
+        keep[i] = !tensor_pattern || fnmatch(tensor_pattern, r->tensor_name[i], 0) == 0;
+    size_t kept = 0;
     for (size_t i = 0; i < nrec; i++) {
         const disk_record *d = (const disk_record *)records + i;
-        fp8_record *o = &r->records[i];
+        if (d->tensor >= nt || !keep[d->tensor] || d->step < step_min || d->step > step_max)
+            continue;
+        fp8_record *o = &r->records[kept++];
         o->tensor = d->tensor, o->recipe = d->recipe, o->step = d->step, o->active = d->active;
         o->rows = d->rows, o->cols = d->cols;
         memcpy(o->stats.classes.n, d->classes, sizeof d->classes);
@@ -739,6 +755,7 @@ fp8_run *fp8_run_load(const char *path)
         memcpy(o->stats.exp_hist, (const uint64_t *)exph + i * FP8_EXP_BINS, sizeof o->stats.exp_hist);
         memcpy(o->stats.scale_hist, (const uint64_t *)sch + i * FP8_SCALE_BINS, sizeof o->stats.scale_hist);
     }
+    r->nrecords = kept;
     for (size_t i = 0; i < nsc; i++) {
         const disk_scalar *d = (const disk_scalar *)scal + i;
         r->scalar_id[i] = d->id, r->scalar_step[i] = d->step, r->scalar_value[i] = d->value;
@@ -750,15 +767,20 @@ fp8_run *fp8_run_load(const char *path)
         r = NULL;
         goto done;
     }
-    r->nsnapshots = nsnap;
-    for (size_t i = 0; i < nsnap; i++) {
-        const disk_snap *d = (const disk_snap *)snaps + i;
+    size_t ks = 0;
+    for (size_t j = 0; j < nsnap; j++) {
+        const disk_snap *d = (const disk_snap *)snaps + j;
+        if (d->tensor >= nt || !keep[d->tensor] || d->step < step_min || d->step > step_max)
+            continue;
+        size_t i = ks++;
         r->snapshots[i].tensor = d->tensor, r->snapshots[i].step = d->step, r->snapshots[i].offset = d->offset;
         r->snapshots[i].rows = d->rows, r->snapshots[i].cols = d->cols;
         r->snapshots[i].recipe = d->recipe, r->snapshots[i].code_bytes = d->code_bytes;
         r->snapshots[i].codes_offset = d->codes_offset, r->snapshots[i].scales_offset = d->scales_offset;
         r->snapshots[i].nscales = d->nscales;
     }
+    r->nsnapshots = ks;
+    free(keep);
     snprintf(r->path, sizeof r->path, "%s", path);
 done:
     if (file >= 0)

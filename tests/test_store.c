@@ -113,6 +113,14 @@ static void test_round_trip(void)
         CU_ASSERT_PTR_EQUAL(got->format, want.format);
     }
     CU_ASSERT_EQUAL(run->records[249].tensor, 1);
+    /* a selection: the late tensor, steps 60..69 */
+    fp8_run *sel = fp8_run_load_filtered("build/t_run.h5", "*.w2.*", 60, 69);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sel);
+    CU_ASSERT_EQUAL(sel->nrecords, 10);
+    for (size_t i = 0; i < sel->nrecords; i++)
+        CU_ASSERT(sel->records[i].tensor == 1 && sel->records[i].step >= 60 && sel->records[i].step <= 69);
+    CU_ASSERT_EQUAL(sel->ntensors, 2);
+    fp8_run_free(sel);
     CU_ASSERT_EQUAL(run->records[249].step, 99);
     CU_ASSERT_EQUAL(run->records[1].active, 0);
     CU_ASSERT_EQUAL(run->records[1].cols, 256);
