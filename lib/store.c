@@ -8,158 +8,13 @@
  * silenced around our calls; failures come back as FP8_EIO with a message.
  */
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <hdf5.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "fp8_store.h"
-
-/* ---- the record layout ---------------------------------------------------- */
-
-/* Every numeric statistic of fp8_stats, as stored (X-macro: U = uint64,
- * D = double).  The on-disk member names are these names. */
-#define STAT_FIELDS(U, D)                                                                                    \
-    U(numel) U(finite) U(nan_count) U(inf_count) U(zero_count) D(amax) D(min) D(max) D(mean) D(std) D(l1)      \
-    D(l2) D(min_nonzero) D(dynamic_range) D(kurtosis) U(overflows) U(underflows) U(subnormals)                 \
-    U(err_excluded) D(sq_err) D(mse) D(rel_err) D(sqnr_db) D(cosine) D(max_abs_err) U(nscales) D(scale)        \
-    D(scale_inv) D(global_scale_inv) D(scale_inv_min) D(scale_inv_max) D(scale_inv_mean) D(scale_inv_std)     \
-    U(nblocks) U(blocks_with_overflow) U(blocks_with_underflow) D(max_block_dynamic_range)
-
-#define AS_U64(f) uint64_t f;
-#define AS_F64(f) double f;
-typedef struct {
-    uint32_t tensor, recipe;
-    int64_t step;
-    int32_t active;
-    uint64_t rows, cols;
-    uint64_t classes[FP8_NCLASS];
-    char format[24];
-    STAT_FIELDS(AS_U64, AS_F64)
-} disk_record;
-#undef AS_U64
-#undef AS_F64
-
-typedef struct {
-    char name[FP8_NAME_MAX];
-    int32_t role, layer;
-} disk_tensor;
-
-typedef struct {
-    char spec[FP8_SPEC_MAX];
-} disk_recipe;
-
-typedef struct {
-    char name[FP8_NAME_MAX];
-} disk_name;
-
-typedef struct {
-    uint32_t id;
-    int64_t step;
-    double value;
-} disk_scalar;
-
-typedef struct {
-    uint32_t tensor;
-    int64_t step;
-    uint64_t offset, rows, cols; /* float32: into /snapshot_data, in elements */
-    int32_t recipe;              /* -1: float32 values; else codes of this recipe */
-    int32_t code_bytes;
-    uint64_t codes_offset;       /* into /snapshot_codes, in bytes          */
-    uint64_t scales_offset, nscales; /* into /snapshot_scales (scale_inv per group) */
-} disk_snap;
-
-static hid_t str_type(size_t n)
-{
-    hid_t t = H5Tcopy(H5T_C_S1);
-    H5Tset_size(t, n);
-    H5Tset_strpad(t, H5T_STR_NULLTERM);
-    return t;
-}
-
-static hid_t record_type(void)
-{
-    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(disk_record));
-    hsize_t nc = FP8_NCLASS;
-    hid_t cls = H5Tarray_create2(H5T_NATIVE_UINT64, 1, &nc);
-    hid_t fmt = str_type(24);
-    H5Tinsert(t, "tensor", HOFFSET(disk_record, tensor), H5T_NATIVE_UINT32);
-    H5Tinsert(t, "recipe", HOFFSET(disk_record, recipe), H5T_NATIVE_UINT32);
-    H5Tinsert(t, "step", HOFFSET(disk_record, step), H5T_NATIVE_INT64);
-    H5Tinsert(t, "active", HOFFSET(disk_record, active), H5T_NATIVE_INT32);
-    H5Tinsert(t, "rows", HOFFSET(disk_record, rows), H5T_NATIVE_UINT64);
-    H5Tinsert(t, "cols", HOFFSET(disk_record, cols), H5T_NATIVE_UINT64);
-    H5Tinsert(t, "classes", HOFFSET(disk_record, classes), cls);
-    H5Tinsert(t, "format", HOFFSET(disk_record, format), fmt);
-#define INS_U64(f) H5Tinsert(t, #f, HOFFSET(disk_record, f), H5T_NATIVE_UINT64);
-#define INS_F64(f) H5Tinsert(t, #f, HOFFSET(disk_record, f), H5T_NATIVE_DOUBLE);
-    STAT_FIELDS(INS_U64, INS_F64)
-#undef INS_U64
-#undef INS_F64
-    H5Tclose(cls);
-    H5Tclose(fmt);
-    return t;
-}
-
-static hid_t tensor_type(void)
-{
-    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(disk_tensor)), s = str_type(FP8_NAME_MAX);
-    H5Tinsert(t, "name", HOFFSET(disk_tensor, name), s);
-    H5Tinsert(t, "role", HOFFSET(disk_tensor, role), H5T_NATIVE_INT32);
-    H5Tinsert(t, "layer", HOFFSET(disk_tensor, layer), H5T_NATIVE_INT32);
-    H5Tclose(s);
-    return t;
-}
-
-static hid_t recipe_type(void)
-{
-    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(disk_recipe)), s = str_type(FP8_SPEC_MAX);
-    H5Tinsert(t, "spec", HOFFSET(disk_recipe, spec), s);
-    H5Tclose(s);
-    return t;
-}
-
-static hid_t name_type(void)
-{
-    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(disk_name)), s = str_type(FP8_NAME_MAX);
-    H5Tinsert(t, "name", HOFFSET(disk_name, name), s);
-    H5Tclose(s);
-    return t;
-}
-
-static hid_t snap_type(void)
-{
-    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(disk_snap));
-    H5Tinsert(t, "tensor", HOFFSET(disk_snap, tensor), H5T_NATIVE_UINT32);
-    H5Tinsert(t, "step", HOFFSET(disk_snap, step), H5T_NATIVE_INT64);
-    H5Tinsert(t, "offset", HOFFSET(disk_snap, offset), H5T_NATIVE_UINT64);
-    H5Tinsert(t, "rows", HOFFSET(disk_snap, rows), H5T_NATIVE_UINT64);
-    H5Tinsert(t, "cols", HOFFSET(disk_snap, cols), H5T_NATIVE_UINT64);
-    H5Tinsert(t, "recipe", HOFFSET(disk_snap, recipe), H5T_NATIVE_INT32);
-    H5Tinsert(t, "code_bytes", HOFFSET(disk_snap, code_bytes), H5T_NATIVE_INT32);
-    H5Tinsert(t, "codes_offset", HOFFSET(disk_snap, codes_offset), H5T_NATIVE_UINT64);
-    H5Tinsert(t, "scales_offset", HOFFSET(disk_snap, scales_offset), H5T_NATIVE_UINT64);
-    H5Tinsert(t, "nscales", HOFFSET(disk_snap, nscales), H5T_NATIVE_UINT64);
-    return t;
-}
-
-static hid_t scalar_type(void)
-{
-    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(disk_scalar));
-    H5Tinsert(t, "id", HOFFSET(disk_scalar, id), H5T_NATIVE_UINT32);
-    H5Tinsert(t, "step", HOFFSET(disk_scalar, step), H5T_NATIVE_INT64);
-    H5Tinsert(t, "value", HOFFSET(disk_scalar, value), H5T_NATIVE_DOUBLE);
-    return t;
-}
+#include "store_layout.h"
 
 /* ---- the writer ----------------------------------------------------------- */
-
-enum { D_TENSORS, D_RECIPES, D_SCALAR_NAMES, D_RECORDS, D_EXP_HIST, D_SCALE_HIST, D_SCALARS, D_SNAP_DATA,
-       D_SNAP_CODES, D_SNAP_SCALES, D_SNAP_INDEX, ND };
-static const char *dset_names[ND] = {"tensors", "recipes", "scalar_names", "records", "exp_hist", "scale_hist",
-                                     "scalars", "snapshot_data", "snapshot_codes", "snapshot_scales",
-                                     "snapshot_index"};
 
 typedef struct {
     void *data;
@@ -177,19 +32,6 @@ struct fp8_store {
     disk_name *names;
     int failed;           /* a write failed: later flushes refuse     */
 };
-
-typedef struct {
-    H5E_auto2_t fn;
-    void *data;
-} quiet;
-
-static void quiet_on(quiet *q)
-{
-    H5Eget_auto2(H5E_DEFAULT, &q->fn, &q->data);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-}
-
-static void quiet_off(const quiet *q) { H5Eset_auto2(H5E_DEFAULT, q->fn, q->data); }
 
 static int buf_push(buffer *b, const void *elem)
 {
@@ -221,7 +63,7 @@ static hid_t make_dset(hid_t file, const char *name, hid_t type, int rank, hsize
 
 static int write_str_attr(hid_t obj, const char *name, const char *value)
 {
-    hid_t t = str_type(strlen(value) + 1), sp = H5Screate(H5S_SCALAR);
+    hid_t t = fp8__str_type(strlen(value) + 1), sp = H5Screate(H5S_SCALAR);
     hid_t a = H5Acreate2(obj, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
     herr_t e = a < 0 ? -1 : H5Awrite(a, t, value);
     if (a >= 0)
@@ -272,17 +114,17 @@ fp8_store *fp8_store_create(const char *path, const char *const *kv, int nkv)
         FP8_ERROR(FP8_EIO, "%s: cannot create the run file", path);
         goto fail;
     }
-    s->type[D_TENSORS] = tensor_type();
-    s->type[D_RECIPES] = recipe_type();
-    s->type[D_SCALAR_NAMES] = name_type();
-    s->type[D_RECORDS] = record_type();
+    s->type[D_TENSORS] = fp8__tensor_type();
+    s->type[D_RECIPES] = fp8__recipe_type();
+    s->type[D_SCALAR_NAMES] = fp8__name_type();
+    s->type[D_RECORDS] = fp8__record_type();
     s->type[D_EXP_HIST] = H5Tcopy(H5T_NATIVE_UINT64);
     s->type[D_SCALE_HIST] = H5Tcopy(H5T_NATIVE_UINT64);
-    s->type[D_SCALARS] = scalar_type();
+    s->type[D_SCALARS] = fp8__scalar_type();
     s->type[D_SNAP_DATA] = H5Tcopy(H5T_NATIVE_FLOAT);
     s->type[D_SNAP_CODES] = H5Tcopy(H5T_NATIVE_UINT8);
     s->type[D_SNAP_SCALES] = H5Tcopy(H5T_NATIVE_FLOAT);
-    s->type[D_SNAP_INDEX] = snap_type();
+    s->type[D_SNAP_INDEX] = fp8__snap_type();
     const size_t elem[ND] = {sizeof(disk_tensor), sizeof(disk_recipe), sizeof(disk_name), sizeof(disk_record),
                              FP8_EXP_BINS * sizeof(uint64_t), FP8_SCALE_BINS * sizeof(uint64_t), sizeof(disk_scalar),
                              sizeof(float), 1, sizeof(float), sizeof(disk_snap)};
@@ -535,322 +377,6 @@ int fp8_store_close(fp8_store *s)
     quiet q;
     quiet_on(&q);
     store_free(s);
-    quiet_off(&q);
-    return st;
-}
-
-/* ---- the reader ----------------------------------------------------------- */
-
-static int read_all(hid_t file, const char *name, hid_t memtype, size_t elem, void **out, size_t *n)
-{
-    hid_t d = H5Dopen2(file, name, H5P_DEFAULT);
-    if (d < 0)
-        return -1;
-    H5Drefresh(d); /* SWMR: see the writer's latest flush */
-    hid_t sp = H5Dget_space(d);
-    hsize_t dims[2] = {0, 0};
-    H5Sget_simple_extent_dims(sp, dims, NULL);
-    *n = (size_t)dims[0];
-    *out = calloc(*n ? *n : 1, elem);
-    herr_t e = *out ? 0 : -1;
-    if (!e && *n)
-        e = H5Dread(d, memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, *out);
-    H5Sclose(sp);
-    H5Dclose(d);
-    return e < 0 ? -1 : 0;
-}
-
-static char *read_str_attr(hid_t obj, const char *name)
-{
-    hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
-    if (a < 0)
-        return NULL;
-    hid_t t = H5Aget_type(a);
-    char *v = NULL;
-    if (H5Tget_class(t) == H5T_STRING && !H5Tis_variable_str(t)) {
-        size_t sz = H5Tget_size(t);
-        v = calloc(sz + 1, 1);
-        if (v && H5Aread(a, t, v) < 0) {
-            free(v);
-            v = NULL;
-        }
-    }
-    H5Tclose(t);
-    H5Aclose(a);
-    return v;
-}
-
-void fp8_run_free(fp8_run *r)
-{
-    if (!r)
-        return;
-    for (int i = 0; i < r->nmeta; i++)
-        free(r->meta_value[i]);
-    free(r->meta_key);
-    free(r->meta_value);
-    free(r->tensor_name);
-    free(r->tensor_role);
-    free(r->tensor_layer);
-    free(r->recipe_spec);
-    free(r->scalar_name);
-    free(r->records);
-    free(r->scalar_id);
-    free(r->scalar_step);
-    free(r->scalar_value);
-    free(r->snapshots);
-    free(r);
-}
-
-static herr_t meta_cb(hid_t loc, const char *name, const H5A_info_t *info, void *op)
-{
-    (void)info;
-    fp8_run *r = op;
-    char *v = read_str_attr(loc, name);
-    if (!v)
-        return 0;
-    void *k = realloc(r->meta_key, (size_t)(r->nmeta + 1) * sizeof *r->meta_key);
-    void *vv = k ? realloc(r->meta_value, (size_t)(r->nmeta + 1) * sizeof *r->meta_value) : NULL;
-    if (k)
-        r->meta_key = k;
-    if (!k || !vv) {
-        free(v);
-        return -1;
-    }
-    r->meta_value = vv;
-    snprintf(r->meta_key[r->nmeta], FP8_NAME_MAX, "%s", name);
-    r->meta_value[r->nmeta++] = v;
-    return 0;
-}
-
-fp8_run *fp8_run_load(const char *path) { return fp8_run_load_filtered(path, NULL, INT64_MIN, INT64_MAX); }
-
-fp8_run *fp8_run_load_filtered(const char *path, const char *tensor_pattern, int64_t step_min, int64_t step_max)
-{
-    quiet q;
-    quiet_on(&q);
-    fp8_run *r = NULL;
-    hid_t file = -1;
-    void *tens = NULL, *recs = NULL, *names = NULL, *records = NULL, *exph = NULL, *sch = NULL, *scal = NULL;
-    void *snaps = NULL;
-    size_t nt, nr, nn, nrec, ne, ns, nsc, nsnap;
-    if (H5Fis_hdf5(path) <= 0) {
-        FILE *f = fopen(path, "rb");
-        if (!f)
-            FP8_ERROR(FP8_EIO, "%s: cannot open", path);
-        else {
-            fclose(f);
-            FP8_ERROR(FP8_EINVAL, "%s: not an HDF5 file (or a damaged one)", path);
-        }
-        goto done;
-    }
-    file = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
-    if (file < 0)
-        file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (file < 0) {
-        FP8_ERROR(FP8_EIO, "%s: HDF5 cannot open it", path);
-        goto done;
-    }
-    char *ver = read_str_attr(file, "fp8prof_schema");
-    if (!ver) {
-        FP8_ERROR(FP8_EINVAL, "%s: an HDF5 file, but not an fp8prof run (no fp8prof_schema attribute)", path);
-        goto done;
-    }
-    int schema = atoi(ver);
-    free(ver);
-    if (schema < 1 || schema > FP8_STORE_SCHEMA) {
-        FP8_ERROR(FP8_EINVAL, "%s: schema version %d; this fp8prof reads up to %d (upgrade fp8prof)", path, schema,
-                  FP8_STORE_SCHEMA);
-        goto done;
-    }
-    r = calloc(1, sizeof *r);
-    if (!r) {
-        FP8_ERROR(FP8_ENOMEM, "%s: out of memory", path);
-        goto done;
-    }
-    r->schema = schema;
-    hid_t tt = tensor_type(), rt = recipe_type(), nmt = name_type(), rct = record_type(), st = scalar_type(),
-          snt = snap_type();
-    int bad = read_all(file, "tensors", tt, sizeof(disk_tensor), &tens, &nt) ||
-              read_all(file, "recipes", rt, sizeof(disk_recipe), &recs, &nr) ||
-              read_all(file, "scalar_names", nmt, sizeof(disk_name), &names, &nn) ||
-              read_all(file, "records", rct, sizeof(disk_record), &records, &nrec) ||
-              read_all(file, "exp_hist", H5T_NATIVE_UINT64, FP8_EXP_BINS * sizeof(uint64_t), &exph, &ne) ||
-              read_all(file, "scale_hist", H5T_NATIVE_UINT64, FP8_SCALE_BINS * sizeof(uint64_t), &sch, &ns) ||
-              read_all(file, "scalars", st, sizeof(disk_scalar), &scal, &nsc) ||
-              read_all(file, "snapshot_index", snt, sizeof(disk_snap), &snaps, &nsnap);
-    H5Tclose(tt), H5Tclose(rt), H5Tclose(nmt), H5Tclose(rct), H5Tclose(st), H5Tclose(snt);
-    if (bad) {
-        FP8_ERROR(FP8_EINVAL, "%s: a dataset of the run is missing or unreadable", path);
-        fp8_run_free(r);
-        r = NULL;
-        goto done;
-    }
-    hid_t meta = H5Gopen2(file, "meta", H5P_DEFAULT);
-    if (meta >= 0) {
-        hsize_t idx = 0;
-        H5Aiterate2(meta, H5_INDEX_NAME, H5_ITER_INC, &idx, meta_cb, r);
-        H5Gclose(meta);
-    }
-    /* a reader may catch the histograms a flush ahead of the records */
-    if (ne < nrec || ns < nrec)
-        nrec = ne < ns ? ne : ns;
-    r->ntensors = (int)nt;
-    r->tensor_name = calloc(nt + 1, FP8_NAME_MAX);
-    r->tensor_role = calloc(nt + 1, sizeof(int));
-    r->tensor_layer = calloc(nt + 1, sizeof(int));
-    r->nrecipes = (int)nr;
-    r->recipe_spec = calloc(nr + 1, FP8_SPEC_MAX);
-    r->nscalar_names = (int)nn;
-    r->scalar_name = calloc(nn + 1, FP8_NAME_MAX);
-    r->nrecords = nrec;
-    r->records = calloc(nrec + 1, sizeof *r->records);
-    r->nscalars = nsc;
-    r->scalar_id = calloc(nsc + 1, sizeof *r->scalar_id);
-    r->scalar_step = calloc(nsc + 1, sizeof *r->scalar_step);
-    r->scalar_value = calloc(nsc + 1, sizeof *r->scalar_value);
-    if (!r->tensor_name || !r->tensor_role || !r->tensor_layer || !r->recipe_spec || !r->scalar_name ||
-        !r->records || !r->scalar_id || !r->scalar_step || !r->scalar_value) {
-        FP8_ERROR(FP8_ENOMEM, "%s: out of memory", path);
-        fp8_run_free(r);
-        r = NULL;
-        goto done;
-    }
-    for (size_t i = 0; i < nt; i++) {
-        const disk_tensor *d = (const disk_tensor *)tens + i;
-        memcpy(r->tensor_name[i], d->name, FP8_NAME_MAX);
-        r->tensor_name[i][FP8_NAME_MAX - 1] = 0;
-        r->tensor_role[i] = d->role, r->tensor_layer[i] = d->layer;
-    }
-    for (size_t i = 0; i < nr; i++) {
-        memcpy(r->recipe_spec[i], ((const disk_recipe *)recs)[i].spec, FP8_SPEC_MAX);
-        r->recipe_spec[i][FP8_SPEC_MAX - 1] = 0;
-    }
-    for (size_t i = 0; i < nn; i++) {
-        memcpy(r->scalar_name[i], ((const disk_name *)names)[i].name, FP8_NAME_MAX);
-        r->scalar_name[i][FP8_NAME_MAX - 1] = 0;
-    }
-    /* tensors the pattern keeps */
-    unsigned char *keep = calloc(nt + 1, 1);
-    if (!keep) {
-        FP8_ERROR(FP8_ENOMEM, "%s: out of memory", path);
-        fp8_run_free(r);
-        r = NULL;
-        goto done;
-    }
-    for (size_t i = 0; i < nt; i++)
-        keep[i] = !tensor_pattern || fnmatch(tensor_pattern, r->tensor_name[i], 0) == 0;
-    size_t kept = 0;
-    for (size_t i = 0; i < nrec; i++) {
-        const disk_record *d = (const disk_record *)records + i;
-        if (d->tensor >= nt || !keep[d->tensor] || d->step < step_min || d->step > step_max)
-            continue;
-        fp8_record *o = &r->records[kept++];
-        o->tensor = d->tensor, o->recipe = d->recipe, o->step = d->step, o->active = d->active;
-        o->rows = d->rows, o->cols = d->cols;
-        memcpy(o->stats.classes.n, d->classes, sizeof d->classes);
-        o->stats.format = fp8_format_find(d->format, NULL);
-#define CP(f) o->stats.f = d->f;
-        STAT_FIELDS(CP, CP)
-#undef CP
-        memcpy(o->stats.exp_hist, (const uint64_t *)exph + i * FP8_EXP_BINS, sizeof o->stats.exp_hist);
-        memcpy(o->stats.scale_hist, (const uint64_t *)sch + i * FP8_SCALE_BINS, sizeof o->stats.scale_hist);
-    }
-    r->nrecords = kept;
-    for (size_t i = 0; i < nsc; i++) {
-        const disk_scalar *d = (const disk_scalar *)scal + i;
-        r->scalar_id[i] = d->id, r->scalar_step[i] = d->step, r->scalar_value[i] = d->value;
-    }
-    r->snapshots = calloc(nsnap + 1, sizeof *r->snapshots);
-    if (!r->snapshots) {
-        FP8_ERROR(FP8_ENOMEM, "%s: out of memory", path);
-        fp8_run_free(r);
-        r = NULL;
-        goto done;
-    }
-    size_t ks = 0;
-    for (size_t j = 0; j < nsnap; j++) {
-        const disk_snap *d = (const disk_snap *)snaps + j;
-        if (d->tensor >= nt || !keep[d->tensor] || d->step < step_min || d->step > step_max)
-            continue;
-        size_t i = ks++;
-        r->snapshots[i].tensor = d->tensor, r->snapshots[i].step = d->step, r->snapshots[i].offset = d->offset;
-        r->snapshots[i].rows = d->rows, r->snapshots[i].cols = d->cols;
-        r->snapshots[i].recipe = d->recipe, r->snapshots[i].code_bytes = d->code_bytes;
-        r->snapshots[i].codes_offset = d->codes_offset, r->snapshots[i].scales_offset = d->scales_offset;
-        r->snapshots[i].nscales = d->nscales;
-    }
-    r->nsnapshots = ks;
-    free(keep);
-    snprintf(r->path, sizeof r->path, "%s", path);
-done:
-    if (file >= 0)
-        H5Fclose(file);
-    free(tens), free(recs), free(names), free(records), free(exph), free(sch), free(scal), free(snaps);
-    quiet_off(&q);
-    return r;
-}
-
-static int read_slice(hid_t file, const char *name, hid_t memtype, hsize_t start, hsize_t count, void *out)
-{
-    hid_t d = H5Dopen2(file, name, H5P_DEFAULT);
-    if (d < 0)
-        return -1;
-    H5Drefresh(d);
-    hid_t fs = H5Dget_space(d), ms = H5Screate_simple(1, &count, NULL);
-    herr_t e = H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, NULL, &count, NULL);
-    if (e >= 0)
-        e = H5Dread(d, memtype, ms, fs, H5P_DEFAULT, out);
-    H5Sclose(ms), H5Sclose(fs), H5Dclose(d);
-    return e < 0 ? -1 : 0;
-}
-
-int fp8_run_snapshot_read(const fp8_run *r, size_t i, float *out)
-{
-    if (!r || i >= r->nsnapshots || !out)
-        return FP8_ERROR(FP8_EINVAL, "snapshot %zu does not exist", i);
-    const __typeof__(r->snapshots[0]) *sn = &r->snapshots[i];
-    size_t n = (size_t)(sn->rows * sn->cols);
-    fp8_recipe rec;
-    if (sn->recipe >= 0 && (sn->recipe >= r->nrecipes || fp8_recipe_parse(r->recipe_spec[sn->recipe], &rec) != FP8_OK))
-        return FP8_ERROR(FP8_EINVAL, "%s: snapshot %zu names an unknown recipe", r->path, i);
-    quiet q;
-    quiet_on(&q);
-    int st = FP8_OK;
-    void *codes = NULL;
-    float *gsi = NULL;
-    hid_t file = H5Fopen(r->path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
-    if (file < 0)
-        file = H5Fopen(r->path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (file < 0) {
-        st = FP8_ERROR(FP8_EIO, "%s: cannot open", r->path);
-    } else if (sn->recipe < 0) {
-        if (read_slice(file, "snapshot_data", H5T_NATIVE_FLOAT, sn->offset, n, out) != 0)
-            st = FP8_ERROR(FP8_EIO, "%s: cannot read snapshot %zu", r->path, i);
-    } else {
-        codes = malloc(n * (size_t)sn->code_bytes);
-        gsi = malloc((size_t)sn->nscales * sizeof *gsi);
-        if (!codes || !gsi)
-            st = FP8_ERROR(FP8_ENOMEM, "out of memory for snapshot %zu", i);
-        else if (read_slice(file, "snapshot_codes", H5T_NATIVE_UINT8, sn->codes_offset, n * (size_t)sn->code_bytes,
-                            codes) != 0 ||
-                 read_slice(file, "snapshot_scales", H5T_NATIVE_FLOAT, sn->scales_offset, sn->nscales, gsi) != 0)
-            st = FP8_ERROR(FP8_EIO, "%s: cannot read snapshot %zu", r->path, i);
-        else {
-            /* x_hat = decode(code) * scale_inv of the element's group */
-            const fp8_format *f = fp8_recipe_format(&rec, (fp8_role)r->tensor_role[sn->tensor]);
-            for (size_t a = 0; a < sn->rows; a++)
-                for (size_t b = 0; b < sn->cols; b++) {
-                    size_t k = a * sn->cols + b, g = fp8_quantize_group_of(&rec, sn->rows, sn->cols, a, b);
-                    uint32_t c = 0;
-                    memcpy(&c, (char *)codes + k * (size_t)sn->code_bytes, (size_t)sn->code_bytes);
-                    out[k] = fp8_format_decode(f, c) * (g < sn->nscales ? gsi[g] : NAN);
-                }
-        }
-    }
-    if (file >= 0)
-        H5Fclose(file);
-    free(codes);
-    free(gsi);
     quiet_off(&q);
     return st;
 }

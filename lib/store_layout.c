@@ -1,0 +1,87 @@
+/*
+ * store_layout.c — the HDF5 datatypes of run files (store_layout.h).
+ */
+#include "store_layout.h"
+
+hid_t fp8__str_type(size_t n)
+{
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, n);
+    H5Tset_strpad(t, H5T_STR_NULLTERM);
+    return t;
+}
+
+hid_t fp8__record_type(void)
+{
+    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(disk_record));
+    hsize_t nc = FP8_NCLASS;
+    hid_t cls = H5Tarray_create2(H5T_NATIVE_UINT64, 1, &nc);
+    hid_t fmt = fp8__str_type(24);
+    H5Tinsert(t, "tensor", HOFFSET(disk_record, tensor), H5T_NATIVE_UINT32);
+    H5Tinsert(t, "recipe", HOFFSET(disk_record, recipe), H5T_NATIVE_UINT32);
+    H5Tinsert(t, "step", HOFFSET(disk_record, step), H5T_NATIVE_INT64);
+    H5Tinsert(t, "active", HOFFSET(disk_record, active), H5T_NATIVE_INT32);
+    H5Tinsert(t, "rows", HOFFSET(disk_record, rows), H5T_NATIVE_UINT64);
+    H5Tinsert(t, "cols", HOFFSET(disk_record, cols), H5T_NATIVE_UINT64);
+    H5Tinsert(t, "classes", HOFFSET(disk_record, classes), cls);
+    H5Tinsert(t, "format", HOFFSET(disk_record, format), fmt);
+#define INS_U64(f) H5Tinsert(t, #f, HOFFSET(disk_record, f), H5T_NATIVE_UINT64);
+#define INS_F64(f) H5Tinsert(t, #f, HOFFSET(disk_record, f), H5T_NATIVE_DOUBLE);
+    STAT_FIELDS(INS_U64, INS_F64)
+#undef INS_U64
+#undef INS_F64
+    H5Tclose(cls);
+    H5Tclose(fmt);
+    return t;
+}
+
+hid_t fp8__tensor_type(void)
+{
+    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(disk_tensor)), s = fp8__str_type(FP8_NAME_MAX);
+    H5Tinsert(t, "name", HOFFSET(disk_tensor, name), s);
+    H5Tinsert(t, "role", HOFFSET(disk_tensor, role), H5T_NATIVE_INT32);
+    H5Tinsert(t, "layer", HOFFSET(disk_tensor, layer), H5T_NATIVE_INT32);
+    H5Tclose(s);
+    return t;
+}
+
+hid_t fp8__recipe_type(void)
+{
+    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(disk_recipe)), s = fp8__str_type(FP8_SPEC_MAX);
+    H5Tinsert(t, "spec", HOFFSET(disk_recipe, spec), s);
+    H5Tclose(s);
+    return t;
+}
+
+hid_t fp8__name_type(void)
+{
+    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(disk_name)), s = fp8__str_type(FP8_NAME_MAX);
+    H5Tinsert(t, "name", HOFFSET(disk_name, name), s);
+    H5Tclose(s);
+    return t;
+}
+
+hid_t fp8__snap_type(void)
+{
+    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(disk_snap));
+    H5Tinsert(t, "tensor", HOFFSET(disk_snap, tensor), H5T_NATIVE_UINT32);
+    H5Tinsert(t, "step", HOFFSET(disk_snap, step), H5T_NATIVE_INT64);
+    H5Tinsert(t, "offset", HOFFSET(disk_snap, offset), H5T_NATIVE_UINT64);
+    H5Tinsert(t, "rows", HOFFSET(disk_snap, rows), H5T_NATIVE_UINT64);
+    H5Tinsert(t, "cols", HOFFSET(disk_snap, cols), H5T_NATIVE_UINT64);
+    H5Tinsert(t, "recipe", HOFFSET(disk_snap, recipe), H5T_NATIVE_INT32);
+    H5Tinsert(t, "code_bytes", HOFFSET(disk_snap, code_bytes), H5T_NATIVE_INT32);
+    H5Tinsert(t, "codes_offset", HOFFSET(disk_snap, codes_offset), H5T_NATIVE_UINT64);
+    H5Tinsert(t, "scales_offset", HOFFSET(disk_snap, scales_offset), H5T_NATIVE_UINT64);
+    H5Tinsert(t, "nscales", HOFFSET(disk_snap, nscales), H5T_NATIVE_UINT64);
+    return t;
+}
+
+hid_t fp8__scalar_type(void)
+{
+    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(disk_scalar));
+    H5Tinsert(t, "id", HOFFSET(disk_scalar, id), H5T_NATIVE_UINT32);
+    H5Tinsert(t, "step", HOFFSET(disk_scalar, step), H5T_NATIVE_INT64);
+    H5Tinsert(t, "value", HOFFSET(disk_scalar, value), H5T_NATIVE_DOUBLE);
+    return t;
+}
