@@ -3,12 +3,12 @@ CC      ?= cc
 BUILD   ?= build
 SAN     ?=
 OPT     ?= -O2
-PKGS    := gsl hdf5 cunit
+PKGS    := gsl hdf5 cunit openblas
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
 # Numerics must not be rewritten by the compiler: no fast-math, no FMA contraction.
 CFLAGS_ALL := -std=c11 -D_GNU_SOURCE $(OPT) -g -fPIC -Wall -Wextra -Wshadow -Wstrict-prototypes \
-              -fno-fast-math -ffp-contract=off -Ilib -Iprobes -Itests $(PKG_CFLAGS) $(SAN) $(CFLAGS)
+              -fno-fast-math -ffp-contract=off -Ilib -Iprobes -Idatasets -Itests $(PKG_CFLAGS) $(SAN) $(CFLAGS)
 LDLIBS_ALL := $(PKG_LIBS) -lpthread -lm $(SAN) $(LDFLAGS)
 
 # Vector loops (lib/*_vec.c) are built once per instruction set and picked at run time.
@@ -24,11 +24,13 @@ ISA_FLAGS_avx512 := -mavx512f -mavx512bw -mavx512vl -mavx512dq
 ISA_FLAGS_avx2   := -mavx2
 ISA_FLAGS_base   :=
 CLI_SRC  := $(wildcard cli/*.c)
+DATA_SRC := $(wildcard datasets/*.c)
+DATA_OBJ := $(DATA_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(filter-out tests/check_exhaustive.c,$(wildcard tests/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(VEC_OBJ)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
-DEPS     := $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(patsubst %.c,$(BUILD)/%.d,$(wildcard bench/*.c))
+DEPS     := $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(DATA_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(patsubst %.c,$(BUILD)/%.d,$(wildcard bench/*.c))
 
 MAKEFLAGS += --no-builtin-rules
 .SUFFIXES:
@@ -61,11 +63,11 @@ $(BUILD)/libfp8prof.a: $(LIB_OBJ)
 $(BUILD)/libfp8prof.so: $(LIB_OBJ)
 	$(CC) -shared -o $@ $^ $(LDLIBS_ALL)
 
-$(BUILD)/fp8prof: $(CLI_OBJ) $(BUILD)/libfp8prof.a
-	$(CC) -o $@ $(CLI_OBJ) $(BUILD)/libfp8prof.a $(LDLIBS_ALL)
+$(BUILD)/fp8prof: $(CLI_OBJ) $(DATA_OBJ) $(BUILD)/libfp8prof.a
+	$(CC) -o $@ $(CLI_OBJ) $(DATA_OBJ) $(BUILD)/libfp8prof.a $(LDLIBS_ALL)
 
-$(BUILD)/test_fp8prof: $(TEST_OBJ) $(BUILD)/libfp8prof.a
-	$(CC) -o $@ $(TEST_OBJ) $(BUILD)/libfp8prof.a $(LDLIBS_ALL)
+$(BUILD)/test_fp8prof: $(TEST_OBJ) $(DATA_OBJ) $(BUILD)/libfp8prof.a
+	$(CC) -o $@ $(TEST_OBJ) $(DATA_OBJ) $(BUILD)/libfp8prof.a $(LDLIBS_ALL)
 
 $(BUILD)/check_exhaustive: $(BUILD)/tests/check_exhaustive.o $(BUILD)/tests/ref_cast.o $(BUILD)/libfp8prof.a
 	$(CC) -o $@ $^ $(LDLIBS_ALL)
