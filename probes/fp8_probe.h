@@ -67,6 +67,11 @@ int fp8_probe_record_bits(fp8_probe *p, int64_t step, const uint16_t *x, fp8_dty
  * (out may equal x).  This is the fake-quant a training loop computes with. */
 int fp8_probe_apply(fp8_probe *p, int64_t step, const float *x, size_t rows, size_t cols, float *out);
 
+/* Cast only: out = the active recipe's quantize-dequantize of x with its
+ * current state, which is left untouched (no record, no history entry):
+ * for evaluation passes.  Without an active recipe out = x. */
+int fp8_probe_cast(fp8_probe *p, const float *x, size_t rows, size_t cols, float *out);
+
 /* A named scalar (loss, learning rate, grad norm, ...) at step. */
 int fp8_probe_scalar(fp8_probe_run *run, const char *name, int64_t step, double value);
 

@@ -282,6 +282,34 @@ int fp8_probe_apply(fp8_probe *p, int64_t step, const float *x, size_t rows, siz
     return probe_run(p, step, x, rows, cols, out);
 }
 
+int fp8_probe_cast(fp8_probe *p, const float *x, size_t rows, size_t cols, float *out)
+{
+    if (!p || !x || !out)
+        return FP8_ERROR(FP8_EINVAL, "fp8_probe_cast: %s is NULL", !p ? "the probe" : !x ? "the tensor" : "out");
+    if (!p->has_active) {
+        if (out != x)
+            memcpy(out, x, rows * cols * sizeof *out);
+        return FP8_OK;
+    }
+    /* a private copy of the active state: the cast must not touch history */
+    pthread_mutex_lock(&p->lock);
+    fp8_recipe_state copy = *p->st[0];
+    float *hist = NULL;
+    if (copy.history) {
+        hist = malloc((size_t)copy.recipe.history_len * sizeof *hist);
+        if (hist)
+            memcpy(hist, copy.history, (size_t)copy.recipe.history_len * sizeof *hist);
+    }
+    pthread_mutex_unlock(&p->lock);
+    if (copy.history && !hist)
+        return FP8_ERROR(FP8_ENOMEM, "fp8_probe_cast: out of memory");
+    copy.history = hist;
+    copy.format = fp8_recipe_format(&copy.recipe, copy.role);
+    int st = fp8_quantize(&copy, x, rows, cols, out, NULL);
+    free(hist);
+    return st;
+}
+
 int fp8_probe_scalar(fp8_probe_run *run, const char *name, int64_t step, double value)
 {
     if (!run || !name)

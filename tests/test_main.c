@@ -20,6 +20,7 @@ int main(void)
     register_store_tests();
     register_probe_tests();
     register_layers_tests();
+    register_model_tests();
     register_cli_tests();
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();

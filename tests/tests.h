@@ -15,6 +15,7 @@ void register_io_tests(void);
 void register_store_tests(void);
 void register_probe_tests(void);
 void register_layers_tests(void);
+void register_model_tests(void);
 
 /* Add a suite with the given tests; aborts the run on registry failure. */
 void add_suite(const char *name, const char *const *names, void (*const *fns)(void), int n);

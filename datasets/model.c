@@ -1,0 +1,409 @@
+/*
+ * model.c — the built-in model (model.h): parameters, forward, backward,
+ * AdamW, and the FP8 emulation of every linear layer's GEMM operands.
+ *
+ * FP8 emulation of y = x W^T (TransformerEngine's scheme): the forward casts
+ * x (role activation) and W (weight) and keeps both casts; the backward casts
+ * dy (gradient) once and computes dx = Q(dy) Q(W) and dW = Q(dy)^T Q(x) from
+ * the kept casts.  Products accumulate in FP32.  Smooth SwiGLU (Fishman et
+ * al.): h' = h * s per channel, s_i = 1 / max_n |h[n, i]| (a constant for
+ * the gradient), and W2' = W2 / s column-wise, so y = Q(h') Q(W2')^T equals
+ * h W2^T in exact arithmetic.
+ */
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fp8_store.h"
+#include "layers.h"
+#include "model.h"
+
+/* OpenBLAS's thread control (its cblas.h clashes with GSL's headers) */
+void openblas_set_num_threads(int num_threads);
+
+enum { L_QKV, L_OUT, L_W1, L_W3, L_W2, NLIN };
+static const char *lin_names[NLIN] = {"attn.qkv", "attn.out", "mlp.w1", "mlp.w3", "mlp.w2"};
+
+typedef struct {
+    float *attn_norm, *wqkv, *wo, *mlp_norm, *w1, *w3, *w2;
+} layer_params;
+
+typedef struct {
+    float *x, *n1, *rstd1, *qkv, *q, *k, *v, *att, *ao, *xm, *n2, *rstd2, *g, *u, *h, *hs, *s;
+    float *q_in[NLIN], *q_w[NLIN];       /* kept casts of each linear's input and weight */
+    float *w2s;                          /* W2 / s (smooth SwiGLU)                       */
+    fp8_probe *p_in[NLIN], *p_w[NLIN], *p_g[NLIN];
+} layer_acts;
+
+struct model {
+    model_config c;
+    model_precision prec;
+    int smooth, fp8_head;
+    size_t nparams;
+    float *params, *grads, *m1, *m2;
+    float *wte, *norm_f, *head;
+    layer_params *lp;
+    layer_params *lg; /* gradients, same layout */
+    float *dwte, *dnorm_f, *dhead;
+    layer_acts *la;
+    float *xf, *nf, *rstdf, *logits, *probs, *q_nf, *q_head;
+    fp8_probe *p_head_in, *p_head_w, *p_head_g;
+    int *tokens, *targets;
+    long step;
+    int train;
+    float loss;
+    /* scratch for the backward */
+    float *d_x, *d_tmp, *d_n, *d_ao, *d_qkv, *d_h, *d_g, *d_u, *d_q, *d_logits, *d_quant, *d_w2;
+};
+
+const model_config *model_cfg(const model *m) { return &m->c; }
+size_t model_num_params(const model *m) { return m->nparams; }
+const float *model_swiglu_out(const model *m, int l) { return m->la[l].h; }
+
+static float *take(float **cursor, size_t n)
+{
+    float *p = *cursor;
+    *cursor += n;
+    return p;
+}
+
+static float *zalloc(size_t n) { return calloc(n ? n : 1, sizeof(float)); }
+
+/* the operand cast of one GEMM: none (fp32), bf16 rounding, or the probe */
+static void cast_operand(model *m, fp8_probe *p, const float *x, size_t rows, size_t cols, float *out)
+{
+    size_t n = rows * cols;
+    if (m->prec == PREC_FP32 || !p) {
+        if (out != x)
+            memcpy(out, x, n * sizeof *out);
+    } else if (m->prec == PREC_BF16) {
+        fp8_format_qdq_array(fp8_format_find("bf16", NULL), NULL, 1.0f, x, n, out, NULL);
+    } else if (m->train) {
+        fp8_probe_apply(p, m->step, x, rows, cols, out);
+    } else {
+        fp8_probe_cast(p, x, rows, cols, out);
+    }
+}
+
+model *model_create(const model_config *cfg, unsigned long seed, model_precision prec, const char *recipe,
+                    const char *const *shadows, int nshadow, fp8_probe_run *run, int smooth_swiglu, int fp8_head)
+{
+    model_config c = *cfg;
+    c.vocab = 256;
+    if (c.hidden <= 0)
+        c.hidden = ((8 * c.dim / 3) + 15) / 16 * 16;
+    if (c.layers < 1 || c.dim < 8 || c.heads < 1 || c.dim % c.heads || (c.dim / c.heads) % 2 || c.ctx < 2 ||
+        c.ctx > 4096 || c.batch < 1) {
+        FP8_ERROR(FP8_EINVAL, "model: bad shape (layers %d, dim %d, heads %d, ctx %d, batch %d): dim must split "
+                              "into heads of even width, ctx in 2..4096",
+                  c.layers, c.dim, c.heads, c.ctx, c.batch);
+        return NULL;
+    }
+    if (prec == PREC_FP8 && (!recipe || !run)) {
+        FP8_ERROR(FP8_EINVAL, "model: fp8 precision needs a recipe and a run");
+        return NULL;
+    }
+    model *m = calloc(1, sizeof *m);
+    if (!m)
+        return NULL;
+    /* one OpenBLAS thread: sgemm's summation order, hence every bit of the
+     * run, is then fixed for a seed */
+    openblas_set_num_threads(1);
+    m->c = c;
+    m->prec = prec;
+    m->smooth = smooth_swiglu;
+    m->fp8_head = fp8_head;
+    size_t L = (size_t)c.layers, C = (size_t)c.dim, H = (size_t)c.hidden, V = 256;
+    size_t per_layer = C + 3 * C * C + C * C + C + 2 * H * C + C * H;
+    m->nparams = V * C + C + V * C + L * per_layer;
+    m->params = zalloc(m->nparams);
+    m->grads = zalloc(m->nparams);
+    m->m1 = zalloc(m->nparams);
+    m->m2 = zalloc(m->nparams);
+    m->lp = calloc(L, sizeof *m->lp);
+    m->lg = calloc(L, sizeof *m->lg);
+    m->la = calloc(L, sizeof *m->la);
+    if (!m->params || !m->grads || !m->m1 || !m->m2 || !m->lp || !m->lg || !m->la) {
+        model_free(m);
+        FP8_ERROR(FP8_ENOMEM, "model: out of memory for %zu parameters", m ? m->nparams : 0);
+        return NULL;
+    }
+    float *cp = m->params, *cg = m->grads;
+    m->wte = take(&cp, V * C), m->dwte = take(&cg, V * C);
+    m->norm_f = take(&cp, C), m->dnorm_f = take(&cg, C);
+    m->head = take(&cp, V * C), m->dhead = take(&cg, V * C);
+    for (size_t l = 0; l < L; l++) {
+        layer_params *p = &m->lp[l], *g = &m->lg[l];
+        p->attn_norm = take(&cp, C), g->attn_norm = take(&cg, C);
+        p->wqkv = take(&cp, 3 * C * C), g->wqkv = take(&cg, 3 * C * C);
+        p->wo = take(&cp, C * C), g->wo = take(&cg, C * C);
+        p->mlp_norm = take(&cp, C), g->mlp_norm = take(&cg, C);
+        p->w1 = take(&cp, H * C), g->w1 = take(&cg, H * C);
+        p->w3 = take(&cp, H * C), g->w3 = take(&cg, H * C);
+        p->w2 = take(&cp, C * H), g->w2 = take(&cg, C * H);
+    }
+    /* weights: N(0, 0.02), residual projections / sqrt(2 L); norms 1 */
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, seed);
+    for (size_t i = 0; i < m->nparams; i++)
+        m->params[i] = (float)gsl_ran_gaussian(rng, 0.02);
+    gsl_rng_free(rng);
+    for (size_t i = 0; i < C; i++)
+        m->norm_f[i] = 1.0f;
+    float resid = 1.0f / sqrtf(2.0f * (float)L);
+    for (size_t l = 0; l < L; l++) {
+        for (size_t i = 0; i < C; i++)
+            m->lp[l].attn_norm[i] = m->lp[l].mlp_norm[i] = 1.0f;
+        for (size_t i = 0; i < C * C; i++)
+            m->lp[l].wo[i] *= resid;
+        for (size_t i = 0; i < C * H; i++)
+            m->lp[l].w2[i] *= resid;
+    }
+    /* activations */
+    size_t B = (size_t)c.batch, T = (size_t)c.ctx, N = B * T, NH = (size_t)c.heads;
+    const size_t in_cols[NLIN] = {C, C, C, C, H}, out_rows[NLIN] = {3 * C, C, H, H, C};
+    int ok = 1;
+    for (size_t l = 0; l < L && ok; l++) {
+        layer_acts *a = &m->la[l];
+        a->x = zalloc(N * C), a->n1 = zalloc(N * C), a->rstd1 = zalloc(N), a->qkv = zalloc(N * 3 * C);
+        a->q = zalloc(N * C), a->k = zalloc(N * C), a->v = zalloc(N * C), a->att = zalloc(B * NH * T * T);
+        a->ao = zalloc(N * C), a->xm = zalloc(N * C), a->n2 = zalloc(N * C), a->rstd2 = zalloc(N);
+        a->g = zalloc(N * H), a->u = zalloc(N * H), a->h = zalloc(N * H), a->hs = zalloc(N * H), a->s = zalloc(H);
+        a->w2s = zalloc(C * H);
+        ok = a->x && a->n1 && a->rstd1 && a->qkv && a->q && a->k && a->v && a->att && a->ao && a->xm && a->n2 &&
+             a->rstd2 && a->g && a->u && a->h && a->hs && a->s && a->w2s;
+        for (int j = 0; j < NLIN && ok; j++) {
+            a->q_in[j] = zalloc(N * in_cols[j]);
+            a->q_w[j] = zalloc(out_rows[j] * in_cols[j]);
+            ok = a->q_in[j] && a->q_w[j];
+            if (ok && prec == PREC_FP8) {
+                char name[FP8_NAME_MAX];
+                snprintf(name, sizeof name, "layers.%zu.%s.input", l, lin_names[j]);
+                a->p_in[j] = fp8_probe_declare(run, name, FP8_ROLE_ACTIVATION, (int)l, recipe, shadows, nshadow);
+                snprintf(name, sizeof name, "layers.%zu.%s.weight", l, lin_names[j]);
+                a->p_w[j] = fp8_probe_declare(run, name, FP8_ROLE_WEIGHT, (int)l, recipe, shadows, nshadow);
+                snprintf(name, sizeof name, "layers.%zu.%s.grad_output", l, lin_names[j]);
+                a->p_g[j] = fp8_probe_declare(run, name, FP8_ROLE_GRADIENT, (int)l, recipe, shadows, nshadow);
+                ok = a->p_in[j] && a->p_w[j] && a->p_g[j];
+            }
+        }
+    }
+    m->xf = zalloc(N * C), m->nf = zalloc(N * C), m->rstdf = zalloc(N), m->logits = zalloc(N * V);
+    m->probs = zalloc(N * V), m->q_nf = zalloc(N * C), m->q_head = zalloc(V * C);
+    m->tokens = calloc(N, sizeof(int)), m->targets = calloc(N, sizeof(int));
+    size_t big = N * (H > 3 * C ? H : 3 * C);
+    m->d_x = zalloc(N * C), m->d_tmp = zalloc(N * C), m->d_n = zalloc(N * C), m->d_ao = zalloc(N * C);
+    m->d_qkv = zalloc(N * 3 * C), m->d_h = zalloc(N * H), m->d_g = zalloc(N * H), m->d_u = zalloc(N * H);
+    m->d_q = zalloc(big), m->d_logits = zalloc(N * V), m->d_quant = zalloc(big > N * V ? big : N * V);
+    m->d_w2 = zalloc(C * H);
+    ok = ok && m->xf && m->nf && m->rstdf && m->logits && m->probs && m->q_nf && m->q_head && m->tokens &&
+         m->targets && m->d_x && m->d_tmp && m->d_n && m->d_ao && m->d_qkv && m->d_h && m->d_g && m->d_u && m->d_q &&
+         m->d_logits && m->d_quant && m->d_w2;
+    if (ok && prec == PREC_FP8 && fp8_head) {
+        m->p_head_in = fp8_probe_declare(run, "head.input", FP8_ROLE_ACTIVATION, (int)L, recipe, shadows, nshadow);
+        m->p_head_w = fp8_probe_declare(run, "head.weight", FP8_ROLE_WEIGHT, (int)L, recipe, shadows, nshadow);
+        m->p_head_g = fp8_probe_declare(run, "head.grad_output", FP8_ROLE_GRADIENT, (int)L, recipe, shadows, nshadow);
+        ok = m->p_head_in && m->p_head_w && m->p_head_g;
+    }
+    if (!ok) {
+        model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+void model_free(model *m)
+{
+    if (!m)
+        return;
+    for (int l = 0; m->la && l < m->c.layers; l++) {
+        layer_acts *a = &m->la[l];
+        float *bufs[] = {a->x, a->n1, a->rstd1, a->qkv, a->q, a->k, a->v, a->att, a->ao, a->xm, a->n2,
+                         a->rstd2, a->g, a->u, a->h, a->hs, a->s, a->w2s};
+        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+            free(bufs[i]);
+        for (int j = 0; j < NLIN; j++)
+            free(a->q_in[j]), free(a->q_w[j]);
+    }
+    float *bufs[] = {m->params, m->grads, m->m1, m->m2, m->xf, m->nf, m->rstdf, m->logits, m->probs, m->q_nf,
+                     m->q_head, m->d_x, m->d_tmp, m->d_n, m->d_ao, m->d_qkv, m->d_h, m->d_g, m->d_u, m->d_q,
+                     m->d_logits, m->d_quant, m->d_w2};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        free(bufs[i]);
+    free(m->tokens), free(m->targets), free(m->lp), free(m->lg), free(m->la);
+    free(m);
+}
+
+/* y[N,OC] = cast(x) cast(w)^T, keeping the casts for the backward */
+static void fp8_linear_forward(model *m, float *y, const float *x, const float *w, float *qx, float *qw,
+                               fp8_probe *px, fp8_probe *pw, size_t N, size_t C, size_t OC)
+{
+    cast_operand(m, px, x, N, C, qx);
+    cast_operand(m, pw, w, OC, C, qw);
+    linear_forward(y, qx, qw, N, C, OC);
+}
+
+/* dx += cast(dy) qw; dw += cast(dy)^T qx */
+static void fp8_linear_backward(model *m, float *dx, float *dw, const float *dy, const float *qx, const float *qw,
+                                fp8_probe *pg, size_t N, size_t C, size_t OC)
+{
+    cast_operand(m, pg, dy, N, OC, m->d_quant);
+    linear_backward(dx, dw, m->d_quant, qx, qw, N, C, OC);
+}
+
+float model_forward(model *m, const int *tokens, const int *targets, long step, int train)
+{
+    const size_t B = (size_t)m->c.batch, T = (size_t)m->c.ctx, N = B * T, C = (size_t)m->c.dim,
+                 H = (size_t)m->c.hidden, NH = (size_t)m->c.heads, V = 256, L = (size_t)m->c.layers;
+    m->step = step;
+    m->train = train;
+    memcpy(m->tokens, tokens, N * sizeof *tokens);
+    memcpy(m->targets, targets, N * sizeof *targets);
+    embedding_forward(m->la[0].x, tokens, m->wte, N, C);
+    for (size_t l = 0; l < L; l++) {
+        layer_acts *a = &m->la[l];
+        layer_params *p = &m->lp[l];
+        /* attention block */
+        rmsnorm_forward(a->n1, a->rstd1, a->x, p->attn_norm, N, C);
+        fp8_linear_forward(m, a->qkv, a->n1, p->wqkv, a->q_in[L_QKV], a->q_w[L_QKV], a->p_in[L_QKV], a->p_w[L_QKV], N,
+                           C, 3 * C);
+        for (size_t n = 0; n < N; n++) {
+            memcpy(a->q + n * C, a->qkv + n * 3 * C, C * sizeof(float));
+            memcpy(a->k + n * C, a->qkv + n * 3 * C + C, C * sizeof(float));
+            memcpy(a->v + n * C, a->qkv + n * 3 * C + 2 * C, C * sizeof(float));
+        }
+        rope_forward(a->q, B, T, NH, C / NH);
+        rope_forward(a->k, B, T, NH, C / NH);
+        attention_forward(a->ao, a->att, a->q, a->k, a->v, B, T, C, NH);
+        fp8_linear_forward(m, m->d_tmp, a->ao, p->wo, a->q_in[L_OUT], a->q_w[L_OUT], a->p_in[L_OUT], a->p_w[L_OUT], N,
+                           C, C);
+        for (size_t i = 0; i < N * C; i++)
+            a->xm[i] = a->x[i] + m->d_tmp[i];
+        /* feed-forward block */
+        rmsnorm_forward(a->n2, a->rstd2, a->xm, p->mlp_norm, N, C);
+        fp8_linear_forward(m, a->g, a->n2, p->w1, a->q_in[L_W1], a->q_w[L_W1], a->p_in[L_W1], a->p_w[L_W1], N, C, H);
+        fp8_linear_forward(m, a->u, a->n2, p->w3, a->q_in[L_W3], a->q_w[L_W3], a->p_in[L_W3], a->p_w[L_W3], N, C, H);
+        swiglu_forward(a->h, a->g, a->u, N * H);
+        const float *hin = a->h, *w2 = p->w2;
+        if (m->smooth) {
+            for (size_t i = 0; i < H; i++)
+                a->s[i] = 0;
+            for (size_t n = 0; n < N; n++)
+                for (size_t i = 0; i < H; i++)
+                    a->s[i] = fmaxf(a->s[i], fabsf(a->h[n * H + i]));
+            for (size_t i = 0; i < H; i++)
+                a->s[i] = a->s[i] > 0 && isfinite(a->s[i]) ? 1.0f / a->s[i] : 1.0f;
+            for (size_t n = 0; n < N; n++)
+                for (size_t i = 0; i < H; i++)
+                    a->hs[n * H + i] = a->h[n * H + i] * a->s[i];
+            for (size_t c = 0; c < C; c++)
+                for (size_t i = 0; i < H; i++)
+                    a->w2s[c * H + i] = p->w2[c * H + i] / a->s[i];
+            hin = a->hs, w2 = a->w2s;
+        }
+        float *xnext = l + 1 < L ? m->la[l + 1].x : m->xf;
+        fp8_linear_forward(m, m->d_tmp, hin, w2, a->q_in[L_W2], a->q_w[L_W2], a->p_in[L_W2], a->p_w[L_W2], N, H, C);
+        for (size_t i = 0; i < N * C; i++)
+            xnext[i] = a->xm[i] + m->d_tmp[i];
+    }
+    rmsnorm_forward(m->nf, m->rstdf, m->xf, m->norm_f, N, C);
+    if (m->fp8_head && m->prec != PREC_FP32)
+        fp8_linear_forward(m, m->logits, m->nf, m->head, m->q_nf, m->q_head, m->p_head_in, m->p_head_w, N, C, V);
+    else
+        linear_forward(m->logits, m->nf, m->head, N, C, V);
+    m->loss = crossentropy_forward(m->probs, m->logits, targets, N, V);
+    return m->loss;
+}
+
+void model_backward(model *m, long step)
+{
+    const size_t B = (size_t)m->c.batch, T = (size_t)m->c.ctx, N = B * T, C = (size_t)m->c.dim,
+                 H = (size_t)m->c.hidden, NH = (size_t)m->c.heads, V = 256, L = (size_t)m->c.layers;
+    m->step = step;
+    m->train = 1;
+    memset(m->grads, 0, m->nparams * sizeof(float));
+    memset(m->d_logits, 0, N * V * sizeof(float));
+    crossentropy_backward(m->d_logits, m->probs, m->targets, N, V);
+    memset(m->d_n, 0, N * C * sizeof(float));
+    if (m->fp8_head && m->prec != PREC_FP32)
+        fp8_linear_backward(m, m->d_n, m->dhead, m->d_logits, m->q_nf, m->q_head, m->p_head_g, N, C, V);
+    else
+        linear_backward(m->d_n, m->dhead, m->d_logits, m->nf, m->head, N, C, V);
+    memset(m->d_x, 0, N * C * sizeof(float));
+    rmsnorm_backward(m->d_x, m->dnorm_f, m->d_n, m->xf, m->norm_f, m->rstdf, N, C);
+    /* d_x: gradient of the residual stream after the current layer */
+    for (size_t l = L; l-- > 0;) {
+        layer_acts *a = &m->la[l];
+        layer_params *p = &m->lp[l];
+        layer_params *g = &m->lg[l];
+        /* x_next = xm + h W2^T: d_xm = d_x + (FFN path) */
+        memset(m->d_h, 0, N * H * sizeof(float));
+        if (m->smooth) {
+            /* y = h' W2'^T: dh' = dy W2', dh = dh' * s; dW2' = dy^T h', dW2 = dW2' / s */
+            memset(m->d_w2, 0, C * H * sizeof(float));
+            fp8_linear_backward(m, m->d_h, m->d_w2, m->d_x, a->q_in[L_W2], a->q_w[L_W2], a->p_g[L_W2], N, H, C);
+            for (size_t c = 0; c < C; c++)
+                for (size_t i = 0; i < H; i++)
+                    g->w2[c * H + i] += m->d_w2[c * H + i] / a->s[i]; /* W2' = W2 / s */
+            for (size_t n = 0; n < N; n++)
+                for (size_t i = 0; i < H; i++)
+                    m->d_h[n * H + i] *= a->s[i];
+        } else {
+            fp8_linear_backward(m, m->d_h, g->w2, m->d_x, a->q_in[L_W2], a->q_w[L_W2], a->p_g[L_W2], N, H, C);
+        }
+        memset(m->d_g, 0, N * H * sizeof(float));
+        memset(m->d_u, 0, N * H * sizeof(float));
+        swiglu_backward(m->d_g, m->d_u, m->d_h, a->g, a->u, N * H);
+        memset(m->d_n, 0, N * C * sizeof(float));
+        fp8_linear_backward(m, m->d_n, g->w1, m->d_g, a->q_in[L_W1], a->q_w[L_W1], a->p_g[L_W1], N, C, H);
+        fp8_linear_backward(m, m->d_n, g->w3, m->d_u, a->q_in[L_W3], a->q_w[L_W3], a->p_g[L_W3], N, C, H);
+        /* d_xm = d_x + rmsnorm backward */
+        rmsnorm_backward(m->d_x, g->mlp_norm, m->d_n, a->xm, p->mlp_norm, a->rstd2, N, C);
+        /* attention block: xm = x + ao Wo^T */
+        memset(m->d_ao, 0, N * C * sizeof(float));
+        fp8_linear_backward(m, m->d_ao, g->wo, m->d_x, a->q_in[L_OUT], a->q_w[L_OUT], a->p_g[L_OUT], N, C, C);
+        float *dq = m->d_q, *dk = m->d_q + N * C, *dv = m->d_q + 2 * N * C;
+        memset(m->d_q, 0, 3 * N * C * sizeof(float));
+        attention_backward(dq, dk, dv, m->d_ao, a->att, a->q, a->k, a->v, B, T, C, NH);
+        rope_backward(dq, B, T, NH, C / NH);
+        rope_backward(dk, B, T, NH, C / NH);
+        for (size_t n = 0; n < N; n++) {
+            memcpy(m->d_qkv + n * 3 * C, dq + n * C, C * sizeof(float));
+            memcpy(m->d_qkv + n * 3 * C + C, dk + n * C, C * sizeof(float));
+            memcpy(m->d_qkv + n * 3 * C + 2 * C, dv + n * C, C * sizeof(float));
+        }
+        memset(m->d_n, 0, N * C * sizeof(float));
+        fp8_linear_backward(m, m->d_n, g->wqkv, m->d_qkv, a->q_in[L_QKV], a->q_w[L_QKV], a->p_g[L_QKV], N, C, 3 * C);
+        rmsnorm_backward(m->d_x, g->attn_norm, m->d_n, a->x, p->attn_norm, a->rstd1, N, C);
+    }
+    embedding_backward(m->dwte, m->d_x, m->tokens, N, C);
+}
+
+float model_grad_norm(const model *m)
+{
+    double s = 0;
+    for (size_t i = 0; i < m->nparams; i++)
+        s += (double)m->grads[i] * m->grads[i];
+    return (float)sqrt(s);
+}
+
+void model_adamw(model *m, float lr, float beta1, float beta2, float eps, float weight_decay, long t)
+{
+    float c1 = 1.0f - powf(beta1, (float)t), c2 = 1.0f - powf(beta2, (float)t);
+    for (size_t i = 0; i < m->nparams; i++) {
+        float g = m->grads[i];
+        m->m1[i] = beta1 * m->m1[i] + (1 - beta1) * g;
+        m->m2[i] = beta2 * m->m2[i] + (1 - beta2) * g * g;
+        float mh = m->m1[i] / c1, vh = m->m2[i] / c2;
+        m->params[i] -= lr * (mh / (sqrtf(vh) + eps) + weight_decay * m->params[i]);
+    }
+}
+
+/* for tests: the flat parameter and gradient arrays */
+float *model_params_for_test(model *m);
+float *model_grads_for_test(model *m);
+float *model_params_for_test(model *m) { return m->params; }
+float *model_grads_for_test(model *m) { return m->grads; }

@@ -1,0 +1,54 @@
+/*
+ * model.h — the built-in Llama-style language model and its FP8 emulation.
+ *
+ * Decoder-only: byte embedding (V = 256), per layer RMSNorm -> causal
+ * multi-head attention with RoPE -> residual, RMSNorm -> SwiGLU feed-forward
+ * w2(silu(x w1) * (x w3)) -> residual; final RMSNorm and an (untied) output
+ * head.  FP32 master weights.  Every linear layer's three GEMMs (forward,
+ * input-gradient, weight-gradient) take their operands through the probe
+ * API's record-and-apply call, so they are cast to FP8 by the active recipe
+ * and recorded; the products are computed in FP32 (cblas_sgemm).
+ */
+#ifndef FP8_MODEL_H
+#define FP8_MODEL_H
+
+#include <stddef.h>
+
+#include "fp8_probe.h"
+
+typedef struct {
+    int layers, dim, heads, hidden, ctx, batch; /* hidden = 8/3 dim rounded to 16 */
+    int vocab;                                  /* 256: bytes                      */
+} model_config;
+
+typedef enum { PREC_FP32 = 0, PREC_BF16, PREC_FP8 } model_precision;
+
+typedef struct model model;
+
+/* Build a model with weights drawn from seed.  prec: fp32, bf16 (operands
+ * rounded to bf16), or fp8 (active recipe spec + shadows, recorded in run;
+ * run may be NULL for an unrecorded fp8 model only when recipe is given).
+ * fp8_head also casts the output head. */
+model *model_create(const model_config *cfg, unsigned long seed, model_precision prec, const char *recipe,
+                    const char *const *shadows, int nshadow, fp8_probe_run *run, int smooth_swiglu, int fp8_head);
+void model_free(model *m);
+
+/* Forward over tokens[B*T] with targets[B*T]; returns the mean loss.  step
+ * labels the probes' records.  With train = 0 no probe records (validation). */
+float model_forward(model *m, const int *tokens, const int *targets, long step, int train);
+
+/* Backward of the last forward (gradients zeroed first), then AdamW. */
+void model_backward(model *m, long step);
+void model_adamw(model *m, float lr, float beta1, float beta2, float eps, float weight_decay, long t);
+
+/* Global gradient norm of the last backward. */
+float model_grad_norm(const model *m);
+
+size_t model_num_params(const model *m);
+const model_config *model_cfg(const model *m);
+
+/* The down projection's input (SwiGLU output, before any smoothing) of
+ * layer l from the last forward: [batch*ctx, hidden]. */
+const float *model_swiglu_out(const model *m, int layer);
+
+#endif

@@ -1,0 +1,156 @@
+/*
+ * test_model.c — suite "model": the whole model's gradient against finite
+ * differences, its loss falling, bit-for-bit determinism, Smooth SwiGLU
+ * leaving the function unchanged, and an FP8 run tracking the bf16 one.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "fp8_store.h"
+#include "model.h"
+#include "tests.h"
+
+static const model_config tiny = {2, 16, 2, 0, 8, 2, 256};
+
+static void batch(int *x, int *y, size_t n, int offset)
+{
+    static const char text[] = "the quick brown fox jumps over the lazy dog. the quick brown fox jumps again. ";
+    size_t L = sizeof text - 1;
+    for (size_t i = 0; i < n; i++) {
+        x[i] = (unsigned char)text[(offset + i) % L];
+        y[i] = (unsigned char)text[(offset + i + 1) % L];
+    }
+}
+
+/* exposes the parameter array for the finite-difference check */
+extern float *model_params_for_test(model *m);
+extern float *model_grads_for_test(model *m);
+
+static void test_gradient(void)
+{
+    model *m = model_create(&tiny, 3, PREC_FP32, NULL, NULL, 0, NULL, 0, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    int x[16], y[16];
+    batch(x, y, 16, 5);
+    model_forward(m, x, y, 0, 1);
+    model_backward(m, 0);
+    float *p = model_params_for_test(m), *g = model_grads_for_test(m);
+    size_t np = model_num_params(m);
+    uint64_t s = 17;
+    double worst = 0, gmax = 1e-12;
+    size_t idx[48];
+    for (int k = 0; k < 48; k++) {
+        /* half of the probes on parameters the batch touches strongly: not the unused embedding rows */
+        idx[k] = (size_t)(test_rand(&s) % np);
+        if (idx[k] < 256 * 16)
+            idx[k] = 256 * 16 + idx[k] % (np - 256 * 16);
+        gmax = fmax(gmax, fabs(g[idx[k]]));
+    }
+    for (int k = 0; k < 48; k++) {
+        float keep = p[idx[k]];
+        float h = 1e-2f;
+        p[idx[k]] = keep + h;
+        double up = model_forward(m, x, y, 0, 1);
+        p[idx[k]] = keep - h;
+        double dn = model_forward(m, x, y, 0, 1);
+        p[idx[k]] = keep;
+        double fd = (up - dn) / (2 * h);
+        worst = fmax(worst, fabs(fd - g[idx[k]]) / gmax);
+    }
+    if (worst > 5e-2)
+        fprintf(stderr, "\n  model gradient: worst relative FD error %.3g (max |g| %.3g)", worst, gmax);
+    CU_ASSERT(worst <= 5e-2);
+    model_free(m);
+}
+
+static float train(model *m, int steps, float lr, float *first)
+{
+    int x[16], y[16];
+    float loss = 0;
+    for (int t = 0; t < steps; t++) {
+        batch(x, y, 16, t * 7);
+        loss = model_forward(m, x, y, t, 1);
+        if (t == 0 && first)
+            *first = loss;
+        model_backward(m, t);
+        model_adamw(m, lr, 0.9f, 0.95f, 1e-8f, 0.0f, t + 1);
+    }
+    return loss;
+}
+
+static void test_loss_falls_and_determinism(void)
+{
+    model *a = model_create(&tiny, 11, PREC_FP32, NULL, NULL, 0, NULL, 0, 0);
+    model *b = model_create(&tiny, 11, PREC_FP32, NULL, NULL, 0, NULL, 0, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    float first = 0;
+    float la = train(a, 50, 1e-2f, &first), lb = train(b, 50, 1e-2f, NULL);
+    CU_ASSERT(fabsf(first - logf(256.0f)) < 0.1f); /* starts near uniform */
+    CU_ASSERT(la < 0.6f * first);                  /* and learns the text  */
+    CU_ASSERT_EQUAL(bits_of(la), bits_of(lb));     /* same seed, same bits */
+    model_free(a);
+    model_free(b);
+}
+
+static void test_smooth_swiglu_invariant(void)
+{
+    model *a = model_create(&tiny, 5, PREC_FP32, NULL, NULL, 0, NULL, 0, 0);
+    model *b = model_create(&tiny, 5, PREC_FP32, NULL, NULL, 0, NULL, 1, 0);
+    int x[16], y[16];
+    batch(x, y, 16, 3);
+    float la = model_forward(a, x, y, 0, 1), lb = model_forward(b, x, y, 0, 1);
+    CU_ASSERT(fabsf(la - lb) <= 1e-5f * fabsf(la));
+    model_backward(a, 0);
+    model_backward(b, 0);
+    CU_ASSERT(fabsf(model_grad_norm(a) - model_grad_norm(b)) <= 1e-4f * model_grad_norm(a));
+    model_free(a);
+    model_free(b);
+}
+
+static void test_fp8_tracks_bf16(void)
+{
+    const char *shadows[] = {"e4m3:current"};
+    fp8_probe_run *run = fp8_probe_open("build/t_model.h5", NULL, NULL, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(run);
+    model *f = model_create(&tiny, 9, PREC_FP8, "hybrid:delayed:history=16", shadows, 1, run, 0, 0);
+    model *h = model_create(&tiny, 9, PREC_BF16, NULL, NULL, 0, NULL, 0, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+    int x[16], y[16];
+    double worst = 0;
+    for (int t = 0; t < 20; t++) {
+        batch(x, y, 16, t * 7);
+        float lf = model_forward(f, x, y, t, 1), lh = model_forward(h, x, y, t, 1);
+        worst = fmax(worst, fabs((double)lf - lh) / lh);
+        model_backward(f, t);
+        model_backward(h, t);
+        model_adamw(f, 3e-3f, 0.9f, 0.95f, 1e-8f, 0.0f, t + 1);
+        model_adamw(h, 3e-3f, 0.9f, 0.95f, 1e-8f, 0.0f, t + 1);
+        fp8_probe_step_end(run, t);
+    }
+    if (worst > 0.05)
+        fprintf(stderr, "\n  fp8 vs bf16: worst relative loss difference %.4f", worst);
+    CU_ASSERT(worst <= 0.05); /* stated tolerance: 5% over the first 20 steps */
+    CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
+    fp8_run *r = fp8_run_load("build/t_model.h5");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_EQUAL(r->ntensors, 2 * 5 * 3);         /* layers x linears x {input, weight, grad_output} */
+    CU_ASSERT_EQUAL(r->nrecords, 20 * 30 * 2);       /* every step, active + 1 shadow */
+    CU_ASSERT_STRING_EQUAL(r->tensor_name[14], "layers.0.mlp.w2.grad_output");
+    fp8_run_free(r);
+    model_free(f);
+    model_free(h);
+}
+
+void register_model_tests(void)
+{
+    static const char *const names[] = {"whole-model gradient vs finite differences",
+                                        "loss falls over 50 steps; same seed, same bits",
+                                        "Smooth SwiGLU leaves the function unchanged (fp32)",
+                                        "FP8 (hybrid delayed) tracks bf16 within 5% over 20 steps"};
+    static void (*const fns[])(void) = {test_gradient, test_loss_falls_and_determinism, test_smooth_swiglu_invariant,
+                                        test_fp8_tracks_bf16};
+    add_suite("model", names, fns, 4);
+}
