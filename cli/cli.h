@@ -19,6 +19,7 @@ int cmd_export(int argc, char **argv);
 int cmd_import_nvdlfw(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
+int cmd_train(int argc, char **argv);
 
 extern const cli_command cli_commands[];
 

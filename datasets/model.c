@@ -76,11 +76,14 @@ static float *zalloc(size_t n) { return calloc(n ? n : 1, sizeof(float)); }
 static void cast_operand(model *m, fp8_probe *p, const float *x, size_t rows, size_t cols, float *out)
 {
     size_t n = rows * cols;
-    if (m->prec == PREC_FP32 || !p) {
-        if (out != x)
+    if (m->prec == PREC_FP32 || m->prec == PREC_BF16 || !p) {
+        /* baselines: the shadows still see the tensor (no active recipe) */
+        if (p && m->train)
+            fp8_probe_record(p, m->step, x, rows, cols);
+        if (m->prec == PREC_BF16)
+            fp8_format_qdq_array(fp8_format_find("bf16", NULL), NULL, 1.0f, x, n, out, NULL);
+        else if (out != x)
             memcpy(out, x, n * sizeof *out);
-    } else if (m->prec == PREC_BF16) {
-        fp8_format_qdq_array(fp8_format_find("bf16", NULL), NULL, 1.0f, x, n, out, NULL);
     } else if (m->train) {
         fp8_probe_apply(p, m->step, x, rows, cols, out);
     } else {
@@ -106,6 +109,8 @@ model *model_create(const model_config *cfg, unsigned long seed, model_precision
         FP8_ERROR(FP8_EINVAL, "model: fp8 precision needs a recipe and a run");
         return NULL;
     }
+    if (prec != PREC_FP8)
+        recipe = NULL; /* baselines: probes carry only the shadows */
     model *m = calloc(1, sizeof *m);
     if (!m)
         return NULL;
@@ -179,7 +184,7 @@ model *model_create(const model_config *cfg, unsigned long seed, model_precision
             a->q_in[j] = zalloc(N * in_cols[j]);
             a->q_w[j] = zalloc(out_rows[j] * in_cols[j]);
             ok = a->q_in[j] && a->q_w[j];
-            if (ok && prec == PREC_FP8) {
+            if (ok && run && (prec == PREC_FP8 || nshadow > 0)) {
                 char name[FP8_NAME_MAX];
                 snprintf(name, sizeof name, "layers.%zu.%s.input", l, lin_names[j]);
                 a->p_in[j] = fp8_probe_declare(run, name, FP8_ROLE_ACTIVATION, (int)l, recipe, shadows, nshadow);
@@ -202,7 +207,7 @@ model *model_create(const model_config *cfg, unsigned long seed, model_precision
     ok = ok && m->xf && m->nf && m->rstdf && m->logits && m->probs && m->q_nf && m->q_head && m->tokens &&
          m->targets && m->d_x && m->d_tmp && m->d_n && m->d_ao && m->d_qkv && m->d_h && m->d_g && m->d_u && m->d_q &&
          m->d_logits && m->d_quant && m->d_w2;
-    if (ok && prec == PREC_FP8 && fp8_head) {
+    if (ok && run && (prec == PREC_FP8 || nshadow > 0) && fp8_head) {
         m->p_head_in = fp8_probe_declare(run, "head.input", FP8_ROLE_ACTIVATION, (int)L, recipe, shadows, nshadow);
         m->p_head_w = fp8_probe_declare(run, "head.weight", FP8_ROLE_WEIGHT, (int)L, recipe, shadows, nshadow);
         m->p_head_g = fp8_probe_declare(run, "head.grad_output", FP8_ROLE_GRADIENT, (int)L, recipe, shadows, nshadow);

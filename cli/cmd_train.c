@@ -1,0 +1,103 @@
+/*
+ * cmd_train.c — `fp8prof train`: the built-in FP8 training run.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "train.h"
+
+static int num(const char *opt, const char *v, double lo, double hi, double *out)
+{
+    char *end;
+    double d = strtod(v, &end);
+    if (!*v || *end || !(d >= lo && d <= hi))
+        return cli_usage_error("train: %s '%s' is not a number in %g..%g", opt, v, lo, hi);
+    *out = d;
+    return 0;
+}
+
+int cmd_train(int argc, char **argv)
+{
+    train_options o = train_defaults();
+    const char *data[64];
+    int user_shadows = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        double d = 0;
+        int rc = 0;
+        if (!strcmp(a, "--smooth-swiglu")) {
+            o.smooth_swiglu = 1;
+            continue;
+        }
+        if (!strcmp(a, "--fp8-head")) {
+            o.fp8_head = 1;
+            continue;
+        }
+        if (!strcmp(a, "--quiet")) {
+            o.quiet = 1;
+            continue;
+        }
+        if (i + 1 >= argc)
+            return cli_usage_error("train: %s needs a value (or is unknown)", a);
+        const char *v = argv[++i];
+        if (!strcmp(a, "-o"))
+            o.out = v;
+        else if (!strcmp(a, "--recipe"))
+            o.recipe = v;
+        else if (!strcmp(a, "--shadow")) {
+            if (!user_shadows)
+                o.nshadow = 0, user_shadows = 1;
+            if (o.nshadow == 8)
+                return cli_usage_error("train: at most 8 --shadow recipes");
+            if (strcmp(v, "none") != 0)
+                o.shadows[o.nshadow++] = v;
+        } else if (!strcmp(a, "--data")) {
+            if (o.ndata == 64)
+                return cli_usage_error("train: at most 64 --data files");
+            data[o.ndata++] = v;
+            o.data = data;
+        } else if (!strcmp(a, "--steps"))
+            rc = num(a, v, 1, 1e7, &d), o.steps = (long)d;
+        else if (!strcmp(a, "--layers"))
+            rc = num(a, v, 1, 64, &d), o.model.layers = (int)d;
+        else if (!strcmp(a, "--dim"))
+            rc = num(a, v, 8, 4096, &d), o.model.dim = (int)d;
+        else if (!strcmp(a, "--heads"))
+            rc = num(a, v, 1, 128, &d), o.model.heads = (int)d;
+        else if (!strcmp(a, "--ctx"))
+            rc = num(a, v, 2, 4096, &d), o.model.ctx = (int)d;
+        else if (!strcmp(a, "--batch"))
+            rc = num(a, v, 1, 4096, &d), o.model.batch = (int)d;
+        else if (!strcmp(a, "--lr"))
+            rc = num(a, v, 0, 10, &d), o.lr = (float)d;
+        else if (!strcmp(a, "--warmup"))
+            rc = num(a, v, 0, 1e7, &d), o.warmup = (long)d;
+        else if (!strcmp(a, "--weight-decay"))
+            rc = num(a, v, 0, 10, &d), o.weight_decay = (float)d;
+        else if (!strcmp(a, "--seed"))
+            rc = num(a, v, 0, 4294967295.0, &d), o.seed = (unsigned long)d;
+        else if (!strcmp(a, "--val-every"))
+            rc = num(a, v, 1, 1e7, &d), o.val_every = (long)d;
+        else
+            return cli_usage_error("train: unknown option '%s'", a);
+        if (rc)
+            return rc;
+    }
+    if (!o.out)
+        return cli_usage_error("train needs -o RUN.h5");
+    if (o.warmup >= o.steps)
+        o.warmup = o.steps / 10;
+    if (strcmp(o.recipe, "fp32") && strcmp(o.recipe, "bf16")) {
+        fp8_recipe r;
+        if (fp8_recipe_parse(o.recipe, &r) != FP8_OK)
+            return cli_usage_error("train: %s", fp8_error_message());
+    }
+    for (int k = 0; k < o.nshadow; k++) {
+        fp8_recipe r;
+        if (fp8_recipe_parse(o.shadows[k], &r) != FP8_OK)
+            return cli_usage_error("train: %s", fp8_error_message());
+    }
+    return train_run(&o);
+}

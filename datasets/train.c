@@ -1,0 +1,245 @@
+/*
+ * train.c — the training loop (train.h).  Data: Debian's fortunes text by
+ * default (else /usr/share/common-licenses), bytes as tokens; the first 90%
+ * trains, the last 10% validates.  Batches are random windows drawn with
+ * GSL's RNG from the seed.  AdamW (0.9, 0.95), linear warm-up then cosine
+ * decay to 10% of the peak.  Deterministic for a seed: one OpenBLAS thread.
+ */
+#include <dirent.h>
+#include <gsl/gsl_rng.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "train.h"
+
+static volatile sig_atomic_t interrupted;
+static void on_sigint(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+}
+
+train_options train_defaults(void)
+{
+    train_options o;
+    memset(&o, 0, sizeof o);
+    o.model = (model_config){2, 64, 4, 0, 64, 8, 256};
+    o.steps = 300;
+    o.lr = 3e-3f;
+    o.warmup = 30;
+    o.weight_decay = 0.0f;
+    o.seed = 1;
+    o.recipe = "hybrid:delayed";
+    o.shadows[0] = "hybrid:delayed";
+    o.shadows[1] = "hybrid:current";
+    o.shadows[2] = "e4m3:block=1x128";
+    o.shadows[3] = "mxfp8";
+    o.nshadow = 4;
+    o.val_every = 50;
+    return o;
+}
+
+typedef struct {
+    unsigned char *bytes;
+    size_t n;
+} corpus;
+
+static int append_file(corpus *c, const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    unsigned char buf[65536];
+    size_t got;
+    while ((got = fread(buf, 1, sizeof buf, f)) > 0) {
+        unsigned char *g = realloc(c->bytes, c->n + got);
+        if (!g) {
+            fclose(f);
+            return -1;
+        }
+        c->bytes = g;
+        memcpy(c->bytes + c->n, buf, got);
+        c->n += got;
+    }
+    fclose(f);
+    return 0;
+}
+
+static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* every regular text file of a directory, in name order (fortunes: not
+ * the .dat indexes, not the .u8 duplicates) */
+static void append_dir(corpus *c, const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    char *names[1024];
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < 1024) {
+        size_t L = strlen(e->d_name);
+        if (e->d_name[0] == '.' || (L > 4 && (!strcmp(e->d_name + L - 4, ".dat") || !strcmp(e->d_name + L - 3, ".u8"))))
+            continue;
+        names[n++] = strdup(e->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof *names, cmp_names);
+    for (int i = 0; i < n; i++) {
+        char path[1200];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        append_file(c, path);
+        free(names[i]);
+    }
+}
+
+static double unigram_entropy(const unsigned char *b, size_t n) /* nats per byte */
+{
+    double cnt[256] = {0}, h = 0;
+    for (size_t i = 0; i < n; i++)
+        cnt[b[i]]++;
+    for (int k = 0; k < 256; k++)
+        if (cnt[k] > 0)
+            h -= cnt[k] / (double)n * log(cnt[k] / (double)n);
+    return h;
+}
+
+static void draw(gsl_rng *rng, const unsigned char *b, size_t n, int *x, int *y, size_t B, size_t T)
+{
+    for (size_t i = 0; i < B; i++) {
+        size_t off = (size_t)gsl_rng_uniform_int(rng, (unsigned long)(n - T - 1));
+        for (size_t t = 0; t < T; t++) {
+            x[i * T + t] = b[off + t];
+            y[i * T + t] = b[off + t + 1];
+        }
+    }
+}
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+int train_run(const train_options *o)
+{
+    corpus c = {NULL, 0};
+    const char *source;
+    if (o->ndata > 0) {
+        for (int i = 0; i < o->ndata; i++)
+            if (append_file(&c, o->data[i]) != 0) {
+                fprintf(stderr, "fp8prof: train: cannot read %s\n", o->data[i]);
+                free(c.bytes);
+                return 1;
+            }
+        source = "--data files";
+    } else {
+        append_dir(&c, "/usr/share/games/fortunes");
+        source = "fortunes";
+        if (c.n < 100000) {
+            append_dir(&c, "/usr/share/common-licenses");
+            source = "common-licenses";
+        }
+    }
+    size_t T = (size_t)o->model.ctx, B = (size_t)o->model.batch, N = B * T;
+    if (c.n < 20 * (T + 2)) {
+        fprintf(stderr, "fp8prof: train: only %zu bytes of text (install Debian's fortunes or pass --data)\n", c.n);
+        free(c.bytes);
+        return 1;
+    }
+    size_t ntrain = c.n / 10 * 9, nval = c.n - ntrain;
+    double h = unigram_entropy(c.bytes, ntrain);
+    model_precision prec = !strcmp(o->recipe, "fp32") ? PREC_FP32 : !strcmp(o->recipe, "bf16") ? PREC_BF16 : PREC_FP8;
+    char seedtxt[32], shape[128], stepstxt[32];
+    snprintf(seedtxt, sizeof seedtxt, "%lu", o->seed);
+    snprintf(stepstxt, sizeof stepstxt, "%ld", o->steps);
+    snprintf(shape, sizeof shape, "layers %d dim %d heads %d ctx %d batch %d", o->model.layers, o->model.dim,
+             o->model.heads, o->model.ctx, o->model.batch);
+    const char *kv[] = {"source", "fp8prof train", "recipe", o->recipe, "model", shape, "seed", seedtxt,
+                        "steps", stepstxt, "data", source, "smooth_swiglu", o->smooth_swiglu ? "yes" : "no",
+                        "accumulation", "fp32 (cblas_sgemm)"};
+    fp8_probe_options po = fp8_probe_defaults();
+    po.snapshot_pattern = "*.mlp.w2.input";
+    po.snapshot_every = o->val_every;
+    fp8_probe_run *run = fp8_probe_open(o->out, &po, kv, 8);
+    if (!run) {
+        fprintf(stderr, "fp8prof: train: %s\n", fp8_error_message());
+        free(c.bytes);
+        return 1;
+    }
+    model *m = model_create(&o->model, o->seed, prec, prec == PREC_FP8 ? o->recipe : NULL, o->shadows, o->nshadow,
+                            run, o->smooth_swiglu, o->fp8_head);
+    if (!m) {
+        fprintf(stderr, "fp8prof: train: %s\n", fp8_error_message());
+        fp8_probe_close(run);
+        free(c.bytes);
+        return 1;
+    }
+    if (!o->quiet)
+        printf("data: %s, %zu bytes (train %zu, validation %zu); unigram entropy %.3f nats/byte\n"
+               "model: %s, hidden %d, %zu parameters; recipe %s%s\n",
+               source, c.n, ntrain, nval, h, shape, model_cfg(m)->hidden, model_num_params(m), o->recipe,
+               o->smooth_swiglu ? " + Smooth SwiGLU" : "");
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937), *vrng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, o->seed);
+    int *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
+    interrupted = 0;
+    void (*old)(int) = signal(SIGINT, on_sigint);
+    int tty = isatty(STDOUT_FILENO);
+    double t0 = now(), last_val = NAN;
+    float loss = 0;
+    long step;
+    for (step = 0; step < o->steps && !interrupted; step++) {
+        double ts = now();
+        float lr = o->lr * (step < o->warmup ? (float)(step + 1) / (float)o->warmup
+                                             : 0.1f + 0.9f * 0.5f * (1.0f + cosf((float)M_PI * (float)(step - o->warmup) /
+                                                                                  (float)(o->steps - o->warmup))));
+        draw(rng, c.bytes, ntrain, x, y, B, T);
+        loss = model_forward(m, x, y, step, 1);
+        model_backward(m, step);
+        float gn = model_grad_norm(m);
+        model_adamw(m, lr, 0.9f, 0.95f, 1e-8f, o->weight_decay, step + 1);
+        double dt = now() - ts;
+        fp8_probe_scalar(run, "loss", step, loss);
+        fp8_probe_scalar(run, "lr", step, lr);
+        fp8_probe_scalar(run, "grad_norm", step, gn);
+        fp8_probe_scalar(run, "tokens_per_s", step, (double)N / dt);
+        if ((step + 1) % o->val_every == 0 || step + 1 == o->steps) {
+            gsl_rng_set(vrng, 12345); /* the same validation batches every time */
+            double vl = 0;
+            for (int k = 0; k < 8; k++) {
+                draw(vrng, c.bytes + ntrain, nval, x, y, B, T);
+                vl += model_forward(m, x, y, step, 0);
+            }
+            last_val = vl / 8;
+            fp8_probe_scalar(run, "val_loss", step, last_val);
+        }
+        if (fp8_probe_step_end(run, step) != FP8_OK && !o->quiet)
+            fprintf(stderr, "fp8prof: train: recording stopped: %s\n", fp8_error_message());
+        if (!o->quiet) {
+            double el = now() - t0, eta = el / (double)(step + 1) * (double)(o->steps - step - 1);
+            if (tty)
+                printf("\rstep %ld/%ld  loss %.4f  val %.4f  %.0f tok/s  ETA %.0fs   ", step + 1, o->steps, loss,
+                       last_val, (double)N / dt, eta);
+            else if ((step + 1) % o->val_every == 0 || step + 1 == o->steps)
+                printf("step %ld/%ld loss %.4f val %.4f %.0f tok/s\n", step + 1, o->steps, loss, last_val,
+                       (double)N / dt);
+            fflush(stdout);
+        }
+    }
+    signal(SIGINT, old);
+    int rc = fp8_probe_close(run) == FP8_OK ? 0 : 1;
+    if (!o->quiet)
+        printf("%s%s after %ld steps in %.1f s: loss %.4f, validation %.4f nats/byte (unigram entropy %.3f); run %s\n",
+               tty ? "\n" : "", interrupted ? "interrupted" : "done", step, now() - t0, loss, last_val, h, o->out);
+    gsl_rng_free(rng), gsl_rng_free(vrng);
+    free(x), free(y), free(c.bytes);
+    model_free(m);
+    return interrupted ? 130 : rc;
+}

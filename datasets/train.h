@@ -1,0 +1,34 @@
+/*
+ * train.h — the built-in training run: data with no download, the training
+ * loop with its schedule, validation and probes (fp8prof train).
+ */
+#ifndef FP8_TRAIN_H
+#define FP8_TRAIN_H
+
+#include "model.h"
+
+typedef struct {
+    model_config model;
+    long steps;
+    float lr;                 /* peak learning rate                        */
+    long warmup;              /* linear warm-up steps, then cosine to 10%  */
+    float weight_decay;
+    unsigned long seed;
+    const char *recipe;       /* "fp32", "bf16" or a recipe spec            */
+    const char *shadows[8];
+    int nshadow;
+    int smooth_swiglu, fp8_head;
+    const char *const *data;  /* text files; NULL: fortunes, else licenses */
+    int ndata;
+    const char *out;          /* run file                                  */
+    long val_every;           /* validation (and snapshots) every K steps  */
+    int quiet;                /* no progress output                        */
+} train_options;
+
+train_options train_defaults(void);
+
+/* Train; returns 0, 1 on failure (message printed), 130 if interrupted
+ * (everything so far is flushed). */
+int train_run(const train_options *o);
+
+#endif
