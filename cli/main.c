@@ -79,7 +79,7 @@ const cli_command cli_commands[] = {
      "                     [--lr LR --warmup W --weight-decay WD] [--seed S] [--data FILE ...]\n"
      "                     [--val-every K] [--fp8-head] [--quiet] -o RUN.h5\n"
      "Defaults: hybrid:delayed, shadows hybrid:delayed hybrid:current e4m3:block=1x128\n"
-     "mxfp8 (--shadow none for none), 300 steps, 2 layers of dim 64 with 4 heads, ctx 64,\n"
+     "mxfp8 (--shadow none for none), 300 steps, 4 layers of dim 96 with 4 heads, ctx 128,\n"
      "batch 8, lr 3e-3 with 30 warm-up steps then cosine to 10%, no weight decay, seed 1,\n"
      "Debian's fortunes as data (else /usr/share/common-licenses), validation and\n"
      "SwiGLU-output snapshots every 50 steps.  Every linear layer's GEMM operands go\n"

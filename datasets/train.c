@@ -28,7 +28,7 @@ train_options train_defaults(void)
 {
     train_options o;
     memset(&o, 0, sizeof o);
-    o.model = (model_config){2, 64, 4, 0, 64, 8, 256};
+    o.model = (model_config){4, 96, 4, 0, 128, 8, 256};
     o.steps = 300;
     o.lr = 3e-3f;
     o.warmup = 30;

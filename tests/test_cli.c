@@ -204,12 +204,53 @@ static void test_run_commands(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, "'bogus'"));
 }
 
+/* fp8prof train: a tiny run on a given text, then Ctrl-C on a long one */
+static void test_train_command(void)
+{
+    FILE *f = fopen("build/t_text.txt", "w");
+    for (int i = 0; i < 400; i++)
+        fprintf(f, "line %d: the quick brown fox jumps over the lazy dog.\n", i);
+    fclose(f);
+    CU_ASSERT_EQUAL(run("%s train --steps 12 --layers 1 --dim 16 --heads 2 --ctx 16 --batch 2 --val-every 6 "
+                        "--data build/t_text.txt --shadow e4m3:current -o build/t_train.h5",
+                        NULL, buf, sizeof buf),
+                    0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "done after 12 steps"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "unigram entropy"));
+    CU_ASSERT_EQUAL(run("%s info build/t_train.h5", NULL, buf, sizeof buf), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "tensors 15, recipes 2"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "layers.0.mlp.w2.grad_output"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "snapshots 2"));
+    CU_ASSERT_EQUAL(run("%s export build/t_train.h5 --scalars | grep -c '^val_loss,'", NULL, buf, sizeof buf), 0);
+    CU_ASSERT_EQUAL(atoi(buf), 2);
+    /* Ctrl-C: exit 130, and everything so far is in the file */
+    CU_ASSERT_EQUAL(run("%s train --steps 100000 --layers 1 --dim 16 --heads 2 --ctx 16 --batch 2 --quiet "
+                        "--data build/t_text.txt -o build/t_int.h5 & pid=$!; sleep 1.5; kill -INT $pid; wait $pid; "
+                        "echo rc=$?",
+                        NULL, buf, sizeof buf),
+                    0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "rc=130"));
+    CU_ASSERT_EQUAL(run("%s info build/t_int.h5", NULL, buf, sizeof buf), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "scalars "));
+    CU_ASSERT_PTR_NULL(strstr(buf, "records 0,"));
+    /* errors */
+    CU_ASSERT_EQUAL(run("%s train --recipe e4m3:nope -o x.h5 2>&1", NULL, buf, sizeof buf), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "'nope'"));
+    CU_ASSERT_EQUAL(run("%s train --dim 30 --heads 4 --data build/t_text.txt -o build/t_bad.h5 2>&1", NULL, buf,
+                        sizeof buf),
+                    1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "dim must split"));
+    CU_ASSERT_EQUAL(run("%s train --data build/nope.txt -o build/t_bad.h5 2>&1", NULL, buf, sizeof buf), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "cannot read build/nope.txt"));
+}
+
 void register_cli_tests(void)
 {
     static const char *const names[] = {"cast output lines", "errors name the bad item, exit 2",
                                         "table and formats", "stats: delayed replay over files, JSON, errors",
-                                        "run files: synth, info, export csv/nvdlfw, import, watch"};
+                                        "run files: synth, info, export csv/nvdlfw, import, watch",
+                                        "train: a tiny run, Ctrl-C, errors"};
     static void (*const fns[])(void) = {test_cast_output, test_errors, test_table_and_formats, test_stats_command,
-                                        test_run_commands};
-    add_suite("cli", names, fns, 5);
+                                        test_run_commands, test_train_command};
+    add_suite("cli", names, fns, 6);
 }
