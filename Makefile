@@ -36,7 +36,7 @@ DEPS     := $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(DATA_OBJ:.o=.d) $(TEST_OBJ:.o=.d
 MAKEFLAGS += --no-builtin-rules
 .SUFFIXES:
 
-.PHONY: all test asan demo bench check-exhaustive clean help deps-check
+.PHONY: all test asan demo bench check-exhaustive clean help deps-check datasets
 all: $(BUILD)/libfp8prof.a $(BUILD)/libfp8prof.so $(BUILD)/fp8prof
 
 help:
@@ -46,6 +46,7 @@ help:
 	@echo "make asan       the suite under AddressSanitizer + UBSan"
 	@echo "make bench      speed numbers next to same-run references"
 	@echo "make check-exhaustive  every float32 through every format and mode"
+	@echo "make datasets   the standard set of training runs into datasets/runs/"
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -88,6 +89,9 @@ demo: $(BUILD)/fp8prof
 
 bench: $(BUILD)/bench_fp8prof
 	$(BUILD)/bench_fp8prof
+
+datasets: $(BUILD)/fp8prof
+	datasets/make_datasets.sh $(BUILD)/fp8prof datasets/runs
 
 check-exhaustive: $(BUILD)/check_exhaustive
 	$(BUILD)/check_exhaustive

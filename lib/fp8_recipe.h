@@ -77,6 +77,9 @@ typedef struct {
     /* block: tile of block_rows x block_cols; transposed: quantize the
      * transpose (column-wise orientation), tile read as cols x rows */
     int block_rows, block_cols, transposed;
+    int wblock_rows, wblock_cols; /* weights=RxC: the tile for weight tensors
+                                     (DeepSeek-V3: 1x128 activations and
+                                     gradients, 128x128 weights); 0: same */
 
     /* mx / nvfp4 */
     int group;               /* elements per block along a row (32 / 16)     */
@@ -86,6 +89,10 @@ typedef struct {
 /* Parse a spec.  On error returns FP8_EINVAL; the message names the bad
  * part ("recipe 'e4m3:delyed': unknown kind 'delyed'"). */
 int fp8_recipe_parse(const char *spec, fp8_recipe *out);
+
+/* Apply the role-specific parts of a recipe in place (the weights' tile of
+ * a block recipe); fp8_recipe_state_alloc does this for its copy. */
+void fp8_recipe_for_role(fp8_recipe *r, fp8_role role);
 
 /* The element format a tensor of this role is cast to. */
 const fp8_format *fp8_recipe_format(const fp8_recipe *r, fp8_role role);

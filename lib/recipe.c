@@ -43,6 +43,14 @@ const char *fp8_recipe_kind_name(fp8_recipe_kind k)
     return (unsigned)k < sizeof n / sizeof n[0] ? n[k] : "?";
 }
 
+void fp8_recipe_for_role(fp8_recipe *r, fp8_role role)
+{
+    if (r->kind == FP8_RECIPE_BLOCK && role == FP8_ROLE_WEIGHT && r->wblock_rows > 0) {
+        r->block_rows = r->wblock_rows;
+        r->block_cols = r->wblock_cols;
+    }
+}
+
 const fp8_format *fp8_recipe_format(const fp8_recipe *r, fp8_role role)
 {
     return (r->hybrid && role == FP8_ROLE_GRADIENT) ? &r->bwd : &r->fwd;
@@ -372,6 +380,16 @@ static int apply_option(const char *spec, fp8_recipe *r, char *item)
             r->ue8m0 = r->pow2 = 0;
             return 0;
         }
+        if (strcmp(k, "weights") == 0) {
+            NEEDVAL();
+            char *x = strchr(val, 'x');
+            if (!x)
+                return bad(spec, "weights tile '%s' is not RxC (e.g. 128x128)", val);
+            *x = 0;
+            if (parse_int(val, 1, 1 << 20, &r->wblock_rows) || parse_int(x + 1, 1, 1 << 20, &r->wblock_cols))
+                return bad(spec, "weights tile is not RxC with positive integers (got '%s')", val);
+            return 0;
+        }
         if (strcmp(k, "transposed") == 0 || strcmp(k, "colwise") == 0) {
             NOVAL();
             r->transposed = 1;
@@ -428,6 +446,8 @@ static void canonical(fp8_recipe *r)
         break;
     case FP8_RECIPE_BLOCK:
         ADD("eps=%.9g,%s%s", r->eps, r->ue8m0 ? "ue8m0" : r->pow2 ? "pow2" : "fp32", r->transposed ? ",transposed" : "");
+        if (r->wblock_rows)
+            ADD(",weights=%dx%d", r->wblock_rows, r->wblock_cols);
         break;
     case FP8_RECIPE_MX: {
         static const char *modes[] = {"floor", "ceil", "rceil", "even"};
@@ -579,6 +599,7 @@ fp8_recipe_state *fp8_recipe_state_alloc(const fp8_recipe *r, fp8_role role)
         return NULL;
     }
     st->recipe = *r;
+    fp8_recipe_for_role(&st->recipe, role);
     st->role = role;
     st->format = fp8_recipe_format(&st->recipe, role);
     st->scale = st->scale_inv = 1.0f;

@@ -306,6 +306,7 @@ int fp8_run_snapshot_read(const fp8_run *r, size_t i, float *out)
             st = FP8_ERROR(FP8_EIO, "%s: cannot read snapshot %zu", r->path, i);
         else {
             /* x_hat = decode(code) * scale_inv of the element's group */
+            fp8_recipe_for_role(&rec, (fp8_role)r->tensor_role[sn->tensor]);
             const fp8_format *f = fp8_recipe_format(&rec, (fp8_role)r->tensor_role[sn->tensor]);
             for (size_t a = 0; a < sn->rows; a++)
                 for (size_t b = 0; b < sn->cols; b++) {

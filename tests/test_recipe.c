@@ -238,6 +238,17 @@ static void test_block(void)
     CU_ASSERT_EQUAL(s.nscales, 6);
     CU_ASSERT_EQUAL(s.scale_inv_max, 1000.0f / 448.0f);
     fp8_recipe_state_free(st);
+    /* DeepSeek-V3: 1x128 tiles for activations, 128x128 for weights, one spec */
+    fp8_recipe_parse("e4m3:block=1x128:weights=128x128", &r);
+    CU_ASSERT_STRING_EQUAL(r.spec, "e4m3:block=1x128:eps=0.0001,fp32,weights=128x128");
+    st = fp8_recipe_state_alloc(&r, FP8_ROLE_WEIGHT);
+    CU_ASSERT_EQUAL(fp8_quantize(st, x, R, C, q, &s), FP8_OK);
+    CU_ASSERT_EQUAL(s.nscales, 6);
+    fp8_recipe_state_free(st);
+    st = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
+    CU_ASSERT_EQUAL(fp8_quantize(st, x, R, C, q, &s), FP8_OK);
+    CU_ASSERT_EQUAL(s.nscales, R * 3);
+    fp8_recipe_state_free(st);
     /* transposed 1x128 = 128x1 tiles of the original: 260 columns x 2 */
     fp8_recipe_parse("e4m3:block=1x128:transposed", &r);
     st = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
