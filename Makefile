@@ -74,7 +74,7 @@ $(BUILD)/test_fp8prof: $(TEST_OBJ) $(DATA_OBJ) $(BUILD)/libfp8prof.a
 $(BUILD)/check_exhaustive: $(BUILD)/tests/check_exhaustive.o $(BUILD)/tests/ref_cast.o $(BUILD)/libfp8prof.a
 	$(CC) -o $@ $^ $(LDLIBS_ALL)
 
-BENCH_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard bench/*.c)) $(BUILD)/tests/ref_stats.o
+BENCH_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard bench/*.c)) $(BUILD)/tests/ref_stats.o $(DATA_OBJ)
 $(BUILD)/bench_fp8prof: $(BENCH_OBJ) $(BUILD)/libfp8prof.a
 	$(CC) -o $@ $^ $(LDLIBS_ALL)
 

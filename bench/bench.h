@@ -4,5 +4,6 @@
 int bench_formats(void);
 int bench_stats(void);
 int bench_probe(void);
+int bench_train(void);
 double bench_now(void);
 #endif

@@ -1,7 +1,7 @@
 /*
  * bench_main.c — `make bench`: every section prints its numbers next to a
  * reference measured in the same run.  Optional argument: a section name
- * (formats, stats, probe).
+ * (formats, stats, probe, train).
  */
 #include <stdio.h>
 #include <string.h>
@@ -29,6 +29,10 @@ int main(int argc, char **argv)
     if (!only || strcmp(only, "probe") == 0) {
         printf("\n");
         rc |= bench_probe();
+    }
+    if (!only || strcmp(only, "train") == 0) {
+        printf("\n");
+        rc |= bench_train();
     }
     return rc;
 }

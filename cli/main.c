@@ -77,12 +77,13 @@ const cli_command cli_commands[] = {
      "usage: fp8prof train [--recipe SPEC|fp32|bf16] [--shadow SPEC ...] [--smooth-swiglu]\n"
      "                     [--steps N] [--layers L --dim D --heads H --ctx T --batch B]\n"
      "                     [--lr LR --warmup W --weight-decay WD] [--seed S] [--data FILE ...]\n"
-     "                     [--val-every K] [--fp8-head] [--quiet] -o RUN.h5\n"
+     "                     [--val-every K] [--record-every N] [--fp8-head] [--quiet] -o RUN.h5\n"
      "Defaults: hybrid:delayed, shadows hybrid:delayed hybrid:current e4m3:block=1x128\n"
      "mxfp8 (--shadow none for none), 300 steps, 4 layers of dim 96 with 4 heads, ctx 128,\n"
      "batch 8, lr 3e-3 with 30 warm-up steps then cosine to 10%, no weight decay, seed 1,\n"
      "Debian's fortunes as data (else /usr/share/common-licenses), validation and\n"
-     "SwiGLU-output snapshots every 50 steps.  Every linear layer's GEMM operands go\n"
+     "SwiGLU-output snapshots every 50 steps, probe statistics every 10 steps (the recipe\n"
+     "states advance on every step).  Every linear layer's GEMM operands go\n"
      "through the probes (FP8 casts, FP32 accumulation); embedding, norms, attention and\n"
      "the head stay FP32 (--fp8-head casts the head too).  Ctrl-C ends the run cleanly.\n",
      cmd_train},

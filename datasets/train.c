@@ -41,6 +41,7 @@ train_options train_defaults(void)
     o.shadows[3] = "mxfp8";
     o.nshadow = 4;
     o.val_every = 50;
+    o.record_every = 10;
     return o;
 }
 
@@ -167,6 +168,7 @@ int train_run(const train_options *o)
     fp8_probe_options po = fp8_probe_defaults();
     po.snapshot_pattern = "*.mlp.w2.input";
     po.snapshot_every = o->val_every;
+    po.every = o->record_every; /* recipe states still advance on every step */
     fp8_probe_run *run = fp8_probe_open(o->out, &po, kv, 8);
     if (!run) {
         fprintf(stderr, "fp8prof: train: %s\n", fp8_error_message());

@@ -22,6 +22,7 @@ typedef struct {
     int ndata;
     const char *out;          /* run file                                  */
     long val_every;           /* validation (and snapshots) every K steps  */
+    long record_every;        /* probe statistics every N steps (10)       */
     int quiet;                /* no progress output                        */
 } train_options;
 

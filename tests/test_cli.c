@@ -212,6 +212,7 @@ static void test_train_command(void)
         fprintf(f, "line %d: the quick brown fox jumps over the lazy dog.\n", i);
     fclose(f);
     CU_ASSERT_EQUAL(run("%s train --steps 12 --layers 1 --dim 16 --heads 2 --ctx 16 --batch 2 --val-every 6 "
+                        "--record-every 3 "
                         "--data build/t_text.txt --shadow e4m3:current -o build/t_train.h5",
                         NULL, buf, sizeof buf),
                     0);

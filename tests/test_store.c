@@ -227,8 +227,11 @@ static void test_sigkill(void)
         close(fd[0]);
         fp8_run *r = fp8_run_load("build/t_kill.h5");
         if (!r) {
-            fprintf(stderr, "\n  trial %d: %s\n", t, fp8_error_message());
-            lost_trials++;
+            /* killed before its first flush: nothing was promised */
+            if (flushed > 0) {
+                fprintf(stderr, "\n  trial %d: %s\n", t, fp8_error_message());
+                lost_trials++;
+            }
             continue;
         }
         if (r->nrecords < flushed) {

@@ -1,0 +1,100 @@
+/*
+ * bench_train.c — a training step of the default model broken down into
+ * GEMM, FP8 emulation, probes + HDF5, and the rest (issue 5), next to the
+ * sgemm FLOP rate of the same shapes measured in the same run.
+ *   fp32, no probes          -> GEMM + rest
+ *   fp8 cast, no recording   -> + FP8 emulation
+ *   fp8 + 4 shadows recorded -> + probes and HDF5 (the defaults of fp8prof train)
+ * Targets: probes + HDF5 <= 10% of the step; FP8 emulation <= 35%.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "layers.h"
+#include "model.h"
+#include "train.h"
+
+#define STEPS 21 /* covers two recorded steps of the default every 10 */
+
+static double time_steps(model *m, fp8_probe_run *run, const int *x, const int *y)
+{
+    double best = 1e30;
+    for (int s = 0; s < STEPS; s++) {
+        double t0 = bench_now();
+        model_forward(m, x, y, s, 1);
+        model_backward(m, s);
+        model_adamw(m, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.0f, s + 1);
+        if (run)
+            fp8_probe_step_end(run, s);
+        double dt = bench_now() - t0;
+        if (s > 0) /* the first step warms up */
+            best = best > 1e29 ? dt : best + dt;
+    }
+    return best / (STEPS - 1); /* the mean step, recorded or not */
+}
+
+int bench_train(void)
+{
+    train_options o = train_defaults();
+    model_config c = o.model;
+    c.hidden = ((8 * c.dim / 3) + 15) / 16 * 16;
+    size_t N = (size_t)c.batch * (size_t)c.ctx, C = (size_t)c.dim, H = (size_t)c.hidden;
+    int *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
+    for (size_t i = 0; i < N; i++)
+        x[i] = (int)(i * 7 % 251), y[i] = (int)(i * 11 % 253);
+    printf("fp8prof bench: a training step (layers %d, dim %d, hidden %zu, %zu tokens; mean of %d steps)\n", c.layers,
+           c.dim, H, N, STEPS - 1);
+    /* the GEMMs of one step: forward + 2 backward per linear, plus the head */
+    float *a = calloc(N * (H > 3 * C ? H : 3 * C), 4), *w = calloc(H * C * 3 + 256 * C, 4),
+          *o2 = calloc(N * (H > 256 ? H : 256) * 3, 4);
+    const size_t lin[5][2] = {{C, 3 * C}, {C, C}, {C, H}, {C, H}, {H, C}};
+    double flops = 0, tg = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        double t0 = bench_now();
+        for (int l = 0; l < c.layers; l++)
+            for (int j = 0; j < 5; j++) {
+                size_t K = lin[j][0], M = lin[j][1];
+                linear_forward(o2, a, w, N, K, M);
+                linear_backward(a, w, o2, a, w, N, K, M);
+                if (rep == 0)
+                    flops += 6.0 * (double)N * (double)K * (double)M;
+            }
+        linear_forward(o2, a, w, N, C, 256);
+        linear_backward(a, w, o2, a, w, N, C, 256);
+        if (rep == 0)
+            flops += 6.0 * (double)N * (double)C * 256.0;
+        double dt = bench_now() - t0;
+        tg = rep == 0 || dt < tg ? dt : tg;
+    }
+    model *m32 = model_create(&c, 1, PREC_FP32, NULL, NULL, 0, NULL, 0, 0);
+    double t32 = time_steps(m32, NULL, x, y);
+    model_free(m32);
+    fp8_probe_options po = fp8_probe_defaults();
+    po.start = 1000000; /* nothing recorded: the casts alone */
+    fp8_probe_run *r1 = fp8_probe_open("build/bench_train_cast.h5", &po, NULL, 0);
+    model *mc = model_create(&c, 1, PREC_FP8, o.recipe, NULL, 0, r1, 0, 0);
+    double tcast = time_steps(mc, r1, x, y);
+    model_free(mc);
+    fp8_probe_close(r1);
+    po = fp8_probe_defaults();
+    po.snapshot_pattern = "*.mlp.w2.input";
+    po.snapshot_every = o.val_every;
+    po.every = o.record_every;
+    fp8_probe_run *r2 = fp8_probe_open("build/bench_train_full.h5", &po, NULL, 0);
+    model *mf = model_create(&c, 1, PREC_FP8, o.recipe, o.shadows, o.nshadow, r2, 0, 0);
+    double tfull = time_steps(mf, r2, x, y);
+    model_free(mf);
+    fp8_probe_close(r2);
+    double emu = tcast - t32, probes = tfull - tcast, rest = t32 - tg;
+    printf("sgemm, the step's GEMM shapes: %.2f GFLOP/s (%.1f ms)\n", flops / tg / 1e9, tg * 1e3);
+    printf("step with every default probe: %.1f ms = GEMM %.1f ms (%.0f%%) + FP8 emulation %.1f ms (%.0f%%, target "
+           "<= 35%%: %s) + probes and HDF5 %.1f ms (%.0f%%, target <= 10%%: %s) + rest %.1f ms (%.0f%%)\n",
+           tfull * 1e3, tg * 1e3, 100 * tg / tfull, emu * 1e3, 100 * emu / tfull, emu <= 0.35 * tfull ? "met" : "MISSED",
+           probes * 1e3, 100 * probes / tfull, probes <= 0.10 * tfull ? "met" : "MISSED", rest * 1e3,
+           100 * rest / tfull);
+    printf("(fp32 step %.1f ms; fp8 casts without recording %.1f ms)\n", t32 * 1e3, tcast * 1e3);
+    free(a), free(w), free(o2), free(x), free(y);
+    return 0;
+}
