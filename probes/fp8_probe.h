@@ -51,7 +51,9 @@ fp8_probe_run *fp8_probe_open(const char *path, const fp8_probe_options *opts, c
 
 /* Declare a probe on a named tensor: its active recipe (may be NULL: record
  * only the shadows; apply then copies) and nshadow shadow recipes, each with
- * its own state.  layer may be -1.  NULL with a message on a bad spec. */
+ * its own state (a shadow whose canonical spec repeats the active recipe or
+ * an earlier shadow is dropped).  layer may be -1.  NULL with a message on a
+ * bad spec. */
 fp8_probe *fp8_probe_declare(fp8_probe_run *run, const char *name, fp8_role role, int layer, const char *active,
                              const char *const *shadows, int nshadow);
 

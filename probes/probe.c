@@ -143,17 +143,22 @@ fp8_probe *fp8_probe_declare(fp8_probe_run *run, const char *name, fp8_role role
             probe_free(p);
             return NULL;
         }
-        p->st[i] = fp8_recipe_state_alloc(&r, role);
-        if (!p->st[i]) {
+        int dup = 0; /* a shadow equal to the active recipe or an earlier shadow adds nothing */
+        for (int k = 0; k < p->nrec && !dup; k++)
+            dup = strcmp(p->st[k]->recipe.spec, r.spec) == 0;
+        if (dup)
+            continue;
+        p->st[p->nrec] = fp8_recipe_state_alloc(&r, role);
+        if (!p->st[p->nrec]) {
             probe_free(p);
             return NULL;
         }
-        p->nrec = i + 1;
+        p->nrec++;
     }
     pthread_mutex_lock(&run->lock);
     p->tensor_id = fp8_store_tensor(run->store, name, role, layer);
     int ok = p->tensor_id >= 0;
-    for (int i = 0; ok && i < n; i++)
+    for (int i = 0; ok && i < p->nrec; i++)
         ok = (p->recipe_id[i] = fp8_store_recipe(run->store, p->st[i]->recipe.spec)) >= 0;
     if (ok && run->nprobes == run->cap) {
         int cap = run->cap ? 2 * run->cap : 16;
