@@ -87,6 +87,10 @@ int fp8_quantize_ex(fp8_recipe_state *st, const float *x, size_t rows, size_t co
 int fp8_quantize_codes(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, void *codes,
                        float *group_scale_inv, float *out, fp8_stats *stats, unsigned options);
 size_t fp8_quantize_ngroups(const fp8_recipe *r, size_t rows, size_t cols);
+
+/* Delayed scaling without a cast: note the finite amax of x[0..n) in history
+ * slot 0, exactly as fp8_quantize would (for steps that record nothing). */
+int fp8_recipe_state_observe_tensor(fp8_recipe_state *st, const float *x, size_t n);
 size_t fp8_quantize_group_of(const fp8_recipe *r, size_t rows, size_t cols, size_t i, size_t j);
 
 /* Bytes of scratch fp8_quantize allocates for a tensor of this shape

@@ -454,6 +454,17 @@ static void transpose_codes(const void *src, size_t rows, size_t cols, size_t cb
             memcpy((char *)dst + (j * rows + i) * cb, (const char *)src + (i * cols + j) * cb, cb);
 }
 
+int fp8_recipe_state_observe_tensor(fp8_recipe_state *st, const float *x, size_t n)
+{
+    if (!st || (!x && n))
+        return FP8_ERROR(FP8_EINVAL, "fp8_recipe_state_observe_tensor: NULL argument");
+    pthread_once(&pick_once, pick);
+    uint32_t amax = 0, minnz = 0x7F800000u;
+    range_pass(x, n, &amax, &minnz); /* integer work: no floating-point environment involved */
+    fp8_recipe_state_observe(st, bits_to_float(amax));
+    return FP8_OK;
+}
+
 size_t fp8_quantize_ngroups(const fp8_recipe *r, size_t rows, size_t cols)
 {
     layout L;

@@ -199,6 +199,46 @@ static void test_code_snapshots(void)
     }
 }
 
+/* on steps that record nothing, a delayed shadow still takes each step's
+ * amax (a stateless shadow is skipped): its recorded scale equals that of a
+ * state that saw every step */
+static void test_shadow_history(void)
+{
+    fp8_probe_options o = fp8_probe_defaults();
+    o.every = 5;
+    fp8_probe_run *run = fp8_probe_open("build/t_shadow.h5", &o, NULL, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(run);
+    const char *sh[] = {"e4m3:delayed:history=3"};
+    fp8_probe *p = fp8_probe_declare(run, "x", FP8_ROLE_ACTIVATION, 0, "e4m3:current", sh, 1);
+    fp8_recipe r;
+    fp8_recipe_parse("e4m3:delayed:history=3", &r);
+    fp8_recipe_state *ref = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
+    float x[256], y[256], want[4];
+    int k = 0;
+    for (int step = 0; step < 16; step++) {
+        fill(x, 256, (uint64_t)step + 3, (float)(1 + (step * 7) % 11));
+        fp8_stats s;
+        fp8_quantize(ref, x, 2, 128, NULL, &s);
+        if (step % 5 == 0)
+            want[k++] = (float)s.scale;
+        fp8_recipe_state_step(ref);
+        CU_ASSERT_EQUAL(fp8_probe_apply(p, step, x, 2, 128, y), FP8_OK);
+        fp8_probe_step_end(run, step);
+    }
+    fp8_probe_close(run);
+    fp8_run *f = fp8_run_load("build/t_shadow.h5");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    int seen = 0;
+    for (size_t i = 0; i < f->nrecords; i++)
+        if (!f->records[i].active) {
+            CU_ASSERT_EQUAL((float)f->records[i].stats.scale, want[f->records[i].step / 5]);
+            seen++;
+        }
+    CU_ASSERT_EQUAL(seen, 4);
+    fp8_run_free(f);
+    fp8_recipe_state_free(ref);
+}
+
 typedef struct {
     fp8_probe *p;
     int id;
@@ -320,8 +360,9 @@ void register_probe_tests(void)
     static const char *const names[] = {"a training loop: apply in place, shadows, late tensors, snapshots",
                                         "recording window, bf16/fp16 input, histograms off",
                                         "four threads recording at once", "disk full: recording stops, casts go on",
-                                        "snapshots as FP8 codes + group scales decode exactly"};
+                                        "snapshots as FP8 codes + group scales decode exactly",
+                                        "a delayed shadow keeps its history on unrecorded steps"};
     static void (*const fns[])(void) = {test_loop, test_window_and_bits, test_threads, test_disk_full,
-                                        test_code_snapshots};
-    add_suite("probe", names, fns, 5);
+                                        test_code_snapshots, test_shadow_history};
+    add_suite("probe", names, fns, 6);
 }
