@@ -25,6 +25,9 @@ extern const cli_command cli_commands[];
 
 /* Print "fp8prof: <what>" to stderr and return 2 (usage error). */
 int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Parse option value v as a number in [lo, hi] (an integer if asked);
+ * 0, or a usage error (exit status 2) naming cmd, opt and v. */
+int cli_number(const char *cmd, const char *opt, const char *v, double lo, double hi, int integer, double *out);
 /* 1 when argv holds -h or --help. */
 int cli_wants_help(int argc, char **argv);
 /* Print the help of the named command; returns 0. */

@@ -107,13 +107,15 @@ static int ends_with(const char *s, const char *suf)
 
 static int parse_size(const char *opt, const char *v, size_t *out)
 {
-    char *end;
-    unsigned long long n = strtoull(v, &end, 10);
-    if (!*v || *end || *v == '-' || n == 0)
-        return cli_usage_error("stats: %s '%s' is not a positive integer", opt, v);
-    *out = (size_t)n;
-    return 0;
+    double d;
+    int rc = cli_number("stats", opt, v, 1, 1e15, 1, &d);
+    if (!rc)
+        *out = (size_t)d;
+    return rc;
 }
+
+static int cmd_stats_files(const char *spec, size_t rows, size_t cols, int json, fp8_role role, char **files,
+                           int nfiles);
 
 int cmd_stats(int argc, char **argv)
 {
@@ -122,6 +124,7 @@ int cmd_stats(int argc, char **argv)
     int json = 0;
     fp8_role role = FP8_ROLE_ACTIVATION;
     int nfiles = 0;
+    char **files = argv; /* compacted in place: files[k] for k < i are already read */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--recipe") == 0) {
@@ -144,9 +147,15 @@ int cmd_stats(int argc, char **argv)
         } else if (a[0] == '-' && a[1] == '-') {
             return cli_usage_error("stats: unknown option '%s'", a);
         } else {
-            nfiles++;
+            files[nfiles++] = argv[i];
         }
     }
+    return cmd_stats_files(spec, rows, cols, json, role, files, nfiles);
+}
+
+static int cmd_stats_files(const char *spec, size_t rows, size_t cols, int json, fp8_role role, char **files,
+                           int nfiles)
+{
     if (!spec)
         return cli_usage_error("stats needs --recipe SPEC (see fp8prof stats --help)");
     if (!nfiles)
@@ -158,15 +167,8 @@ int cmd_stats(int argc, char **argv)
     if (!st)
         return cli_usage_error("stats: %s", fp8_error_message());
     int step = 0, rc = 0;
-    for (int i = 1; i < argc && rc == 0; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--recipe") == 0 || strcmp(a, "--rows") == 0 || strcmp(a, "--cols") == 0 ||
-            strcmp(a, "--role") == 0) {
-            i++;
-            continue;
-        }
-        if (strcmp(a, "--json") == 0)
-            continue;
+    for (int i = 0; i < nfiles && rc == 0; i++) {
+        const char *a = files[i];
         float *x = NULL;
         size_t R, C;
         int s = ends_with(a, ".npy") ? fp8_npy_read(a, &x, &R, &C) : fp8_raw_read(a, rows, cols, &x, &R, &C);

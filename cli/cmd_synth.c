@@ -21,12 +21,11 @@ static const char *kinds[] = {"gauss", "student_t", "outlier_channels", "drift",
 
 static int parse_long(const char *opt, const char *v, long lo, long hi, long *out)
 {
-    char *end;
-    long n = strtol(v, &end, 10);
-    if (!*v || *end || n < lo || n > hi)
-        return cli_usage_error("synth: %s '%s' is not an integer in %ld..%ld", opt, v, lo, hi);
-    *out = n;
-    return 0;
+    double d;
+    int rc = cli_number("synth", opt, v, (double)lo, (double)hi, 1, &d);
+    if (!rc)
+        *out = (long)d;
+    return rc;
 }
 
 static void gen(gsl_rng *rng, int kind, long step, long steps, long rows, long cols, float *x)

@@ -8,16 +8,6 @@
 #include "cli.h"
 #include "train.h"
 
-static int num(const char *opt, const char *v, double lo, double hi, double *out)
-{
-    char *end;
-    double d = strtod(v, &end);
-    if (!*v || *end || !(d >= lo && d <= hi))
-        return cli_usage_error("train: %s '%s' is not a number in %g..%g", opt, v, lo, hi);
-    *out = d;
-    return 0;
-}
-
 int cmd_train(int argc, char **argv)
 {
     train_options o = train_defaults();
@@ -59,29 +49,29 @@ int cmd_train(int argc, char **argv)
             data[o.ndata++] = v;
             o.data = data;
         } else if (!strcmp(a, "--steps"))
-            rc = num(a, v, 1, 1e7, &d), o.steps = (long)d;
+            rc = cli_number("train", a, v, 1, 1e7, 1, &d), o.steps = (long)d;
         else if (!strcmp(a, "--layers"))
-            rc = num(a, v, 1, 64, &d), o.model.layers = (int)d;
+            rc = cli_number("train", a, v, 1, 64, 1, &d), o.model.layers = (int)d;
         else if (!strcmp(a, "--dim"))
-            rc = num(a, v, 8, 4096, &d), o.model.dim = (int)d;
+            rc = cli_number("train", a, v, 8, 4096, 1, &d), o.model.dim = (int)d;
         else if (!strcmp(a, "--heads"))
-            rc = num(a, v, 1, 128, &d), o.model.heads = (int)d;
+            rc = cli_number("train", a, v, 1, 128, 1, &d), o.model.heads = (int)d;
         else if (!strcmp(a, "--ctx"))
-            rc = num(a, v, 2, 4096, &d), o.model.ctx = (int)d;
+            rc = cli_number("train", a, v, 2, 4096, 1, &d), o.model.ctx = (int)d;
         else if (!strcmp(a, "--batch"))
-            rc = num(a, v, 1, 4096, &d), o.model.batch = (int)d;
+            rc = cli_number("train", a, v, 1, 4096, 1, &d), o.model.batch = (int)d;
         else if (!strcmp(a, "--lr"))
-            rc = num(a, v, 0, 10, &d), o.lr = (float)d;
+            rc = cli_number("train", a, v, 0, 10, 0, &d), o.lr = (float)d;
         else if (!strcmp(a, "--warmup"))
-            rc = num(a, v, 0, 1e7, &d), o.warmup = (long)d;
+            rc = cli_number("train", a, v, 0, 1e7, 1, &d), o.warmup = (long)d;
         else if (!strcmp(a, "--weight-decay"))
-            rc = num(a, v, 0, 10, &d), o.weight_decay = (float)d;
+            rc = cli_number("train", a, v, 0, 10, 0, &d), o.weight_decay = (float)d;
         else if (!strcmp(a, "--seed"))
-            rc = num(a, v, 0, 4294967295.0, &d), o.seed = (unsigned long)d;
+            rc = cli_number("train", a, v, 0, 4294967295.0, 1, &d), o.seed = (unsigned long)d;
         else if (!strcmp(a, "--val-every"))
-            rc = num(a, v, 1, 1e7, &d), o.val_every = (long)d;
+            rc = cli_number("train", a, v, 1, 1e7, 1, &d), o.val_every = (long)d;
         else if (!strcmp(a, "--record-every"))
-            rc = num(a, v, 1, 1e7, &d), o.record_every = (long)d;
+            rc = cli_number("train", a, v, 1, 1e7, 1, &d), o.record_every = (long)d;
         else
             return cli_usage_error("train: unknown option '%s'", a);
         if (rc)

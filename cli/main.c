@@ -4,6 +4,7 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -103,6 +104,17 @@ int cli_usage_error(const char *fmt, ...)
     va_end(ap);
     fputc('\n', stderr);
     return 2;
+}
+
+int cli_number(const char *cmd, const char *opt, const char *v, double lo, double hi, int integer, double *out)
+{
+    char *end;
+    double d = strtod(v, &end);
+    if (!*v || *end || !(d >= lo && d <= hi) || (integer && d != (double)(long long)d))
+        return cli_usage_error("%s: %s '%s' is not %s in %g..%g", cmd, opt, v, integer ? "an integer" : "a number", lo,
+                               hi);
+    *out = d;
+    return 0;
 }
 
 int cli_wants_help(int argc, char **argv)

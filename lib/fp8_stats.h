@@ -74,7 +74,9 @@ int fp8_quantize(fp8_recipe_state *st, const float *x, size_t rows, size_t cols,
 
 /* fp8_quantize with options: FP8_STATS_NO_EXP_HIST leaves exp_hist zero
  * (the one statistic with a scalar per-element cost, about 1.4 cycles per
- * element here).  With stats == NULL only the cast runs: no moments. */
+ * element here).  With stats == NULL only the cast runs: no moments; with
+ * out, stats (and codes) all NULL nothing is cast and only the recipe state
+ * moves (delayed scaling notes the tensor's amax). */
 #define FP8_STATS_NO_EXP_HIST 1u
 int fp8_quantize_ex(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
                     fp8_stats *stats, unsigned flags);
@@ -88,13 +90,6 @@ int fp8_quantize_codes(fp8_recipe_state *st, const float *x, size_t rows, size_t
                        float *group_scale_inv, float *out, fp8_stats *stats, unsigned options);
 size_t fp8_quantize_ngroups(const fp8_recipe *r, size_t rows, size_t cols);
 
-/* Delayed scaling without a cast: note the finite amax of x[0..n) in history
- * slot 0, exactly as fp8_quantize would (for steps that record nothing). */
-int fp8_recipe_state_observe_tensor(fp8_recipe_state *st, const float *x, size_t n);
 size_t fp8_quantize_group_of(const fp8_recipe *r, size_t rows, size_t cols, size_t i, size_t j);
-
-/* Bytes of scratch fp8_quantize allocates for a tensor of this shape
- * (transposed or colwise recipes copy the tensor). */
-size_t fp8_quantize_scratch_bytes(const fp8_recipe *r, size_t rows, size_t cols);
 
 #endif

@@ -70,6 +70,15 @@ typedef struct {
     fp8_stats stats;
 } fp8_record;
 
+/* Where snapshot k of a run is (see docs/schema.md). */
+typedef struct {
+    uint32_t tensor;
+    int64_t step;
+    uint64_t offset, rows, cols;
+    int32_t recipe, code_bytes;  /* recipe -1: float32 values; else codes of that recipe */
+    uint64_t codes_offset, scales_offset, nscales;
+} fp8_snapshot;
+
 typedef struct {
     int schema;
     int nmeta;
@@ -89,13 +98,7 @@ typedef struct {
     int64_t *scalar_step;
     double *scalar_value;
     size_t nsnapshots;
-    struct {
-        uint32_t tensor;
-        int64_t step;
-        uint64_t offset, rows, cols;
-        int32_t recipe, code_bytes; /* recipe -1: float32 values; else codes of that recipe */
-        uint64_t codes_offset, scales_offset, nscales;
-    } *snapshots;         /* index only; data via fp8_run_snapshot_read */
+    fp8_snapshot *snapshots; /* index only; data via fp8_run_snapshot_read */
     char path[1024];
 } fp8_run;
 

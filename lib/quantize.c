@@ -117,15 +117,6 @@ static int needs_transpose(const fp8_recipe *r)
     return r->kind == FP8_RECIPE_COLWISE || (r->kind == FP8_RECIPE_BLOCK && r->transposed);
 }
 
-size_t fp8_quantize_scratch_bytes(const fp8_recipe *r, size_t rows, size_t cols)
-{
-    layout L;
-    int t = needs_transpose(r);
-    make_layout(r, t ? cols : rows, t ? rows : cols, &L);
-    return L.ngroups * (2 * sizeof(uint32_t) + 2 * sizeof(float) + 1) + PIECE * sizeof(float) +
-           (t ? 2 * rows * cols * sizeof(float) : 0);
-}
-
 static void transpose(const float *src, size_t rows, size_t cols, float *dst) /* dst: cols x rows */
 {
     const size_t T = 32;
@@ -256,15 +247,7 @@ static void group_scales(fp8_recipe_state *st, const uint32_t *amax, size_t ng, 
 
 /* ---- the fused pass --------------------------------------------------------- */
 
-/* Exponent-histogram bin of float32 bits u: 0 zero, 1 subnormal,
- * field + 1 for a normal binade, 256 for Inf/NaN (exponent field 255). */
-static inline unsigned exp_bin(uint32_t u)
-{
-    uint32_t a = u & 0x7FFFFFFFu;
-    return (a >> 23) + (a != 0);
-}
-
-/* Interleaved 16-bit sub-histograms (stats_vec.h), flushed into the
+/* Interleaved 32-bit sub-histograms (stats_vec.h), flushed into the
  * 64-bit histogram before any counter can wrap. */
 typedef struct {
     uint32_t sub[FP8_HIST_SUBS][FP8_EXP_BINS];
@@ -454,17 +437,6 @@ static void transpose_codes(const void *src, size_t rows, size_t cols, size_t cb
             memcpy((char *)dst + (j * rows + i) * cb, (const char *)src + (i * cols + j) * cb, cb);
 }
 
-int fp8_recipe_state_observe_tensor(fp8_recipe_state *st, const float *x, size_t n)
-{
-    if (!st || (!x && n))
-        return FP8_ERROR(FP8_EINVAL, "fp8_recipe_state_observe_tensor: NULL argument");
-    pthread_once(&pick_once, pick);
-    uint32_t amax = 0, minnz = 0x7F800000u;
-    range_pass(x, n, &amax, &minnz); /* integer work: no floating-point environment involved */
-    fp8_recipe_state_observe(st, bits_to_float(amax));
-    return FP8_OK;
-}
-
 size_t fp8_quantize_ngroups(const fp8_recipe *r, size_t rows, size_t cols)
 {
     layout L;
@@ -513,6 +485,16 @@ static int quantize_impl(fp8_recipe_state *st, const float *x, size_t rows, size
         return FP8_ERROR(FP8_EINVAL, "fp8_quantize: shape %zux%zu too large", rows, cols);
     pthread_once(&pick_once, pick);
     const fp8_recipe *r = &st->recipe;
+    if (!out && !stats && !codes) {
+        /* nothing to produce: only the recipe's state moves (delayed
+         * scaling notes the amax; the other recipes keep no state) */
+        if (r->kind == FP8_RECIPE_DELAYED) {
+            uint32_t amax = 0, minnz = 0x7F800000u;
+            range_pass(x, rows * cols, &amax, &minnz); /* integer work only */
+            fp8_recipe_state_observe(st, bits_to_float(amax));
+        }
+        return FP8_OK;
+    }
     const int trans = needs_transpose(r);
     layout L;
     make_layout(r, trans ? cols : rows, trans ? rows : cols, &L);

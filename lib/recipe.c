@@ -235,12 +235,6 @@ uint32_t fp8__scale_mx(const fp8_format *elem, float amax, fp8_mx_round mode)
 
 /* ---- parsing ---------------------------------------------------------------- */
 
-typedef struct {
-    const char *spec;
-    char *err;
-    size_t errlen;
-} parse_ctx;
-
 static int bad(const char *spec, const char *fmt, const char *part)
 {
     char what[200];

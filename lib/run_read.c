@@ -277,7 +277,7 @@ int fp8_run_snapshot_read(const fp8_run *r, size_t i, float *out)
 {
     if (!r || i >= r->nsnapshots || !out)
         return FP8_ERROR(FP8_EINVAL, "snapshot %zu does not exist", i);
-    const __typeof__(r->snapshots[0]) *sn = &r->snapshots[i];
+    const fp8_snapshot *sn = &r->snapshots[i];
     size_t n = (size_t)(sn->rows * sn->cols);
     fp8_recipe rec;
     if (sn->recipe >= 0 && (sn->recipe >= r->nrecipes || fp8_recipe_parse(r->recipe_spec[sn->recipe], &rec) != FP8_OK))

@@ -214,11 +214,9 @@ static int probe_run(fp8_probe *p, int64_t step, const float *x, size_t rows, si
     for (int i = p->nrec - 1; i >= 0 && st == FP8_OK; i--) {
         int is_active = p->has_active && i == 0;
         if (!is_active && !rec) {
-            /* a shadow on a step that records nothing: only delayed scaling
-             * has state to keep up (its amax history); the others are
-             * stateless and are skipped */
-            if (p->st[i]->recipe.kind == FP8_RECIPE_DELAYED)
-                st = fp8_recipe_state_observe_tensor(p->st[i], x, rows * cols);
+            /* a shadow on a step that records nothing: no cast, no
+             * statistics; only its state moves (the engine's no-output path) */
+            st = fp8_quantize_ex(p->st[i], x, rows, cols, NULL, NULL, flags);
             continue;
         }
         if (is_active && snap_codes)

@@ -294,11 +294,9 @@ static void test_threads(void)
 static void test_disk_full(void)
 {
     int fd[2];
-    CU_ASSERT_FATAL(pipe(fd) == 0);
-    pid_t pid = fork();
+    pid_t pid = fork_piped(fd);
     CU_ASSERT_FATAL(pid >= 0);
     if (pid == 0) {
-        close(fd[0]);
         signal(SIGXFSZ, SIG_IGN);
         struct rlimit rl = {400 * 1024, 400 * 1024};
         setrlimit(RLIMIT_FSIZE, &rl);
@@ -337,7 +335,6 @@ static void test_disk_full(void)
             _exit(16);
         _exit(0);
     }
-    close(fd[1]);
     int status;
     waitpid(pid, &status, 0);
     uint64_t flushed = 0;

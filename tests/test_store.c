@@ -190,11 +190,9 @@ static void test_sigkill(void)
     int lost_trials = 0;
     for (int t = 0; t < trials; t++) {
         int fd[2];
-        CU_ASSERT_FATAL(pipe(fd) == 0);
-        pid_t pid = fork();
+        pid_t pid = fork_piped(fd);
         CU_ASSERT_FATAL(pid >= 0);
         if (pid == 0) {
-            close(fd[0]);
             fp8_store *s = fp8_store_create("build/t_kill.h5", NULL, 0);
             if (!s)
                 _exit(3);
@@ -216,7 +214,6 @@ static void test_sigkill(void)
                 }
             }
         }
-        close(fd[1]);
         usleep((useconds_t)(20000 + test_rand(&seed) % 200000));
         kill(pid, SIGKILL);
         int status;
@@ -256,11 +253,9 @@ static void test_sigkill(void)
 static void test_live_read(void)
 {
     int fd[2];
-    CU_ASSERT_FATAL(pipe(fd) == 0);
-    pid_t pid = fork();
+    pid_t pid = fork_piped(fd);
     CU_ASSERT_FATAL(pid >= 0);
     if (pid == 0) {
-        close(fd[0]);
         fp8_store *s = fp8_store_create("build/t_live.h5", NULL, 0);
         if (!s)
             _exit(3);
@@ -281,7 +276,6 @@ static void test_live_read(void)
         fp8_store_close(s);
         _exit(0);
     }
-    close(fd[1]);
     char go;
     CU_ASSERT_EQUAL(read(fd[0], &go, 1), 1);
     close(fd[0]);

@@ -17,6 +17,11 @@ void register_probe_tests(void);
 void register_layers_tests(void);
 void register_model_tests(void);
 
+/* pipe + fork: the child keeps fd[1] (to write), the parent fd[0] (to
+ * read); returns fork's pid, -1 on failure. */
+#include <sys/types.h>
+pid_t fork_piped(int fd[2]);
+
 /* Add a suite with the given tests; aborts the run on registry failure. */
 void add_suite(const char *name, const char *const *names, void (*const *fns)(void), int n);
 

@@ -1,6 +1,7 @@
 /* util.c — test helpers. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "tests.h"
 
@@ -16,4 +17,16 @@ void add_suite(const char *name, const char *const *names, void (*const *fns)(vo
             fprintf(stderr, "cannot add test %s\n", names[i]);
             exit(2);
         }
+}
+
+pid_t fork_piped(int fd[2])
+{
+    if (pipe(fd) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0)
+        close(fd[0]);
+    else
+        close(fd[1]);
+    return pid;
 }
