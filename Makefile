@@ -9,7 +9,7 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   := $(filter-out -lgslcblas,$(shell pkg-config --libs $(PKGS)))
 # Numerics must not be rewritten by the compiler: no fast-math, no FMA contraction.
 CFLAGS_ALL := -std=c11 -D_GNU_SOURCE $(OPT) -g -fPIC -Wall -Wextra -Wshadow -Wstrict-prototypes \
-              -fno-fast-math -ffp-contract=off -Ilib -Iprobes -Idatasets -Itests $(PKG_CFLAGS) $(SAN) $(CFLAGS)
+              -fno-fast-math -ffp-contract=off -Ilib -Iprobes -Idatasets -Ianalyses -Iplots -Itests $(PKG_CFLAGS) $(SAN) $(CFLAGS)
 LDLIBS_ALL := $(PKG_LIBS) -lpthread -lm $(SAN) $(LDFLAGS)
 
 # Vector loops (lib/*_vec.c) are built once per instruction set and picked at run time.
@@ -25,8 +25,11 @@ ISA_FLAGS_avx512 := -mavx512f -mavx512bw -mavx512vl -mavx512dq
 ISA_FLAGS_avx2   := -mavx2
 ISA_FLAGS_base   :=
 CLI_SRC  := $(wildcard cli/*.c)
-DATA_SRC := $(wildcard datasets/*.c)
-DATA_OBJ := $(DATA_SRC:%.c=$(BUILD)/%.o)
+# the layers above lib: training runs, analyses, plots (gnuplot scripts are
+# embedded into the binary as C strings, generated from plots/*.gp)
+DATA_SRC := $(wildcard datasets/*.c) $(wildcard analyses/*.c) $(wildcard plots/*.c)
+GP_SRC   := $(sort $(wildcard plots/*.gp))
+DATA_OBJ := $(DATA_SRC:%.c=$(BUILD)/%.o) $(BUILD)/plots/scripts.o
 TEST_SRC := $(filter-out tests/check_exhaustive.c,$(wildcard tests/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(VEC_OBJ)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
@@ -47,6 +50,13 @@ help:
 	@echo "make bench      speed numbers next to same-run references"
 	@echo "make check-exhaustive  every float32 through every format and mode"
 	@echo "make datasets   the standard set of training runs into datasets/runs/"
+
+$(BUILD)/plots/scripts.c: $(GP_SRC) plots/embed.sh
+	@mkdir -p $(dir $@)
+	sh plots/embed.sh $(GP_SRC) > $@
+
+$(BUILD)/plots/scripts.o: $(BUILD)/plots/scripts.c
+	$(CC) $(CFLAGS_ALL) -c $< -o $@
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -20,6 +20,13 @@ int cmd_import_nvdlfw(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_train(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
+int cmd_replay(int argc, char **argv);
+int cmd_dynamics(int argc, char **argv);
+int cmd_outliers(int argc, char **argv);
+int cmd_loss(int argc, char **argv);
+int cmd_advise(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 extern const cli_command cli_commands[];
 

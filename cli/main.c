@@ -9,6 +9,10 @@
 
 #include "cli.h"
 
+#define OPTS "Options: -o DIR (data files; default fp8prof-out), --tensor PATTERN, --boot N (1000),\n"\
+     "--seed N, --sqnr-margin DB (1), --block-gain DB (3), --underflow-max F (0.01),\n"\
+     "--diverge F (0.02), --diverge-steps N (20).  Definitions: docs/analyses.md.\n"
+
 const cli_command cli_commands[] = {
     {"formats", "list every built-in number format and its parameters",
      "usage: fp8prof formats\n"
@@ -88,6 +92,47 @@ const cli_command cli_commands[] = {
      "through the probes (FP8 casts, FP32 accumulation); embedding, norms, attention and\n"
      "the head stay FP32 (--fp8-head casts the head too).  Ctrl-C ends the run cleanly.\n",
      cmd_train},
+    {"compare", "all recipes recorded side by side; bootstrap CIs; a verdict per tensor",
+     "usage: fp8prof compare RUN.h5 [MORE.h5 ...] [options]\n"
+     "Per tensor, role and layer: overflow events and rates, underflow and subnormal\n"
+     "rates, SQNR and relative-error quantiles, scale stability; differences to the\n"
+     "active recipe with bootstrap 95%% intervals; verdict delayed-safe / needs JIT /\n"
+     "needs block scaling with the rule printed.  Markdown to stdout.\n"
+     OPTS,
+     cmd_compare},
+    {"replay", "delayed scaling replayed: history 1..1024, max/most_recent, margin 0..3",
+     "usage: fp8prof replay RUN.h5 [MORE.h5 ...] [options]\n"
+     "From recorded amaxes and exponent histograms: per setting the overflow events and\n"
+     "the estimated (bounded) fractions overflowing and flushed; the Pareto front; each\n"
+     "tensor's safest setting; a check against the delayed recipes the run recorded.\n"
+     OPTS,
+     cmd_replay},
+    {"dynamics", "amax volatility at tensor, row and block granularity",
+     "usage: fp8prof dynamics RUN.h5 [MORE.h5 ...] [options]\n"
+     "log2(amax_t/amax_{t-1}) quantiles, autocorrelation and trend per tensor; row and\n"
+     "block ratios from snapshots beside the tensor's at the same lag.\n"
+     OPTS,
+     cmd_dynamics},
+    {"outliers", "kurtosis, max/RMS, outlier channels; --vs RUN2 side by side",
+     "usage: fp8prof outliers RUN.h5 [--vs RUN2.h5] [options]\n"
+     "Per tensor kurtosis and max/RMS over steps; from snapshots the top channels, how\n"
+     "long they persist and their amax over time; with --vs the same tensors of a second\n"
+     "run (e.g. Smooth SwiGLU) with the overflow counts of shared recipes.\n"
+     OPTS,
+     cmd_outliers},
+    {"loss", "loss curves of runs against the first (baseline): difference, divergence",
+     "usage: fp8prof loss BASELINE.h5 RUN.h5 [MORE.h5 ...] [options]\n"
+     "Difference and relative difference to the baseline, smoothed; divergence flagged\n"
+     "by the rule printed (--diverge, --diverge-steps).\n"
+     OPTS,
+     cmd_loss},
+    {"advise", "cheapest safe format and recipe per tensor; E4M3 vs E5M2 from the data",
+     "usage: fp8prof advise RUN.h5 [MORE.h5 ...] [options]\n"
+     "Per tensor the recipe with the fewest bits per element (scales included) that never\n"
+     "overflowed and is within --sqnr-margin dB of the best median SQNR; E4M3 vs E5M2 on\n"
+     "recipes alike but for the format.\n"
+     OPTS,
+     cmd_advise},
     {"demo", "the main job on built-in defaults",
      "usage: fp8prof demo\n"
      "Shows the format table and what casting does to a handful of values.\n",

@@ -63,6 +63,7 @@ void fp8_run_free(fp8_run *r)
     free(r->recipe_spec);
     free(r->scalar_name);
     free(r->records);
+    free(r->summaries);
     free(r->scalar_id);
     free(r->scalar_step);
     free(r->scalar_value);
@@ -91,9 +92,64 @@ static herr_t meta_cb(hid_t loc, const char *name, const H5A_info_t *info, void 
     return 0;
 }
 
-fp8_run *fp8_run_load(const char *path) { return fp8_run_load_filtered(path, NULL, INT64_MIN, INT64_MAX); }
+static hsize_t extent(hid_t file, const char *name)
+{
+    hid_t d = H5Dopen2(file, name, H5P_DEFAULT);
+    if (d < 0)
+        return 0;
+    H5Drefresh(d);
+    hid_t sp = H5Dget_space(d);
+    hsize_t dims[2] = {0, 0};
+    H5Sget_simple_extent_dims(sp, dims, NULL);
+    H5Sclose(sp);
+    H5Dclose(d);
+    return dims[0];
+}
+
+/* Rows [start, start + count) of a 1-D or 2-D dataset (already open). */
+static int read_rows(hid_t d, hid_t memtype, hsize_t start, hsize_t count, hsize_t width, void *out)
+{
+    int rank = width ? 2 : 1;
+    hsize_t st[2] = {start, 0}, cnt[2] = {count, width};
+    hid_t fs = H5Dget_space(d), ms = H5Screate_simple(rank, cnt, NULL);
+    herr_t e = H5Sselect_hyperslab(fs, H5S_SELECT_SET, st, NULL, cnt, NULL);
+    if (e >= 0)
+        e = H5Dread(d, memtype, ms, fs, H5P_DEFAULT, out);
+    H5Sclose(ms), H5Sclose(fs);
+    return e < 0 ? -1 : 0;
+}
+
+/* The statistics a summary keeps (U = uint64, D = double). */
+#define SUMMARY_FIELDS(U, D)                                                                                 \
+    U(numel) U(finite) U(nan_count) U(inf_count) U(zero_count) U(overflows) U(underflows) U(subnormals)     \
+    U(nscales) U(nblocks) U(blocks_with_overflow) U(blocks_with_underflow) D(amax) D(std) D(l2) D(kurtosis)              \
+    D(min_nonzero) D(dynamic_range) D(rel_err) D(sqnr_db) D(mse) D(scale) D(scale_inv) D(scale_inv_min)       \
+    D(scale_inv_max) D(max_block_dynamic_range)
+
+static void summarize(const disk_record *d, uint64_t row, fp8_summary *o)
+{
+    o->tensor = d->tensor, o->recipe = d->recipe, o->step = d->step, o->active = d->active, o->row = row;
+    o->rows = d->rows, o->cols = d->cols;
+#define CP(f) o->f = d->f;
+    SUMMARY_FIELDS(CP, CP)
+#undef CP
+}
+
+static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_min, int64_t step_max, int lean);
+
+fp8_run *fp8_run_load(const char *path) { return load(path, NULL, INT64_MIN, INT64_MAX, 0); }
 
 fp8_run *fp8_run_load_filtered(const char *path, const char *tensor_pattern, int64_t step_min, int64_t step_max)
+{
+    return load(path, tensor_pattern, step_min, step_max, 0);
+}
+
+fp8_run *fp8_run_load_summary(const char *path, const char *tensor_pattern)
+{
+    return load(path, tensor_pattern, INT64_MIN, INT64_MAX, 1);
+}
+
+static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_min, int64_t step_max, int lean)
 {
     quiet q;
     quiet_on(&q);
@@ -101,6 +157,7 @@ fp8_run *fp8_run_load_filtered(const char *path, const char *tensor_pattern, int
     hid_t file = -1;
     void *tens = NULL, *recs = NULL, *names = NULL, *records = NULL, *exph = NULL, *sch = NULL, *scal = NULL;
     void *snaps = NULL;
+    hid_t drec = -1, dexp = -1, dsch = -1;
     size_t nt, nr, nn, nrec, ne, ns, nsc, nsnap;
     if (H5Fis_hdf5(path) <= 0) {
         FILE *f = fopen(path, "rb");
@@ -142,13 +199,29 @@ fp8_run *fp8_run_load_filtered(const char *path, const char *tensor_pattern, int
     int bad = read_all(file, "tensors", tt, sizeof(disk_tensor), &tens, &nt) ||
               read_all(file, "recipes", rt, sizeof(disk_recipe), &recs, &nr) ||
               read_all(file, "scalar_names", nmt, sizeof(disk_name), &names, &nn) ||
-              read_all(file, "records", rct, sizeof(disk_record), &records, &nrec) ||
-              read_all(file, "exp_hist", H5T_NATIVE_UINT64, FP8_EXP_BINS * sizeof(uint64_t), &exph, &ne) ||
-              read_all(file, "scale_hist", H5T_NATIVE_UINT64, FP8_SCALE_BINS * sizeof(uint64_t), &sch, &ns) ||
               read_all(file, "scalars", st, sizeof(disk_scalar), &scal, &nsc) ||
               read_all(file, "snapshot_index", snt, sizeof(disk_snap), &snaps, &nsnap);
-    H5Tclose(tt), H5Tclose(rt), H5Tclose(nmt), H5Tclose(rct), H5Tclose(st), H5Tclose(snt);
+    H5Tclose(tt), H5Tclose(rt), H5Tclose(nmt), H5Tclose(st), H5Tclose(snt);
+    nrec = extent(file, "records"), ne = extent(file, "exp_hist"), ns = extent(file, "scale_hist");
+    drec = H5Dopen2(file, "records", H5P_DEFAULT);
+    dexp = H5Dopen2(file, "exp_hist", H5P_DEFAULT);
+    dsch = H5Dopen2(file, "scale_hist", H5P_DEFAULT);
+    enum { SLAB = 4096 };
+    records = malloc(SLAB * sizeof(disk_record));
+    if (!lean) {
+        exph = malloc(SLAB * FP8_EXP_BINS * sizeof(uint64_t));
+        sch = malloc(SLAB * FP8_SCALE_BINS * sizeof(uint64_t));
+    }
+    bad = bad || drec < 0 || dexp < 0 || dsch < 0;
+    if (!bad && (!records || (!lean && (!exph || !sch)))) {
+        FP8_ERROR(FP8_ENOMEM, "%s: out of memory", path);
+        H5Tclose(rct);
+        fp8_run_free(r);
+        r = NULL;
+        goto done;
+    }
     if (bad) {
+        H5Tclose(rct);
         FP8_ERROR(FP8_EINVAL, "%s: a dataset of the run is missing or unreadable", path);
         fp8_run_free(r);
         r = NULL;
@@ -172,13 +245,16 @@ fp8_run *fp8_run_load_filtered(const char *path, const char *tensor_pattern, int
     r->nscalar_names = (int)nn;
     r->scalar_name = calloc(nn + 1, FP8_NAME_MAX);
     r->nrecords = nrec;
-    r->records = calloc(nrec + 1, sizeof *r->records);
+    if (lean)
+        r->summaries = calloc(nrec + 1, sizeof *r->summaries);
+    else
+        r->records = calloc(nrec + 1, sizeof *r->records);
     r->nscalars = nsc;
     r->scalar_id = calloc(nsc + 1, sizeof *r->scalar_id);
     r->scalar_step = calloc(nsc + 1, sizeof *r->scalar_step);
     r->scalar_value = calloc(nsc + 1, sizeof *r->scalar_value);
     if (!r->tensor_name || !r->tensor_role || !r->tensor_layer || !r->recipe_spec || !r->scalar_name ||
-        !r->records || !r->scalar_id || !r->scalar_step || !r->scalar_value) {
+        !(lean ? (void *)r->summaries : (void *)r->records) || !r->scalar_id || !r->scalar_step || !r->scalar_value) {
         FP8_ERROR(FP8_ENOMEM, "%s: out of memory", path);
         fp8_run_free(r);
         r = NULL;
@@ -210,9 +286,27 @@ fp8_run *fp8_run_load_filtered(const char *path, const char *tensor_pattern, int
         keep[i] = !tensor_pattern || fnmatch(tensor_pattern, r->tensor_name[i], 0) == 0;
     size_t kept = 0;
     for (size_t i = 0; i < nrec; i++) {
-        const disk_record *d = (const disk_record *)records + i;
+        size_t k = i % SLAB;
+        if (k == 0) {
+            hsize_t cnt = nrec - i < SLAB ? nrec - i : SLAB;
+            if (read_rows(drec, rct, i, cnt, 0, records) ||
+                (!lean && (read_rows(dexp, H5T_NATIVE_UINT64, i, cnt, FP8_EXP_BINS, exph) ||
+                           read_rows(dsch, H5T_NATIVE_UINT64, i, cnt, FP8_SCALE_BINS, sch)))) {
+                FP8_ERROR(FP8_EIO, "%s: cannot read records %zu..%zu", path, i, i + (size_t)cnt - 1);
+                free(keep);
+                fp8_run_free(r);
+                r = NULL;
+                H5Tclose(rct);
+                goto done;
+            }
+        }
+        const disk_record *d = (const disk_record *)records + k;
         if (d->tensor >= nt || !keep[d->tensor] || d->step < step_min || d->step > step_max)
             continue;
+        if (lean) {
+            summarize(d, i, &r->summaries[kept++]);
+            continue;
+        }
         fp8_record *o = &r->records[kept++];
         o->tensor = d->tensor, o->recipe = d->recipe, o->step = d->step, o->active = d->active;
         o->rows = d->rows, o->cols = d->cols;
@@ -221,9 +315,10 @@ fp8_run *fp8_run_load_filtered(const char *path, const char *tensor_pattern, int
 #define CP(f) o->stats.f = d->f;
         STAT_FIELDS(CP, CP)
 #undef CP
-        memcpy(o->stats.exp_hist, (const uint64_t *)exph + i * FP8_EXP_BINS, sizeof o->stats.exp_hist);
-        memcpy(o->stats.scale_hist, (const uint64_t *)sch + i * FP8_SCALE_BINS, sizeof o->stats.scale_hist);
+        memcpy(o->stats.exp_hist, (const uint64_t *)exph + k * FP8_EXP_BINS, sizeof o->stats.exp_hist);
+        memcpy(o->stats.scale_hist, (const uint64_t *)sch + k * FP8_SCALE_BINS, sizeof o->stats.scale_hist);
     }
+    H5Tclose(rct);
     r->nrecords = kept;
     for (size_t i = 0; i < nsc; i++) {
         const disk_scalar *d = (const disk_scalar *)scal + i;
@@ -252,6 +347,12 @@ fp8_run *fp8_run_load_filtered(const char *path, const char *tensor_pattern, int
     free(keep);
     snprintf(r->path, sizeof r->path, "%s", path);
 done:
+    if (drec >= 0)
+        H5Dclose(drec);
+    if (dexp >= 0)
+        H5Dclose(dexp);
+    if (dsch >= 0)
+        H5Dclose(dsch);
     if (file >= 0)
         H5Fclose(file);
     free(tens), free(recs), free(names), free(records), free(exph), free(sch), free(scal), free(snaps);
@@ -321,6 +422,63 @@ int fp8_run_snapshot_read(const fp8_run *r, size_t i, float *out)
         H5Fclose(file);
     free(codes);
     free(gsi);
+    quiet_off(&q);
+    return st;
+}
+
+int fp8_run_exp_hist(const fp8_run *r, const uint64_t *rows, size_t n, uint64_t *out)
+{
+    if (!r || (n && (!rows || !out)))
+        return FP8_ERROR(FP8_EINVAL, "exp_hist: no run or no rows");
+    for (size_t i = 1; i < n; i++)
+        if (rows[i] <= rows[i - 1])
+            return FP8_ERROR(FP8_EINVAL, "exp_hist: rows must ascend");
+    quiet q;
+    quiet_on(&q);
+    int st = FP8_OK;
+    hid_t file = H5Fopen(r->path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
+    if (file < 0)
+        file = H5Fopen(r->path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t d = file >= 0 ? H5Dopen2(file, "exp_hist", H5P_DEFAULT) : -1;
+    hsize_t total = 0;
+    if (d >= 0) {
+        hid_t sp = H5Dget_space(d);
+        hsize_t dims[2] = {0, 0};
+        H5Sget_simple_extent_dims(sp, dims, NULL);
+        H5Sclose(sp);
+        total = dims[0];
+    }
+    /* rows closer than a chunk (64 rows) are read as one span, at most 4096 rows at a time */
+    enum { SPAN = 4096, GAP = 64 };
+    uint64_t *buf = malloc((size_t)SPAN * FP8_EXP_BINS * sizeof *buf);
+    if (d < 0)
+        st = FP8_ERROR(FP8_EIO, "%s: cannot open /exp_hist", r->path);
+    else if (!buf)
+        st = FP8_ERROR(FP8_ENOMEM, "out of memory reading /exp_hist");
+    for (size_t i = 0; i < n && st == FP8_OK;) {
+        size_t j = i + 1;
+        while (j < n && rows[j] - rows[j - 1] <= GAP && rows[j] - rows[i] < SPAN)
+            j++;
+        hsize_t start = rows[i], cnt = rows[j - 1] - rows[i] + 1;
+        if (rows[j - 1] >= total) {
+            st = FP8_ERROR(FP8_EINVAL, "%s: /exp_hist has %llu rows, row %llu asked", r->path,
+                           (unsigned long long)total, (unsigned long long)rows[j - 1]);
+            break;
+        }
+        if (read_rows(d, H5T_NATIVE_UINT64, start, cnt, FP8_EXP_BINS, buf)) {
+            st = FP8_ERROR(FP8_EIO, "%s: cannot read /exp_hist rows %llu..%llu", r->path, (unsigned long long)start,
+                           (unsigned long long)(start + cnt - 1));
+            break;
+        }
+        for (size_t k = i; k < j; k++)
+            memcpy(out + k * FP8_EXP_BINS, buf + (rows[k] - start) * FP8_EXP_BINS, FP8_EXP_BINS * sizeof *buf);
+        i = j;
+    }
+    free(buf);
+    if (d >= 0)
+        H5Dclose(d);
+    if (file >= 0)
+        H5Fclose(file);
     quiet_off(&q);
     return st;
 }

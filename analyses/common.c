@@ -1,0 +1,275 @@
+/*
+ * common.c — loading and indexing runs for the analyses, and the small
+ * helpers they share (labels, formats, thresholds, quantiles, data files).
+ */
+#include <errno.h>
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "analysis.h"
+#include "fp8_error.h"
+
+void an_defaults(an_ctx *c)
+{
+    memset(c, 0, sizeof *c);
+    c->outdir = ".";
+    c->md = stdout;
+    c->sqnr_margin_db = 1.0;
+    c->block_gain_db = 3.0;
+    c->underflow_max = 0.01;
+    c->diverge_rel = 0.02;
+    c->diverge_steps = 20;
+    c->boot = 1000;
+    c->seed = 1;
+}
+
+static const fp8_summary *sort_recs;
+static int cmp_series(const void *a, const void *b)
+{
+    const fp8_summary *x = &sort_recs[*(const size_t *)a], *y = &sort_recs[*(const size_t *)b];
+    if (x->step != y->step)
+        return x->step < y->step ? -1 : 1;
+    if (x->active != y->active)
+        return x->active > y->active ? -1 : 1; /* the active copy first */
+    return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+}
+
+static int index_run(an_run *a)
+{
+    const fp8_run *r = a->run;
+    size_t T = (size_t)r->ntensors, R = (size_t)r->nrecipes, n = r->nrecords;
+    a->start = calloc(T * R + 1, sizeof *a->start);
+    a->order = malloc((n + 1) * sizeof *a->order);
+    a->active = malloc((T + 1) * sizeof *a->active);
+    a->recipes = calloc(R + 1, sizeof *a->recipes);
+    a->recipe_ok = calloc(R + 1, sizeof *a->recipe_ok);
+    size_t *fill = calloc(T * R + 1, sizeof *fill);
+    if (!a->start || !a->order || !a->active || !a->recipes || !a->recipe_ok || !fill) {
+        free(fill);
+        return -1;
+    }
+    for (size_t r0 = 0; r0 < R; r0++)
+        a->recipe_ok[r0] = fp8_recipe_parse(r->recipe_spec[r0], &a->recipes[r0]) == FP8_OK;
+    for (size_t t = 0; t < T; t++)
+        a->active[t] = -1;
+    /* counting sort by series, then steps within each series */
+    size_t *cnt = calloc(T * R + 1, sizeof *cnt);
+    if (!cnt) {
+        free(fill);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const fp8_summary *s = &r->summaries[i];
+        cnt[(size_t)s->tensor * R + s->recipe]++;
+        if (s->active && a->active[s->tensor] < 0)
+            a->active[s->tensor] = (int)s->recipe;
+    }
+    for (size_t k = 0; k < T * R; k++)
+        a->start[k + 1] = a->start[k] + cnt[k];
+    for (size_t i = 0; i < n; i++) {
+        size_t k = (size_t)r->summaries[i].tensor * R + r->summaries[i].recipe;
+        a->order[a->start[k] + fill[k]++] = i;
+    }
+    free(cnt);
+    free(fill);
+    /* sort each series by step where the file did not already have it in order,
+     * and drop repeated steps (an older writer stored a shadow equal to the
+     * active recipe twice): compact in place, keeping the active copy */
+    sort_recs = r->summaries;
+    size_t out = 0, gaps[8] = {0};
+    int64_t gapv[8] = {0};
+    for (size_t k = 0; k < T * R; k++) {
+        size_t b = a->start[k], e = a->start[k + 1], sorted = 1;
+        for (size_t i = b + 1; i < e && sorted; i++)
+            sorted = r->summaries[a->order[i]].step > r->summaries[a->order[i - 1]].step;
+        if (!sorted)
+            qsort(a->order + b, e - b, sizeof *a->order, cmp_series);
+        a->start[k] = out;
+        for (size_t i = b; i < e; i++) {
+            if (i > b && r->summaries[a->order[i]].step == r->summaries[a->order[out - 1]].step)
+                continue;
+            if (i > b) { /* the most common step gap, among a few candidates */
+                int64_t g = r->summaries[a->order[i]].step - r->summaries[a->order[out - 1]].step;
+                for (int j = 0; j < 8; j++)
+                    if (gapv[j] == g || gaps[j] == 0) {
+                        gapv[j] = g, gaps[j]++;
+                        break;
+                    }
+            }
+            a->order[out++] = a->order[i];
+        }
+    }
+    a->start[T * R] = out;
+    a->record_every = 1;
+    size_t best = 0;
+    for (int j = 0; j < 8; j++)
+        if (gaps[j] > best)
+            best = gaps[j], a->record_every = gapv[j];
+    return 0;
+}
+
+int an_open(an_ctx *c, const char *const *paths, int n)
+{
+    c->runs = calloc((size_t)n + 1, sizeof *c->runs);
+    if (!c->runs) {
+        fprintf(stderr, "fp8prof: out of memory\n");
+        return 1;
+    }
+    for (int i = 0; i < n; i++) {
+        an_run *a = &c->runs[c->nruns];
+        a->run = fp8_run_load_summary(paths[i], NULL);
+        if (!a->run) {
+            fprintf(stderr, "fp8prof: %s\n", fp8_error_message());
+            return 1;
+        }
+        c->nruns++;
+        const char *b = strrchr(paths[i], '/');
+        snprintf(a->label, sizeof a->label, "%s", b ? b + 1 : paths[i]);
+        char *dot = strstr(a->label, ".h5");
+        if (dot && dot[3] == 0)
+            *dot = 0;
+        if (a->run->nrecords == 0 && a->run->nscalars == 0) {
+            fprintf(stderr, "fp8prof: %s: the run is empty (no records, no scalars)\n", paths[i]);
+            return 1;
+        }
+        if (index_run(a)) {
+            fprintf(stderr, "fp8prof: %s: out of memory indexing the run\n", paths[i]);
+            return 1;
+        }
+    }
+    /* two runs with the same file name: tell them apart by position */
+    for (int i = 0; i < c->nruns; i++)
+        for (int j = i + 1; j < c->nruns; j++)
+            if (strcmp(c->runs[i].label, c->runs[j].label) == 0) {
+                size_t l = strlen(c->runs[j].label);
+                snprintf(c->runs[j].label + (l < 52 ? l : 52), 12, "#%d", (j + 1) % 1000);
+            }
+    return 0;
+}
+
+void an_close(an_ctx *c)
+{
+    for (int i = 0; i < c->nruns; i++) {
+        an_run *a = &c->runs[i];
+        fp8_run_free(a->run);
+        free(a->recipes), free(a->recipe_ok), free(a->start), free(a->order), free(a->active);
+    }
+    free(c->runs);
+    for (int i = 0; i < c->nfindings; i++)
+        free(c->findings[i]);
+    c->runs = NULL;
+    c->nruns = c->nfindings = 0;
+}
+
+const size_t *an_series(const an_run *a, int t, int r, size_t *n)
+{
+    size_t R = (size_t)a->run->nrecipes;
+    if (t < 0 || r < 0 || t >= a->run->ntensors || r >= a->run->nrecipes) {
+        *n = 0;
+        return NULL;
+    }
+    size_t k = (size_t)t * R + (size_t)r;
+    *n = a->start[k + 1] - a->start[k];
+    return a->order + a->start[k];
+}
+
+int an_input_recipe(const an_run *a, int t)
+{
+    size_t n;
+    if (a->active[t] >= 0 && (an_series(a, t, a->active[t], &n), n > 0))
+        return a->active[t];
+    int best = -1;
+    size_t bn = 0;
+    for (int r = 0; r < a->run->nrecipes; r++)
+        if (an_series(a, t, r, &n), n > bn)
+            bn = n, best = r;
+    return best;
+}
+
+const char *an_recipe_label(const an_run *a, int r, char *buf, size_t n)
+{
+    if (r < 0 || r >= a->run->nrecipes || !a->recipe_ok[r]) {
+        snprintf(buf, n, "%s", r >= 0 && r < a->run->nrecipes ? a->run->recipe_spec[r] : "?");
+        return buf;
+    }
+    const fp8_recipe *p = &a->recipes[r];
+    char fmt[40];
+    if (p->hybrid)
+        snprintf(fmt, sizeof fmt, "hybrid");
+    else
+        snprintf(fmt, sizeof fmt, "%s", p->fwd.name);
+    switch (p->kind) {
+    case FP8_RECIPE_DELAYED:
+        snprintf(buf, n, "%s:delayed h=%d %s m=%d%s", fmt, p->history_len, p->algo_most_recent ? "recent" : "max",
+                 p->margin, p->pow2 ? " pow2" : "");
+        break;
+    case FP8_RECIPE_BLOCK:
+        snprintf(buf, n, "%s:block %dx%d%s", fmt, p->block_rows, p->block_cols, p->ue8m0 ? " ue8m0" : "");
+        break;
+    case FP8_RECIPE_MX:
+        snprintf(buf, n, "mx%s", fmt);
+        break;
+    default:
+        snprintf(buf, n, "%s:%s%s", fmt, fp8_recipe_kind_name(p->kind), p->pow2 ? " pow2" : "");
+    }
+    return buf;
+}
+
+const fp8_format *an_format(const an_run *a, int t, int r)
+{
+    if (r < 0 || r >= a->run->nrecipes || !a->recipe_ok[r])
+        return NULL;
+    return fp8_recipe_format(&a->recipes[r], (fp8_role)a->run->tensor_role[t]);
+}
+
+FILE *an_data(const an_ctx *c, const char *name)
+{
+    if (mkdir(c->outdir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "fp8prof: cannot create directory %s: %s\n", c->outdir, strerror(errno));
+        return NULL;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", c->outdir, name);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        fprintf(stderr, "fp8prof: cannot write %s: %s\n", path, strerror(errno));
+    return f;
+}
+
+void an_finding(an_ctx *c, const char *fmt, ...)
+{
+    if (c->nfindings == AN_MAX_FINDINGS)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) >= 0)
+        c->findings[c->nfindings++] = s;
+    va_end(ap);
+}
+
+double an_quantile(double *v, size_t n, double q)
+{
+    if (n == 0)
+        return NAN;
+    gsl_sort(v, 1, n);
+    return gsl_stats_quantile_from_sorted_data(v, 1, n, q);
+}
+
+void an_thresholds(const fp8_format *f, double scale_inv, double *over, double *under)
+{
+    /* max plus half its ulp: above it round-to-nearest goes past max.  The
+     * tie itself goes to the even neighbour (max for E4M3, past it for
+     * E5M2); a single point, inside the replay's stated error bound. */
+    int e = (int)floor(log2(f->max));
+    double ulp = ldexp(1.0, e - f->mbits);
+    *over = (f->max + ulp / 2) * scale_inv;
+    /* below half the smallest subnormal, a value rounds to zero; the tie
+     * goes to the even code, zero */
+    *under = f->min_subnormal / 2 * scale_inv;
+}

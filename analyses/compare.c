@@ -1,0 +1,426 @@
+/*
+ * compare.c — every recipe recorded on the same tensors (active and
+ * shadows) side by side: per tensor, per role and per layer; bootstrap
+ * confidence intervals for the differences to the active recipe; a verdict
+ * per tensor with its rule printed next to it.
+ *
+ * Data files: compare_tensors.tsv, compare_groups.tsv, compare_bootstrap.tsv,
+ * compare_verdicts.tsv.
+ */
+#include <gsl/gsl_rng.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "compare.h"
+
+static int is_fine(const fp8_recipe *p)
+{
+    return p->kind == FP8_RECIPE_BLOCK || p->kind == FP8_RECIPE_MX || p->kind == FP8_RECIPE_ROWWISE ||
+           p->kind == FP8_RECIPE_COLWISE || p->kind == FP8_RECIPE_NVFP4;
+}
+
+int an_series_stats(const an_run *a, int t, int r, an_sstats *o)
+{
+    size_t n;
+    const size_t *s = an_series(a, t, r, &n);
+    memset(o, 0, sizeof *o);
+    o->sqnr_p05 = o->sqnr_p50 = o->sqnr_p95 = o->relerr_p50 = o->relerr_p95 = NAN;
+    o->scale_log2_sd = o->block_spread = NAN;
+    if (!n)
+        return 0;
+    double *v = malloc(n * sizeof *v), *w = malloc(n * sizeof *w);
+    if (!v || !w) {
+        free(v), free(w);
+        return -1;
+    }
+    double numel = 0, ov = 0, un = 0, sb = 0, d1 = 0, d2 = 0;
+    size_t nv = 0, nw = 0, nd = 0;
+    for (size_t i = 0; i < n; i++) {
+        const fp8_summary *x = an_rec(a, s[i]);
+        o->records++;
+        o->events += x->overflows > 0;
+        numel += (double)x->numel, ov += (double)x->overflows, un += (double)x->underflows;
+        sb += (double)x->subnormals;
+        if (isfinite(x->sqnr_db))
+            v[nv++] = x->sqnr_db;
+        if (isfinite(x->rel_err))
+            w[nw++] = x->rel_err;
+        if (x->nscales > 1 && x->scale_inv_min > 0 && x->scale_inv_max > 0)
+            o->block_spread = isnan(o->block_spread) ? 0 : o->block_spread,
+            o->block_spread += log2(x->scale_inv_max / x->scale_inv_min);
+        if (i > 0) {
+            const fp8_summary *p = an_rec(a, s[i - 1]);
+            if (p->scale_inv > 0 && x->scale_inv > 0 && x->nscales == 1) {
+                double d = log2(x->scale_inv / p->scale_inv);
+                d1 += d, d2 += d * d, nd++;
+                o->scale_changes += x->scale_inv != p->scale_inv;
+            }
+        }
+        if (x->step > o->last_step || i == 0)
+            o->last_step = x->step;
+    }
+    if (!isnan(o->block_spread))
+        o->block_spread /= (double)n;
+    o->overflow_rate = numel > 0 ? ov / numel : 0;
+    o->underflow_rate = numel > 0 ? un / numel : 0;
+    o->subnormal_rate = numel > 0 ? sb / numel : 0;
+    o->exact = n - nv;
+    if (nv) {
+        o->sqnr_p05 = an_quantile(v, nv, 0.05);
+        o->sqnr_p50 = an_quantile(v, nv, 0.5);
+        o->sqnr_p95 = an_quantile(v, nv, 0.95);
+    }
+    if (nw) {
+        o->relerr_p50 = an_quantile(w, nw, 0.5);
+        o->relerr_p95 = an_quantile(w, nw, 0.95);
+    }
+    if (nd > 1) {
+        double m = d1 / (double)nd;
+        o->scale_log2_sd = sqrt(fmax(0, d2 / (double)nd - m * m));
+    }
+    free(v), free(w);
+    return 0;
+}
+
+const char *an_verdict_rule =
+    "needs block scaling: per-tensor current scaling flushes more than U of the values to zero, or the best "
+    "fine-grained recipe (block, MX, row-wise) beats it by more than G dB of median SQNR; else needs JIT: the "
+    "delayed recipe overflowed at any recorded step, or its median SQNR is more than M dB below current "
+    "scaling's; else delayed is safe";
+
+an_verdict an_tensor_verdict(const an_ctx *c, const an_run *a, int t, const an_sstats *st, int *D, int *C, int *B)
+{
+    int R = a->run->nrecipes;
+    *D = *C = *B = -1;
+    for (int r = 0; r < R; r++) {
+        if (!a->recipe_ok[r] || st[r].records == 0)
+            continue;
+        const fp8_recipe *p = &a->recipes[r];
+        if (p->kind == FP8_RECIPE_DELAYED && (*D < 0 || r == a->active[t]))
+            *D = r;
+        if (is_fine(p) && (*B < 0 || st[r].sqnr_p50 > st[*B].sqnr_p50))
+            *B = r;
+    }
+    for (int r = 0; r < R; r++) { /* current scaling in the delayed recipe's format, else any */
+        if (!a->recipe_ok[r] || st[r].records == 0 || a->recipes[r].kind != FP8_RECIPE_CURRENT)
+            continue;
+        int same = *D >= 0 && an_format(a, t, r) && an_format(a, t, *D) &&
+                   strcmp(an_format(a, t, r)->name, an_format(a, t, *D)->name) == 0;
+        if (*C < 0 || same)
+            *C = r;
+    }
+    int base = *C >= 0 ? *C : *D;
+    if (base < 0)
+        return AN_VERDICT_NA;
+    if (st[base].underflow_rate > c->underflow_max ||
+        (*B >= 0 && st[*B].sqnr_p50 - st[base].sqnr_p50 > c->block_gain_db))
+        return AN_VERDICT_BLOCK;
+    if (*D < 0)
+        return AN_VERDICT_NA;
+    if (st[*D].events > 0 || (*C >= 0 && st[*D].sqnr_p50 < st[*C].sqnr_p50 - c->sqnr_margin_db))
+        return AN_VERDICT_JIT;
+    return AN_VERDICT_SAFE;
+}
+
+const char *an_verdict_name(an_verdict v)
+{
+    static const char *n[] = {"n/a", "delayed is safe", "needs JIT", "needs block scaling"};
+    return n[v];
+}
+
+/* ---- bootstrap over steps ------------------------------------------------ */
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Per step, the mean over the group's tensors of (metric under r) - (metric
+ * under the tensor's active recipe); then resample steps with replacement. */
+static void bootstrap(const an_ctx *c, const an_run *a, int group_role, int r, int metric, const int64_t *steps,
+                      size_t nsteps, double *mean, double *lo, double *hi, size_t *used)
+{
+    double *sum = calloc(nsteps + 1, sizeof *sum), *cnt = calloc(nsteps + 1, sizeof *cnt);
+    double *per = malloc((nsteps + 1) * sizeof *per), *bs = malloc((size_t)c->boot * sizeof *bs);
+    *mean = *lo = *hi = NAN;
+    *used = 0;
+    if (!sum || !cnt || !per || !bs)
+        goto out;
+    for (int t = 0; t < a->run->ntensors; t++) {
+        int act = a->active[t];
+        if (act < 0 || act == r || (group_role >= 0 && a->run->tensor_role[t] != group_role))
+            continue;
+        size_t na, nb;
+        const size_t *sa = an_series(a, t, act, &na), *sb = an_series(a, t, r, &nb);
+        for (size_t i = 0, j = 0; i < na && j < nb;) {
+            const fp8_summary *x = an_rec(a, sa[i]), *y = an_rec(a, sb[j]);
+            if (x->step < y->step) {
+                i++;
+                continue;
+            }
+            if (y->step < x->step) {
+                j++;
+                continue;
+            }
+            double d = NAN;
+            if (metric == 0 && isfinite(x->sqnr_db) && isfinite(y->sqnr_db))
+                d = y->sqnr_db - x->sqnr_db;
+            else if (metric == 1 && x->numel > 0)
+                d = 100.0 * ((double)y->overflows - (double)x->overflows) / (double)x->numel;
+            if (!isnan(d)) {
+                const int64_t *k = bsearch(&x->step, steps, nsteps, sizeof *steps, cmp_i64);
+                if (k)
+                    sum[k - steps] += d, cnt[k - steps] += 1;
+            }
+            i++, j++;
+        }
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < nsteps; i++)
+        if (cnt[i] > 0)
+            per[m++] = sum[i] / cnt[i];
+    *used = m;
+    if (m == 0)
+        goto out;
+    double tot = 0;
+    for (size_t i = 0; i < m; i++)
+        tot += per[i];
+    *mean = tot / (double)m;
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    if (!rng)
+        goto out;
+    gsl_rng_set(rng, c->seed);
+    for (int b = 0; b < c->boot; b++) {
+        double s = 0;
+        for (size_t i = 0; i < m; i++)
+            s += per[gsl_rng_uniform_int(rng, m)];
+        bs[b] = s / (double)m;
+    }
+    gsl_rng_free(rng);
+    *lo = an_quantile(bs, (size_t)c->boot, 0.025);
+    *hi = an_quantile(bs, (size_t)c->boot, 0.975);
+out:
+    free(sum), free(cnt), free(per), free(bs);
+}
+
+/* ---- the analysis ------------------------------------------------------- */
+
+static void group_row(FILE *f, const char *run, const char *kind, const char *group, const char *recipe,
+                      const an_sstats *g, int tensors)
+{
+    fprintf(f, "%s\t%s\t%s\t%s\t%d\t%zu\t%zu\t%.9g\t%.9g\t%.9g\n", run, kind, group, recipe, tensors, g->records,
+            g->events, g->overflow_rate, g->underflow_rate, g->subnormal_rate);
+}
+
+int an_compare(an_ctx *c)
+{
+    FILE *ft = an_data(c, "compare_tensors.tsv"), *fg = an_data(c, "compare_groups.tsv"),
+         *fb = an_data(c, "compare_bootstrap.tsv"), *fv = an_data(c, "compare_verdicts.tsv");
+    int rc = 0;
+    if (!ft || !fg || !fb || !fv) {
+        rc = 1;
+        goto done;
+    }
+    fprintf(ft, "run\ttensor\trole\tlayer\trecipe\trecords\toverflow_events\toverflow_rate\tunderflow_rate\t"
+                "subnormal_rate\tsqnr_p05_db\tsqnr_p50_db\tsqnr_p95_db\trelerr_p50\trelerr_p95\tscale_log2_step_sd\t"
+                "scale_changes\tblock_scale_spread_bits\n");
+    fprintf(fg, "run\tgroup_kind\tgroup\trecipe\ttensors\trecords\toverflow_events\toverflow_rate\tunderflow_rate\t"
+                "subnormal_rate\n");
+    fprintf(fb, "run\tgroup\trecipe\tversus\tmetric\tsteps\tmean_diff\tci95_lo\tci95_hi\n");
+    fprintf(fv, "run\ttensor\trole\tlayer\tverdict\tdelayed\tcurrent\tbest_fine\tdelayed_events\t"
+                "current_underflow_rate\tsqnr_delayed\tsqnr_current\tsqnr_best_fine\n");
+    fprintf(c->md, "## Recipes compared\n\n");
+    fprintf(c->md, "Rates are element counts over `numel` summed over the recorded steps; an overflow event is a "
+                   "recorded step with at least one overflowing value. SQNR: median over recorded steps.\n\n");
+    for (int ri = 0; ri < c->nruns; ri++) {
+        const an_run *a = &c->runs[ri];
+        int T = a->run->ntensors, R = a->run->nrecipes;
+        if (a->run->nrecords == 0) {
+            fprintf(c->md, "Run `%s`: no records.\n\n", a->label);
+            continue;
+        }
+        an_sstats *st = calloc((size_t)T * (size_t)R + 1, sizeof *st);
+        an_sstats *grp = calloc((size_t)(FP8_NROLE + 1) * (size_t)R + 1, sizeof *grp);
+        int *gt = calloc((size_t)(FP8_NROLE + 1) * (size_t)R + 1, sizeof *gt);
+        double *gnum = calloc((size_t)(FP8_NROLE + 1) * (size_t)R * 4 + 1, sizeof *gnum);
+        int64_t *steps = malloc((a->run->nrecords + 1) * sizeof *steps);
+        if (!st || !grp || !gt || !gnum || !steps) {
+            free(st), free(grp), free(gt), free(gnum), free(steps);
+            fprintf(stderr, "fp8prof: compare: out of memory\n");
+            rc = 1;
+            goto done;
+        }
+        char lab[96];
+        int nverd[4] = {0};
+        int at_risk = 0;
+        for (int t = 0; t < T; t++)
+            for (int r = 0; r < R; r++) {
+                an_sstats *s = &st[(size_t)t * (size_t)R + (size_t)r];
+                an_series_stats(a, t, r, s);
+                if (!s->records)
+                    continue;
+                fprintf(ft, "%s\t%s\t%s\t%d\t%s\t%zu\t%zu\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%zu\t%.9g\n",
+                        a->label, a->run->tensor_name[t], fp8_role_name((fp8_role)a->run->tensor_role[t]),
+                        a->run->tensor_layer[t], an_recipe_label(a, r, lab, sizeof lab), s->records, s->events,
+                        s->overflow_rate, s->underflow_rate, s->subnormal_rate, s->sqnr_p05, s->sqnr_p50, s->sqnr_p95,
+                        s->relerr_p50, s->relerr_p95, s->scale_log2_sd, s->scale_changes, s->block_spread);
+                /* role groups (index FP8_NROLE: all tensors); rates weighted by records */
+                for (int g = 0; g < 2; g++) {
+                    int gi = g ? FP8_NROLE : a->run->tensor_role[t];
+                    if (gi < 0 || gi > FP8_NROLE)
+                        continue;
+                    an_sstats *G = &grp[(size_t)gi * (size_t)R + (size_t)r];
+                    G->records += s->records, G->events += s->events;
+                    G->overflow_rate += s->overflow_rate * (double)s->records;
+                    G->underflow_rate += s->underflow_rate * (double)s->records;
+                    G->subnormal_rate += s->subnormal_rate * (double)s->records;
+                    if (!isnan(s->sqnr_p50))
+                        gnum[((size_t)gi * (size_t)R + (size_t)r) * 4] += s->sqnr_p50,
+                            gnum[((size_t)gi * (size_t)R + (size_t)r) * 4 + 1] += 1;
+                    gt[(size_t)gi * (size_t)R + (size_t)r]++;
+                }
+            }
+        /* layer groups, written straight out */
+        int maxl = -1;
+        for (int t = 0; t < T; t++)
+            maxl = a->run->tensor_layer[t] > maxl ? a->run->tensor_layer[t] : maxl;
+        for (int l = -1; l <= maxl; l++)
+            for (int r = 0; r < R; r++) {
+                an_sstats L;
+                memset(&L, 0, sizeof L);
+                int nt = 0;
+                for (int t = 0; t < T; t++) {
+                    const an_sstats *s = &st[(size_t)t * (size_t)R + (size_t)r];
+                    if (a->run->tensor_layer[t] != l || !s->records)
+                        continue;
+                    nt++;
+                    L.records += s->records, L.events += s->events;
+                    L.overflow_rate += s->overflow_rate * (double)s->records;
+                    L.underflow_rate += s->underflow_rate * (double)s->records;
+                    L.subnormal_rate += s->subnormal_rate * (double)s->records;
+                }
+                if (!nt)
+                    continue;
+                L.overflow_rate /= (double)L.records, L.underflow_rate /= (double)L.records;
+                L.subnormal_rate /= (double)L.records;
+                char lname[16];
+                snprintf(lname, sizeof lname, "%d", l);
+                group_row(fg, a->label, "layer", lname, an_recipe_label(a, r, lab, sizeof lab), &L, nt);
+            }
+        int act = -1;
+        for (int t = 0; t < T && act < 0; t++)
+            act = a->active[t];
+        fprintf(c->md, "### Run `%s` (%d tensors, %d recipes, records every %lld steps)\n\n", a->label, T, R,
+                (long long)a->record_every);
+        fprintf(c->md, "| role | recipe | tensors | overflow events | overflow %% | underflow %% | subnormal %% | "
+                       "SQNR dB (mean of medians) |\n|---|---|---|---|---|---|---|---|\n");
+        for (int gi = 0; gi <= FP8_NROLE; gi++)
+            for (int r = 0; r < R; r++) {
+                size_t k = (size_t)gi * (size_t)R + (size_t)r;
+                an_sstats *G = &grp[k];
+                if (!G->records)
+                    continue;
+                G->overflow_rate /= (double)G->records, G->underflow_rate /= (double)G->records;
+                G->subnormal_rate /= (double)G->records;
+                const char *gname = gi == FP8_NROLE ? "all" : fp8_role_name((fp8_role)gi);
+                group_row(fg, a->label, gi == FP8_NROLE ? "all" : "role", gname, an_recipe_label(a, r, lab, sizeof lab),
+                          G, gt[k]);
+                double sq = gnum[k * 4 + 1] > 0 ? gnum[k * 4] / gnum[k * 4 + 1] : NAN;
+                fprintf(c->md, "| %s | %s%s | %d | %zu | %.4f | %.4f | %.4f | %.2f |\n", gname, lab,
+                        r == act ? " (active)" : "", gt[k], G->events, 100 * G->overflow_rate,
+                        100 * G->underflow_rate, 100 * G->subnormal_rate, sq);
+            }
+        fprintf(c->md, "\n");
+        /* verdicts */
+        fprintf(c->md, "**Verdict rule** (U = %.3g%%, G = %.3g dB, M = %.3g dB): %s.\n\n", 100 * c->underflow_max,
+                c->block_gain_db, c->sqnr_margin_db, an_verdict_rule);
+        char risk[1024] = "";
+        size_t rl = 0;
+        for (int t = 0; t < T; t++) {
+            int D, C, B;
+            const an_sstats *s = &st[(size_t)t * (size_t)R];
+            an_verdict v = an_tensor_verdict(c, a, t, s, &D, &C, &B);
+            nverd[v]++;
+            char ld[96] = "-", lc[96] = "-", lb[96] = "-";
+            if (D >= 0)
+                an_recipe_label(a, D, ld, sizeof ld);
+            if (C >= 0)
+                an_recipe_label(a, C, lc, sizeof lc);
+            if (B >= 0)
+                an_recipe_label(a, B, lb, sizeof lb);
+            fprintf(fv, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%zu\t%.9g\t%.9g\t%.9g\t%.9g\n", a->label, a->run->tensor_name[t],
+                    fp8_role_name((fp8_role)a->run->tensor_role[t]), a->run->tensor_layer[t], an_verdict_name(v), ld,
+                    lc, lb, D >= 0 ? s[D].events : 0, C >= 0 ? s[C].underflow_rate : NAN,
+                    D >= 0 ? s[D].sqnr_p50 : NAN, C >= 0 ? s[C].sqnr_p50 : NAN, B >= 0 ? s[B].sqnr_p50 : NAN);
+            if (v == AN_VERDICT_JIT && D >= 0 && s[D].events > 0 && at_risk < 5 && rl < sizeof risk - 200) {
+                rl += (size_t)snprintf(risk + rl, sizeof risk - rl, "%s%s (%zu of %zu steps)", at_risk ? ", " : "",
+                                       a->run->tensor_name[t], s[D].events, s[D].records);
+                at_risk++;
+            }
+        }
+        fprintf(c->md, "| verdict | tensors |\n|---|---|\n");
+        for (int v = 1; v < 4; v++)
+            fprintf(c->md, "| %s | %d |\n", an_verdict_name((an_verdict)v), nverd[v]);
+        if (nverd[0])
+            fprintf(c->md, "| n/a (no delayed or current recipe recorded) | %d |\n", nverd[0]);
+        fprintf(c->md, "\nPer tensor: `compare_verdicts.tsv`; every statistic: `compare_tensors.tsv`.\n\n");
+        if (nverd[1] + nverd[2] + nverd[3] > 0)
+            an_finding(c, "`%s`: %d tensors delayed-safe, %d need just-in-time scaling, %d need block scaling "
+                          "(rule in *Recipes compared*).%s%s",
+                       a->label, nverd[1], nverd[2], nverd[3], at_risk ? " Delayed scaling overflowed on " : "",
+                       risk);
+        /* bootstrap: each recipe against the active one, per role and overall */
+        size_t ns = 0;
+        for (size_t i = 0; i < a->run->nrecords; i++)
+            steps[ns++] = a->run->summaries[i].step;
+        qsort(steps, ns, sizeof *steps, cmp_i64);
+        size_t u = 0;
+        for (size_t i = 0; i < ns; i++)
+            if (u == 0 || steps[i] != steps[u - 1])
+                steps[u++] = steps[i];
+        if (act < 0) {
+            fprintf(c->md, "No active recipe recorded: no paired differences.\n\n");
+        } else {
+            fprintf(c->md, "Differences to the active recipe `%s`, paired by step (mean over the group's tensors "
+                           "per step; 95%% CI from %d bootstrap resamples of the steps, GSL mt19937 seed %lu):\n\n",
+                    an_recipe_label(a, act, lab, sizeof lab), c->boot, c->seed);
+            fprintf(c->md, "| group | recipe | steps | ΔSQNR dB [95%% CI] | Δoverflow %% [95%% CI] |\n|---|---|---|---|---|\n");
+            for (int gi = FP8_NROLE; gi >= 0; gi--)
+                for (int r = 0; r < R; r++) {
+                    if (r == act || !grp[(size_t)gi * (size_t)R + (size_t)r].records)
+                        continue;
+                    double m[2], lo[2], hi[2];
+                    size_t used[2];
+                    for (int k = 0; k < 2; k++) {
+                        bootstrap(c, a, gi == FP8_NROLE ? -1 : gi, r, k, steps, u, &m[k], &lo[k], &hi[k], &used[k]);
+                        fprintf(fb, "%s\t%s\t%s\t%s\t%s\t%zu\t%.9g\t%.9g\t%.9g\n", a->label,
+                                gi == FP8_NROLE ? "all" : fp8_role_name((fp8_role)gi), an_recipe_label(a, r, lab, sizeof lab),
+                                "active", k ? "overflow_pct" : "sqnr_db", used[k], m[k], lo[k], hi[k]);
+                    }
+                    if (!used[0] && !used[1])
+                        continue;
+                    fprintf(c->md, "| %s | %s | %zu | %+.2f [%+.2f, %+.2f] | %+.4f [%+.4f, %+.4f] |\n",
+                            gi == FP8_NROLE ? "all" : fp8_role_name((fp8_role)gi), lab, used[0], m[0], lo[0], hi[0],
+                            m[1], lo[1], hi[1]);
+                    if (gi == FP8_NROLE && used[0] && lo[0] > 0.5)
+                        an_finding(c, "`%s`: `%s` gains %.1f dB SQNR over the active recipe (95%% CI %.1f..%.1f).",
+                                   a->label, lab, m[0], lo[0], hi[0]);
+                }
+            fprintf(c->md, "\n");
+        }
+        free(st), free(grp), free(gt), free(gnum), free(steps);
+    }
+done:
+    if (ft)
+        fclose(ft);
+    if (fg)
+        fclose(fg);
+    if (fb)
+        fclose(fb);
+    if (fv)
+        fclose(fv);
+    return rc;
+}

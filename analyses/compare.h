@@ -1,0 +1,32 @@
+/*
+ * compare.h — per-series statistics and the per-tensor verdict, shared by
+ * compare, advise and the report.
+ */
+#ifndef FP8_AN_COMPARE_H
+#define FP8_AN_COMPARE_H
+
+#include "analysis.h"
+
+/* One tensor under one recipe over all its recorded steps. */
+typedef struct {
+    size_t records, events;    /* events: recorded steps with >= 1 overflow  */
+    size_t exact;              /* records with SQNR +inf (exact casts)       */
+    double overflow_rate, underflow_rate, subnormal_rate; /* sums over numel */
+    double sqnr_p05, sqnr_p50, sqnr_p95; /* over records with finite SQNR, dB */
+    double relerr_p50, relerr_p95;
+    double scale_log2_sd;      /* per-tensor scales: sd of log2(s_t/s_{t-1}) */
+    size_t scale_changes;
+    double block_spread;       /* grouped: mean log2(scale_inv max/min), bits */
+    int64_t last_step;
+} an_sstats;
+
+int an_series_stats(const an_run *a, int t, int r, an_sstats *o);
+
+typedef enum { AN_VERDICT_NA = 0, AN_VERDICT_SAFE, AN_VERDICT_JIT, AN_VERDICT_BLOCK } an_verdict;
+extern const char *an_verdict_rule;
+/* st: the tensor's an_sstats per recipe [nrecipes]; D, C, B get the delayed,
+ * current and best fine-grained recipe used (-1 none). */
+an_verdict an_tensor_verdict(const an_ctx *c, const an_run *a, int t, const an_sstats *st, int *D, int *C, int *B);
+const char *an_verdict_name(an_verdict v);
+
+#endif

@@ -1,0 +1,288 @@
+/*
+ * outliers.c — where the outliers are and whether they grow: per tensor
+ * kurtosis and max/RMS over the recorded steps; from snapshots, the
+ * channels (columns) whose amax stands far above the median channel's, how
+ * long they stay on top, and their amax over time.  With --vs RUN2 (e.g. the
+ * same run with Smooth SwiGLU) the same tensors side by side, with the
+ * overflow events of the recipes both runs recorded.
+ *
+ * Data files: outliers_tensors.tsv, outliers_channels.tsv (top channels'
+ * amax per snapshot), outliers_vs.tsv.
+ */
+#include <gsl/gsl_statistics_double.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "compare.h"
+#include "fp8_error.h"
+#include "outliers.h"
+
+#define TOPK 8
+
+int an_tensor_outliers(const an_run *a, int t, an_outl *o)
+{
+    memset(o, 0, sizeof *o);
+    o->kurt_p50 = o->kurt_last = o->kurt_first = o->maxrms_p50 = o->maxrms_max = o->maxrms_last = NAN;
+    o->chan_ratio = NAN;
+    int r = an_input_recipe(a, t);
+    size_t n;
+    const size_t *ix = an_series(a, t, r, &n);
+    if (!n)
+        return 0;
+    double *k = malloc(n * sizeof *k), *m = malloc(n * sizeof *m);
+    if (!k || !m) {
+        free(k), free(m);
+        return -1;
+    }
+    size_t nk = 0, nm = 0;
+    for (size_t i = 0; i < n; i++) {
+        const fp8_summary *x = an_rec(a, ix[i]);
+        uint64_t fin = x->finite;
+        if (fin > 0 && x->l2 > 0) {
+            double rms = x->l2 / sqrt((double)fin);
+            m[nm++] = x->amax / rms;
+            o->maxrms_last = x->amax / rms;
+        }
+        if (x->kurtosis > 0 && isfinite(x->kurtosis)) {
+            if (nk == 0)
+                o->kurt_first = x->kurtosis;
+            k[nk++] = x->kurtosis;
+            o->kurt_last = x->kurtosis;
+        }
+    }
+    o->steps = n;
+    if (nk) {
+        o->kurt_p50 = an_quantile(k, nk, 0.5);
+    }
+    if (nm) {
+        o->maxrms_p50 = an_quantile(m, nm, 0.5);
+        o->maxrms_max = m[nm - 1];
+    }
+    free(k), free(m);
+    return 0;
+}
+
+/* Per-column amax of every snapshot of tensor t; fills o->chan_* and, when
+ * f is given, writes the top channels' series. */
+static int channels(const an_run *a, int t, an_outl *o, FILE *f)
+{
+    size_t idx[4096], ns = 0;
+    for (size_t i = 0; i < a->run->nsnapshots && ns < 4096; i++)
+        if ((int)a->run->snapshots[i].tensor == t)
+            idx[ns++] = i;
+    if (!ns)
+        return 0;
+    size_t rows = a->run->snapshots[idx[0]].rows, cols = a->run->snapshots[idx[0]].cols;
+    float *x = malloc(rows * cols * sizeof *x);
+    double *ca = calloc(ns * cols + 1, sizeof *ca), *tmp = malloc((cols + 1) * sizeof *tmp);
+    double *med = calloc(ns + 1, sizeof *med);
+    int64_t *step = calloc(ns + 1, sizeof *step);
+    int ok = x && ca && tmp && med && step;
+    size_t used = 0;
+    for (size_t s = 0; s < ns && ok; s++) {
+        const fp8_snapshot *sn = &a->run->snapshots[idx[s]];
+        if (sn->rows != rows || sn->cols != cols || fp8_run_snapshot_read(a->run, idx[s], x) != FP8_OK)
+            continue;
+        double *c = ca + used * cols;
+        for (size_t i = 0; i < rows; i++)
+            for (size_t j = 0; j < cols; j++) {
+                double v = fabs((double)x[i * cols + j]);
+                if (isfinite(v) && v > c[j])
+                    c[j] = v;
+            }
+        memcpy(tmp, c, cols * sizeof *tmp);
+        med[used] = an_quantile(tmp, cols, 0.5);
+        step[used++] = sn->step;
+    }
+    if (ok && used) {
+        /* top channels at the last snapshot, by amax / median channel amax */
+        const double *last = ca + (used - 1) * cols;
+        size_t top[TOPK] = {0}, nt = 0;
+        for (size_t j = 0; j < cols; j++) {
+            size_t p = nt < TOPK ? nt++ : TOPK;
+            if (p == TOPK && !(last[j] > last[top[TOPK - 1]]))
+                continue;
+            if (p == TOPK)
+                p = TOPK - 1;
+            while (p > 0 && last[j] > last[top[p - 1]])
+                top[p] = top[p - 1], p--;
+            top[p] = j;
+        }
+        o->nchan = nt;
+        o->chan_ratio = med[used - 1] > 0 ? last[top[0]] / med[used - 1] : NAN;
+        o->snapshots = used;
+        /* persistence: snapshots in which each top channel is above 4x the median */
+        for (size_t q = 0; q < nt; q++) {
+            size_t on = 0;
+            int64_t first = -1;
+            for (size_t s = 0; s < used; s++)
+                if (med[s] > 0 && ca[s * cols + top[q]] > 4 * med[s]) {
+                    on++;
+                    if (first < 0)
+                        first = step[s];
+                }
+            o->chan[q] = (int)top[q];
+            o->chan_persist[q] = (double)on / (double)used;
+            o->chan_first[q] = first;
+            if (f)
+                for (size_t s = 0; s < used; s++)
+                    fprintf(f, "%s\t%s\t%lld\t%zu\t%d\t%.9g\t%.9g\n", a->label, a->run->tensor_name[t],
+                            (long long)step[s], q, (int)top[q], ca[s * cols + top[q]],
+                            med[s] > 0 ? ca[s * cols + top[q]] / med[s] : NAN);
+        }
+        if (f)
+            for (size_t s = 0; s < used; s++)
+                fprintf(f, "%s\t%s\t%lld\tmedian\t-1\t%.9g\t1\n", a->label, a->run->tensor_name[t], (long long)step[s],
+                        med[s]);
+    }
+    free(x), free(ca), free(tmp), free(med), free(step);
+    return ok ? 0 : -1;
+}
+
+static int find_tensor(const an_run *a, const char *name)
+{
+    for (int t = 0; t < a->run->ntensors; t++)
+        if (strcmp(a->run->tensor_name[t], name) == 0)
+            return t;
+    return -1;
+}
+
+int an_outliers(an_ctx *c)
+{
+    FILE *ft = an_data(c, "outliers_tensors.tsv"), *fc = an_data(c, "outliers_channels.tsv"),
+         *fv = an_data(c, "outliers_vs.tsv");
+    int rc = 0;
+    an_ctx vc;
+    an_defaults(&vc);
+    if (!ft || !fc || !fv) {
+        rc = 1;
+        goto done;
+    }
+    fprintf(ft, "run\ttensor\trole\tlayer\tsteps\tkurtosis_p50\tkurtosis_first\tkurtosis_last\tmax_over_rms_p50\t"
+                "max_over_rms_max\tmax_over_rms_last\tsnapshots\ttop_channel\ttop_channel_ratio\ttop_channel_persistence\t"
+                "top_channel_first_step\n");
+    fprintf(fc, "run\ttensor\tstep\trank\tchannel\tamax\tratio_to_median\n");
+    fprintf(fv, "run_a\trun_b\ttensor\tkurtosis_p50_a\tkurtosis_p50_b\tmax_over_rms_max_a\tmax_over_rms_max_b\t"
+                "top_channel_ratio_a\ttop_channel_ratio_b\trecipe\toverflow_events_a\toverflow_events_b\t"
+                "overflow_rate_a\toverflow_rate_b\n");
+    fprintf(c->md, "## Outliers\n\nKurtosis: m4/m2² (Gaussian 3). max/RMS: amax / sqrt(Σx²/finite). Channel ratio: a "
+                   "column's amax over the median column amax, from snapshots; persistence: share of snapshots in "
+                   "which the channel is above 4x the median.\n\n");
+    for (int ri = 0; ri < c->nruns; ri++) {
+        const an_run *a = &c->runs[ri];
+        int T = a->run->ntensors, worst = -1;
+        double worst_v = 0;
+        an_outl *ol = calloc((size_t)T + 1, sizeof *ol);
+        if (!ol) {
+            rc = 1;
+            goto done;
+        }
+        for (int t = 0; t < T; t++) {
+            an_outl *o = &ol[t];
+            if (an_tensor_outliers(a, t, o) || channels(a, t, o, fc)) {
+                fprintf(stderr, "fp8prof: outliers: out of memory\n");
+                rc = 1;
+                break;
+            }
+            if (!o->steps)
+                continue;
+            fprintf(ft, "%s\t%s\t%s\t%d\t%zu\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%zu\t%d\t%.9g\t%.9g\t%lld\n", a->label,
+                    a->run->tensor_name[t], fp8_role_name((fp8_role)a->run->tensor_role[t]), a->run->tensor_layer[t],
+                    o->steps, o->kurt_p50, o->kurt_first, o->kurt_last, o->maxrms_p50, o->maxrms_max, o->maxrms_last,
+                    o->snapshots, o->nchan ? o->chan[0] : -1, o->chan_ratio, o->nchan ? o->chan_persist[0] : NAN,
+                    o->nchan ? (long long)o->chan_first[0] : -1LL);
+            if (o->maxrms_max > worst_v)
+                worst_v = o->maxrms_max, worst = t;
+        }
+        /* the table: the 10 tensors with the largest max/RMS */
+        fprintf(c->md, "### Run `%s`\n\n| tensor | kurtosis (median) | kurtosis first → last | max/RMS median | "
+                       "max/RMS max | top channel × median |\n|---|---|---|---|---|---|\n", a->label);
+        char *shown = calloc((size_t)T + 1, 1);
+        for (int k = 0; k < 10 && shown; k++) {
+            int b = -1;
+            for (int t = 0; t < T; t++)
+                if (!shown[t] && ol[t].steps && (b < 0 || ol[t].maxrms_max > ol[b].maxrms_max))
+                    b = t;
+            if (b < 0)
+                break;
+            shown[b] = 1;
+            const an_outl *o = &ol[b];
+            fprintf(c->md, "| %s | %.2f | %.2f → %.2f | %.1f | %.1f | ", a->run->tensor_name[b], o->kurt_p50,
+                    o->kurt_first, o->kurt_last, o->maxrms_p50, o->maxrms_max);
+            if (o->nchan)
+                fprintf(c->md, "%.1f (channel %d, %.0f%% of snapshots) |\n", o->chan_ratio, o->chan[0],
+                        100 * o->chan_persist[0]);
+            else
+                fprintf(c->md, "- |\n");
+        }
+        free(shown);
+        fprintf(c->md, "\n");
+        if (worst >= 0)
+            an_finding(c, "`%s`: the heaviest outliers are in %s (max/RMS up to %.1f, kurtosis %.1f → %.1f%s).", a->label,
+                       a->run->tensor_name[worst], ol[worst].maxrms_max, ol[worst].kurt_first, ol[worst].kurt_last,
+                       ol[worst].nchan ? ", outlier channels in its snapshots" : "");
+        /* --vs: the same tensors in a second run */
+        if (c->vs && ri == 0 && !rc) {
+            const char *vp[1] = {c->vs};
+            vc.md = c->md;
+            if (an_open(&vc, vp, 1)) {
+                rc = 1;
+                free(ol);
+                goto done;
+            }
+            const an_run *b = &vc.runs[0];
+            fprintf(c->md, "### `%s` versus `%s`\n\n| tensor | kurtosis | max/RMS max | top channel × median | recipe | "
+                           "overflow events | overflow %% |\n|---|---|---|---|---|---|---|\n",
+                    a->label, b->label);
+            double ev_a = 0, ev_b = 0;
+            for (int t = 0; t < T; t++) {
+                int u = find_tensor(b, a->run->tensor_name[t]);
+                if (u < 0 || !ol[t].steps)
+                    continue;
+                an_outl ob;
+                if (an_tensor_outliers(b, u, &ob) || channels(b, u, &ob, fc))
+                    continue;
+                for (int r = 0; r < a->run->nrecipes; r++) {
+                    int s = -1;
+                    for (int q = 0; q < b->run->nrecipes; q++)
+                        if (strcmp(a->run->recipe_spec[r], b->run->recipe_spec[q]) == 0)
+                            s = q;
+                    an_sstats sa, sb;
+                    if (s < 0 || an_series_stats(a, t, r, &sa) || an_series_stats(b, u, s, &sb) || !sa.records ||
+                        !sb.records)
+                        continue;
+                    char lab[96];
+                    an_recipe_label(a, r, lab, sizeof lab);
+                    fprintf(fv, "%s\t%s\t%s\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%s\t%zu\t%zu\t%.9g\t%.9g\n", a->label,
+                            b->label, a->run->tensor_name[t], ol[t].kurt_p50, ob.kurt_p50, ol[t].maxrms_max,
+                            ob.maxrms_max, ol[t].chan_ratio, ob.chan_ratio, lab, sa.events, sb.events, sa.overflow_rate,
+                            sb.overflow_rate);
+                    ev_a += (double)sa.events, ev_b += (double)sb.events;
+                    if (sa.events + sb.events > 0 || ol[t].nchan)
+                        fprintf(c->md, "| %s | %.2f / %.2f | %.1f / %.1f | %.1f / %.1f | %s | %zu / %zu | %.4f / %.4f |\n",
+                                a->run->tensor_name[t], ol[t].kurt_p50, ob.kurt_p50, ol[t].maxrms_max, ob.maxrms_max,
+                                ol[t].chan_ratio, ob.chan_ratio, lab, sa.events, sb.events, 100 * sa.overflow_rate,
+                                100 * sb.overflow_rate);
+                }
+            }
+            fprintf(c->md, "\nRows: tensors with overflow events or snapshots; values `%s` / `%s`. All pairs: "
+                           "`outliers_vs.tsv`.\n\n", a->label, b->label);
+            an_finding(c, "`%s` vs `%s`: overflow events summed over shared tensors and recipes %.0f vs %.0f.", a->label,
+                       b->label, ev_a, ev_b);
+        }
+        free(ol);
+    }
+    if (c->vs && c->nruns == 0)
+        fprintf(c->md, "--vs needs a first run.\n");
+done:
+    an_close(&vc);
+    if (ft)
+        fclose(ft);
+    if (fc)
+        fclose(fc);
+    if (fv)
+        fclose(fv);
+    return rc;
+}

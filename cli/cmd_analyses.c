@@ -1,0 +1,91 @@
+/*
+ * cmd_analyses.c — `fp8prof compare|replay|dynamics|outliers|loss|advise
+ * RUN.h5 [MORE.h5 ...]`: one analysis over recorded runs.  Data files go to
+ * -o DIR (default fp8prof-out), the Markdown section to stdout.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "cli.h"
+
+
+/* Shared options of the analyses and the report; the run paths are
+ * collected into paths[] (at most max).  0, or a usage error status. */
+int cli_analysis_options(const char *cmd, int argc, char **argv, an_ctx *c, const char **paths, int max, int *n)
+{
+    *n = 0;
+    c->outdir = "fp8prof-out";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        double d;
+        int rc = 0;
+        if (a[0] == '-' && a[1] && i + 1 >= argc)
+            return cli_usage_error("%s: %s needs a value", cmd, a);
+        if (strcmp(a, "-o") == 0)
+            c->outdir = argv[++i];
+        else if (strcmp(a, "--tensor") == 0)
+            c->tensor = argv[++i];
+        else if (strcmp(a, "--vs") == 0)
+            c->vs = argv[++i];
+        else if (strcmp(a, "--boot") == 0) {
+            if (!(rc = cli_number(cmd, a, argv[++i], 10, 100000, 1, &d)))
+                c->boot = (int)d;
+        } else if (strcmp(a, "--seed") == 0) {
+            if (!(rc = cli_number(cmd, a, argv[++i], 0, 4294967295.0, 1, &d)))
+                c->seed = (unsigned long)d;
+        } else if (strcmp(a, "--sqnr-margin") == 0)
+            rc = cli_number(cmd, a, argv[++i], 0, 100, 0, &c->sqnr_margin_db);
+        else if (strcmp(a, "--block-gain") == 0)
+            rc = cli_number(cmd, a, argv[++i], 0, 100, 0, &c->block_gain_db);
+        else if (strcmp(a, "--underflow-max") == 0)
+            rc = cli_number(cmd, a, argv[++i], 0, 1, 0, &c->underflow_max);
+        else if (strcmp(a, "--diverge") == 0)
+            rc = cli_number(cmd, a, argv[++i], 0, 10, 0, &c->diverge_rel);
+        else if (strcmp(a, "--diverge-steps") == 0) {
+            if (!(rc = cli_number(cmd, a, argv[++i], 1, 1e9, 1, &d)))
+                c->diverge_steps = (int)d;
+        } else if (a[0] == '-' && a[1])
+            return cli_usage_error("%s: unknown option '%s'", cmd, a);
+        else if (*n == max)
+            return cli_usage_error("%s: at most %d run files", cmd, max);
+        else
+            paths[(*n)++] = a;
+        if (rc)
+            return rc;
+    }
+    if (*n == 0)
+        return cli_usage_error("%s needs at least one RUN.h5", cmd);
+    return 0;
+}
+
+static int run_one(const char *cmd, int (*fn)(an_ctx *), int argc, char **argv)
+{
+    an_ctx c;
+    an_defaults(&c);
+    const char *paths[64];
+    int n, rc = cli_analysis_options(cmd, argc, argv, &c, paths, 64, &n);
+    if (rc)
+        return rc;
+    if (an_open(&c, paths, n)) {
+        an_close(&c);
+        return 1;
+    }
+    rc = fn(&c);
+    if (rc == 0 || rc == 3) {
+        if (c.nfindings)
+            printf("\n**Findings**\n\n");
+        for (int i = 0; i < c.nfindings; i++)
+            printf("- %s\n", c.findings[i]);
+        fprintf(stderr, "fp8prof: %s: data files in %s/\n", cmd, c.outdir);
+    }
+    an_close(&c);
+    return rc == 3 ? 1 : rc;
+}
+
+int cmd_compare(int argc, char **argv) { return run_one("compare", an_compare, argc, argv); }
+int cmd_replay(int argc, char **argv) { return run_one("replay", an_replay, argc, argv); }
+int cmd_dynamics(int argc, char **argv) { return run_one("dynamics", an_dynamics, argc, argv); }
+int cmd_outliers(int argc, char **argv) { return run_one("outliers", an_outliers, argc, argv); }
+int cmd_loss(int argc, char **argv) { return run_one("loss", an_loss, argc, argv); }
+int cmd_advise(int argc, char **argv) { return run_one("advise", an_advise, argc, argv); }
