@@ -157,11 +157,8 @@ int an_advise(an_ctx *c)
                     conv[0][0] >= conv[0][1] ? "holds" : "does not hold",
                     conv[1][1] > conv[1][0] ? "holds" : "does not hold (E4M3 does as well or better)",
                     conv[0][1] > conv[0][0] && conv[1][0] > conv[1][1] ? "is supported" : "is not supported");
-            an_finding(c, "`%s`: E4M3 beats E5M2 on %d of %d forward tensors and %d of %d gradient tensors (same "
-                          "recipe otherwise): %s.",
-                       a->label, conv[0][0], nf, conv[1][0], ng,
-                       conv[1][0] >= conv[1][1] ? "with current scaling, gradients do not need E5M2's range here"
-                                                : "gradients need E5M2's range here");
+            an_finding(c, "advise", "`%s`: E4M3 wins on %d of %d forward and %d of %d gradient tensors", a->label,
+                       conv[0][0], nf, conv[1][0], ng);
         }
         free(st), free(wins);
     }

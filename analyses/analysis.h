@@ -37,10 +37,22 @@ typedef struct {
     const char *outdir;      /* data files and figures go here             */
     FILE *md;                /* Markdown section of the analysis           */
     char *findings[AN_MAX_FINDINGS];
+    char topic[AN_MAX_FINDINGS][16];
+    /* compare: tensors a delayed recipe overflowed on, across runs */
+#define AN_MAX_RISK 512
+    int nrisk;
+    char risk_name[AN_MAX_RISK][FP8_NAME_MAX];
+    int risk_runs[AN_MAX_RISK], risk_events[AN_MAX_RISK], risk_seen[AN_MAX_RISK];
+    /* compare: recipes that overflow at nearly every step, across runs */
+    int nclip, clip_runs[16];
+    char clip_name[16][96];
+    double clip_lo[16], clip_hi[16];
     int nfindings;
     /* options shared by the analyses (defaults in an_defaults) */
     const char *tensor;      /* fnmatch pattern of tensors to analyse      */
     const char *vs;          /* outliers --vs: a second run's path         */
+    int vs_a, vs_b;          /* outliers: compare loaded runs vs_a and vs_b (-1: off) */
+    int baseline;            /* loss: the baseline run (default 0)        */
     double sqnr_margin_db;   /* verdict/advise: "within X dB of the best"  */
     double block_gain_db;    /* verdict: block scaling needed if it gains more */
     double underflow_max;    /* verdict: current scaling loses too much above this fraction */
@@ -78,8 +90,10 @@ const fp8_format *an_format(const an_run *a, int t, int r);
  * message printed. */
 FILE *an_data(const an_ctx *c, const char *name);
 
-/* Add a finding for the report summary (printf-style). */
-void an_finding(an_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Add a finding for the report summary (printf-style), under a topic:
+ * "risk", "gain", "verdict", "replay", "dynamics", "outliers", "smooth",
+ * "loss", "advise".  The summary puts each topic's findings in one bullet. */
+void an_finding(an_ctx *c, const char *topic, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Quantile (0..1) of n doubles; sorts v in place (GSL); NaN if n == 0. */
 double an_quantile(double *v, size_t n, double q);
@@ -98,5 +112,17 @@ int an_dynamics(an_ctx *c);
 int an_outliers(an_ctx *c);
 int an_loss(an_ctx *c);
 int an_advise(an_ctx *c);
+
+/* Figures over the runs and the analyses' data files in c->outdir (run
+ * the analyses first).  Each figure is OUT.png + OUT.svg + OUT.gp. */
+typedef struct {
+    char name[96];       /* file stem in outdir                       */
+    char caption[512];
+    char section[32];    /* which analysis it illustrates             */
+} an_figure;
+#define AN_MAX_FIGURES 48
+/* Draws what the runs support; returns the number drawn, *failed gets the
+ * number gnuplot failed on (messages printed). */
+int an_figures(an_ctx *c, an_figure *figs, int max, int *failed);
 
 #endif

@@ -26,6 +26,7 @@ void an_defaults(an_ctx *c)
     c->diverge_steps = 20;
     c->boot = 1000;
     c->seed = 1;
+    c->vs_a = c->vs_b = -1;
 }
 
 static const fp8_summary *sort_recs;
@@ -133,6 +134,9 @@ int an_open(an_ctx *c, const char *const *paths, int n)
         char *dot = strstr(a->label, ".h5");
         if (dot && dot[3] == 0)
             *dot = 0;
+        for (char *q = a->label; *q; q++) /* labels are words in tables and plot scripts */
+            if (*q == ' ' || *q == '\t' || *q == '\'' || *q == '"' || *q == '|')
+                *q = '_';
         if (a->run->nrecords == 0 && a->run->nscalars == 0) {
             fprintf(stderr, "fp8prof: %s: the run is empty (no records, no scalars)\n", paths[i]);
             return 1;
@@ -241,10 +245,11 @@ FILE *an_data(const an_ctx *c, const char *name)
     return f;
 }
 
-void an_finding(an_ctx *c, const char *fmt, ...)
+void an_finding(an_ctx *c, const char *topic, const char *fmt, ...)
 {
     if (c->nfindings == AN_MAX_FINDINGS)
         return;
+    snprintf(c->topic[c->nfindings], sizeof c->topic[0], "%s", topic);
     va_list ap;
     va_start(ap, fmt);
     char *s = NULL;

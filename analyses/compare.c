@@ -366,12 +366,52 @@ int an_compare(an_ctx *c)
             fprintf(c->md, "| %s | %d |\n", an_verdict_name((an_verdict)v), nverd[v]);
         if (nverd[0])
             fprintf(c->md, "| n/a (no delayed or current recipe recorded) | %d |\n", nverd[0]);
+        if (at_risk)
+            fprintf(c->md, "\nDelayed scaling overflowed on %s%s.\n", risk, at_risk == 5 ? ", ..." : "");
         fprintf(c->md, "\nPer tensor: `compare_verdicts.tsv`; every statistic: `compare_tensors.tsv`.\n\n");
         if (nverd[1] + nverd[2] + nverd[3] > 0)
-            an_finding(c, "`%s`: %d tensors delayed-safe, %d need just-in-time scaling, %d need block scaling "
-                          "(rule in *Recipes compared*).%s%s",
-                       a->label, nverd[1], nverd[2], nverd[3], at_risk ? " Delayed scaling overflowed on " : "",
-                       risk);
+            an_finding(c, "verdict", "`%s` %d / %d / %d", a->label, nverd[1], nverd[2], nverd[3]);
+        /* recipes that overflow at nearly every recorded step: a systematic clip, not an outlier */
+        for (int r = 0; r < R; r++) {
+            const an_sstats *G = &grp[(size_t)FP8_NROLE * (size_t)R + (size_t)r];
+            if (G->records >= 10 && (double)G->events >= 0.9 * (double)G->records && G->overflow_rate > 1e-4) {
+                an_recipe_label(a, r, lab, sizeof lab);
+                int k = 0;
+                while (k < c->nclip && strcmp(c->clip_name[k], lab) != 0)
+                    k++;
+                if (k == c->nclip && k < 16) {
+                    snprintf(c->clip_name[k], sizeof c->clip_name[k], "%s", lab);
+                    c->clip_runs[k] = 0, c->clip_lo[k] = INFINITY, c->clip_hi[k] = 0;
+                    c->nclip++;
+                }
+                if (k < 16) {
+                    c->clip_runs[k]++;
+                    c->clip_lo[k] = fmin(c->clip_lo[k], G->overflow_rate);
+                    c->clip_hi[k] = fmax(c->clip_hi[k], G->overflow_rate);
+                }
+            }
+        }
+        /* tensors on which a delayed recipe overflowed, counted across runs */
+        for (int t = 0; t < T; t++) {
+            int D, C, B;
+            an_tensor_verdict(c, a, t, &st[(size_t)t * (size_t)R], &D, &C, &B);
+            if (D < 0)
+                continue;
+            size_t ev = st[(size_t)t * (size_t)R + (size_t)D].events;
+            int k = 0;
+            while (k < c->nrisk && strcmp(c->risk_name[k], a->run->tensor_name[t]) != 0)
+                k++;
+            if (k == c->nrisk && k < AN_MAX_RISK) {
+                snprintf(c->risk_name[k], sizeof c->risk_name[k], "%s", a->run->tensor_name[t]);
+                c->risk_runs[k] = c->risk_events[k] = c->risk_seen[k] = 0;
+                c->nrisk++;
+            }
+            if (k < AN_MAX_RISK) {
+                c->risk_seen[k]++;
+                c->risk_runs[k] += ev > 0;
+                c->risk_events[k] += (int)ev;
+            }
+        }
         /* bootstrap: each recipe against the active one, per role and overall */
         size_t ns = 0;
         for (size_t i = 0; i < a->run->nrecords; i++)
@@ -388,6 +428,8 @@ int an_compare(an_ctx *c)
                            "per step; 95%% CI from %d bootstrap resamples of the steps, GSL mt19937 seed %lu):\n\n",
                     an_recipe_label(a, act, lab, sizeof lab), c->boot, c->seed);
             fprintf(c->md, "| group | recipe | steps | ΔSQNR dB [95%% CI] | Δoverflow %% [95%% CI] |\n|---|---|---|---|---|\n");
+            char gain[1024];
+            size_t gl = (size_t)snprintf(gain, sizeof gain, "`%s` (vs `%s`):", a->label, an_recipe_label(a, act, lab, sizeof lab));
             for (int gi = FP8_NROLE; gi >= 0; gi--)
                 for (int r = 0; r < R; r++) {
                     if (r == act || !grp[(size_t)gi * (size_t)R + (size_t)r].records)
@@ -405,13 +447,51 @@ int an_compare(an_ctx *c)
                     fprintf(c->md, "| %s | %s | %zu | %+.2f [%+.2f, %+.2f] | %+.4f [%+.4f, %+.4f] |\n",
                             gi == FP8_NROLE ? "all" : fp8_role_name((fp8_role)gi), lab, used[0], m[0], lo[0], hi[0],
                             m[1], lo[1], hi[1]);
-                    if (gi == FP8_NROLE && used[0] && lo[0] > 0.5)
-                        an_finding(c, "`%s`: `%s` gains %.1f dB SQNR over the active recipe (95%% CI %.1f..%.1f).",
-                                   a->label, lab, m[0], lo[0], hi[0]);
+                    if (gi == FP8_NROLE && used[0] && gl < sizeof gain - 120)
+                        gl += (size_t)snprintf(gain + gl, sizeof gain - gl, " %s %+.1f dB [%+.1f, %+.1f], overflow %+.3g%%;",
+                                               lab, m[0], lo[0], hi[0], m[1]);
                 }
             fprintf(c->md, "\n");
+            if (gl > 0 && gain[gl - 1] == ';') {
+                gain[gl - 1] = 0;
+                an_finding(c, "gain", "%s", gain);
+            }
         }
         free(st), free(grp), free(gt), free(gnum), free(steps);
+    }
+    for (int k = 0; k < c->nclip; k++)
+        an_finding(c, "risk", "`%s` overflows at almost every recorded step of every tensor in %d run%s (%.3g..%.3g%% of "
+                              "values): a systematic clip, not outliers",
+                   c->clip_name[k], c->clip_runs[k], c->clip_runs[k] == 1 ? "" : "s", 100 * c->clip_lo[k],
+                   100 * c->clip_hi[k]);
+    /* across runs: the tensors delayed scaling overflowed on most often */
+    if (!rc && c->nrisk) {
+        char txt[1024];
+        size_t tl = 0;
+        int shown = 0, runs_with = 0;
+        char *used = calloc((size_t)c->nrisk, 1);
+        for (int k = 0; k < c->nrisk; k++)
+            runs_with += c->risk_runs[k] > 0;
+        for (; used && shown < 5; shown++) {
+            int b = -1;
+            for (int k = 0; k < c->nrisk; k++)
+                if (!used[k] && c->risk_runs[k] > 0 &&
+                    (b < 0 || c->risk_runs[k] > c->risk_runs[b] ||
+                     (c->risk_runs[k] == c->risk_runs[b] && c->risk_events[k] > c->risk_events[b])))
+                    b = k;
+            if (b < 0)
+                break;
+            used[b] = 1;
+            tl += (size_t)snprintf(txt + tl, sizeof txt - tl, "%s`%s` (%d of %d runs, %d events)", shown ? ", " : "",
+                                   c->risk_name[b], c->risk_runs[b], c->risk_seen[b], c->risk_events[b]);
+        }
+        free(used);
+        if (shown)
+            an_finding(c, "risk", "delayed scaling overflowed on %d tensor%s; most often %s", runs_with,
+                       runs_with == 1 ? "" : "s", txt);
+        else
+            an_finding(c, "risk", "no delayed recipe overflowed on any tensor (%d tensors with a delayed recipe)",
+                       c->nrisk);
     }
 done:
     if (ft)

@@ -239,8 +239,8 @@ int an_dynamics(an_ctx *c)
                 fprintf(c->md, "| %s | %zu | %.3f | %.3f | %.3f | %.3f | %.4f |\n", gname[g], all.n[g], s[g].sd,
                         s[g].p01, s[g].p99, s[g].maxabs, s[g].grow2);
             }
-            double ratio = s[G_B128].sd / s[G_TENSOR].sd;
-            const char *verdict = !(ratio == ratio) ? "inconclusive (too few ratios)"
+            double ratio = s[G_TENSOR].sd > 0 ? s[G_B128].sd / s[G_TENSOR].sd : NAN;
+            const char *verdict = !(ratio == ratio) ? "is inconclusive on (tensor amax constant, or too few ratios)"
                                   : ratio >= 2      ? "supports"
                                   : ratio >= 1.25   ? "weakly supports"
                                                     : "does not support";
@@ -248,9 +248,11 @@ int an_dynamics(an_ctx *c)
                            "just-in-time scaling\" is supported when the sd of r of 1x128 blocks is at least 2x the "
                            "tensor's at the same lag (weakly: 1.25x). Here it is %.2fx: this run **%s** the claim.\n\n",
                     ratio, verdict);
-            an_finding(c, "`%s`: block (1x128) amax moves %.2fx as much as tensor amax between snapshots %lld steps "
-                          "apart (sd of log2 ratio %.3f vs %.3f bits): %s the per-tensor-delayed / per-block-JIT claim.",
-                       a->label, ratio, (long long)lag, s[G_B128].sd, s[G_TENSOR].sd, verdict);
+            if (ratio == ratio)
+                an_finding(c, "dynamics", "`%s`: %.2fx (sd %.2f vs %.2f bits, lag %lld) — %s", a->label, ratio,
+                           s[G_B128].sd, s[G_TENSOR].sd, (long long)lag, verdict);
+            else
+                an_finding(c, "dynamics", "`%s`: inconclusive (tensor amax constant between snapshots)", a->label);
         }
         for (int g = 0; g < NG; g++)
             free(all.r[g]);

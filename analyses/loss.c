@@ -81,9 +81,11 @@ int an_loss(an_ctx *c)
     fprintf(fd, "run\tbaseline\tstep\tdiff\trel_diff\trel_diff_smoothed\n");
     fprintf(fv, "run\tstep\tval_loss\n");
     fprintf(c->md, "## Loss against the baseline\n\n");
-    size_t bn = series(c->runs[0].run, "loss", &bs, &bv);
+    if (c->baseline < 0 || c->baseline >= c->nruns)
+        c->baseline = 0;
+    size_t bn = series(c->runs[c->baseline].run, "loss", &bs, &bv);
     if (!bn) {
-        fprintf(c->md, "The baseline run `%s` has no `loss` series: nothing to compare.\n\n", c->runs[0].label);
+        fprintf(c->md, "The baseline run `%s` has no `loss` series: nothing to compare.\n\n", c->runs[c->baseline].label);
         rc = 3;
         goto done;
     }
@@ -95,7 +97,7 @@ int an_loss(an_ctx *c)
     fprintf(c->md, "Baseline: `%s`. Smoothing: centred moving mean over %d steps. **Divergence rule**: the smoothed "
                    "relative difference (run − baseline) / baseline stays above %.3g%% for %d consecutive steps, or "
                    "the loss is not finite.\n\n",
-            c->runs[0].label, SMOOTH, 100 * c->diverge_rel, c->diverge_steps);
+            c->runs[c->baseline].label, SMOOTH, 100 * c->diverge_rel, c->diverge_steps);
     fprintf(c->md, "| run | steps | final loss (smoothed) | mean rel. diff, last 10%% | max smoothed rel. diff (step) | "
                    "final val_loss | verdict |\n|---|---|---|---|---|---|---|\n");
     for (int ri = 0; ri < c->nruns; ri++) {
@@ -144,7 +146,7 @@ int an_loss(an_ctx *c)
             double mx = -INFINITY;
             int64_t mx_step = 0;
             for (size_t i = 0; i < m; i++) {
-                fprintf(fd, "%s\t%s\t%lld\t%.9g\t%.9g\t%.9g\n", a->label, c->runs[0].label, (long long)rs[i], dif[i],
+                fprintf(fd, "%s\t%s\t%lld\t%.9g\t%.9g\t%.9g\n", a->label, c->runs[c->baseline].label, (long long)rs[i], dif[i],
                         rel[i], rsm[i]);
                 streak = rsm[i] > c->diverge_rel ? streak + 1 : 0;
                 if (streak == c->diverge_steps && div_at < 0)
@@ -159,7 +161,7 @@ int an_loss(an_ctx *c)
             for (size_t i = from; i < m; i++)
                 tail += rel[i], tn++;
             char verdict[96];
-            if (ri == 0)
+            if (ri == c->baseline)
                 snprintf(verdict, sizeof verdict, "baseline");
             else if (div_at >= 0)
                 snprintf(verdict, sizeof verdict, "**diverges at step %lld**", (long long)div_at);
@@ -170,12 +172,9 @@ int an_loss(an_ctx *c)
                 snprintf(val, sizeof val, "%.4f (step %lld)", vv[nv - 1], (long long)vs[nv - 1]);
             fprintf(c->md, "| %s | %zu | %.4f | %+.3f%% | %+.3f%% (%lld) | %s | %s |\n", a->label, n, sm[n - 1],
                     tn ? 100 * tail / (double)tn : NAN, 100 * mx, (long long)mx_step, val, verdict);
-            if (ri > 0)
-                an_finding(c, "`%s` vs baseline `%s`: loss %s; over the last 10%% of steps %+.2f%% relative (final "
-                              "smoothed %.4f vs %.4f)%s.",
-                           a->label, c->runs[0].label, div_at >= 0 ? "diverges" : "tracks the baseline",
-                           tn ? 100 * tail / (double)tn : NAN, sm[n - 1], bsm[bn - 1],
-                           div_at >= 0 ? " — see *Loss against the baseline* for the step" : "");
+            if (ri != c->baseline)
+                an_finding(c, "loss", "`%s` %s (%+.2f%% over the last 10%% of steps)", a->label, verdict,
+                           tn ? 100 * tail / (double)tn : NAN);
         }
         free(s), free(v), free(vs), free(vv), free(sm), free(rel), free(rsm), free(dif), free(rs);
         if (rc)

@@ -149,6 +149,55 @@ static int find_tensor(const an_run *a, const char *name)
     return -1;
 }
 
+/* The same tensors of runs a and b side by side, with the overflow events
+ * of every recipe both recorded. */
+static void versus(an_ctx *c, const an_run *a, const an_run *b, FILE *fc_b, FILE *fv)
+{
+    fprintf(c->md, "### `%s` versus `%s`\n\n| tensor | kurtosis | max/RMS max | top channel × median | recipe | "
+                   "overflow events | overflow %% |\n|---|---|---|---|---|---|---|\n",
+            a->label, b->label);
+    double ev_a = 0, ev_b = 0, kmax_a = 0, kmax_b = 0;
+    const char *kname = NULL;
+    for (int t = 0; t < a->run->ntensors; t++) {
+        int u = find_tensor(b, a->run->tensor_name[t]);
+        an_outl oa, ob;
+        if (u < 0 || an_tensor_outliers(a, t, &oa) || !oa.steps || an_tensor_outliers(b, u, &ob))
+            continue;
+        channels(a, t, &oa, NULL);
+        if (channels(b, u, &ob, fc_b))
+            continue;
+        if (oa.maxrms_max > kmax_a)
+            kmax_a = oa.maxrms_max, kmax_b = ob.maxrms_max, kname = a->run->tensor_name[t];
+        for (int r = 0; r < a->run->nrecipes; r++) {
+            int s = -1;
+            for (int q = 0; q < b->run->nrecipes; q++)
+                if (strcmp(a->run->recipe_spec[r], b->run->recipe_spec[q]) == 0)
+                    s = q;
+            an_sstats sa, sb;
+            if (s < 0 || an_series_stats(a, t, r, &sa) || an_series_stats(b, u, s, &sb) || !sa.records || !sb.records)
+                continue;
+            char lab[96], chtxt[64];
+            an_recipe_label(a, r, lab, sizeof lab);
+            snprintf(chtxt, sizeof chtxt, "%.1f / %.1f", oa.chan_ratio, ob.chan_ratio);
+            fprintf(fv, "%s\t%s\t%s\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%s\t%zu\t%zu\t%.9g\t%.9g\n", a->label, b->label,
+                    a->run->tensor_name[t], oa.kurt_p50, ob.kurt_p50, oa.maxrms_max, ob.maxrms_max, oa.chan_ratio,
+                    ob.chan_ratio, lab, sa.events, sb.events, sa.overflow_rate, sb.overflow_rate);
+            if (a->recipe_ok[r] && a->recipes[r].kind == FP8_RECIPE_DELAYED)
+                ev_a += (double)sa.events, ev_b += (double)sb.events;
+            if (sa.events + sb.events > 0 || oa.nchan)
+                fprintf(c->md, "| %s | %.2f / %.2f | %.1f / %.1f | %s | %s | %zu / %zu | %.4f / %.4f |\n",
+                        a->run->tensor_name[t], oa.kurt_p50, ob.kurt_p50, oa.maxrms_max, ob.maxrms_max,
+                        oa.nchan ? chtxt : "-", lab, sa.events, sb.events, 100 * sa.overflow_rate, 100 * sb.overflow_rate);
+        }
+    }
+    fprintf(c->md, "\nRows: tensors with overflow events or snapshots; values `%s` / `%s`. All pairs: "
+                   "`outliers_vs.tsv`.\n\n", a->label, b->label);
+    if (kname)
+        an_finding(c, "smooth", "`%s` → `%s`: delayed-scaling overflow events %.0f → %.0f over the shared tensors; "
+                                "max/RMS of `%s` %.1f → %.1f",
+                   a->label, b->label, ev_a, ev_b, kname, kmax_a, kmax_b);
+}
+
 int an_outliers(an_ctx *c)
 {
     FILE *ft = an_data(c, "outliers_tensors.tsv"), *fc = an_data(c, "outliers_channels.tsv"),
@@ -220,62 +269,20 @@ int an_outliers(an_ctx *c)
         free(shown);
         fprintf(c->md, "\n");
         if (worst >= 0)
-            an_finding(c, "`%s`: the heaviest outliers are in %s (max/RMS up to %.1f, kurtosis %.1f → %.1f%s).", a->label,
-                       a->run->tensor_name[worst], ol[worst].maxrms_max, ol[worst].kurt_first, ol[worst].kurt_last,
-                       ol[worst].nchan ? ", outlier channels in its snapshots" : "");
-        /* --vs: the same tensors in a second run */
-        if (c->vs && ri == 0 && !rc) {
-            const char *vp[1] = {c->vs};
-            vc.md = c->md;
-            if (an_open(&vc, vp, 1)) {
-                rc = 1;
-                free(ol);
-                goto done;
-            }
-            const an_run *b = &vc.runs[0];
-            fprintf(c->md, "### `%s` versus `%s`\n\n| tensor | kurtosis | max/RMS max | top channel × median | recipe | "
-                           "overflow events | overflow %% |\n|---|---|---|---|---|---|---|\n",
-                    a->label, b->label);
-            double ev_a = 0, ev_b = 0;
-            for (int t = 0; t < T; t++) {
-                int u = find_tensor(b, a->run->tensor_name[t]);
-                if (u < 0 || !ol[t].steps)
-                    continue;
-                an_outl ob;
-                if (an_tensor_outliers(b, u, &ob) || channels(b, u, &ob, fc))
-                    continue;
-                for (int r = 0; r < a->run->nrecipes; r++) {
-                    int s = -1;
-                    for (int q = 0; q < b->run->nrecipes; q++)
-                        if (strcmp(a->run->recipe_spec[r], b->run->recipe_spec[q]) == 0)
-                            s = q;
-                    an_sstats sa, sb;
-                    if (s < 0 || an_series_stats(a, t, r, &sa) || an_series_stats(b, u, s, &sb) || !sa.records ||
-                        !sb.records)
-                        continue;
-                    char lab[96];
-                    an_recipe_label(a, r, lab, sizeof lab);
-                    fprintf(fv, "%s\t%s\t%s\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%s\t%zu\t%zu\t%.9g\t%.9g\n", a->label,
-                            b->label, a->run->tensor_name[t], ol[t].kurt_p50, ob.kurt_p50, ol[t].maxrms_max,
-                            ob.maxrms_max, ol[t].chan_ratio, ob.chan_ratio, lab, sa.events, sb.events, sa.overflow_rate,
-                            sb.overflow_rate);
-                    ev_a += (double)sa.events, ev_b += (double)sb.events;
-                    if (sa.events + sb.events > 0 || ol[t].nchan)
-                        fprintf(c->md, "| %s | %.2f / %.2f | %.1f / %.1f | %.1f / %.1f | %s | %zu / %zu | %.4f / %.4f |\n",
-                                a->run->tensor_name[t], ol[t].kurt_p50, ob.kurt_p50, ol[t].maxrms_max, ob.maxrms_max,
-                                ol[t].chan_ratio, ob.chan_ratio, lab, sa.events, sb.events, 100 * sa.overflow_rate,
-                                100 * sb.overflow_rate);
-                }
-            }
-            fprintf(c->md, "\nRows: tensors with overflow events or snapshots; values `%s` / `%s`. All pairs: "
-                           "`outliers_vs.tsv`.\n\n", a->label, b->label);
-            an_finding(c, "`%s` vs `%s`: overflow events summed over shared tensors and recipes %.0f vs %.0f.", a->label,
-                       b->label, ev_a, ev_b);
-        }
+            an_finding(c, "outliers", "`%s`: `%s` max/RMS up to %.0f, kurtosis %.1f → %.1f", a->label,
+                       a->run->tensor_name[worst], ol[worst].maxrms_max, ol[worst].kurt_first, ol[worst].kurt_last);
         free(ol);
     }
-    if (c->vs && c->nruns == 0)
-        fprintf(c->md, "--vs needs a first run.\n");
+    if (!rc && c->vs && c->nruns > 0) {
+        const char *vp[1] = {c->vs};
+        vc.md = c->md;
+        if (an_open(&vc, vp, 1))
+            rc = 1;
+        else
+            versus(c, &c->runs[0], &vc.runs[0], fc, fv); /* b's channels are not written yet */
+    } else if (!rc && c->vs_a >= 0 && c->vs_b >= 0 && c->vs_a < c->nruns && c->vs_b < c->nruns) {
+        versus(c, &c->runs[c->vs_a], &c->runs[c->vs_b], NULL, fv);
+    }
 done:
     an_close(&vc);
     if (ft)

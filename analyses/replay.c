@@ -520,15 +520,22 @@ int an_replay(an_ctx *c)
                            "margin %d (%.3g%% flushed). Per tensor: `replay_tensors.tsv`.\n\n",
                     hist_lens[best / (2 * NM)], (best / NM) % 2 ? "most_recent" : "max", best % NM,
                     100 * sets[best].un.est / sets[best].numel);
-            an_finding(c, "`%s`: replayed delayed scaling is overflow-free with history %d, %s, margin %d (%.3g%% of "
-                          "values flushed to zero); TE's default (1024, max, 0) had %zu overflow events.",
+            an_finding(c, "replay", "`%s`: overflow-free with history %d, %s, margin %d (%.3g%% flushed; TE default "
+                                    "1024/max/0: %zu events)",
                        a->label, hist_lens[best / (2 * NM)], (best / NM) % 2 ? "most_recent" : "max", best % NM,
                        100 * sets[best].un.est / sets[best].numel, sets[(NH - 1) * 2 * NM].events);
         } else {
             fprintf(c->md, "No setting is free of overflow events on every tensor (see `replay_tensors.tsv` for each "
                            "tensor's safe setting).\n\n");
-            an_finding(c, "`%s`: no delayed-scaling setting (history 1..1024, max/most_recent, margin 0..3) avoids "
-                          "overflow on every tensor: these tensors need just-in-time scaling.", a->label);
+            int fewest = 0;
+            for (int k = 1; k < NSET; k++)
+                if (sets[k].events < sets[fewest].events ||
+                    (sets[k].events == sets[fewest].events && sets[k].un.est < sets[fewest].un.est))
+                    fewest = k;
+            an_finding(c, "replay", "`%s`: no setting is overflow-free on every tensor; fewest events %zu with history "
+                                    "%d, %s, margin %d (TE default 1024/max/0: %zu)",
+                       a->label, sets[fewest].events, hist_lens[fewest / (2 * NM)],
+                       (fewest / NM) % 2 ? "most_recent" : "max", fewest % NM, sets[(NH - 1) * 2 * NM].events);
         }
         int anytruth = 0;
         for (int r = 0; r < R && r < 64; r++) {

@@ -5,9 +5,12 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "analysis.h"
 #include "cli.h"
+#include "report.h"
 
 
 /* Shared options of the analyses and the report; the run paths are
@@ -89,3 +92,26 @@ int cmd_dynamics(int argc, char **argv) { return run_one("dynamics", an_dynamics
 int cmd_outliers(int argc, char **argv) { return run_one("outliers", an_outliers, argc, argv); }
 int cmd_loss(int argc, char **argv) { return run_one("loss", an_loss, argc, argv); }
 int cmd_advise(int argc, char **argv) { return run_one("advise", an_advise, argc, argv); }
+
+int cmd_report(int argc, char **argv)
+{
+    an_ctx c;
+    an_defaults(&c);
+    const char *paths[64];
+    int n, rc = cli_analysis_options("report", argc, argv, &c, paths, 64, &n);
+    if (rc)
+        return rc;
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    double t0 = (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+    fprintf(stderr, "fp8prof report: [1/9] loading %d run%s\n", n, n == 1 ? "" : "s");
+    if (an_open(&c, paths, n)) {
+        an_close(&c);
+        return 1;
+    }
+    rc = an_report(&c, 1, t0);
+    if (!rc)
+        printf("%s/index.html\n", c.outdir);
+    an_close(&c);
+    return rc;
+}

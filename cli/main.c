@@ -133,6 +133,15 @@ const cli_command cli_commands[] = {
      "recipes alike but for the format.\n"
      OPTS,
      cmd_advise},
+    {"report", "every analysis and figure: DIR/index.html and DIR/report.md",
+     "usage: fp8prof report RUN.h5 [MORE.h5 ...] -o DIR [options]\n"
+     "Runs compare, replay, dynamics, outliers, loss and advise, draws the figures with\n"
+     "gnuplot and writes DIR/report.md and DIR/index.html (figures inline; opens from\n"
+     "disk), headed by a summary.  The baseline for loss is a bf16/fp32 run if one is\n"
+     "given, else the first; a run with Smooth SwiGLU and one without (same recipe) are\n"
+     "compared side by side.  Prints the path of index.html.\n"
+     OPTS,
+     cmd_report},
     {"demo", "the main job on built-in defaults",
      "usage: fp8prof demo\n"
      "Shows the format table and what casting does to a handful of values.\n",

@@ -1,0 +1,460 @@
+/*
+ * figures.c — the report's figures: writes each figure's data file (or
+ * points its script at an analysis's data file), then has plots/ draw it
+ * with gnuplot as a separate process whose exit status is checked.
+ *
+ * Run the analyses first: pareto, loss and channel figures read their
+ * data files (replay_settings.tsv, loss_*.tsv, outliers_channels.tsv).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "analysis.h"
+#include "compare.h"
+#include "fp8_error.h"
+#include "plots.h"
+
+typedef struct {
+    an_ctx *c;
+    an_figure *figs;
+    int max, n, failed;
+} figset;
+
+static void draw(figset *F, const char *script, const char *name, const char *vars, const char *section,
+                 const char *caption)
+{
+    if (F->n == F->max)
+        return;
+    char msg[1024];
+    if (plot_render(F->c->outdir, script, name, vars, msg, (int)sizeof msg) != 0) {
+        fprintf(stderr, "fp8prof: figure %s: %s\n", name, msg);
+        F->failed++;
+        return;
+    }
+    an_figure *f = &F->figs[F->n++];
+    snprintf(f->name, sizeof f->name, "%s", name);
+    snprintf(f->caption, sizeof f->caption, "%s", caption);
+    snprintf(f->section, sizeof f->section, "%s", section);
+}
+
+static int file_has_rows(const char *dir, const char *name)
+{
+    char p[4096];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    struct stat st;
+    return stat(p, &st) == 0 && st.st_size > 200;
+}
+
+/* The delayed recipe of tensor t (the active one if delayed), else -1. */
+static int delayed_of(const an_run *a, int t)
+{
+    int d = -1;
+    for (int r = 0; r < a->run->nrecipes; r++) {
+        size_t n;
+        an_series(a, t, r, &n);
+        if (n && a->recipe_ok[r] && a->recipes[r].kind == FP8_RECIPE_DELAYED && (d < 0 || r == a->active[t]))
+            d = r;
+    }
+    return d;
+}
+
+/* Tensors ranked by delayed overflow events (then by amax volatility). */
+static int rank_tensors(const an_run *a, int *out, int k)
+{
+    int T = a->run->ntensors, m = 0;
+    double *score = calloc((size_t)T + 1, sizeof *score);
+    if (!score)
+        return 0;
+    for (int t = 0; t < T; t++) {
+        int d = delayed_of(a, t);
+        size_t n;
+        const size_t *ix = an_series(a, t, d >= 0 ? d : an_input_recipe(a, t), &n);
+        double ev = 0, lo = INFINITY, hi = 0;
+        for (size_t i = 0; i < n; i++) {
+            const fp8_summary *x = an_rec(a, ix[i]);
+            ev += d >= 0 && x->overflows > 0;
+            if (x->amax > 0)
+                lo = fmin(lo, x->amax), hi = fmax(hi, x->amax);
+        }
+        score[t] = n ? ev * 1000 + (hi > 0 ? log2(hi / lo) : 0) : -1;
+    }
+    for (; m < k; m++) {
+        int b = -1;
+        for (int t = 0; t < T; t++)
+            if (score[t] >= 0 && (b < 0 || score[t] > score[b]))
+                b = t;
+        if (b < 0)
+            break;
+        out[m] = b;
+        score[b] = -1;
+    }
+    free(score);
+    return m;
+}
+
+static void amax_figure(figset *F, const an_run *a, int t)
+{
+    int d = delayed_of(a, t), in = an_input_recipe(a, t);
+    char data[256], name[96], path[4096], vars[1024], q1[300], q2[400], lab[96];
+    snprintf(name, sizeof name, "fig_amax_%s_%d", a->label, t);
+    snprintf(data, sizeof data, "%s.tsv", name);
+    snprintf(path, sizeof path, "%s/%s", F->c->outdir, data);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return;
+    fprintf(f, "step\tamax\tover\tunder\tevent\n");
+    size_t n, nd = 0;
+    const size_t *ix = an_series(a, t, in, &n), *dx = d >= 0 ? an_series(a, t, d, &nd) : NULL;
+    const fp8_format *fmt = d >= 0 ? an_format(a, t, d) : NULL;
+    size_t events = 0;
+    for (size_t i = 0, j = 0; i < n; i++) {
+        const fp8_summary *x = an_rec(a, ix[i]);
+        while (j < nd && an_rec(a, dx[j])->step < x->step)
+            j++;
+        double over = NAN, under = NAN;
+        int ev = 0;
+        if (j < nd && an_rec(a, dx[j])->step == x->step && fmt) {
+            const fp8_summary *y = an_rec(a, dx[j]);
+            an_thresholds(fmt, y->scale_inv, &over, &under);
+            ev = y->overflows > 0;
+            events += (size_t)ev;
+        }
+        if (x->amax > 0)
+            fprintf(f, "%lld\t%.9g\t%.9g\t%.9g\t%d\n", (long long)x->step, x->amax, over, under, ev);
+    }
+    fclose(f);
+    char ttl[512];
+    snprintf(ttl, sizeof ttl, "%s — %s: amax and the range of %s (%zu overflow events)", a->label,
+             a->run->tensor_name[t], d >= 0 ? an_recipe_label(a, d, lab, sizeof lab) : "no delayed recipe", events);
+    snprintf(vars, sizeof vars, "data = %s\nttl = %s\n", plot_quote(data, q1, sizeof q1), plot_quote(ttl, q2, sizeof q2));
+    char cap[512];
+    snprintf(cap, sizeof cap, "%s, `%s`: amax per recorded step (black) and the representable range of the delayed "
+                              "scale it was cast with (band: flush threshold to overflow threshold, tensor units); red: "
+                              "overflow events.", a->label, a->run->tensor_name[t]);
+    draw(F, "amax", name, vars, "compare", cap);
+}
+
+/* layer x step heat map of overflow % (what=0) or underflow % (1) under recipe r */
+static void heat_figure(figset *F, const an_run *a, int r, int what)
+{
+    int T = a->run->ntensors, L = 0;
+    for (int t = 0; t < T; t++)
+        L = a->run->tensor_layer[t] + 1 > L ? a->run->tensor_layer[t] + 1 : L;
+    if (L <= 0)
+        return;
+    /* steps of recipe r */
+    size_t ns = 0, cap = 1024;
+    int64_t *steps = malloc(cap * sizeof *steps);
+    double *num = NULL, *den = NULL;
+    if (!steps)
+        return;
+    for (int t = 0; t < T; t++) {
+        size_t n;
+        const size_t *ix = an_series(a, t, r, &n);
+        for (size_t i = 0; i < n; i++) {
+            int64_t s = an_rec(a, ix[i])->step;
+            size_t lo = 0, hi = ns;
+            while (lo < hi) {
+                size_t m = (lo + hi) / 2;
+                if (steps[m] < s)
+                    lo = m + 1;
+                else
+                    hi = m;
+            }
+            if (lo < ns && steps[lo] == s)
+                continue;
+            if (ns == cap) {
+                int64_t *p = realloc(steps, (cap *= 2) * sizeof *steps);
+                if (!p)
+                    goto out;
+                steps = p;
+            }
+            memmove(steps + lo + 1, steps + lo, (ns - lo) * sizeof *steps);
+            steps[lo] = s, ns++;
+        }
+    }
+    if (ns < 2)
+        goto out;
+    num = calloc(ns * (size_t)L, sizeof *num), den = calloc(ns * (size_t)L, sizeof *den);
+    if (!num || !den)
+        goto out;
+    for (int t = 0; t < T; t++) {
+        int l = a->run->tensor_layer[t];
+        if (l < 0)
+            continue;
+        size_t n, k = 0;
+        const size_t *ix = an_series(a, t, r, &n);
+        for (size_t i = 0; i < n; i++) {
+            const fp8_summary *x = an_rec(a, ix[i]);
+            while (k < ns && steps[k] < x->step)
+                k++;
+            if (k == ns)
+                break;
+            num[k * (size_t)L + (size_t)l] += (double)(what ? x->underflows : x->overflows);
+            den[k * (size_t)L + (size_t)l] += (double)x->numel;
+        }
+    }
+    char data[256], name[96], path[4096], vars[1024], q1[300], q2[400], q3[100], lab[96];
+    snprintf(name, sizeof name, "fig_heat_%s_%s_r%d", what ? "underflow" : "overflow", a->label, r);
+    snprintf(data, sizeof data, "%s.tsv", name);
+    snprintf(path, sizeof path, "%s/%s", F->c->outdir, data);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        goto out;
+    double mx = 0;
+    for (size_t k = 0; k < ns; k++) {
+        for (int l = 0; l < L; l++) {
+            size_t q = k * (size_t)L + (size_t)l;
+            double v = den[q] > 0 ? 100 * num[q] / den[q] : 0;
+            mx = fmax(mx, v);
+            fprintf(f, "%lld\t%d\t%.9g\n", (long long)steps[k], l, v);
+        }
+        fprintf(f, "\n");
+    }
+    fclose(f);
+    char ttl[512];
+    snprintf(ttl, sizeof ttl, "%s — %s %% per layer under %s (max %.3g%%)", a->label, what ? "underflow" : "overflow",
+             an_recipe_label(a, r, lab, sizeof lab), mx);
+    snprintf(vars, sizeof vars, "data = %s\nttl = %s\ncblab = %s\n", plot_quote(data, q1, sizeof q1),
+             plot_quote(ttl, q2, sizeof q2), plot_quote(what ? "underflow (% of elements)" : "overflow (% of elements)", q3, sizeof q3));
+    char capt[512];
+    snprintf(capt, sizeof capt, "%s: %s %% of each layer's elements (all its recorded tensors) per recorded step under "
+                                "`%s`.", a->label, what ? "underflow (flushed to zero)" : "overflow", lab);
+    draw(F, "heatmap", name, vars, "compare", capt);
+out:
+    free(steps), free(num), free(den);
+}
+
+/* exponent histogram of tensor t at its worst step, against each recipe's window */
+static void exphist_figure(figset *F, const an_run *a, int t)
+{
+    int in = an_input_recipe(a, t), d = delayed_of(a, t);
+    size_t n;
+    const size_t *ix = an_series(a, t, in, &n);
+    if (!n)
+        return;
+    /* worst step: the first delayed overflow event, else the last record */
+    size_t pick = n - 1;
+    if (d >= 0) {
+        size_t nd;
+        const size_t *dx = an_series(a, t, d, &nd);
+        for (size_t j = 0; j < nd; j++)
+            if (an_rec(a, dx[j])->overflows > 0) {
+                for (size_t i = 0; i < n; i++)
+                    if (an_rec(a, ix[i])->step == an_rec(a, dx[j])->step)
+                        pick = i;
+                break;
+            }
+    }
+    const fp8_summary *x = an_rec(a, ix[pick]);
+    uint64_t h[FP8_EXP_BINS], row = x->row;
+    if (fp8_run_exp_hist(a->run, &row, 1, h) != FP8_OK)
+        return;
+    char data[256], wins[256], name[96], path[4096], vars[1200], q1[300], q2[300], q3[400], lab[96];
+    snprintf(name, sizeof name, "fig_exphist_%s_%d", a->label, t);
+    snprintf(data, sizeof data, "%s.tsv", name);
+    snprintf(wins, sizeof wins, "%s_windows.tsv", name);
+    snprintf(path, sizeof path, "%s/%s", F->c->outdir, data);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return;
+    for (int k = 1; k <= 255; k++)
+        if (h[k])
+            fprintf(f, "%d\t%llu\n", k == 1 ? -127 : k - 128, (unsigned long long)h[k]);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/%s", F->c->outdir, wins);
+    f = fopen(path, "w");
+    if (!f)
+        return;
+    int nw = 0;
+    for (int r = 0; r < a->run->nrecipes; r++) {
+        size_t m;
+        const size_t *rx = an_series(a, t, r, &m);
+        const fp8_format *fmt = an_format(a, t, r);
+        for (size_t j = 0; j < m && fmt; j++) {
+            const fp8_summary *y = an_rec(a, rx[j]);
+            if (y->step != x->step || !(y->scale_inv > 0))
+                continue;
+            double o1, u1, o2, u2;
+            an_thresholds(fmt, y->nscales > 1 ? y->scale_inv_min : y->scale_inv, &o1, &u1);
+            an_thresholds(fmt, y->nscales > 1 ? y->scale_inv_max : y->scale_inv, &o2, &u2);
+            fprintf(f, "%s%s\t%.9g\t%.9g\t%.3f\n", an_recipe_label(a, r, lab, sizeof lab),
+                    y->nscales > 1 ? " (union of blocks)" : "", log2(u1), log2(o2), 0.9 - 0.12 * nw);
+            nw++;
+        }
+    }
+    fclose(f);
+    if (!nw)
+        return;
+    char ttl[512];
+    snprintf(ttl, sizeof ttl, "%s — %s at step %lld: |x| exponents and each recipe's window", a->label,
+             a->run->tensor_name[t], (long long)x->step);
+    snprintf(vars, sizeof vars, "data = %s\nwindows = %s\nttl = %s\n", plot_quote(data, q1, sizeof q1),
+             plot_quote(wins, q2, sizeof q2), plot_quote(ttl, q3, sizeof q3));
+    char cap[512];
+    snprintf(cap, sizeof cap, "%s, `%s` at step %lld: histogram of log2|x| (bars) and, per recipe, the window of |x| "
+                              "it represents after scaling (from the flush threshold to the overflow threshold; block "
+                              "recipes: the union over blocks).", a->label, a->run->tensor_name[t], (long long)x->step);
+    draw(F, "exphist", name, vars, "replay", cap);
+}
+
+/* per-block scale histograms of tensor t at its last step, for every grouped recipe */
+static void blockscale_figure(figset *F, const an_run *a, int t)
+{
+    size_t n;
+    int in = an_input_recipe(a, t);
+    const size_t *ix = an_series(a, t, in, &n);
+    if (!n)
+        return;
+    int64_t step = an_rec(a, ix[n - 1])->step;
+    char pat[FP8_NAME_MAX + 4];
+    /* fnmatch pattern: the name with its special characters escaped */
+    size_t k = 0;
+    for (const char *s = a->run->tensor_name[t]; *s && k < sizeof pat - 2; s++) {
+        if (*s == '*' || *s == '?' || *s == '[' || *s == '\\')
+            pat[k++] = '\\';
+        pat[k++] = *s;
+    }
+    pat[k] = 0;
+    fp8_run *full = fp8_run_load_filtered(a->run->path, pat, step, step);
+    if (!full)
+        return;
+    char data[256], name[96], path[4096], vars[1024], q1[300], q2[400], lab[96];
+    snprintf(name, sizeof name, "fig_blockscale_%s_%d", a->label, t);
+    snprintf(data, sizeof data, "%s.tsv", name);
+    snprintf(path, sizeof path, "%s/%s", F->c->outdir, data);
+    FILE *f = fopen(path, "w");
+    int nr = 0;
+    for (size_t i = 0; f && i < full->nrecords; i++) {
+        const fp8_record *r = &full->records[i];
+        if (r->stats.nscales <= 1)
+            continue;
+        int dup = 0;
+        for (size_t j = 0; j < i; j++)
+            dup |= full->records[j].recipe == r->recipe;
+        if (dup)
+            continue;
+        fprintf(f, "%s%s\n", nr ? "\n\n" : "", an_recipe_label(a, (int)r->recipe, lab, sizeof lab));
+        for (int b = 0; b < FP8_SCALE_BINS; b++)
+            if (r->stats.scale_hist[b])
+                fprintf(f, "%s\t%d\t%llu\n", lab, b - 127, (unsigned long long)r->stats.scale_hist[b]);
+        nr++;
+    }
+    if (f)
+        fclose(f);
+    fp8_run_free(full);
+    if (!nr)
+        return;
+    char ttl[512];
+    snprintf(ttl, sizeof ttl, "%s — %s at step %lld: per-block scale_inv", a->label, a->run->tensor_name[t],
+             (long long)step);
+    snprintf(vars, sizeof vars, "data = %s\nnrec = %d\nttl = %s\n", plot_quote(data, q1, sizeof q1), nr,
+             plot_quote(ttl, q2, sizeof q2));
+    char cap[512];
+    snprintf(cap, sizeof cap, "%s, `%s` at step %lld: how many blocks use each power-of-two range of scale_inv, per "
+                              "block recipe; a wide spread is what a single per-tensor scale cannot follow.",
+             a->label, a->run->tensor_name[t], (long long)step);
+    draw(F, "blockscale", name, vars, "dynamics", cap);
+}
+
+int an_figures(an_ctx *c, an_figure *figs, int max, int *failed)
+{
+    figset F = {c, figs, max, 0, 0};
+    char vars[2048], q1[300], q2[300], q3[600], q4[300];
+    for (int ri = 0; ri < c->nruns; ri++) {
+        const an_run *a = &c->runs[ri];
+        if (!a->run->nrecords)
+            continue;
+        int top[2], nt = rank_tensors(a, top, 2);
+        for (int i = 0; i < nt; i++)
+            amax_figure(&F, a, top[i]);
+        /* heat maps: the active recipe's overflow and underflow, and overflow of any recipe that overflowed */
+        int act = -1;
+        for (int t = 0; t < a->run->ntensors && act < 0; t++)
+            act = a->active[t];
+        for (int r = 0; r < a->run->nrecipes; r++) {
+            int any = 0;
+            for (int t = 0; t < a->run->ntensors && !any; t++) {
+                size_t n;
+                const size_t *ix = an_series(a, t, r, &n);
+                for (size_t i = 0; i < n && !any; i++)
+                    any = an_rec(a, ix[i])->overflows > 0;
+            }
+            if (any || r == act)
+                heat_figure(&F, a, r, 0);
+        }
+        if (act >= 0)
+            heat_figure(&F, a, act, 1);
+        if (nt)
+            exphist_figure(&F, a, top[0]);
+        /* block scales: the tensor with the largest block spread */
+        int bt = -1;
+        double bs = 0;
+        for (int t = 0; t < a->run->ntensors; t++)
+            for (int r = 0; r < a->run->nrecipes; r++) {
+                an_sstats s;
+                if (a->recipe_ok[r] && (a->recipes[r].kind == FP8_RECIPE_BLOCK || a->recipes[r].kind == FP8_RECIPE_MX) &&
+                    an_series_stats(a, t, r, &s) == 0 && s.records && s.block_spread > bs)
+                    bs = s.block_spread, bt = t;
+            }
+        if (bt >= 0)
+            blockscale_figure(&F, a, bt);
+        if (file_has_rows(c->outdir, "replay_settings.tsv")) {
+            char ttl[256], name[96];
+            snprintf(ttl, sizeof ttl, "%s — delayed scaling replayed: overflow vs flush, per setting", a->label);
+            snprintf(name, sizeof name, "fig_pareto_%s", a->label);
+            snprintf(vars, sizeof vars, "data = 'replay_settings.tsv'\nrun = %s\nttl = %s\n",
+                     plot_quote(a->label, q1, sizeof q1), plot_quote(ttl, q2, sizeof q2));
+            draw(&F, "pareto", name, vars, "replay",
+                 "Every replayed delayed-scaling setting (history, max/most_recent, margin): estimated share of values "
+                 "overflowing against the share flushed to zero; red: the Pareto front.");
+        }
+    }
+    /* loss curves: baseline first */
+    if (file_has_rows(c->outdir, "loss_curves.tsv") && c->nruns > 0) {
+        char runs[1024] = "";
+        size_t k = 0;
+        int b = c->baseline >= 0 && c->baseline < c->nruns ? c->baseline : 0;
+        k += (size_t)snprintf(runs + k, sizeof runs - k, "%s", c->runs[b].label);
+        for (int i = 0; i < c->nruns && k < sizeof runs - 70; i++)
+            if (i != b)
+                k += (size_t)snprintf(runs + k, sizeof runs - k, " %s", c->runs[i].label);
+        snprintf(vars, sizeof vars, "curves = 'loss_curves.tsv'\ndiffs = 'loss_diff.tsv'\nruns = %s\nttl = %s\n",
+                 plot_quote(runs, q3, sizeof q3), plot_quote("Training loss and its difference to the baseline", q2, sizeof q2));
+        draw(&F, "loss", "fig_loss", vars, "loss",
+             "Top: training loss per step, smoothed (21-step centred mean). Bottom: relative difference to the baseline "
+             "(first run), smoothed.");
+    }
+    /* outlier channels, A/B: the pair the outliers analysis compared, else the first run alone */
+    if (file_has_rows(c->outdir, "outliers_channels.tsv") && c->nruns > 0) {
+        int A = c->vs_a >= 0 ? c->vs_a : 0, B = c->vs_b >= 0 ? c->vs_b : -1;
+        const an_run *a = &c->runs[A];
+        /* the tensor with snapshots and the largest max/RMS... first snapshotted tensor with the highest kurtosis */
+        int best = -1;
+        double bk = 0;
+        for (size_t i = 0; i < a->run->nsnapshots; i++) {
+            int t = (int)a->run->snapshots[i].tensor;
+            size_t n;
+            const size_t *ix = an_series(a, t, an_input_recipe(a, t), &n);
+            if (n && an_rec(a, ix[n - 1])->kurtosis > bk)
+                bk = an_rec(a, ix[n - 1])->kurtosis, best = t;
+        }
+        if (best >= 0) {
+            char ttl[512];
+            snprintf(ttl, sizeof ttl, "%s: top outlier channels' amax%s%s", a->run->tensor_name[best],
+                     B >= 0 ? ", solid vs dashed: " : "", B >= 0 ? c->runs[B].label : "");
+            snprintf(vars, sizeof vars, "data = 'outliers_channels.tsv'\ntensor = %s\nruna = %s\nrunb = %s\nttl = %s\n",
+                     plot_quote(a->run->tensor_name[best], q1, sizeof q1), plot_quote(a->label, q2, sizeof q2),
+                     plot_quote(B >= 0 ? c->runs[B].label : "-", q4, sizeof q4), plot_quote(ttl, q3, sizeof q3));
+            char cap[512];
+            snprintf(cap, sizeof cap, "`%s`: amax of its top channels (columns) in each snapshot, %s (solid)%s%s%s, "
+                                      "with the median channel (black).", a->run->tensor_name[best], a->label,
+                     B >= 0 ? " and " : "", B >= 0 ? c->runs[B].label : "", B >= 0 ? " (dashed)" : "");
+            draw(&F, "channels", "fig_channels", vars, "outliers", cap);
+        }
+    }
+    *failed = F.failed;
+    return F.n;
+}
