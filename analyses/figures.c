@@ -108,7 +108,7 @@ static void amax_figure(figset *F, const an_run *a, int t)
     size_t n, nd = 0;
     const size_t *ix = an_series(a, t, in, &n), *dx = d >= 0 ? an_series(a, t, d, &nd) : NULL;
     const fp8_format *fmt = d >= 0 ? an_format(a, t, d) : NULL;
-    size_t events = 0;
+    size_t events = 0, points = 0;
     for (size_t i = 0, j = 0; i < n; i++) {
         const fp8_summary *x = an_rec(a, ix[i]);
         while (j < nd && an_rec(a, dx[j])->step < x->step)
@@ -121,10 +121,12 @@ static void amax_figure(figset *F, const an_run *a, int t)
             ev = y->overflows > 0;
             events += (size_t)ev;
         }
-        if (x->amax > 0)
-            fprintf(f, "%lld\t%.9g\t%.9g\t%.9g\t%d\n", (long long)x->step, x->amax, over, under, ev);
+        if (x->amax > 0 && isfinite(x->amax))
+            fprintf(f, "%lld\t%.9g\t%.9g\t%.9g\t%d\n", (long long)x->step, x->amax, over, under, ev), points++;
     }
     fclose(f);
+    if (!points) /* an all-zero tensor: nothing to draw on a log scale */
+        return;
     char ttl[512];
     snprintf(ttl, sizeof ttl, "%s — %s: amax and the range of %s (%zu overflow events)", a->label,
              a->run->tensor_name[t], d >= 0 ? an_recipe_label(a, d, lab, sizeof lab) : "no delayed recipe", events);

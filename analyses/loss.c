@@ -44,7 +44,9 @@ static size_t series(const fp8_run *r, const char *name, int64_t **step, double 
     return n;
 }
 
-int an_smooth(const double *x, size_t n, int window, double *out)
+/* Centred moving mean of x over `window` points (GSL movstat, truncated
+ * at the ends) into out; non-finite inputs are bridged. */
+static int an_smooth(const double *x, size_t n, int window, double *out)
 {
     if (n == 0)
         return 0;
@@ -52,8 +54,16 @@ int an_smooth(const double *x, size_t n, int window, double *out)
     gsl_vector *in = gsl_vector_alloc(n), *o = gsl_vector_alloc(n);
     int rc = !w || !in || !o;
     if (!rc) {
-        for (size_t i = 0; i < n; i++)
-            gsl_vector_set(in, i, x[i]);
+        /* a non-finite value (a NaN step) is bridged by the last finite one */
+        double last = NAN;
+        for (size_t i = 0; i < n && isnan(last); i++)
+            if (isfinite(x[i]))
+                last = x[i];
+        for (size_t i = 0; i < n; i++) {
+            if (isfinite(x[i]))
+                last = x[i];
+            gsl_vector_set(in, i, last);
+        }
         rc = gsl_movstat_mean(GSL_MOVSTAT_END_TRUNCATE, in, o, w);
         for (size_t i = 0; i < n && !rc; i++)
             out[i] = gsl_vector_get(o, i);

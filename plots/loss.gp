@@ -1,20 +1,24 @@
 # loss.gp — loss of several runs (smoothed, top) and their relative
-# difference to the baseline (smoothed, bottom).  Reads loss_curves.tsv and
-# loss_diff.tsv as written by the loss analysis.
-# inputs: out, curves, diffs, runs (space-separated labels), ttl
+# difference to the baseline, the first run (smoothed, bottom; only with two
+# runs or more).  Reads loss_curves.tsv and loss_diff.tsv as written by the
+# loss analysis.
+# inputs: out, curves, diffs, runs (space-separated labels, baseline first), ttl
 set datafile separator "\t"
+n = words(runs)
 do for [k=1:2] {
     if (k == 1) { set terminal pngcairo size 1000,700 font ",10" } else { set terminal svg size 1000,700 dynamic font ",10" }
     set output out.(k == 1 ? ".png" : ".svg")
-    set multiplot layout 2,1 title ttl noenhanced
+    if (n > 1) { set multiplot layout 2,1 title ttl noenhanced } else { set title ttl noenhanced }
     set grid
-    set key below noenhanced
+    set key outside right top noenhanced
     set xlabel "training step"
     set ylabel "training loss (nats/token, smoothed)"
-    plot for [i=1:words(runs)] curves using 2:(strcol(1) eq word(runs, i) ? $4 : 1/0) every ::1 with lines lw 2 lc i title word(runs, i)
-    set ylabel "relative difference to baseline (%, smoothed)"
-    plot for [i=2:words(runs)] diffs using 3:(strcol(1) eq word(runs, i) ? 100 * $6 : 1/0) every ::1 with lines lw 2 lc i title word(runs, i), \
-         0 with lines lc rgb "#000000" dt 2 notitle
-    unset multiplot
+    plot for [i=1:n] curves using 2:(strcol(1) eq word(runs, i) ? $4 : 1/0) every ::1 with lines lw 2 lc i title word(runs, i)
+    if (n > 1) {
+        set ylabel "relative difference to baseline (%, smoothed)"
+        plot for [i=2:n] diffs using 3:(strcol(1) eq word(runs, i) ? 100 * $6 : 1/0) every ::1 with lines lw 2 lc i title word(runs, i), \
+             0 with lines lc rgb "#000000" dt 2 notitle
+        unset multiplot
+    }
     unset output
 }

@@ -16,6 +16,7 @@ void register_store_tests(void);
 void register_probe_tests(void);
 void register_layers_tests(void);
 void register_model_tests(void);
+void register_analyses_tests(void);
 
 /* pipe + fork: the child keeps fd[1] (to write), the parent fd[0] (to
  * read); returns fork's pid, -1 on failure. */
