@@ -44,7 +44,7 @@ all: $(BUILD)/libfp8prof.a $(BUILD)/libfp8prof.so $(BUILD)/fp8prof
 
 help:
 	@echo "make            library (static+shared) and build/fp8prof"
-	@echo "make demo       the main job on built-in defaults"
+	@echo "make demo       five short FP8 training runs and their report (build/demo/report/index.html)"
 	@echo "make test       the whole CUnit suite"
 	@echo "make asan       the suite under AddressSanitizer + UBSan"
 	@echo "make bench      speed numbers next to same-run references"
@@ -95,7 +95,7 @@ asan:
 	$(MAKE) BUILD=build/asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" test
 
 demo: $(BUILD)/fp8prof
-	$(BUILD)/fp8prof demo
+	datasets/demo.sh $(BUILD)/fp8prof $(BUILD)/demo
 
 bench: $(BUILD)/bench_fp8prof
 	$(BUILD)/bench_fp8prof

@@ -94,6 +94,16 @@ static int snapshot_ratios(const an_run *a, int t, pool *P, int64_t *lag, size_t
     *pairs = 0;
     if (ns < 2)
         return 0;
+    /* the shortest gap between consecutive snapshots: only pairs that far
+     * apart are pooled (probes with snapshot_pairs give lag 1) */
+    int64_t minlag = INT64_MAX;
+    for (size_t k = 1; k < ns; k++) {
+        int64_t g = a->run->snapshots[idx[k]].step - a->run->snapshots[idx[k - 1]].step;
+        if (g > 0 && g < minlag)
+            minlag = g;
+    }
+    if (minlag == INT64_MAX)
+        return 0;
     const fp8_snapshot *s0 = &a->run->snapshots[idx[0]];
     size_t rows = s0->rows, cols = s0->cols, n = rows * cols, nu = rows * cols + rows;
     float *x = malloc(n * sizeof *x);
@@ -116,8 +126,8 @@ static int snapshot_ratios(const an_run *a, int t, pool *P, int64_t *lag, size_t
         cnt[G_ROW] = unit_amax(x, rows, cols, 0, cur[G_ROW]);
         cnt[G_B128] = unit_amax(x, rows, cols, 128, cur[G_B128]);
         cnt[G_B32] = unit_amax(x, rows, cols, 32, cur[G_B32]);
-        if (k > 0) {
-            *lag = s->step - prev_step;
+        if (k > 0 && s->step - prev_step == minlag) {
+            *lag = minlag;
             (*pairs)++;
             for (int g = 0; g < NG && !rc; g++)
                 for (size_t u = 0; u < cnt[g]; u++)

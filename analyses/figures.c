@@ -251,7 +251,7 @@ static void exphist_figure(figset *F, const an_run *a, int t)
             }
     }
     const fp8_summary *x = an_rec(a, ix[pick]);
-    uint64_t h[FP8_EXP_BINS], row = x->row;
+    uint64_t h[FP8_EXP_BINS], row = x->hist_row;
     if (fp8_run_exp_hist(a->run, &row, 1, h) != FP8_OK)
         return;
     char data[256], wins[256], name[96], path[4096], vars[1200], q1[300], q2[300], q3[400], lab[96];

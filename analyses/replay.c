@@ -272,7 +272,7 @@ static int load_hists(const an_run *a, const int *input, chist **hs, uint64_t **
     for (size_t i = 0; i < a->run->nrecords; i++) { /* file order is row order */
         const fp8_summary *x = an_rec(a, i);
         if (input[x->tensor] == (int)x->recipe)
-            rows[m] = x->row, where[m++] = i;
+            rows[m] = x->hist_row, where[m++] = i;
     }
     uint64_t cap = (uint64_t)total * 24 + 1024, used = 0;
     uint64_t *pool = malloc(cap * sizeof *pool);

@@ -72,6 +72,8 @@ int cmd_train(int argc, char **argv)
             rc = cli_number("train", a, v, 1, 1e7, 1, &d), o.val_every = (long)d;
         else if (!strcmp(a, "--record-every"))
             rc = cli_number("train", a, v, 1, 1e7, 1, &d), o.record_every = (long)d;
+        else if (!strcmp(a, "--snapshot-every"))
+            rc = cli_number("train", a, v, 2, 1e7, 1, &d), o.snapshot_every = (long)d;
         else
             return cli_usage_error("train: unknown option '%s'", a);
         if (rc)
@@ -79,9 +81,6 @@ int cmd_train(int argc, char **argv)
     }
     if (!o.out)
         return cli_usage_error("train needs -o RUN.h5");
-    if (o.val_every % o.record_every)
-        return cli_usage_error("train: --val-every must be a multiple of --record-every (snapshots are taken on "
-                               "recorded steps)");
     if (o.warmup >= o.steps)
         o.warmup = o.steps / 10;
     if (strcmp(o.recipe, "fp32") && strcmp(o.recipe, "bf16")) {

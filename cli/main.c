@@ -82,13 +82,14 @@ const cli_command cli_commands[] = {
      "usage: fp8prof train [--recipe SPEC|fp32|bf16] [--shadow SPEC ...] [--smooth-swiglu]\n"
      "                     [--steps N] [--layers L --dim D --heads H --ctx T --batch B]\n"
      "                     [--lr LR --warmup W --weight-decay WD] [--seed S] [--data FILE ...]\n"
-     "                     [--val-every K] [--record-every N] [--fp8-head] [--quiet] -o RUN.h5\n"
+     "                     [--val-every K] [--record-every N] [--snapshot-every K]\n"
+     "                     [--fp8-head] [--quiet] -o RUN.h5\n"
      "Defaults: hybrid:delayed, shadows hybrid:delayed hybrid:current e4m3:block=1x128\n"
      "mxfp8 (--shadow none for none), 300 steps, 4 layers of dim 96 with 4 heads, ctx 128,\n"
      "batch 8, lr 3e-3 with 30 warm-up steps then cosine to 10%, no weight decay, seed 1,\n"
-     "Debian's fortunes as data (else /usr/share/common-licenses), validation and\n"
-     "SwiGLU-output snapshots every 50 steps, probe statistics every 10 steps (the recipe\n"
-     "states advance on every step).  Every linear layer's GEMM operands go\n"
+     "Debian's fortunes as data (else /usr/share/common-licenses), validation every 50\n"
+     "steps, snapshots of *.mlp.w2.input at steps 50k and 50k+1 (--snapshot-every),\n"
+     "probe statistics every 10 steps (the recipe states advance on every step).  Every linear layer's GEMM operands go\n"
      "through the probes (FP8 casts, FP32 accumulation); embedding, norms, attention and\n"
      "the head stay FP32 (--fp8-head casts the head too).  Ctrl-C ends the run cleanly.\n",
      cmd_train},
@@ -96,7 +97,7 @@ const cli_command cli_commands[] = {
      "usage: fp8prof compare RUN.h5 [MORE.h5 ...] [options]\n"
      "Per tensor, role and layer: overflow events and rates, underflow and subnormal\n"
      "rates, SQNR and relative-error quantiles, scale stability; differences to the\n"
-     "active recipe with bootstrap 95%% intervals; verdict delayed-safe / needs JIT /\n"
+     "active recipe with bootstrap 95% intervals; verdict delayed-safe / needs JIT /\n"
      "needs block scaling with the rule printed.  Markdown to stdout.\n"
      OPTS,
      cmd_compare},

@@ -42,6 +42,7 @@ train_options train_defaults(void)
     o.nshadow = 4;
     o.val_every = 50;
     o.record_every = 10;
+    o.snapshot_every = 50;
     return o;
 }
 
@@ -167,7 +168,8 @@ int train_run(const train_options *o)
                         "accumulation", "fp32 (cblas_sgemm)"};
     fp8_probe_options po = fp8_probe_defaults();
     po.snapshot_pattern = "*.mlp.w2.input";
-    po.snapshot_every = o->val_every;
+    po.snapshot_every = o->snapshot_every;
+    po.snapshot_pairs = 1; /* step-to-step (lag 1) changes of rows and blocks */
     po.every = o->record_every; /* recipe states still advance on every step */
     fp8_probe_run *run = fp8_probe_open(o->out, &po, kv, 8);
     if (!run) {

@@ -23,6 +23,7 @@ typedef struct {
     const char *out;          /* run file                                  */
     long val_every;           /* validation (and snapshots) every K steps  */
     long record_every;        /* probe statistics every N steps (10)       */
+    long snapshot_every;      /* snapshots of *.mlp.w2.input at steps k*K and k*K+1 (50) */
     int quiet;                /* no progress output                        */
 } train_options;
 

@@ -2,7 +2,8 @@
  * fp8_store.h — run files: the HDF5 storage of recorded statistics.
  *
  * One run file holds, per tensor x recorded step x recipe, every statistic
- * of the engine (fp8_stats), its exponent and scale histograms, the scalar
+ * of the engine (fp8_stats), its exponent histogram (stored once per tensor
+ * and step: it describes the input, whatever the recipe) and scale histogram, the scalar
  * series (loss, learning rate, ...) and the run's metadata.  Schema (version
  * FP8_STORE_SCHEMA): docs/schema.md.
  *
@@ -21,7 +22,7 @@
 #include "fp8_recipe.h"
 #include "fp8_stats.h"
 
-#define FP8_STORE_SCHEMA 1
+#define FP8_STORE_SCHEMA 2
 #define FP8_NAME_MAX 128   /* tensor and scalar names, bytes incl. NUL */
 #define FP8_SPEC_MAX 320   /* recipe specs, bytes incl. NUL            */
 
@@ -86,7 +87,7 @@ typedef struct {
     uint32_t tensor, recipe;
     int64_t step;
     int32_t active;
-    uint64_t row, rows, cols;
+    uint64_t row, hist_row, rows, cols; /* hist_row: its /exp_hist row */
     uint64_t numel, finite, nan_count, inf_count, zero_count, overflows, underflows, subnormals;
     uint64_t nscales, nblocks, blocks_with_overflow, blocks_with_underflow;
     double amax, std, l2, kurtosis, min_nonzero, dynamic_range, rel_err, sqnr_db, mse;
@@ -131,8 +132,9 @@ void fp8_run_free(fp8_run *run);
  * histograms stay on disk, read on demand with fp8_run_exp_hist. */
 fp8_run *fp8_run_load_summary(const char *path, const char *tensor_pattern);
 
-/* Exponent histograms (FP8_EXP_BINS each) of the given /records rows
- * (ascending) into out[n][FP8_EXP_BINS]. */
+/* Exponent histograms (FP8_EXP_BINS each) of the given /exp_hist rows
+ * (fp8_summary.hist_row; ascending, repeats allowed) into
+ * out[n][FP8_EXP_BINS]. */
 int fp8_run_exp_hist(const fp8_run *run, const uint64_t *rows, size_t n, uint64_t *out);
 
 /* Read snapshot i (rows * cols floats) into out; a codes snapshot is

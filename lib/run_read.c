@@ -129,6 +129,7 @@ static int read_rows(hid_t d, hid_t memtype, hsize_t start, hsize_t count, hsize
 static void summarize(const disk_record *d, uint64_t row, fp8_summary *o)
 {
     o->tensor = d->tensor, o->recipe = d->recipe, o->step = d->step, o->active = d->active, o->row = row;
+    o->hist_row = d->hist;
     o->rows = d->rows, o->cols = d->cols;
 #define CP(f) o->f = d->f;
     SUMMARY_FIELDS(CP, CP)
@@ -194,7 +195,8 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
         goto done;
     }
     r->schema = schema;
-    hid_t tt = fp8__tensor_type(), rt = fp8__recipe_type(), nmt = fp8__name_type(), rct = fp8__record_type(), st = fp8__scalar_type(),
+    hid_t tt = fp8__tensor_type(), rt = fp8__recipe_type(), nmt = fp8__name_type(), rct = fp8__record_type(schema >= 2),
+          st = fp8__scalar_type(),
           snt = fp8__snap_type();
     int bad = read_all(file, "tensors", tt, sizeof(disk_tensor), &tens, &nt) ||
               read_all(file, "recipes", rt, sizeof(disk_recipe), &recs, &nr) ||
@@ -233,9 +235,13 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
         H5Aiterate2(meta, H5_INDEX_NAME, H5_ITER_INC, &idx, meta_cb, r);
         H5Gclose(meta);
     }
-    /* a reader may catch the histograms a flush ahead of the records */
-    if (ne < nrec || ns < nrec)
-        nrec = ne < ns ? ne : ns;
+    /* a reader may catch the histograms a flush ahead of the records (and,
+     * schema 2, a record whose shared exponent histogram is not there yet:
+     * skipped below) */
+    if (ns < nrec)
+        nrec = ns;
+    if (schema < 2 && ne < nrec)
+        nrec = ne;
     r->ntensors = (int)nt;
     r->tensor_name = calloc(nt + 1, FP8_NAME_MAX);
     r->tensor_role = calloc(nt + 1, sizeof(int));
@@ -285,13 +291,22 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
     for (size_t i = 0; i < nt; i++)
         keep[i] = !tensor_pattern || fnmatch(tensor_pattern, r->tensor_name[i], 0) == 0;
     size_t kept = 0;
+    uint64_t hbase = 0, hcnt = 0; /* the /exp_hist rows held in exph */
     for (size_t i = 0; i < nrec; i++) {
         size_t k = i % SLAB;
         if (k == 0) {
             hsize_t cnt = nrec - i < SLAB ? nrec - i : SLAB;
-            if (read_rows(drec, rct, i, cnt, 0, records) ||
-                (!lean && (read_rows(dexp, H5T_NATIVE_UINT64, i, cnt, FP8_EXP_BINS, exph) ||
-                           read_rows(dsch, H5T_NATIVE_UINT64, i, cnt, FP8_SCALE_BINS, sch)))) {
+            int bad_read = read_rows(drec, rct, i, cnt, 0, records);
+            for (size_t j = 0; !bad_read && schema < 2 && j < cnt; j++)
+                ((disk_record *)records)[j].hist = i + j; /* schema 1: one histogram row per record */
+            if (!bad_read && !lean) {
+                /* the slab's histograms: rows from its first record's on */
+                hbase = ((disk_record *)records)[0].hist;
+                hcnt = hbase < ne ? (ne - hbase < SLAB ? ne - hbase : SLAB) : 0;
+                bad_read = (hcnt && read_rows(dexp, H5T_NATIVE_UINT64, hbase, hcnt, FP8_EXP_BINS, exph)) ||
+                           read_rows(dsch, H5T_NATIVE_UINT64, i, cnt, FP8_SCALE_BINS, sch);
+            }
+            if (bad_read) {
                 FP8_ERROR(FP8_EIO, "%s: cannot read records %zu..%zu", path, i, i + (size_t)cnt - 1);
                 free(keep);
                 fp8_run_free(r);
@@ -301,7 +316,7 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
             }
         }
         const disk_record *d = (const disk_record *)records + k;
-        if (d->tensor >= nt || !keep[d->tensor] || d->step < step_min || d->step > step_max)
+        if (d->tensor >= nt || !keep[d->tensor] || d->step < step_min || d->step > step_max || d->hist >= ne)
             continue;
         if (lean) {
             summarize(d, i, &r->summaries[kept++]);
@@ -315,7 +330,9 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
 #define CP(f) o->stats.f = d->f;
         STAT_FIELDS(CP, CP)
 #undef CP
-        memcpy(o->stats.exp_hist, (const uint64_t *)exph + k * FP8_EXP_BINS, sizeof o->stats.exp_hist);
+        if (d->hist >= hbase && d->hist - hbase < hcnt)
+            memcpy(o->stats.exp_hist, (const uint64_t *)exph + (d->hist - hbase) * FP8_EXP_BINS,
+                   sizeof o->stats.exp_hist);
         memcpy(o->stats.scale_hist, (const uint64_t *)sch + k * FP8_SCALE_BINS, sizeof o->stats.scale_hist);
     }
     H5Tclose(rct);
@@ -431,7 +448,7 @@ int fp8_run_exp_hist(const fp8_run *r, const uint64_t *rows, size_t n, uint64_t 
     if (!r || (n && (!rows || !out)))
         return FP8_ERROR(FP8_EINVAL, "exp_hist: no run or no rows");
     for (size_t i = 1; i < n; i++)
-        if (rows[i] <= rows[i - 1])
+        if (rows[i] < rows[i - 1])
             return FP8_ERROR(FP8_EINVAL, "exp_hist: rows must ascend");
     quiet q;
     quiet_on(&q);

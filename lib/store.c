@@ -31,6 +31,12 @@ struct fp8_store {
     disk_recipe *recipes;
     disk_name *names;
     int failed;           /* a write failed: later flushes refuse     */
+    /* the last exponent histogram stored, for records of the same tensor
+     * and step (hist_row UINT64_MAX: none yet) */
+    int hist_tensor;
+    int64_t hist_step;
+    uint64_t hist_row;
+    uint64_t hist_last[FP8_EXP_BINS];
 };
 
 static int buf_push(buffer *b, const void *elem)
@@ -99,6 +105,8 @@ fp8_store *fp8_store_create(const char *path, const char *const *kv, int nkv)
         return NULL;
     }
     fp8_store *s = calloc(1, sizeof *s);
+    if (s)
+        s->hist_row = UINT64_MAX;
     if (!s) {
         FP8_ERROR(FP8_ENOMEM, "run file: out of memory");
         return NULL;
@@ -117,7 +125,7 @@ fp8_store *fp8_store_create(const char *path, const char *const *kv, int nkv)
     s->type[D_TENSORS] = fp8__tensor_type();
     s->type[D_RECIPES] = fp8__recipe_type();
     s->type[D_SCALAR_NAMES] = fp8__name_type();
-    s->type[D_RECORDS] = fp8__record_type();
+    s->type[D_RECORDS] = fp8__record_type(1);
     s->type[D_EXP_HIST] = H5Tcopy(H5T_NATIVE_UINT64);
     s->type[D_SCALE_HIST] = H5Tcopy(H5T_NATIVE_UINT64);
     s->type[D_SCALARS] = fp8__scalar_type();
@@ -229,9 +237,22 @@ int fp8_store_add_record(fp8_store *s, int tensor, int recipe, int64_t step, int
 #define CP(f) d.f = st->f;
     STAT_FIELDS(CP, CP)
 #undef CP
-    int e = buf_push(&s->buf[D_RECORDS], &d);
-    if (!e)
+    /* the recipes of one tensor and step share its exponent histogram (it
+     * describes the input): store it once, records point at it */
+    int e = 0;
+    if (s->hist_tensor == tensor && s->hist_step == step && s->hist_row != UINT64_MAX &&
+        memcmp(s->hist_last, st->exp_hist, sizeof s->hist_last) == 0) {
+        d.hist = s->hist_row;
+    } else {
+        d.hist = (uint64_t)(s->buf[D_EXP_HIST].written + s->buf[D_EXP_HIST].n);
         e = buf_push(&s->buf[D_EXP_HIST], st->exp_hist);
+        if (!e) {
+            s->hist_tensor = tensor, s->hist_step = step, s->hist_row = d.hist;
+            memcpy(s->hist_last, st->exp_hist, sizeof s->hist_last);
+        }
+    }
+    if (!e)
+        e = buf_push(&s->buf[D_RECORDS], &d);
     if (!e)
         e = buf_push(&s->buf[D_SCALE_HIST], st->scale_hist);
     return e;

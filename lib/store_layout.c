@@ -11,7 +11,7 @@ hid_t fp8__str_type(size_t n)
     return t;
 }
 
-hid_t fp8__record_type(void)
+hid_t fp8__record_type(int with_hist)
 {
     hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(disk_record));
     hsize_t nc = FP8_NCLASS;
@@ -28,6 +28,8 @@ hid_t fp8__record_type(void)
 #define INS_U64(f) H5Tinsert(t, #f, HOFFSET(disk_record, f), H5T_NATIVE_UINT64);
 #define INS_F64(f) H5Tinsert(t, #f, HOFFSET(disk_record, f), H5T_NATIVE_DOUBLE);
     STAT_FIELDS(INS_U64, INS_F64)
+    if (with_hist)
+        H5Tinsert(t, "hist", HOFFSET(disk_record, hist), H5T_NATIVE_UINT64);
 #undef INS_U64
 #undef INS_F64
     H5Tclose(cls);

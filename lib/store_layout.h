@@ -32,6 +32,7 @@ typedef struct {
     uint64_t classes[FP8_NCLASS];
     char format[24];
     STAT_FIELDS(AS_U64, AS_F64)
+    uint64_t hist; /* schema 2: row of /exp_hist (shared by the recipes of one tensor and step) */
 } disk_record;
 #undef AS_U64
 #undef AS_F64
@@ -67,7 +68,8 @@ typedef struct {
 
 
 hid_t fp8__str_type(size_t n);
-hid_t fp8__record_type(void);
+/* with_hist 0: the schema-1 record (no hist member) */
+hid_t fp8__record_type(int with_hist);
 hid_t fp8__tensor_type(void);
 hid_t fp8__recipe_type(void);
 hid_t fp8__name_type(void);

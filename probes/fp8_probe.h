@@ -38,6 +38,8 @@ typedef struct {
     double flush_seconds;     /* ... or when this many seconds passed (5)           */
     const char *snapshot_pattern; /* fnmatch pattern of tensors to snapshot (NULL: none) */
     int64_t snapshot_every;   /* snapshot at steps divisible by this (100)          */
+    int snapshot_pairs;       /* 1: also the step after each, so that step-to-step
+                                 (lag 1) changes can be measured (0)             */
     int snapshot_codes;       /* 0: float32 values (default); 1: the active recipe's
                                  FP8 codes + its group scales (1/4 the bytes)      */
 } fp8_probe_options;

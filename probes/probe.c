@@ -65,6 +65,7 @@ fp8_probe_options fp8_probe_defaults(void)
     o.flush_seconds = 5.0;
     o.snapshot_pattern = NULL;
     o.snapshot_every = 100;
+    o.snapshot_pairs = 0;
     return o;
 }
 
@@ -194,7 +195,11 @@ static int probe_run(fp8_probe *p, int64_t step, const float *x, size_t rows, si
     fp8_probe_run *run = p->run;
     const fp8_probe_options *o = &run->opt;
     int rec = recorded_step(o, step);
-    int snap = rec && p->snapshot && step % o->snapshot_every == 0;
+    /* snapshots: every snapshot_every steps inside the recording window (and
+     * the step after, with snapshot_pairs), recorded step or not */
+    int in_window = step >= o->start && (o->end < 0 || step <= o->end);
+    int64_t ph = step % o->snapshot_every;
+    int snap = in_window && p->snapshot && (ph == 0 || (o->snapshot_pairs && ph == 1 % o->snapshot_every));
     int snap_codes = snap && o->snapshot_codes && p->has_active;
     unsigned flags = o->exp_hist ? 0 : FP8_STATS_NO_EXP_HIST;
     fp8_stats *stats = rec ? malloc((size_t)p->nrec * sizeof *stats) : NULL;

@@ -6,6 +6,7 @@
  * the report survives NaN bursts, a single tensor and bad input.
  */
 #include <gsl/gsl_randist.h>
+#include <hdf5.h>
 #include <gsl/gsl_rng.h>
 #include <math.h>
 #include <stdio.h>
@@ -160,6 +161,26 @@ static void test_replay_truth(void)
     }
     gsl_rng_free(rng);
     CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
+    /* schema 2 stores one exponent histogram per tensor and step, shared by its 5 recipes */
+    hid_t h5 = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), d = H5Dopen2(h5, "exp_hist", H5P_DEFAULT);
+    hid_t sp = H5Dget_space(d);
+    hsize_t dims[2] = {0, 0};
+    H5Sget_simple_extent_dims(sp, dims, NULL);
+    CU_ASSERT_EQUAL(dims[0], 3 * 300);
+    H5Sclose(sp), H5Dclose(d), H5Fclose(h5);
+    fp8_run *full = fp8_run_load(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(full);
+    CU_ASSERT_EQUAL(full->nrecords, 3 * 300 * 5);
+    for (size_t i = 1; i < full->nrecords; i++) { /* every record got its tensor's histogram back */
+        const fp8_stats *rs = &full->records[i].stats;
+        uint64_t tot = 0;
+        for (int k = 0; k < FP8_EXP_BINS; k++)
+            tot += rs->exp_hist[k];
+        CU_ASSERT_EQUAL(tot, rs->numel);
+        if (full->records[i].step == full->records[i - 1].step && full->records[i].tensor == full->records[i - 1].tensor)
+            CU_ASSERT(memcmp(rs->exp_hist, full->records[i - 1].stats.exp_hist, sizeof rs->exp_hist) == 0);
+    }
+    fp8_run_free(full);
     an_ctx c = open_one(path, "build/t_an/truth");
     CU_ASSERT_EQUAL(an_replay(&c), 0);
     FILE *f = fopen("build/t_an/truth/replay_truth.tsv", "r");
