@@ -3,7 +3,7 @@ CC      ?= cc
 BUILD   ?= build
 SAN     ?=
 OPT     ?= -O2
-PKGS    := gsl hdf5 cunit openblas
+PKGS    := gsl hdf5 cunit openblas zlib
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 # GSL takes its CBLAS from OpenBLAS (not the slow reference libgslcblas)
 PKG_LIBS   := $(filter-out -lgslcblas,$(shell pkg-config --libs $(PKGS)))

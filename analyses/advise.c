@@ -78,7 +78,11 @@ int an_advise(an_ctx *c)
             int best = -1, choice = -1, ncand = 0;
             uint64_t rows = 0, cols = 0;
             for (int r = 0; r < R; r++) {
-                an_series_stats(a, t, r, &st[r]);
+                const an_sstats *cs = an_series_cached(&c->runs[ri], t, r);
+                if (cs)
+                    st[r] = *cs;
+                else
+                    an_series_stats(a, t, r, &st[r]);
                 size_t n;
                 const size_t *ix = an_series(a, t, r, &n);
                 if (n)

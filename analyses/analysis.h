@@ -27,6 +27,7 @@ typedef struct {
     size_t *start, *order;
     int *active;             /* per tensor: the active recipe id, -1 none  */
     int64_t record_every;    /* most common step gap between records       */
+    struct an_sstats_cache *cache; /* compare.c: per-series statistics, lazily */
 } an_run;
 
 /* One line for the report's summary ("a busy reader can act on"). */
@@ -73,6 +74,7 @@ void an_close(an_ctx *c);
 /* Series of tensor t under recipe r: record indices into run->summaries,
  * steps ascending; *n gets the length (0: none). */
 const size_t *an_series(const an_run *a, int t, int r, size_t *n);
+void an_series_cache_free(an_run *a); /* compare.c */
 static inline const fp8_summary *an_rec(const an_run *a, size_t i) { return &a->run->summaries[i]; }
 
 /* The series that describes the tensor's input itself (amax, kurtosis, ...):

@@ -160,6 +160,7 @@ void an_close(an_ctx *c)
 {
     for (int i = 0; i < c->nruns; i++) {
         an_run *a = &c->runs[i];
+        an_series_cache_free(a);
         fp8_run_free(a->run);
         free(a->recipes), free(a->recipe_ok), free(a->start), free(a->order), free(a->active);
     }

@@ -8,6 +8,7 @@
  * compare_verdicts.tsv.
  */
 #include <gsl/gsl_rng.h>
+#include <gsl/gsl_statistics_double.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,14 +68,14 @@ int an_series_stats(const an_run *a, int t, int r, an_sstats *o)
     o->underflow_rate = numel > 0 ? un / numel : 0;
     o->subnormal_rate = numel > 0 ? sb / numel : 0;
     o->exact = n - nv;
-    if (nv) {
+    if (nv) { /* sort once, then read the quantiles */
         o->sqnr_p05 = an_quantile(v, nv, 0.05);
-        o->sqnr_p50 = an_quantile(v, nv, 0.5);
-        o->sqnr_p95 = an_quantile(v, nv, 0.95);
+        o->sqnr_p50 = gsl_stats_quantile_from_sorted_data(v, 1, nv, 0.5);
+        o->sqnr_p95 = gsl_stats_quantile_from_sorted_data(v, 1, nv, 0.95);
     }
     if (nw) {
         o->relerr_p50 = an_quantile(w, nw, 0.5);
-        o->relerr_p95 = an_quantile(w, nw, 0.95);
+        o->relerr_p95 = gsl_stats_quantile_from_sorted_data(w, 1, nw, 0.95);
     }
     if (nd > 1) {
         double m = d1 / (double)nd;
@@ -82,6 +83,46 @@ int an_series_stats(const an_run *a, int t, int r, an_sstats *o)
     }
     free(v), free(w);
     return 0;
+}
+
+struct an_sstats_cache {
+    an_sstats *st;
+    unsigned char *ok;
+};
+
+const an_sstats *an_series_cached(an_run *a, int t, int r)
+{
+    size_t R = (size_t)a->run->nrecipes, T = (size_t)a->run->ntensors;
+    if (t < 0 || r < 0 || (size_t)t >= T || (size_t)r >= R)
+        return NULL;
+    if (!a->cache) {
+        a->cache = calloc(1, sizeof *a->cache);
+        if (!a->cache)
+            return NULL;
+        a->cache->st = calloc(T * R + 1, sizeof *a->cache->st);
+        a->cache->ok = calloc(T * R + 1, 1);
+        if (!a->cache->st || !a->cache->ok) {
+            an_series_cache_free(a);
+            return NULL;
+        }
+    }
+    size_t k = (size_t)t * R + (size_t)r;
+    if (!a->cache->ok[k]) {
+        if (an_series_stats(a, t, r, &a->cache->st[k]) != 0)
+            return NULL;
+        a->cache->ok[k] = 1;
+    }
+    return &a->cache->st[k];
+}
+
+void an_series_cache_free(an_run *a)
+{
+    if (a->cache) {
+        free(a->cache->st);
+        free(a->cache->ok);
+        free(a->cache);
+        a->cache = NULL;
+    }
 }
 
 const char *an_verdict_rule =
@@ -139,15 +180,18 @@ static int cmp_i64(const void *a, const void *b)
 }
 
 /* Per step, the mean over the group's tensors of (metric under r) - (metric
- * under the tensor's active recipe); then resample steps with replacement. */
-static void bootstrap(const an_ctx *c, const an_run *a, int group_role, int r, int metric, const int64_t *steps,
-                      size_t nsteps, double *mean, double *lo, double *hi, size_t *used)
+ * under the tensor's active recipe), for both metrics (0: SQNR dB, 1:
+ * overflow percentage points); then the steps are resampled with
+ * replacement.  sidx maps a record to its step's index in the run. */
+static void bootstrap(const an_ctx *c, const an_run *a, int group_role, int r, const uint32_t *sidx, size_t nsteps,
+                      double mean[2], double lo[2], double hi[2], size_t used[2])
 {
-    double *sum = calloc(nsteps + 1, sizeof *sum), *cnt = calloc(nsteps + 1, sizeof *cnt);
-    double *per = malloc((nsteps + 1) * sizeof *per), *bs = malloc((size_t)c->boot * sizeof *bs);
-    *mean = *lo = *hi = NAN;
-    *used = 0;
-    if (!sum || !cnt || !per || !bs)
+    double *sum = calloc(2 * nsteps + 2, sizeof *sum), *cnt = calloc(2 * nsteps + 2, sizeof *cnt);
+    double *per = malloc((2 * nsteps + 2) * sizeof *per), *bs = malloc(2 * (size_t)c->boot * sizeof *bs);
+    size_t *pick = malloc((nsteps + 1) * sizeof *pick);
+    for (int k = 0; k < 2; k++)
+        mean[k] = lo[k] = hi[k] = NAN, used[k] = 0;
+    if (!sum || !cnt || !per || !bs || !pick)
         goto out;
     for (int t = 0; t < a->run->ntensors; t++) {
         int act = a->active[t];
@@ -157,53 +201,59 @@ static void bootstrap(const an_ctx *c, const an_run *a, int group_role, int r, i
         const size_t *sa = an_series(a, t, act, &na), *sb = an_series(a, t, r, &nb);
         for (size_t i = 0, j = 0; i < na && j < nb;) {
             const fp8_summary *x = an_rec(a, sa[i]), *y = an_rec(a, sb[j]);
-            if (x->step < y->step) {
-                i++;
+            if (x->step != y->step) {
+                x->step < y->step ? i++ : j++;
                 continue;
             }
-            if (y->step < x->step) {
-                j++;
-                continue;
-            }
-            double d = NAN;
-            if (metric == 0 && isfinite(x->sqnr_db) && isfinite(y->sqnr_db))
-                d = y->sqnr_db - x->sqnr_db;
-            else if (metric == 1 && x->numel > 0)
-                d = 100.0 * ((double)y->overflows - (double)x->overflows) / (double)x->numel;
-            if (!isnan(d)) {
-                const int64_t *k = bsearch(&x->step, steps, nsteps, sizeof *steps, cmp_i64);
-                if (k)
-                    sum[k - steps] += d, cnt[k - steps] += 1;
-            }
+            size_t k = sidx[sa[i]];
+            if (isfinite(x->sqnr_db) && isfinite(y->sqnr_db))
+                sum[2 * k] += y->sqnr_db - x->sqnr_db, cnt[2 * k] += 1;
+            if (x->numel > 0)
+                sum[2 * k + 1] += 100.0 * ((double)y->overflows - (double)x->overflows) / (double)x->numel,
+                    cnt[2 * k + 1] += 1;
             i++, j++;
         }
     }
-    size_t m = 0;
-    for (size_t i = 0; i < nsteps; i++)
-        if (cnt[i] > 0)
-            per[m++] = sum[i] / cnt[i];
-    *used = m;
-    if (m == 0)
-        goto out;
-    double tot = 0;
-    for (size_t i = 0; i < m; i++)
-        tot += per[i];
-    *mean = tot / (double)m;
+    /* the steps where both metrics exist are resampled together */
+    for (int m = 0; m < 2; m++) {
+        size_t n = 0;
+        for (size_t i = 0; i < nsteps; i++)
+            if (cnt[2 * i + (size_t)m] > 0)
+                per[(size_t)m * nsteps + n++] = sum[2 * i + (size_t)m] / cnt[2 * i + (size_t)m];
+        used[m] = n;
+        if (n) {
+            double tot = 0;
+            for (size_t i = 0; i < n; i++)
+                tot += per[(size_t)m * nsteps + i];
+            mean[m] = tot / (double)n;
+        }
+    }
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     if (!rng)
         goto out;
     gsl_rng_set(rng, c->seed);
-    for (int b = 0; b < c->boot; b++) {
-        double s = 0;
-        for (size_t i = 0; i < m; i++)
-            s += per[gsl_rng_uniform_int(rng, m)];
-        bs[b] = s / (double)m;
+    size_t nmax = used[0] > used[1] ? used[0] : used[1];
+    for (int b = 0; b < c->boot && nmax; b++) {
+        for (size_t i = 0; i < nmax; i++)
+            pick[i] = gsl_rng_uniform_int(rng, nmax);
+        for (int m = 0; m < 2; m++) {
+            double s = 0;
+            size_t n = used[m];
+            if (!n)
+                continue;
+            for (size_t i = 0; i < n; i++) /* an index drawn over the longer list, folded onto this one */
+                s += per[(size_t)m * nsteps + (n == nmax ? pick[i] : pick[i] % n)];
+            bs[(size_t)m * (size_t)c->boot + (size_t)b] = s / (double)n;
+        }
     }
     gsl_rng_free(rng);
-    *lo = an_quantile(bs, (size_t)c->boot, 0.025);
-    *hi = an_quantile(bs, (size_t)c->boot, 0.975);
+    for (int m = 0; m < 2; m++)
+        if (used[m]) {
+            lo[m] = an_quantile(bs + (size_t)m * (size_t)c->boot, (size_t)c->boot, 0.025);
+            hi[m] = gsl_stats_quantile_from_sorted_data(bs + (size_t)m * (size_t)c->boot, 1, (size_t)c->boot, 0.975);
+        }
 out:
-    free(sum), free(cnt), free(per), free(bs);
+    free(sum), free(cnt), free(per), free(bs), free(pick);
 }
 
 /* ---- the analysis ------------------------------------------------------- */
@@ -259,7 +309,11 @@ int an_compare(an_ctx *c)
         for (int t = 0; t < T; t++)
             for (int r = 0; r < R; r++) {
                 an_sstats *s = &st[(size_t)t * (size_t)R + (size_t)r];
-                an_series_stats(a, t, r, s);
+                const an_sstats *cs = an_series_cached(&c->runs[ri], t, r);
+                if (cs)
+                    *s = *cs;
+                else
+                    an_series_stats(a, t, r, s);
                 if (!s->records)
                     continue;
                 fprintf(ft, "%s\t%s\t%s\t%d\t%s\t%zu\t%zu\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%zu\t%.9g\n",
@@ -416,11 +470,22 @@ int an_compare(an_ctx *c)
         size_t ns = 0;
         for (size_t i = 0; i < a->run->nrecords; i++)
             steps[ns++] = a->run->summaries[i].step;
-        qsort(steps, ns, sizeof *steps, cmp_i64);
+        int sorted = 1; /* a run file holds its steps in order: sort only when not */
+        for (size_t i = 1; i < ns && sorted; i++)
+            sorted = steps[i] >= steps[i - 1];
+        if (!sorted)
+            qsort(steps, ns, sizeof *steps, cmp_i64);
         size_t u = 0;
         for (size_t i = 0; i < ns; i++)
             if (u == 0 || steps[i] != steps[u - 1])
                 steps[u++] = steps[i];
+        uint32_t *sidx = malloc((a->run->nrecords + 1) * sizeof *sidx);
+        for (size_t i = 0; sidx && i < a->run->nrecords; i++) {
+            const int64_t *k = bsearch(&a->run->summaries[i].step, steps, u, sizeof *steps, cmp_i64);
+            sidx[i] = (uint32_t)(k - steps);
+        }
+        if (!sidx)
+            act = -1;
         if (act < 0) {
             fprintf(c->md, "No active recipe recorded: no paired differences.\n\n");
         } else {
@@ -436,8 +501,8 @@ int an_compare(an_ctx *c)
                         continue;
                     double m[2], lo[2], hi[2];
                     size_t used[2];
+                    bootstrap(c, a, gi == FP8_NROLE ? -1 : gi, r, sidx, u, m, lo, hi, used);
                     for (int k = 0; k < 2; k++) {
-                        bootstrap(c, a, gi == FP8_NROLE ? -1 : gi, r, k, steps, u, &m[k], &lo[k], &hi[k], &used[k]);
                         fprintf(fb, "%s\t%s\t%s\t%s\t%s\t%zu\t%.9g\t%.9g\t%.9g\n", a->label,
                                 gi == FP8_NROLE ? "all" : fp8_role_name((fp8_role)gi), an_recipe_label(a, r, lab, sizeof lab),
                                 "active", k ? "overflow_pct" : "sqnr_db", used[k], m[k], lo[k], hi[k]);
@@ -457,6 +522,7 @@ int an_compare(an_ctx *c)
                 an_finding(c, "gain", "%s", gain);
             }
         }
+        free(sidx);
         free(st), free(grp), free(gt), free(gnum), free(steps);
     }
     for (int k = 0; k < c->nclip; k++)

@@ -21,6 +21,8 @@ typedef struct {
 } an_sstats;
 
 int an_series_stats(const an_run *a, int t, int r, an_sstats *o);
+/* The same, computed once per run and kept (NULL when out of memory). */
+const an_sstats *an_series_cached(an_run *a, int t, int r);
 
 typedef enum { AN_VERDICT_NA = 0, AN_VERDICT_SAFE, AN_VERDICT_JIT, AN_VERDICT_BLOCK } an_verdict;
 extern const char *an_verdict_rule;

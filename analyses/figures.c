@@ -109,6 +109,12 @@ static void amax_figure(figset *F, const an_run *a, int t)
     const size_t *ix = an_series(a, t, in, &n), *dx = d >= 0 ? an_series(a, t, d, &nd) : NULL;
     const fp8_format *fmt = d >= 0 ? an_format(a, t, d) : NULL;
     size_t events = 0, points = 0;
+    /* long runs: at most ~2000 points, each the step with the largest amax
+     * in its bin, marked when any step of the bin had an event */
+    size_t bin = n > 2000 ? (n + 1999) / 2000 : 1, bi = 0;
+    double b_amax = -1, b_over = NAN, b_under = NAN;
+    int64_t b_step = 0;
+    int b_ev = 0;
     for (size_t i = 0, j = 0; i < n; i++) {
         const fp8_summary *x = an_rec(a, ix[i]);
         while (j < nd && an_rec(a, dx[j])->step < x->step)
@@ -121,8 +127,14 @@ static void amax_figure(figset *F, const an_run *a, int t)
             ev = y->overflows > 0;
             events += (size_t)ev;
         }
-        if (x->amax > 0 && isfinite(x->amax))
-            fprintf(f, "%lld\t%.9g\t%.9g\t%.9g\t%d\n", (long long)x->step, x->amax, over, under, ev), points++;
+        if (x->amax > 0 && isfinite(x->amax) && x->amax > b_amax)
+            b_amax = x->amax, b_over = over, b_under = under, b_step = x->step;
+        b_ev |= ev;
+        if (++bi == bin || i + 1 == n) {
+            if (b_amax > 0)
+                fprintf(f, "%lld\t%.9g\t%.9g\t%.9g\t%d\n", (long long)b_step, b_amax, b_over, b_under, b_ev), points++;
+            bi = 0, b_amax = -1, b_ev = 0;
+        }
     }
     fclose(f);
     if (!points) /* an all-zero tensor: nothing to draw on a log scale */
@@ -206,12 +218,15 @@ static void heat_figure(figset *F, const an_run *a, int r, int what)
     if (!f)
         goto out;
     double mx = 0;
-    for (size_t k = 0; k < ns; k++) {
+    size_t bin = ns > 400 ? (ns + 399) / 400 : 1; /* long runs: columns of `bin` recorded steps */
+    for (size_t k0 = 0; k0 < ns; k0 += bin) {
         for (int l = 0; l < L; l++) {
-            size_t q = k * (size_t)L + (size_t)l;
-            double v = den[q] > 0 ? 100 * num[q] / den[q] : 0;
+            double nu = 0, de = 0;
+            for (size_t k = k0; k < k0 + bin && k < ns; k++)
+                nu += num[k * (size_t)L + (size_t)l], de += den[k * (size_t)L + (size_t)l];
+            double v = de > 0 ? 100 * nu / de : 0;
             mx = fmax(mx, v);
-            fprintf(f, "%lld\t%d\t%.9g\n", (long long)steps[k], l, v);
+            fprintf(f, "%lld\t%d\t%.9g\n", (long long)steps[k0], l, v);
         }
         fprintf(f, "\n");
     }
@@ -396,10 +411,10 @@ int an_figures(an_ctx *c, an_figure *figs, int max, int *failed)
         double bs = 0;
         for (int t = 0; t < a->run->ntensors; t++)
             for (int r = 0; r < a->run->nrecipes; r++) {
-                an_sstats s;
+                const an_sstats *s = NULL;
                 if (a->recipe_ok[r] && (a->recipes[r].kind == FP8_RECIPE_BLOCK || a->recipes[r].kind == FP8_RECIPE_MX) &&
-                    an_series_stats(a, t, r, &s) == 0 && s.records && s.block_spread > bs)
-                    bs = s.block_spread, bt = t;
+                    (s = an_series_cached(&c->runs[ri], t, r)) && s->records && s->block_spread > bs)
+                    bs = s->block_spread, bt = t;
             }
         if (bt >= 0)
             blockscale_figure(&F, a, bt);

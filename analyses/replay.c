@@ -19,6 +19,7 @@
  * Data files: replay_settings.tsv, replay_tensors.tsv, replay_truth.tsv.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -185,45 +186,91 @@ typedef struct {
     chist *h;
 } tseries;
 
-/* One setting over one tensor's recorded series; out: per step the scale the
- * step was cast with (may be NULL). */
+/* Settings of delayed scaling replayed over one tensor's recorded series,
+ * side by side so that settings holding the same scale at a step share the
+ * histogram lookups.  scales_out (may be NULL; one setting only): per step
+ * the scale the step was cast with. */
+typedef struct {
+    const tseries *s;
+    const uint64_t *pool;
+    const fp8_format *f;
+    int n;                        /* settings                              */
+    const int *H, *recent, *margin, *pow2;
+    an_setting_sum *sum;          /* [n], added to                          */
+    float *scales_out;
+} replay_job;
+
+static void *replay_many(void *arg)
+{
+    const replay_job *J = arg;
+    const tseries *s = J->s;
+    int n = J->n;
+    double over1, under1; /* thresholds for scale_inv = 1, scaled below */
+    an_thresholds(J->f, 1.0, &over1, &under1);
+    float fmax = (float)J->f->max;
+    float *scale = malloc((size_t)n * sizeof *scale), *last = malloc((size_t)n * sizeof *last);
+    size_t *dq = malloc((size_t)n * (s->n + 1) * sizeof *dq), *head = calloc((size_t)n, sizeof *head),
+           *tail = calloc((size_t)n, sizeof *tail);
+    float *cs = malloc((size_t)n * sizeof *cs);
+    an_bounds *cov = malloc((size_t)n * sizeof *cov), *cun = malloc((size_t)n * sizeof *cun);
+    int *cev = malloc((size_t)n * sizeof *cev);
+    if (!scale || !last || !dq || !head || !tail || !cs || !cov || !cun || !cev)
+        goto out;
+    for (int i = 0; i < n; i++)
+        scale[i] = 1.0f, last[i] = -1.0f;
+    for (size_t k = 0; k < s->n; k++) {
+        int nc = 0; /* distinct scales this step */
+        for (int i = 0; i < n; i++) {
+            int c = 0;
+            while (c < nc && cs[c] != scale[i])
+                c++;
+            if (c == nc) {
+                double scale_inv = (double)(1.0f / scale[i]), over = over1 * scale_inv, under = under1 * scale_inv;
+                cs[c] = scale[i];
+                cev[c] = (s->amax[k] > over) || s->inf[k] > 0;
+                cov[c] = (an_bounds){(double)s->inf[k], (double)s->inf[k], (double)s->inf[k]};
+                cun[c] = (an_bounds){0, 0, 0};
+                if (s->h)
+                    an_replay_counts(&s->h[k], J->pool, s->amax[k], s->min_nz[k], s->inf[k], over, under, &cov[c],
+                                     &cun[c]);
+                nc++;
+            }
+            if (J->scales_out)
+                J->scales_out[k] = scale[i];
+            an_setting_sum *sum = &J->sum[i];
+            sum->events += (size_t)cev[c];
+            sum->steps++;
+            sum->numel += (double)s->numel[k];
+            sum->ov.lo += cov[c].lo, sum->ov.est += cov[c].est, sum->ov.hi += cov[c].hi;
+            sum->un.lo += cun[c].lo, sum->un.est += cun[c].est, sum->un.hi += cun[c].hi;
+            /* end of step: the window's amax (monotonic deque), TE's update rule */
+            float used = s->amax[k];
+            if (!J->recent[i]) {
+                size_t *q = dq + (size_t)i * (s->n + 1);
+                while (tail[i] > head[i] && !(s->amax[q[tail[i] - 1]] > s->amax[k]))
+                    tail[i]--;
+                q[tail[i]++] = k;
+                while (q[head[i]] + (size_t)J->H[i] <= k)
+                    head[i]++;
+                used = s->amax[q[head[i]]];
+            }
+            if (used != last[i] || !(used > 0) || isinf(used)) {
+                scale[i] = fp8_scale_delayed(fmax, used, J->margin[i], J->pow2[i], scale[i]);
+                last[i] = used;
+            }
+        }
+    }
+out:
+    free(scale), free(last), free(dq), free(head), free(tail), free(cs), free(cov), free(cun), free(cev);
+    return NULL;
+}
+
+/* One setting (the ground-truth check). */
 static void replay_one(const tseries *s, const uint64_t *pool, const fp8_format *f, int H, int recent, int margin,
                        int pow2, an_setting_sum *sum, float *scales_out)
 {
-    float scale = 1.0f, last_used = -1.0f;
-    double fmax = f->max;
-    /* monotonic deque of indices with decreasing amax: the window maximum */
-    size_t *dq = malloc((s->n + 1) * sizeof *dq), head = 0, tail = 0;
-    if (!dq)
-        return;
-    for (size_t k = 0; k < s->n; k++) {
-        double scale_inv = (double)(1.0f / scale), over, under;
-        an_thresholds(f, scale_inv, &over, &under);
-        if (scales_out)
-            scales_out[k] = scale;
-        double a = s->amax[k];
-        int event = (a > over) || s->inf[k] > 0;
-        an_bounds ov = {0, 0, 0}, un = {0, 0, 0};
-        if (s->h)
-            an_replay_counts(&s->h[k], pool, s->amax[k], s->min_nz[k], s->inf[k], over, under, &ov, &un);
-        sum->events += (size_t)event;
-        sum->steps++;
-        sum->numel += (double)s->numel[k];
-        sum->ov.lo += ov.lo, sum->ov.est += ov.est, sum->ov.hi += ov.hi;
-        sum->un.lo += un.lo, sum->un.est += un.est, sum->un.hi += un.hi;
-        /* end of step: the window's amax, TE's update rule */
-        while (tail > head && !(s->amax[dq[tail - 1]] > s->amax[k]))
-            tail--;
-        dq[tail++] = k;
-        while (dq[head] + (size_t)H <= k)
-            head++;
-        float used = recent ? s->amax[k] : s->amax[dq[head]];
-        if (used != last_used || !(used > 0) || isinf(used)) {
-            scale = fp8_scale_delayed((float)fmax, used, margin, pow2, scale);
-            last_used = used;
-        }
-    }
-    free(dq);
+    replay_job J = {s, pool, f, 1, &H, &recent, &margin, &pow2, sum, scales_out};
+    replay_many(&J);
 }
 
 static int load_tensor(const an_run *a, int t, int r, tseries *s)
@@ -398,15 +445,27 @@ int an_replay(an_ctx *c)
                 }
             an_setting_sum per[NSET];
             memset(per, 0, sizeof per);
+            /* the 48 settings in two halves on two threads (the halves keep
+             * max and most_recent mixed, so both share scales) */
+            int Hs[NSET], rec[NSET], mar[NSET], p2[NSET];
+            for (int k = 0; k < NSET; k++)
+                Hs[k] = hist_lens[k / (2 * NM)], rec[k] = (k / NM) % 2, mar[k] = k % NM, p2[k] = 0;
+            replay_job half[2] = {{&s, pool, f, NSET / 2, Hs, rec, mar, p2, per, NULL},
+                                  {&s, pool, f, NSET / 2, Hs + NSET / 2, rec + NSET / 2, mar + NSET / 2, p2 + NSET / 2,
+                                   per + NSET / 2, NULL}};
+            pthread_t th;
+            int threaded = s.n > 256 && pthread_create(&th, NULL, replay_many, &half[1]) == 0;
+            replay_many(&half[0]);
+            if (threaded)
+                pthread_join(th, NULL);
+            else
+                replay_many(&half[1]);
             int k = 0;
-            for (int hi = 0; hi < NH; hi++)
-                for (int alg = 0; alg < 2; alg++)
-                    for (int m = 0; m < NM; m++, k++) {
-                        replay_one(&s, pool, f, hist_lens[hi], alg, m, 0, &per[k], NULL);
-                        sets[k].events += per[k].events, sets[k].steps += per[k].steps, sets[k].numel += per[k].numel;
-                        sets[k].ov.lo += per[k].ov.lo, sets[k].ov.est += per[k].ov.est, sets[k].ov.hi += per[k].ov.hi;
-                        sets[k].un.lo += per[k].un.lo, sets[k].un.est += per[k].un.est, sets[k].un.hi += per[k].un.hi;
-                    }
+            for (k = 0; k < NSET; k++) {
+                sets[k].events += per[k].events, sets[k].steps += per[k].steps, sets[k].numel += per[k].numel;
+                sets[k].ov.lo += per[k].ov.lo, sets[k].ov.est += per[k].ov.est, sets[k].ov.hi += per[k].ov.hi;
+                sets[k].un.lo += per[k].un.lo, sets[k].un.est += per[k].un.est, sets[k].un.hi += per[k].un.hi;
+            }
             int best = -1;
             for (k = 0; k < NSET; k++)
                 if (per[k].events == 0 && (best < 0 || per[k].un.est < per[best].un.est))

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chunkread.h"
 #include "store_layout.h"
 
 static int read_all(hid_t file, const char *name, hid_t memtype, size_t elem, void **out, size_t *n)
@@ -106,9 +107,12 @@ static hsize_t extent(hid_t file, const char *name)
     return dims[0];
 }
 
-/* Rows [start, start + count) of a 1-D or 2-D dataset (already open). */
+/* Rows [start, start + count) of a 1-D or 2-D dataset (already open):
+ * inflated on two threads when chunkread.c can, else through H5Dread. */
 static int read_rows(hid_t d, hid_t memtype, hsize_t start, hsize_t count, hsize_t width, void *out)
 {
+    if (fp8__read_rows_parallel(d, memtype, start, count, width, out) == 0)
+        return 0;
     int rank = width ? 2 : 1;
     hsize_t st[2] = {start, 0}, cnt[2] = {count, width};
     hid_t fs = H5Dget_space(d), ms = H5Screate_simple(rank, cnt, NULL);
@@ -208,7 +212,8 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
     drec = H5Dopen2(file, "records", H5P_DEFAULT);
     dexp = H5Dopen2(file, "exp_hist", H5P_DEFAULT);
     dsch = H5Dopen2(file, "scale_hist", H5P_DEFAULT);
-    enum { SLAB = 4096 };
+    /* records per read: larger when the histograms are not held beside them */
+    const size_t SLAB = lean ? 65536 : 4096;
     records = malloc(SLAB * sizeof(disk_record));
     if (!lean) {
         exph = malloc(SLAB * FP8_EXP_BINS * sizeof(uint64_t));
