@@ -13,6 +13,7 @@
 
 #include "fp8.h"
 #include "fp8_store.h"
+#include "chunkread.h"
 #include "tests.h"
 
 /* deterministic, distinct statistics for record k */
@@ -315,12 +316,65 @@ static void test_live_read(void)
     fp8_run_free(r);
 }
 
+/* The two-thread chunk reader gives the bytes H5Dread gives. */
+static void test_parallel_chunks(void)
+{
+    /* 2 tensors x 700 steps x 3 recipes, statistics of varied bits */
+    fp8_store *st = fp8_store_create("build/t_chunks.h5", NULL, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+    int t0 = fp8_store_tensor(st, "a", FP8_ROLE_ACTIVATION, 0), t1 = fp8_store_tensor(st, "b", FP8_ROLE_GRADIENT, 1);
+    int r[3] = {fp8_store_recipe(st, "e4m3:current"), fp8_store_recipe(st, "mxfp8"), fp8_store_recipe(st, "e5m2:current")};
+    fp8_stats x;
+    uint64_t seed = 77;
+    for (int step = 0; step < 700; step++)
+        for (int t = 0; t < 2; t++) {
+            memset(&x, 0, sizeof x);
+            for (int k = 0; k < FP8_EXP_BINS; k++)
+                x.exp_hist[k] = test_rand(&seed) % 5 == 0 ? test_rand(&seed) % 100000 : 0;
+            x.amax = (double)(test_rand(&seed) >> 11) * 0x1p-40;
+            x.numel = test_rand(&seed) % 1000;
+            for (int q = 0; q < 3; q++) {
+                x.sqnr_db = 20 + (double)(test_rand(&seed) % 1000) / 100;
+                x.scale_hist[test_rand(&seed) % FP8_SCALE_BINS] = 1 + (uint64_t)q;
+                CU_ASSERT_EQUAL(fp8_store_add_record(st, t ? t1 : t0, r[q], step, q == 0, 4, 8, &x), FP8_OK);
+            }
+            if (step % 50 == 0)
+                fp8_store_flush(st);
+        }
+    CU_ASSERT_EQUAL(fp8_store_close(st), FP8_OK);
+    hid_t f = H5Fopen("build/t_chunks.h5", H5F_ACC_RDONLY, H5P_DEFAULT);
+    CU_ASSERT_FATAL(f >= 0);
+    const char *names[3] = {"records", "exp_hist", "scale_hist"};
+    for (int k = 0; k < 3; k++) {
+        hid_t d = H5Dopen2(f, names[k], H5P_DEFAULT), ft = H5Dget_type(d), sp = H5Dget_space(d);
+        hsize_t dims[2] = {0, 0};
+        int rank = H5Sget_simple_extent_ndims(sp);
+        H5Sget_simple_extent_dims(sp, dims, NULL);
+        CU_ASSERT_EQUAL_FATAL(dims[0], k == 1 ? 1400 : 4200); /* one exponent histogram per tensor and step */
+        size_t row = H5Tget_size(ft) * (rank == 2 ? (size_t)dims[1] : 1);
+        hsize_t start[2] = {7, 0}, cnt[2] = {dims[0] - 20, dims[1]};
+        unsigned char *a = calloc((size_t)cnt[0], row), *b = calloc((size_t)cnt[0], row);
+        CU_ASSERT_EQUAL(fp8__read_rows_parallel(d, ft, start[0], cnt[0], rank == 2 ? dims[1] : 0, a), 0);
+        hid_t ms = H5Screate_simple(rank, cnt, NULL);
+        H5Sselect_hyperslab(sp, H5S_SELECT_SET, start, NULL, cnt, NULL);
+        CU_ASSERT(H5Dread(d, ft, ms, sp, H5P_DEFAULT, b) >= 0);
+        CU_ASSERT(memcmp(a, b, (size_t)cnt[0] * row) == 0);
+        /* a memory type unlike the file's: it declines (the caller falls back) */
+        CU_ASSERT_EQUAL(fp8__read_rows_parallel(d, H5T_NATIVE_CHAR, 0, 1, 0, a), -1);
+        free(a), free(b);
+        H5Sclose(ms), H5Sclose(sp), H5Tclose(ft), H5Dclose(d);
+    }
+    H5Fclose(f);
+}
+
 void register_store_tests(void)
 {
     static const char *const names[] = {"write and read back every field, lazy tensors",
                                         "bad files: text, missing, foreign HDF5, newer schema, truncated",
                                         "SIGKILL at random moments: 20 trials, nothing flushed is lost",
-                                        "a reader follows a writer in another process (SWMR)"};
-    static void (*const fns[])(void) = {test_round_trip, test_bad_files, test_sigkill, test_live_read};
-    add_suite("store", names, fns, 4);
+                                        "a reader follows a writer in another process (SWMR)",
+                                        "chunks inflated on two threads = H5Dread's bytes"};
+    static void (*const fns[])(void) = {test_round_trip, test_bad_files, test_sigkill, test_live_read,
+                                        test_parallel_chunks};
+    add_suite("store", names, fns, 5);
 }
