@@ -97,8 +97,8 @@ asan:
 demo: $(BUILD)/fp8prof
 	datasets/demo.sh $(BUILD)/fp8prof $(BUILD)/demo
 
-bench: $(BUILD)/bench_fp8prof
-	$(BUILD)/bench_fp8prof
+bench: $(BUILD)/bench_fp8prof $(BUILD)/fp8prof
+	$(BUILD)/bench_fp8prof $(BENCH)
 
 datasets: $(BUILD)/fp8prof
 	datasets/make_datasets.sh $(BUILD)/fp8prof datasets/runs

@@ -112,13 +112,18 @@ int an_advise(an_ctx *c)
                 none++;
             fprintf(ft, "%s\t%s\t%s\t%s\t%.9g\t%.9g\t%s\t%.9g\t%d\n", a->label, a->run->tensor_name[t], fp8_role_name(role),
                     lc, choice >= 0 ? cb : NAN, choice >= 0 ? st[choice].sqnr_p50 : NAN, lb, st[best].sqnr_p50, ncand);
-            /* E4M3 vs E5M2 on recipes alike but for the format */
-            for (int x = 0; x < R; x++)
-                for (int y = 0; y < R; y++) {
+            /* E4M3 vs E5M2 on recipes alike but for the format: one pair per
+             * tensor, plain (non-hybrid) recipes first */
+            int paired = 0;
+            for (int pass = 0; pass < 2 && !paired; pass++)
+            for (int x = 0; x < R && !paired; x++)
+                for (int y = 0; y < R && !paired; y++) {
                     const fp8_format *fx = an_format(a, t, x), *fy = an_format(a, t, y);
                     if (!fx || !fy || !st[x].records || !st[y].records || strcmp(fx->name, "e4m3") != 0 ||
-                        strcmp(fy->name, "e5m2") != 0 || !same_but_format(&a->recipes[x], &a->recipes[y]))
+                        strcmp(fy->name, "e5m2") != 0 || !same_but_format(&a->recipes[x], &a->recipes[y]) ||
+                        (pass == 0 && (a->recipes[x].hybrid || a->recipes[y].hybrid)))
                         continue;
+                    paired = 1;
                     /* winner: no more overflow events, then the higher median SQNR */
                     int w = st[x].events < st[y].events   ? 0
                             : st[y].events < st[x].events ? 1

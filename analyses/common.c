@@ -123,12 +123,19 @@ int an_open(an_ctx *c, const char *const *paths, int n)
     }
     for (int i = 0; i < n; i++) {
         an_run *a = &c->runs[c->nruns];
-        a->run = fp8_run_load_summary(paths[i], NULL);
+        a->run = fp8_run_load_summary(paths[i], c->tensor);
         if (!a->run) {
             fprintf(stderr, "fp8prof: %s\n", fp8_error_message());
             return 1;
         }
         c->nruns++;
+        if (c->tensor && a->run->nrecords == 0) {
+            fprintf(stderr, "fp8prof: %s: no tensor matches '%s'; its tensors:", paths[i], c->tensor);
+            for (int t = 0; t < a->run->ntensors && t < 12; t++)
+                fprintf(stderr, " %s", a->run->tensor_name[t]);
+            fprintf(stderr, "%s\n", a->run->ntensors > 12 ? " ..." : a->run->ntensors ? "" : " (none)");
+            return 1;
+        }
         const char *b = strrchr(paths[i], '/');
         snprintf(a->label, sizeof a->label, "%s", b ? b + 1 : paths[i]);
         char *dot = strstr(a->label, ".h5");

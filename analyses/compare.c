@@ -486,7 +486,10 @@ int an_compare(an_ctx *c)
         }
         if (!sidx)
             act = -1;
-        if (act < 0) {
+        if (R < 2) {
+            fprintf(c->md, "This run recorded one recipe and no shadows: nothing to compare it with (declare "
+                           "probes with shadow recipes, e.g. `e4m3:current`, `e4m3:block=1x128`, `mxfp8`).\n\n");
+        } else if (act < 0) {
             fprintf(c->md, "No active recipe recorded: no paired differences.\n\n");
         } else {
             fprintf(c->md, "Differences to the active recipe `%s`, paired by step (mean over the group's tensors "

@@ -422,7 +422,7 @@ int an_figures(an_ctx *c, an_figure *figs, int max, int *failed)
             char ttl[256], name[96];
             snprintf(ttl, sizeof ttl, "%s — delayed scaling replayed: overflow vs flush, per setting", a->label);
             snprintf(name, sizeof name, "fig_pareto_%s", a->label);
-            snprintf(vars, sizeof vars, "data = 'replay_settings.tsv'\nrun = %s\nttl = %s\n",
+            snprintf(vars, sizeof vars, "data = 'replay_settings.tsv'\nfront = 'replay_front.tsv'\nrun = %s\nttl = %s\n",
                      plot_quote(a->label, q1, sizeof q1), plot_quote(ttl, q2, sizeof q2));
             draw(&F, "pareto", name, vars, "replay",
                  "Every replayed delayed-scaling setting (history, max/most_recent, margin): estimated share of values "

@@ -156,8 +156,9 @@ static void versus(an_ctx *c, const an_run *a, const an_run *b, FILE *fc_b, FILE
     fprintf(c->md, "### `%s` versus `%s`\n\n| tensor | kurtosis | max/RMS max | top channel × median | recipe | "
                    "overflow events | overflow %% |\n|---|---|---|---|---|---|---|\n",
             a->label, b->label);
-    double ev_a = 0, ev_b = 0, kmax_a = 0, kmax_b = 0;
-    const char *kname = NULL;
+    double ev_a = 0, ev_b = 0, kmax_a = 0, kmax_b = 0, drop = 0, rise = 0;
+    const char *kname = NULL, *dname = NULL, *rname = NULL;
+    size_t drop_a = 0, drop_b = 0, rise_a = 0, rise_b = 0;
     for (int t = 0; t < a->run->ntensors; t++) {
         int u = find_tensor(b, a->run->tensor_name[t]);
         an_outl oa, ob;
@@ -182,8 +183,14 @@ static void versus(an_ctx *c, const an_run *a, const an_run *b, FILE *fc_b, FILE
             fprintf(fv, "%s\t%s\t%s\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%s\t%zu\t%zu\t%.9g\t%.9g\n", a->label, b->label,
                     a->run->tensor_name[t], oa.kurt_p50, ob.kurt_p50, oa.maxrms_max, ob.maxrms_max, oa.chan_ratio,
                     ob.chan_ratio, lab, sa.events, sb.events, sa.overflow_rate, sb.overflow_rate);
-            if (a->recipe_ok[r] && a->recipes[r].kind == FP8_RECIPE_DELAYED)
+            if (a->recipe_ok[r] && a->recipes[r].kind == FP8_RECIPE_DELAYED && r == a->active[t]) {
+                double dlt = (double)sb.events - (double)sa.events;
                 ev_a += (double)sa.events, ev_b += (double)sb.events;
+                if (dlt < drop)
+                    drop = dlt, dname = a->run->tensor_name[t], drop_a = sa.events, drop_b = sb.events;
+                if (dlt > rise)
+                    rise = dlt, rname = a->run->tensor_name[t], rise_a = sa.events, rise_b = sb.events;
+            }
             if (sa.events + sb.events > 0 || oa.nchan)
                 fprintf(c->md, "| %s | %.2f / %.2f | %.1f / %.1f | %s | %s | %zu / %zu | %.4f / %.4f |\n",
                         a->run->tensor_name[t], oa.kurt_p50, ob.kurt_p50, oa.maxrms_max, ob.maxrms_max,
@@ -192,10 +199,16 @@ static void versus(an_ctx *c, const an_run *a, const an_run *b, FILE *fc_b, FILE
     }
     fprintf(c->md, "\nRows: tensors with overflow events or snapshots; values `%s` / `%s`. All pairs: "
                    "`outliers_vs.tsv`.\n\n", a->label, b->label);
-    if (kname)
-        an_finding(c, "smooth", "`%s` → `%s`: delayed-scaling overflow events %.0f → %.0f over the shared tensors; "
-                                "max/RMS of `%s` %.1f → %.1f",
-                   a->label, b->label, ev_a, ev_b, kname, kmax_a, kmax_b);
+    if (kname) {
+        char dtxt[256] = "", rtxt[256] = "";
+        if (dname)
+            snprintf(dtxt, sizeof dtxt, "; largest drop `%s` %zu → %zu", dname, drop_a, drop_b);
+        if (rname)
+            snprintf(rtxt, sizeof rtxt, "; largest rise `%s` %zu → %zu", rname, rise_a, rise_b);
+        an_finding(c, "smooth", "`%s` → `%s`: overflow events of the active delayed recipe %.0f → %.0f over the shared "
+                                "tensors%s%s; max/RMS of `%s` %.1f → %.1f",
+                   a->label, b->label, ev_a, ev_b, dtxt, rtxt, kname, kmax_a, kmax_b);
+    }
 }
 
 int an_outliers(an_ctx *c)

@@ -374,12 +374,13 @@ static int dominated(const an_setting_sum *s, int i, int n)
 int an_replay(an_ctx *c)
 {
     FILE *fs = an_data(c, "replay_settings.tsv"), *ft = an_data(c, "replay_tensors.tsv"),
-         *fg = an_data(c, "replay_truth.tsv");
+         *fg = an_data(c, "replay_truth.tsv"), *ff = an_data(c, "replay_front.tsv");
     int rc = 0;
-    if (!fs || !ft || !fg) {
+    if (!fs || !ft || !fg || !ff) {
         rc = 1;
         goto done;
     }
+    fprintf(ff, "run\toverflow_pct_est\tflushed_pct_est\tsettings\n");
     fprintf(fs, "run\thistory\talgo\tmargin\ttensors\tsteps\toverflow_events\toverflow_frac_est\toverflow_frac_lo\t"
                 "overflow_frac_hi\tunderflow_frac_est\tunderflow_frac_lo\tunderflow_frac_hi\tpareto\n");
     fprintf(ft, "run\ttensor\trole\tsteps\tevents_h1024_max_m0\tevents_h16_max_m0\tsafe_history\tsafe_algo\t"
@@ -569,10 +570,34 @@ int an_replay(an_ctx *c)
                 }
                 fprintf(c->md, "\n");
             }
+        /* the front, settings at the same point merged: "max h=64,256,1024 m=1" */
         fprintf(c->md, "\nPareto front (no other setting has both fewer overflowing and fewer flushed values): ");
-        for (int i = 0; i < nf; i++)
-            fprintf(c->md, "%s(h=%d, %s, m=%d)", i ? ", " : "", hist_lens[front[i] / (2 * NM)],
-                    (front[i] / NM) % 2 ? "most_recent" : "max", front[i] % NM);
+        int shown[NSET] = {0}, nshown = 0;
+        for (int i = 0; i < nf; i++) {
+            if (shown[i])
+                continue;
+            const an_setting_sum *q = &sets[front[i]];
+            char lab[256];
+            int m = front[i] % NM, nh = 0, recent = 0;
+            size_t l = 0;
+            lab[0] = 0;
+            for (int j = i; j < nf; j++) { /* settings at the very same point, any algorithm */
+                const an_setting_sum *o = &sets[front[j]];
+                if (shown[j] || front[j] % NM != m || o->ov.est != q->ov.est || o->un.est != q->un.est)
+                    continue;
+                shown[j] = 1;
+                if ((front[j] / NM) % 2)
+                    recent = 1;
+                else if (l < sizeof lab - 16)
+                    l += (size_t)snprintf(lab + l, sizeof lab - l, "%s%d", nh++ ? "," : "max h=", hist_lens[front[j] / (2 * NM)]);
+            }
+            if (recent && l < sizeof lab - 20)
+                l += (size_t)snprintf(lab + l, sizeof lab - l, "%smost_recent", nh ? " = " : "");
+            if (l < sizeof lab - 8)
+                snprintf(lab + l, sizeof lab - l, " m=%d", m);
+            fprintf(c->md, "%s%s", nshown++ ? "; " : "", lab);
+            fprintf(ff, "%s\t%.9g\t%.9g\t%s\n", a->label, 100 * q->ov.est / q->numel, 100 * q->un.est / q->numel, lab);
+        }
         fprintf(c->md, ".\n\n");
         if (best >= 0) {
             fprintf(c->md, "Safe setting (no overflow event on any tensor) flushing the fewest values: history %d, %s, "
@@ -623,5 +648,7 @@ done:
         fclose(ft);
     if (fg)
         fclose(fg);
+    if (ff)
+        fclose(ff);
     return rc;
 }

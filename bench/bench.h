@@ -5,5 +5,6 @@ int bench_formats(void);
 int bench_stats(void);
 int bench_probe(void);
 int bench_train(void);
+int bench_report(void);
 double bench_now(void);
 #endif

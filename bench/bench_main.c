@@ -1,7 +1,7 @@
 /*
  * bench_main.c — `make bench`: every section prints its numbers next to a
  * reference measured in the same run.  Optional argument: a section name
- * (formats, stats, probe, train).
+ * (formats, stats, probe, train, report).
  */
 #include <stdio.h>
 #include <string.h>
@@ -33,6 +33,10 @@ int main(int argc, char **argv)
     if (!only || strcmp(only, "train") == 0) {
         printf("\n");
         rc |= bench_train();
+    }
+    if (!only || strcmp(only, "report") == 0) {
+        printf("\n");
+        rc |= bench_report();
     }
     return rc;
 }

@@ -10,7 +10,7 @@ steps=${3:-250}
 mkdir -p "$out"
 rm -f "$out"/*.h5
 start=$(date +%s)
-common=(--seed 1 --steps "$steps" --record-every 2 --val-every 50 --snapshot-every 25 --quiet
+common=(--seed 1 --steps "$steps" --record-every 2 --val-every 50 --snapshot-every 50
         --shadow hybrid:delayed --shadow hybrid:current --shadow e4m3:current --shadow e5m2:current
         --shadow e4m3:block=1x128 --shadow mxfp8)
 run() {

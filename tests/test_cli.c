@@ -245,13 +245,41 @@ static void test_train_command(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, "cannot read build/nope.txt"));
 }
 
+/* the analyses and the report as commands: output, exit statuses, messages */
+static void test_analysis_commands(void)
+{
+    CU_ASSERT_EQUAL(run("%s synth --steps 60 --tensors 6 --rows 4 --cols 128 -o build/t_an_cli.h5 >/dev/null", NULL, buf,
+                        sizeof buf), 0);
+    CU_ASSERT_EQUAL(run("%s compare build/t_an_cli.h5 -o build/t_an_cli 2>/dev/null", NULL, buf, sizeof buf), 0);
+    CU_ASSERT(strstr(buf, "## Recipes compared") != NULL);
+    CU_ASSERT(strstr(buf, "Verdict rule") != NULL);
+    CU_ASSERT_EQUAL(run("%s replay build/t_an_cli.h5 -o build/t_an_cli 2>/dev/null", NULL, buf, sizeof buf), 0);
+    CU_ASSERT(strstr(buf, "Ground truth") != NULL);
+    CU_ASSERT_EQUAL(run("%s outliers build/t_an_cli.h5 --vs build/t_an_cli.h5 -o build/t_an_cli 2>/dev/null", NULL,
+                        buf, sizeof buf), 0);
+    CU_ASSERT(strstr(buf, "versus") != NULL);
+    CU_ASSERT_EQUAL(run("%s report build/t_an_cli.h5 -o build/t_an_cli/rep 2>/dev/null", NULL, buf, sizeof buf), 0);
+    CU_ASSERT_STRING_EQUAL(buf, "build/t_an_cli/rep/index.html\n");
+    /* bad input: exit 2 for usage, 1 for files, the message names the problem */
+    CU_ASSERT_EQUAL(run("%s compare 2>&1", NULL, buf, sizeof buf), 2);
+    CU_ASSERT(strstr(buf, "needs at least one RUN.h5") != NULL);
+    CU_ASSERT_EQUAL(run("%s replay build/t_an_cli.h5 --bogus 1 2>&1", NULL, buf, sizeof buf), 2);
+    CU_ASSERT(strstr(buf, "unknown option '--bogus'") != NULL);
+    CU_ASSERT_EQUAL(run("%s compare build/no-such.h5 2>&1", NULL, buf, sizeof buf), 1);
+    CU_ASSERT(strstr(buf, "build/no-such.h5: cannot open") != NULL);
+    CU_ASSERT_EQUAL(run("%s dynamics build/t_an_cli.h5 --tensor 'nope*' 2>&1", NULL, buf, sizeof buf), 1);
+    CU_ASSERT(strstr(buf, "no tensor matches 'nope*'") != NULL);
+    CU_ASSERT_EQUAL(run("%s advise build/t_an_cli.h5 --sqnr-margin -1 2>&1", NULL, buf, sizeof buf), 2);
+}
+
 void register_cli_tests(void)
 {
     static const char *const names[] = {"cast output lines", "errors name the bad item, exit 2",
                                         "table and formats", "stats: delayed replay over files, JSON, errors",
                                         "run files: synth, info, export csv/nvdlfw, import, watch",
-                                        "train: a tiny run, Ctrl-C, errors"};
+                                        "train: a tiny run, Ctrl-C, errors",
+                                        "analyses and report: output, exit statuses, messages"};
     static void (*const fns[])(void) = {test_cast_output, test_errors, test_table_and_formats, test_stats_command,
-                                        test_run_commands, test_train_command};
-    add_suite("cli", names, fns, 6);
+                                        test_run_commands, test_train_command, test_analysis_commands};
+    add_suite("cli", names, fns, 7);
 }
