@@ -22,8 +22,8 @@ ISAS     := base
 endif
 VEC_OBJ  := $(foreach s,$(VEC_SRC:lib/%.c=%),$(foreach i,$(ISAS),$(BUILD)/lib/$(s)_$(i).o))
 ISA_FLAGS_avx512 := -mavx512f -mavx512bw -mavx512vl -mavx512dq
-ISA_FLAGS_avx2   := -mavx2
-ISA_FLAGS_base   :=
+ISA_FLAGS_avx2   := -mavx2 -Wno-psabi
+ISA_FLAGS_base   := -Wno-psabi
 CLI_SRC  := $(wildcard cli/*.c)
 # the layers above lib: training runs, analyses, plots (gnuplot scripts are
 # embedded into the binary as C strings, generated from plots/*.gp)

@@ -1,5 +1,6 @@
 # heatmap.gp — layer x step map of a percentage (overflow % or underflow %
 # of the layer's elements under one recipe), like BioNeMo's FP8 analyzer.
+# Log colour scale (a step-0 burst must not hide the rest); white = 0.
 # inputs: out, data (tsv: step layer value, blank line between steps), ttl, cblab
 set datafile separator "\t"
 do for [k=1:2] {
@@ -10,7 +11,9 @@ do for [k=1:2] {
     set ylabel "layer"
     set cblabel cblab
     set palette defined (0 "#ffffff", 1 "#fdd49e", 2 "#fc8d59", 3 "#d7301f", 4 "#7f0000")
-    set cbrange [0:*]
+    set logscale cb
+    set format cb "10^{%T}"
+    set cbrange [*:*]
     set ytics 1
     set autoscale xfix
     set autoscale yfix
