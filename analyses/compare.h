@@ -31,4 +31,8 @@ extern const char *an_verdict_rule;
 an_verdict an_tensor_verdict(const an_ctx *c, const an_run *a, int t, const an_sstats *st, int *D, int *C, int *B);
 const char *an_verdict_name(an_verdict v);
 
+/* advise.c: element bits + scale bits per element of recipe p on a
+ * rows x cols tensor of the given role whose elements are in format f. */
+double an_bits_per_element(const fp8_recipe *p, const fp8_format *f, fp8_role role, uint64_t rows, uint64_t cols);
+
 #endif

@@ -400,6 +400,229 @@ static void test_bad_input(void)
     close_ctx(&d);
 }
 
+/* ---- loss divergence, bits per element, bootstrap, dynamics, channels ----- */
+
+static double md_number_after(const char *md, const char *key)
+{
+    const char *p = strstr(md, key);
+    return p ? atof(p + strlen(key)) : NAN;
+}
+
+static void write_loss_run(const char *path, double factor_after, int64_t from)
+{
+    fp8_probe_run *run = fp8_probe_open(path, NULL, NULL, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(run);
+    for (int64_t s = 0; s < 300; s++) {
+        double l = 3.0 * exp(-(double)s / 150.0) + 1.0 + 0.01 * sin((double)s); /* wiggles smoothing removes */
+        fp8_probe_scalar(run, "loss", s, s >= from ? l * factor_after : l);
+        fp8_probe_step_end(run, s);
+    }
+    CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
+}
+
+static void test_loss_divergence(void)
+{
+    write_loss_run("build/t_an/base.h5", 1.0, 0);
+    write_loss_run("build/t_an/close.h5", 1.01, 0);  /* 1% above: tracks (rule: 2% for 20 steps) */
+    write_loss_run("build/t_an/far.h5", 1.05, 150); /* 5% above from step 150: diverges there */
+    an_ctx c;
+    an_defaults(&c);
+    c.outdir = "build/t_an/loss";
+    char *md = NULL;
+    size_t mdn = 0;
+    c.md = open_memstream(&md, &mdn);
+    const char *p[3] = {"build/t_an/base.h5", "build/t_an/close.h5", "build/t_an/far.h5"};
+    CU_ASSERT_EQUAL_FATAL(an_open(&c, p, 3), 0);
+    CU_ASSERT_EQUAL(an_loss(&c), 0);
+    fclose(c.md);
+    CU_ASSERT(strstr(md, "| close | 300 |") != NULL);
+    CU_ASSERT(strstr(md, "tracks the baseline") != NULL);
+    /* the smoothed relative difference passes 2% a few steps before 150 (the
+     * 21-step window), and stays: flagged within 10 steps of 150 */
+    const char *d = strstr(md, "**diverges at step ");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    long at = atol(d + strlen("**diverges at step "));
+    CU_ASSERT(at >= 140 && at <= 150);
+    /* the mean relative difference over the last 10% of steps: exactly +1% and +5% */
+    const char *row = strstr(md, "| close | 300 | ");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(row);
+    CU_ASSERT(strncmp(strchr(row + 16, '|'), "| +1.000% |", 11) == 0);
+    row = strstr(md, "| far | 300 | ");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(row);
+    CU_ASSERT(strncmp(strchr(row + 14, '|'), "| +5.000% |", 11) == 0);
+    /* the final smoothed loss: the mean of the last 11 points (truncated window) */
+    double want = 0;
+    for (int k = 289; k < 300; k++)
+        want += 1.01 * (3.0 * exp(-(double)k / 150.0) + 1.0 + 0.01 * sin((double)k));
+    CU_ASSERT_DOUBLE_EQUAL(md_number_after(md, "| close | 300 | "), want / 11, 5e-5);
+    free(md);
+    c.md = NULL;
+    close_ctx(&c);
+}
+
+static void test_bits_per_element(void)
+{
+    fp8_recipe r;
+    const fp8_format *e4m3 = fp8_format_find("e4m3", NULL);
+    CU_ASSERT_EQUAL(fp8_recipe_parse("mxfp8", &r), FP8_OK);
+    CU_ASSERT_DOUBLE_EQUAL(an_bits_per_element(&r, e4m3, FP8_ROLE_ACTIVATION, 64, 1024), 8.25, 1e-12); /* 8/32 */
+    CU_ASSERT_EQUAL(fp8_recipe_parse("e4m3:block=1x128", &r), FP8_OK);
+    CU_ASSERT_DOUBLE_EQUAL(an_bits_per_element(&r, e4m3, FP8_ROLE_ACTIVATION, 64, 1024), 8.25, 1e-12); /* 32/128 */
+    CU_ASSERT_EQUAL(fp8_recipe_parse("e4m3:block=1x128:weights=128x128", &r), FP8_OK);
+    CU_ASSERT_DOUBLE_EQUAL(an_bits_per_element(&r, e4m3, FP8_ROLE_WEIGHT, 256, 256), 8 + 32.0 / 16384, 1e-12);
+    CU_ASSERT_EQUAL(fp8_recipe_parse("nvfp4", &r), FP8_OK);
+    CU_ASSERT_DOUBLE_EQUAL(an_bits_per_element(&r, fp8_format_find("e2m1", NULL), FP8_ROLE_ACTIVATION, 16, 64),
+                           4 + 0.5 + 32.0 / 1024, 1e-12);
+    CU_ASSERT_EQUAL(fp8_recipe_parse("e4m3:current", &r), FP8_OK);
+    CU_ASSERT_DOUBLE_EQUAL(an_bits_per_element(&r, e4m3, FP8_ROLE_ACTIVATION, 4, 8), 8 + 1.0, 1e-12);
+}
+
+/* E4M3 keeps one mantissa bit more than E5M2: on Gaussian data under current
+ * scaling its SQNR is ~6 dB higher (20 log10 2 = 6.02 per bit).  The paired
+ * bootstrap must find that, with an interval around it, and advise must
+ * pick E4M3 on every tensor. */
+static void test_bootstrap_and_advise(void)
+{
+    const char *shadows[] = {"e5m2:current"};
+    fp8_probe_run *run = fp8_probe_open("build/t_an/fmt.h5", NULL, NULL, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(run);
+    fp8_probe *p[2];
+    p[0] = fp8_probe_declare(run, "layers.0.a.input", FP8_ROLE_ACTIVATION, 0, "e4m3:current", shadows, 1);
+    p[1] = fp8_probe_declare(run, "layers.0.a.grad_output", FP8_ROLE_GRADIENT, 0, "e4m3:current", shadows, 1);
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, 3);
+    float x[64 * 256];
+    for (int64_t s = 0; s < 60; s++) {
+        for (int t = 0; t < 2; t++) {
+            for (int i = 0; i < 64 * 256; i++)
+                x[i] = (float)gsl_ran_gaussian(rng, t ? 1e-3 : 2.0);
+            fp8_probe_record(p[t], s, x, 64, 256);
+        }
+        fp8_probe_step_end(run, s);
+    }
+    gsl_rng_free(rng);
+    CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
+    an_ctx c = open_one("build/t_an/fmt.h5", "build/t_an/fmt");
+    CU_ASSERT_EQUAL(an_compare(&c), 0);
+    CU_ASSERT_EQUAL(an_advise(&c), 0);
+    FILE *f = fopen("build/t_an/fmt/compare_bootstrap.tsv", "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    char line[1024];
+    int found = 0;
+    while (fgets(line, sizeof line, f)) {
+        char group[32], metric[32];
+        double mean, lo, hi;
+        long steps;
+        /* run group recipe versus metric steps mean lo hi; the recipe label has a ':' but no tab */
+        char *tab[10];
+        int k = 0;
+        for (char *q = strtok(line, "\t\n"); q && k < 10; q = strtok(NULL, "\t\n"))
+            tab[k++] = q;
+        if (k != 9 || strcmp(tab[1], "all") != 0 || strcmp(tab[4], "sqnr_db") != 0)
+            continue;
+        snprintf(group, sizeof group, "%s", tab[1]);
+        snprintf(metric, sizeof metric, "%s", tab[4]);
+        steps = atol(tab[5]), mean = atof(tab[6]), lo = atof(tab[7]), hi = atof(tab[8]);
+        CU_ASSERT_EQUAL(steps, 60);
+        CU_ASSERT(mean < -5.5 && mean > -6.5); /* e5m2 minus the active e4m3 */
+        CU_ASSERT(lo < mean && mean < hi && hi - lo < 0.5);
+        found = 1;
+    }
+    fclose(f);
+    CU_ASSERT(found);
+    f = fopen("build/t_an/fmt/advise_formats.tsv", "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    int e4 = 0, rows = 0;
+    CU_ASSERT_PTR_NOT_NULL(fgets(line, sizeof line, f));
+    while (fgets(line, sizeof line, f))
+        rows++, e4 += strstr(line, "\te4m3\n") != NULL;
+    fclose(f);
+    CU_ASSERT_EQUAL(rows, 2);
+    CU_ASSERT_EQUAL(e4, 2);
+    close_ctx(&c);
+}
+
+/* A tensor whose 1x128 blocks trade their amax from step to step while the
+ * tensor's amax stays put: dynamics must see the blocks move and the tensor
+ * not, and outliers must find the outlier channel (column 7, 40x). */
+static void test_dynamics_and_channels(void)
+{
+    fp8_probe_options o = fp8_probe_defaults();
+    o.snapshot_pattern = "*";
+    o.snapshot_every = 10;
+    o.snapshot_pairs = 1;
+    fp8_probe_run *run = fp8_probe_open("build/t_an/dyn.h5", &o, NULL, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(run);
+    fp8_probe *p = fp8_probe_declare(run, "layers.0.x.input", FP8_ROLE_ACTIVATION, 0, "e4m3:current", NULL, 0);
+    float x[8 * 256];
+    uint64_t seed = 11;
+    for (int64_t s = 0; s < 40; s++) {
+        for (int i = 0; i < 8; i++)
+            for (int j = 0; j < 256; j++) {
+                double u = (double)(test_rand(&seed) >> 11) / 9007199254740992.0 * 0.5 + 0.25;
+                /* even steps: the left block of each row large; odd steps: the right block */
+                double amp = ((j < 128) == (s % 2 == 0)) ? 4.0 : 0.25;
+                x[i * 256 + j] = (float)(u * amp * (j == 7 ? 40.0 : 1.0));
+            }
+        x[0] = 200.0f; /* the tensor's amax: the same every step */
+        fp8_probe_record(p, s, x, 8, 256);
+        fp8_probe_step_end(run, s);
+    }
+    CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
+    an_ctx c = open_one("build/t_an/dyn.h5", "build/t_an/dyn");
+    char *md = NULL;
+    size_t mdn = 0;
+    fclose(c.md);
+    c.md = open_memstream(&md, &mdn);
+    CU_ASSERT_EQUAL(an_dynamics(&c), 0);
+    CU_ASSERT_EQUAL(an_outliers(&c), 0);
+    fclose(c.md);
+    c.md = NULL;
+    /* tensor: r = 0 at every step; 1x128 blocks: +-4 bits (amplitude 4 vs 0.25) */
+    CU_ASSERT(strstr(md, "| tensor | 4 | 0.000 |") != NULL);
+    const char *b = strstr(md, "| block 1x128 | ");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    /* 8 rows x 2 blocks x 4 pairs; most blocks swing 4 bits either way */
+    CU_ASSERT_EQUAL(atoi(b + 16), 64);
+    double sd = atof(strchr(b + 16, '|') + 1);
+    CU_ASSERT(sd > 3.0 && sd < 4.5);
+    /* a tensor amax that never moves cannot be compared against: said so */
+    CU_ASSERT(strstr(md, "**is inconclusive on (tensor amax constant") != NULL);
+    FILE *f = fopen("build/t_an/dyn/outliers_tensors.tsv", "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    char line[2048];
+    CU_ASSERT_PTR_NOT_NULL(fgets(line, sizeof line, f));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fgets(line, sizeof line, f));
+    fclose(f);
+    char *tab[20];
+    int k = 0;
+    for (char *q = strtok(line, "\t\n"); q && k < 20; q = strtok(NULL, "\t\n"))
+        tab[k++] = q;
+    CU_ASSERT_EQUAL_FATAL(k, 16);
+    CU_ASSERT_EQUAL(atoi(tab[11]), 8);  /* snapshots: steps 0,1,10,11,20,21,30,31 */
+    CU_ASSERT_EQUAL(atoi(tab[12]), 0);  /* the top channel at the last snapshot: column 0 holds the 200 */
+    /* the runner-up is the 40x channel, well above the median channel in
+     * every snapshot (on odd steps its half of the row is the small one:
+     * 0.75*0.25*40 = 7.5 against a median near 0.75*4 = 3) */
+    f = fopen("build/t_an/dyn/outliers_channels.tsv", "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    int seen7 = 0;
+    while (fgets(line, sizeof line, f)) {
+        k = 0;
+        for (char *q = strtok(line, "\t\n"); q && k < 20; q = strtok(NULL, "\t\n"))
+            tab[k++] = q;
+        if (k == 7 && strcmp(tab[3], "1") == 0) {
+            CU_ASSERT_EQUAL(atoi(tab[4]), 7);
+            CU_ASSERT(atof(tab[6]) > 2);
+            seen7++;
+        }
+    }
+    fclose(f);
+    CU_ASSERT_EQUAL(seen7, 8);
+    free(md);
+    close_ctx(&c);
+}
+
 void register_analyses_tests(void)
 {
     static const char *const names[] = {"8x amax jump: delayed history 16 overflows once, current never",
@@ -408,8 +631,14 @@ void register_analyses_tests(void)
                                         "Student-t(10) kurtosis is 4",
                                         "plots render (gnuplot exit 0, PNG 1000x560), errors reported",
                                         "report on NaN bursts, zeros, one tensor",
-                                        "bad input: missing file, not HDF5, empty run, no loss"};
-    static void (*const fns[])(void) = {test_jump_events, test_replay_truth, test_hist_bounds, test_student_t_kurtosis,
-                                        test_plots_render, test_report_nan_and_single, test_bad_input};
-    add_suite("analyses", names, fns, 7);
+                                        "bad input: missing file, not HDF5, empty run, no loss",
+                                        "loss: 1% above tracks, 5% above from step 150 diverges there",
+                                        "bits per element, hand-worked",
+                                        "bootstrap: E5M2 is 6 dB below E4M3 on Gaussians; advise picks E4M3",
+                                        "dynamics: blocks move, the tensor does not; outlier channel found"};
+    static void (*const fns[])(void) = {test_jump_events,     test_replay_truth,     test_hist_bounds,
+                                        test_student_t_kurtosis, test_plots_render, test_report_nan_and_single,
+                                        test_bad_input,       test_loss_divergence,  test_bits_per_element,
+                                        test_bootstrap_and_advise, test_dynamics_and_channels};
+    add_suite("analyses", names, fns, 11);
 }
