@@ -66,7 +66,9 @@ int an_advise(an_ctx *c)
         an_sstats *st = calloc((size_t)R + 1, sizeof *st);
         int *wins = calloc((size_t)R + 1, sizeof *wins);
         /* [forward/gradient][e4m3 wins, e5m2 wins, tie] */
-        int conv[2][3] = {{0}};
+        /* [scaling kind][forward/gradient][e4m3 wins, e5m2 wins, tie] */
+        int conv[FP8_RECIPE_NVFP4 + 1][2][3];
+        memset(conv, 0, sizeof conv);
         if (!st || !wins) {
             free(st), free(wins);
             rc = 1;
@@ -112,25 +114,25 @@ int an_advise(an_ctx *c)
                 none++;
             fprintf(ft, "%s\t%s\t%s\t%s\t%.9g\t%.9g\t%s\t%.9g\t%d\n", a->label, a->run->tensor_name[t], fp8_role_name(role),
                     lc, choice >= 0 ? cb : NAN, choice >= 0 ? st[choice].sqnr_p50 : NAN, lb, st[best].sqnr_p50, ncand);
-            /* E4M3 vs E5M2 on recipes alike but for the format: one pair per
-             * tensor, plain (non-hybrid) recipes first */
-            int paired = 0;
-            for (int pass = 0; pass < 2 && !paired; pass++)
-            for (int x = 0; x < R && !paired; x++)
-                for (int y = 0; y < R && !paired; y++) {
+            /* E4M3 vs E5M2 on recipes alike but for the format: per scaling
+             * kind one pair per tensor, plain (non-hybrid) recipes first */
+            int paired[FP8_RECIPE_NVFP4 + 1] = {0};
+            for (int pass = 0; pass < 2; pass++)
+            for (int x = 0; x < R; x++)
+                for (int y = 0; y < R; y++) {
                     const fp8_format *fx = an_format(a, t, x), *fy = an_format(a, t, y);
                     if (!fx || !fy || !st[x].records || !st[y].records || strcmp(fx->name, "e4m3") != 0 ||
                         strcmp(fy->name, "e5m2") != 0 || !same_but_format(&a->recipes[x], &a->recipes[y]) ||
-                        (pass == 0 && (a->recipes[x].hybrid || a->recipes[y].hybrid)))
+                        (pass == 0 && (a->recipes[x].hybrid || a->recipes[y].hybrid)) || paired[a->recipes[x].kind])
                         continue;
-                    paired = 1;
+                    paired[a->recipes[x].kind] = 1;
                     /* winner: no more overflow events, then the higher median SQNR */
                     int w = st[x].events < st[y].events   ? 0
                             : st[y].events < st[x].events ? 1
                             : st[x].sqnr_p50 > st[y].sqnr_p50 + 0.1 ? 0
                             : st[y].sqnr_p50 > st[x].sqnr_p50 + 0.1 ? 1
                                                                     : 2;
-                    conv[role == FP8_ROLE_GRADIENT][w]++;
+                    conv[a->recipes[x].kind][role == FP8_ROLE_GRADIENT][w]++;
                     char l1[96], l2[96];
                     fprintf(ff, "%s\t%s\t%s\t%s\t%s\t%s\t%.9g\t%.9g\t%zu\t%zu\t%.9g\t%.9g\t%s\n", a->label,
                             a->run->tensor_name[t], fp8_role_name(role), fp8_recipe_kind_name(a->recipes[x].kind),
@@ -151,23 +153,43 @@ int an_advise(an_ctx *c)
         if (none)
             fprintf(c->md, "| none qualifies (every recipe overflowed or fell short) | %d |\n", none);
         fprintf(c->md, "\n");
-        int nf = conv[0][0] + conv[0][1] + conv[0][2], ng = conv[1][0] + conv[1][1] + conv[1][2];
-        if (nf + ng == 0) {
+        int any = 0;
+        for (int k = 0; k <= FP8_RECIPE_NVFP4; k++)
+            for (int g = 0; g < 2; g++)
+                any += conv[k][g][0] + conv[k][g][1] + conv[k][g][2];
+        if (!any) {
             fprintf(c->md, "E4M3 vs E5M2: the run has no pair of recipes differing only in the element format "
-                           "(record e.g. `e4m3:current` and `e5m2:current` as shadows to settle it).\n\n");
+                           "(record e.g. `e4m3:current` and `e5m2:current`, or `hybrid:delayed` and `e4m3:delayed`, "
+                           "as shadows to settle it).\n\n");
         } else {
             fprintf(c->md, "E4M3 vs E5M2 on recipes alike but for the format (winner: fewer overflow events, then "
-                           "median SQNR higher by > 0.1 dB):\n\n| tensors | E4M3 better | E5M2 better | tie |\n"
-                           "|---|---|---|---|\n| forward (activations, weights) | %d | %d | %d |\n"
-                           "| gradients | %d | %d | %d |\n\n",
-                    conv[0][0], conv[0][1], conv[0][2], conv[1][0], conv[1][1], conv[1][2]);
-            fprintf(c->md, "The convention (TE HYBRID: E4M3 forward, E5M2 gradients) %s for forward tensors and %s for "
-                           "gradients on this data; the contested reverse claim (E5M2 forward, E4M3 gradients) %s.\n\n",
-                    conv[0][0] >= conv[0][1] ? "holds" : "does not hold",
-                    conv[1][1] > conv[1][0] ? "holds" : "does not hold (E4M3 does as well or better)",
-                    conv[0][1] > conv[0][0] && conv[1][0] > conv[1][1] ? "is supported" : "is not supported");
-            an_finding(c, "advise", "`%s`: E4M3 wins on %d of %d forward and %d of %d gradient tensors", a->label,
-                       conv[0][0], nf, conv[1][0], ng);
+                           "median SQNR higher by > 0.1 dB); tensors counted per scaling kind:\n\n"
+                           "| scaling | tensors | E4M3 better | E5M2 better | tie |\n|---|---|---|---|---|\n");
+            char fnd[512];
+            size_t fl = 0;
+            fnd[0] = 0;
+            for (int k = 0; k <= FP8_RECIPE_NVFP4; k++)
+                for (int g = 0; g < 2; g++) {
+                    int *v = conv[k][g], n = v[0] + v[1] + v[2];
+                    if (!n)
+                        continue;
+                    fprintf(c->md, "| %s | %s | %d | %d | %d |\n", fp8_recipe_kind_name((fp8_recipe_kind)k),
+                            g ? "gradients" : "forward (activations, weights)", v[0], v[1], v[2]);
+                    if (fl < sizeof fnd - 80)
+                        fl += (size_t)snprintf(fnd + fl, sizeof fnd - fl, "%s%s %s %d/%d", fl ? ", " : "",
+                                               fp8_recipe_kind_name((fp8_recipe_kind)k), g ? "gradients" : "forward",
+                                               v[0], n);
+                }
+            int fe4 = 0, fe5 = 0, ge4 = 0, ge5 = 0;
+            for (int k = 0; k <= FP8_RECIPE_NVFP4; k++)
+                fe4 += conv[k][0][0], fe5 += conv[k][0][1], ge4 += conv[k][1][0], ge5 += conv[k][1][1];
+            fprintf(c->md, "\nOver all kinds: the convention (TE HYBRID: E4M3 forward, E5M2 gradients) %s for forward "
+                           "tensors and %s for gradients on this data; the contested reverse claim (E5M2 forward, E4M3 "
+                           "gradients) %s.\n\n",
+                    fe4 >= fe5 ? "holds" : "does not hold",
+                    ge5 > ge4 ? "holds" : "does not hold (E4M3 does as well or better)",
+                    fe5 > fe4 && ge4 > ge5 ? "is supported" : "is not supported");
+            an_finding(c, "advise", "`%s`: E4M3 better on %s", a->label, fnd);
         }
         free(st), free(wins);
     }

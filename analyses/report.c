@@ -251,7 +251,7 @@ int an_report(an_ctx *c, int nsteps_done_before, double t0)
             {"outliers", "Outliers"},
             {"smooth", "What Smooth SwiGLU changed"},
             {"loss", "Loss against the baseline"},
-            {"advise", "E4M3 vs E5M2 (recipes alike but for the format)"}};
+            {"advise", "E4M3 vs E5M2 (recipes alike but for the format; tensors where E4M3 is better / pairs)"}};
         for (size_t k = 0; k < sizeof topics / sizeof topics[0]; k++) {
             int any = 0;
             for (int i = 0; i < c->nfindings; i++)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # demo.sh — make demo: five comparable short training runs (same seed, data
-# and batches; every run also evaluates the same six shadow recipes on its
+# and batches; every run also evaluates the same seven shadow recipes on its
 # tensors), two at a time, then the report over all of them.
 # usage: datasets/demo.sh FP8PROF OUTDIR [STEPS]
 set -uo pipefail
@@ -11,7 +11,7 @@ mkdir -p "$out"
 rm -f "$out"/*.h5
 start=$(date +%s)
 common=(--seed 1 --steps "$steps" --record-every 2 --val-every 50 --snapshot-every 50
-        --shadow hybrid:delayed --shadow hybrid:current --shadow e4m3:current --shadow e5m2:current
+        --shadow hybrid:delayed --shadow e4m3:delayed --shadow hybrid:current --shadow e4m3:current --shadow e5m2:current
         --shadow e4m3:block=1x128 --shadow mxfp8)
 run() {
     local name=$1
