@@ -234,8 +234,9 @@ static void heat_figure(figset *F, const an_run *a, int r, int what)
     char ttl[512];
     snprintf(ttl, sizeof ttl, "%s — %s %% per layer under %s (max %.3g%%)", a->label, what ? "underflow" : "overflow",
              an_recipe_label(a, r, lab, sizeof lab), mx);
-    snprintf(vars, sizeof vars, "data = %s\nttl = %s\ncblab = %s\n", plot_quote(data, q1, sizeof q1),
-             plot_quote(ttl, q2, sizeof q2), plot_quote(what ? "underflow (% of elements)" : "overflow (% of elements)", q3, sizeof q3));
+    snprintf(vars, sizeof vars, "data = %s\nttl = %s\ncblab = %s\nlogcb = %d\n", plot_quote(data, q1, sizeof q1),
+             plot_quote(ttl, q2, sizeof q2),
+             plot_quote(what ? "underflow (% of elements)" : "overflow (% of elements)", q3, sizeof q3), mx > 0);
     char capt[512];
     snprintf(capt, sizeof capt, "%s: %s %% of each layer's elements (all its recorded tensors) per recorded step under "
                                 "`%s`.", a->label, what ? "underflow (flushed to zero)" : "overflow", lab);

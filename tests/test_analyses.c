@@ -360,7 +360,7 @@ static void test_report_nan_and_single(void)
     CU_ASSERT(strstr(buf, "![") != NULL);
     /* one tensor, one recipe, no shadows, no loss */
     run = fp8_probe_open("build/t_an/one.h5", NULL, NULL, 0);
-    p = fp8_probe_declare(run, "w", FP8_ROLE_WEIGHT, -1, "e4m3:current", NULL, 0);
+    p = fp8_probe_declare(run, "w", FP8_ROLE_WEIGHT, 0, "e4m3:current", NULL, 0);
     for (int64_t s = 0; s < 5; s++) {
         fp8_probe_record(p, s, x + 1, 1, 100);
         fp8_probe_step_end(run, s);
@@ -368,6 +368,13 @@ static void test_report_nan_and_single(void)
     CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
     CU_ASSERT_EQUAL(report_on("build/t_an/one.h5", "build/t_an/rep_one"), 0);
     CU_ASSERT(stat("build/t_an/rep_one/index.html", &st) == 0);
+    f = fopen("build/t_an/rep_one/report.md", "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    got = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[got] = 0;
+    CU_ASSERT(strstr(buf, "could not be drawn") == NULL); /* e.g. a heat map of zeros */
+    CU_ASSERT(strstr(buf, "fig_heat_overflow") != NULL);
 }
 
 static void test_bad_input(void)
