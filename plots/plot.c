@@ -98,11 +98,11 @@ int plot_render(const char *dir, const char *script, const char *out, const char
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
         snprintf(msg, (size_t)msglen, "%s", code == 127 ? "gnuplot is not installed (apt-get install gnuplot-nox)" : "");
-        if (code != 127) { /* the first error line gnuplot printed */
+        if (code != 127) { /* gnuplot's error: its last line that is not a warning */
             char line[512] = "", last[512] = "";
             FILE *e = fopen(errpath, "r");
             while (e && fgets(line, sizeof line, e))
-                if (strstr(line, "rror") || !last[0])
+                if (!strstr(line, "arning:") && strspn(line, " \t^\n") < strlen(line))
                     snprintf(last, sizeof last, "%s", line);
             if (e)
                 fclose(e);
