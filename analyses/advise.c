@@ -68,7 +68,9 @@ int an_advise(an_ctx *c)
         /* [forward/gradient][e4m3 wins, e5m2 wins, tie] */
         /* [scaling kind][forward/gradient][e4m3 wins, e5m2 wins, tie] */
         int conv[FP8_RECIPE_NVFP4 + 1][2][3];
+        double flushed[FP8_RECIPE_NVFP4 + 1][2][2]; /* summed underflow rates, [e4m3, e5m2] */
         memset(conv, 0, sizeof conv);
+        memset(flushed, 0, sizeof flushed);
         if (!st || !wins) {
             free(st), free(wins);
             rc = 1;
@@ -133,6 +135,8 @@ int an_advise(an_ctx *c)
                             : st[y].sqnr_p50 > st[x].sqnr_p50 + 0.1 ? 1
                                                                     : 2;
                     conv[a->recipes[x].kind][role == FP8_ROLE_GRADIENT][w]++;
+                    flushed[a->recipes[x].kind][role == FP8_ROLE_GRADIENT][0] += st[x].underflow_rate;
+                    flushed[a->recipes[x].kind][role == FP8_ROLE_GRADIENT][1] += st[y].underflow_rate;
                     char l1[96], l2[96];
                     fprintf(ff, "%s\t%s\t%s\t%s\t%s\t%s\t%.9g\t%.9g\t%zu\t%zu\t%.9g\t%.9g\t%s\n", a->label,
                             a->run->tensor_name[t], fp8_role_name(role), fp8_recipe_kind_name(a->recipes[x].kind),
@@ -164,8 +168,9 @@ int an_advise(an_ctx *c)
         } else {
             fprintf(c->md, "E4M3 vs E5M2 on recipes alike but for the format (winner: fewer overflow events, then "
                            "median SQNR higher by > 0.1 dB); tensors counted per scaling kind:\n\n"
-                           "| scaling | tensors | E4M3 better | E5M2 better | tie |\n|---|---|---|---|---|\n");
-            char fnd[512];
+                           "| scaling | tensors | E4M3 better | E5M2 better | tie | flushed to zero, E4M3 / E5M2 (mean %%) |\n"
+                           "|---|---|---|---|---|---|\n");
+            char fnd[1024];
             size_t fl = 0;
             fnd[0] = 0;
             for (int k = 0; k <= FP8_RECIPE_NVFP4; k++)
@@ -173,16 +178,20 @@ int an_advise(an_ctx *c)
                     int *v = conv[k][g], n = v[0] + v[1] + v[2];
                     if (!n)
                         continue;
-                    fprintf(c->md, "| %s | %s | %d | %d | %d |\n", fp8_recipe_kind_name((fp8_recipe_kind)k),
-                            g ? "gradients" : "forward (activations, weights)", v[0], v[1], v[2]);
+                    fprintf(c->md, "| %s | %s | %d | %d | %d | %.3g / %.3g |\n", fp8_recipe_kind_name((fp8_recipe_kind)k),
+                            g ? "gradients" : "forward (activations, weights)", v[0], v[1], v[2],
+                            100 * flushed[k][g][0] / n, 100 * flushed[k][g][1] / n);
                     if (fl < sizeof fnd - 80)
-                        fl += (size_t)snprintf(fnd + fl, sizeof fnd - fl, "%s%s %s %d/%d", fl ? ", " : "",
-                                               fp8_recipe_kind_name((fp8_recipe_kind)k), g ? "gradients" : "forward",
-                                               v[0], n);
+                        fl += (size_t)snprintf(fnd + fl, sizeof fnd - fl, "%s%s %s %d/%d (flushed %.2g%% vs %.2g%%)",
+                                               fl ? ", " : "", fp8_recipe_kind_name((fp8_recipe_kind)k),
+                                               g ? "gradients" : "forward", v[0], n, 100 * flushed[k][g][0] / n,
+                                               100 * flushed[k][g][1] / n);
                 }
             int fe4 = 0, fe5 = 0, ge4 = 0, ge5 = 0;
             for (int k = 0; k <= FP8_RECIPE_NVFP4; k++)
                 fe4 += conv[k][0][0], fe5 += conv[k][0][1], ge4 += conv[k][1][0], ge5 += conv[k][1][1];
+            fprintf(c->md, "\nThe winner is decided on overflow and SQNR; the last column is the price E4M3's narrower "
+                           "range pays in values flushed to zero.\n");
             fprintf(c->md, "\nOver all kinds: the convention (TE HYBRID: E4M3 forward, E5M2 gradients) %s for forward "
                            "tensors and %s for gradients on this data; the contested reverse claim (E5M2 forward, E4M3 "
                            "gradients) %s.\n\n",
