@@ -203,9 +203,7 @@ int an_advise(an_ctx *c)
         free(st), free(wins);
     }
 done:
-    if (ft)
-        fclose(ft);
-    if (ff)
-        fclose(ff);
+    if (an_data_close(c, (FILE *[]){ft, ff}, 2))
+        rc = 1;
     return rc;
 }

@@ -66,6 +66,9 @@ typedef struct {
 
 void an_defaults(an_ctx *c);
 
+/* CLOCK_MONOTONIC in seconds (the report's progress times). */
+double an_now(void);
+
 /* Load runs (summaries) and index them; 0, or 1 with a message printed that
  * names the file and the problem (unreadable, not a run, no records). */
 int an_open(an_ctx *c, const char *const *paths, int n);
@@ -81,6 +84,15 @@ static inline const fp8_summary *an_rec(const an_run *a, size_t i) { return &a->
  * its active recipe's, else the longest. -1 when the tensor has no records. */
 int an_input_recipe(const an_run *a, int t);
 
+/* Indices (into run->snapshots, in step order as written) of tensor t's
+ * snapshots, at most AN_MAX_SNAPSHOTS; returns how many. */
+#define AN_MAX_SNAPSHOTS 4096
+size_t an_snapshots(const an_run *a, int t, size_t *idx);
+
+/* The tensor's delayed-scaling recipe: its active recipe when that is
+ * delayed, else the first delayed recipe with records on it; -1 none. */
+int an_delayed_recipe(const an_run *a, int t);
+
 /* A short label for recipe r ("hybrid:delayed h=1024 max m=0",
  * "e4m3:block 1x128", ...), stable for tables and legends. */
 const char *an_recipe_label(const an_run *a, int r, char *buf, size_t n);
@@ -91,6 +103,10 @@ const fp8_format *an_format(const an_run *a, int t, int r);
 /* Open DIR/name for writing a data file (C locale numbers); NULL with a
  * message printed. */
 FILE *an_data(const an_ctx *c, const char *name);
+
+/* Close the n data files of an analysis (NULL entries skipped); 1 with a
+ * message when a write failed (the files are incomplete), else 0. */
+int an_data_close(const an_ctx *c, FILE *const *fs, int n);
 
 /* Add a finding for the report summary (printf-style), under a topic:
  * "risk", "gain", "verdict", "replay", "dynamics", "outliers", "smooth",

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "analysis.h"
 #include "fp8_error.h"
@@ -30,6 +31,13 @@ void an_defaults(an_ctx *c)
 }
 
 static const fp8_summary *sort_recs;
+double an_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 static int cmp_series(const void *a, const void *b)
 {
     const fp8_summary *x = &sort_recs[*(const size_t *)a], *y = &sort_recs[*(const size_t *)b];
@@ -203,6 +211,27 @@ int an_input_recipe(const an_run *a, int t)
     return best;
 }
 
+size_t an_snapshots(const an_run *a, int t, size_t *idx)
+{
+    size_t ns = 0;
+    for (size_t i = 0; i < a->run->nsnapshots && ns < AN_MAX_SNAPSHOTS; i++)
+        if ((int)a->run->snapshots[i].tensor == t)
+            idx[ns++] = i;
+    return ns;
+}
+
+int an_delayed_recipe(const an_run *a, int t)
+{
+    int d = -1;
+    for (int r = 0; r < a->run->nrecipes; r++) {
+        size_t n;
+        an_series(a, t, r, &n);
+        if (n && a->recipe_ok[r] && a->recipes[r].kind == FP8_RECIPE_DELAYED && (d < 0 || r == a->active[t]))
+            d = r;
+    }
+    return d;
+}
+
 const char *an_recipe_label(const an_run *a, int r, char *buf, size_t n)
 {
     if (r < 0 || r >= a->run->nrecipes || !a->recipe_ok[r]) {
@@ -251,6 +280,17 @@ FILE *an_data(const an_ctx *c, const char *name)
     if (!f)
         fprintf(stderr, "fp8prof: cannot write %s: %s\n", path, strerror(errno));
     return f;
+}
+
+int an_data_close(const an_ctx *c, FILE *const *fs, int n)
+{
+    int bad = 0;
+    for (int i = 0; i < n; i++)
+        if (fs[i] && (ferror(fs[i]) | fclose(fs[i])) != 0)
+            bad = 1;
+    if (bad)
+        fprintf(stderr, "fp8prof: writing the data files in %s failed (disk full?): they are incomplete\n", c->outdir);
+    return bad;
 }
 
 void an_finding(an_ctx *c, const char *topic, const char *fmt, ...)

@@ -135,15 +135,10 @@ an_verdict an_tensor_verdict(const an_ctx *c, const an_run *a, int t, const an_s
 {
     int R = a->run->nrecipes;
     *D = *C = *B = -1;
-    for (int r = 0; r < R; r++) {
-        if (!a->recipe_ok[r] || st[r].records == 0)
-            continue;
-        const fp8_recipe *p = &a->recipes[r];
-        if (p->kind == FP8_RECIPE_DELAYED && (*D < 0 || r == a->active[t]))
-            *D = r;
-        if (is_fine(p) && (*B < 0 || st[r].sqnr_p50 > st[*B].sqnr_p50))
+    *D = an_delayed_recipe(a, t);
+    for (int r = 0; r < R; r++)
+        if (a->recipe_ok[r] && st[r].records && is_fine(&a->recipes[r]) && (*B < 0 || st[r].sqnr_p50 > st[*B].sqnr_p50))
             *B = r;
-    }
     for (int r = 0; r < R; r++) { /* current scaling in the delayed recipe's format, else any */
         if (!a->recipe_ok[r] || st[r].records == 0 || a->recipes[r].kind != FP8_RECIPE_CURRENT)
             continue;
@@ -258,11 +253,35 @@ out:
 
 /* ---- the analysis ------------------------------------------------------- */
 
-static void group_row(FILE *f, const char *run, const char *kind, const char *group, const char *recipe,
-                      const an_sstats *g, int tensors)
+/* Tensors of a role or layer under one recipe: events and records summed,
+ * rates weighted by records, and the mean of the tensors' median SQNRs. */
+typedef struct {
+    an_sstats s;
+    int tensors, sqnr_n;
+    double sqnr_sum;
+} group;
+
+static void group_add(group *G, const an_sstats *s)
 {
-    fprintf(f, "%s\t%s\t%s\t%s\t%d\t%zu\t%zu\t%.9g\t%.9g\t%.9g\n", run, kind, group, recipe, tensors, g->records,
-            g->events, g->overflow_rate, g->underflow_rate, g->subnormal_rate);
+    G->tensors++;
+    G->s.records += s->records, G->s.events += s->events;
+    G->s.overflow_rate += s->overflow_rate * (double)s->records;
+    G->s.underflow_rate += s->underflow_rate * (double)s->records;
+    G->s.subnormal_rate += s->subnormal_rate * (double)s->records;
+    if (!isnan(s->sqnr_p50))
+        G->sqnr_sum += s->sqnr_p50, G->sqnr_n++;
+}
+
+static void group_finish(group *G)
+{
+    double n = (double)G->s.records;
+    G->s.overflow_rate /= n, G->s.underflow_rate /= n, G->s.subnormal_rate /= n;
+}
+
+static void group_row(FILE *f, const char *run, const char *kind, const char *name, const char *recipe, const group *G)
+{
+    fprintf(f, "%s\t%s\t%s\t%s\t%d\t%zu\t%zu\t%.9g\t%.9g\t%.9g\n", run, kind, name, recipe, G->tensors, G->s.records,
+            G->s.events, G->s.overflow_rate, G->s.underflow_rate, G->s.subnormal_rate);
 }
 
 int an_compare(an_ctx *c)
@@ -293,12 +312,10 @@ int an_compare(an_ctx *c)
             continue;
         }
         an_sstats *st = calloc((size_t)T * (size_t)R + 1, sizeof *st);
-        an_sstats *grp = calloc((size_t)(FP8_NROLE + 1) * (size_t)R + 1, sizeof *grp);
-        int *gt = calloc((size_t)(FP8_NROLE + 1) * (size_t)R + 1, sizeof *gt);
-        double *gnum = calloc((size_t)(FP8_NROLE + 1) * (size_t)R * 4 + 1, sizeof *gnum);
+        group *grp = calloc((size_t)(FP8_NROLE + 1) * (size_t)R + 1, sizeof *grp); /* [role or all][recipe] */
         int64_t *steps = malloc((a->run->nrecords + 1) * sizeof *steps);
-        if (!st || !grp || !gt || !gnum || !steps) {
-            free(st), free(grp), free(gt), free(gnum), free(steps);
+        if (!st || !grp || !steps) {
+            free(st), free(grp), free(steps);
             fprintf(stderr, "fp8prof: compare: out of memory\n");
             rc = 1;
             goto done;
@@ -321,21 +338,11 @@ int an_compare(an_ctx *c)
                         a->run->tensor_layer[t], an_recipe_label(a, r, lab, sizeof lab), s->records, s->events,
                         s->overflow_rate, s->underflow_rate, s->subnormal_rate, s->sqnr_p05, s->sqnr_p50, s->sqnr_p95,
                         s->relerr_p50, s->relerr_p95, s->scale_log2_sd, s->scale_changes, s->block_spread);
-                /* role groups (index FP8_NROLE: all tensors); rates weighted by records */
-                for (int g = 0; g < 2; g++) {
-                    int gi = g ? FP8_NROLE : a->run->tensor_role[t];
-                    if (gi < 0 || gi > FP8_NROLE)
-                        continue;
-                    an_sstats *G = &grp[(size_t)gi * (size_t)R + (size_t)r];
-                    G->records += s->records, G->events += s->events;
-                    G->overflow_rate += s->overflow_rate * (double)s->records;
-                    G->underflow_rate += s->underflow_rate * (double)s->records;
-                    G->subnormal_rate += s->subnormal_rate * (double)s->records;
-                    if (!isnan(s->sqnr_p50))
-                        gnum[((size_t)gi * (size_t)R + (size_t)r) * 4] += s->sqnr_p50,
-                            gnum[((size_t)gi * (size_t)R + (size_t)r) * 4 + 1] += 1;
-                    gt[(size_t)gi * (size_t)R + (size_t)r]++;
-                }
+                /* role groups (index FP8_NROLE: all tensors) */
+                int role = a->run->tensor_role[t];
+                if (role >= 0 && role < FP8_NROLE)
+                    group_add(&grp[(size_t)role * (size_t)R + (size_t)r], s);
+                group_add(&grp[(size_t)FP8_NROLE * (size_t)R + (size_t)r], s);
             }
         /* layer groups, written straight out */
         int maxl = -1;
@@ -343,26 +350,19 @@ int an_compare(an_ctx *c)
             maxl = a->run->tensor_layer[t] > maxl ? a->run->tensor_layer[t] : maxl;
         for (int l = -1; l <= maxl; l++)
             for (int r = 0; r < R; r++) {
-                an_sstats L;
+                group L;
                 memset(&L, 0, sizeof L);
-                int nt = 0;
                 for (int t = 0; t < T; t++) {
                     const an_sstats *s = &st[(size_t)t * (size_t)R + (size_t)r];
-                    if (a->run->tensor_layer[t] != l || !s->records)
-                        continue;
-                    nt++;
-                    L.records += s->records, L.events += s->events;
-                    L.overflow_rate += s->overflow_rate * (double)s->records;
-                    L.underflow_rate += s->underflow_rate * (double)s->records;
-                    L.subnormal_rate += s->subnormal_rate * (double)s->records;
+                    if (a->run->tensor_layer[t] == l && s->records)
+                        group_add(&L, s);
                 }
-                if (!nt)
+                if (!L.tensors)
                     continue;
-                L.overflow_rate /= (double)L.records, L.underflow_rate /= (double)L.records;
-                L.subnormal_rate /= (double)L.records;
+                group_finish(&L);
                 char lname[16];
                 snprintf(lname, sizeof lname, "%d", l);
-                group_row(fg, a->label, "layer", lname, an_recipe_label(a, r, lab, sizeof lab), &L, nt);
+                group_row(fg, a->label, "layer", lname, an_recipe_label(a, r, lab, sizeof lab), &L);
             }
         int act = -1;
         for (int t = 0; t < T && act < 0; t++)
@@ -373,19 +373,16 @@ int an_compare(an_ctx *c)
                        "SQNR dB (mean of medians) |\n|---|---|---|---|---|---|---|---|\n");
         for (int gi = 0; gi <= FP8_NROLE; gi++)
             for (int r = 0; r < R; r++) {
-                size_t k = (size_t)gi * (size_t)R + (size_t)r;
-                an_sstats *G = &grp[k];
-                if (!G->records)
+                group *G = &grp[(size_t)gi * (size_t)R + (size_t)r];
+                if (!G->s.records)
                     continue;
-                G->overflow_rate /= (double)G->records, G->underflow_rate /= (double)G->records;
-                G->subnormal_rate /= (double)G->records;
+                group_finish(G);
                 const char *gname = gi == FP8_NROLE ? "all" : fp8_role_name((fp8_role)gi);
-                group_row(fg, a->label, gi == FP8_NROLE ? "all" : "role", gname, an_recipe_label(a, r, lab, sizeof lab),
-                          G, gt[k]);
-                double sq = gnum[k * 4 + 1] > 0 ? gnum[k * 4] / gnum[k * 4 + 1] : NAN;
+                group_row(fg, a->label, gi == FP8_NROLE ? "all" : "role", gname, an_recipe_label(a, r, lab, sizeof lab), G);
                 fprintf(c->md, "| %s | %s%s | %d | %zu | %.4f | %.4f | %.4f | %.2f |\n", gname, lab,
-                        r == act ? " (active)" : "", gt[k], G->events, 100 * G->overflow_rate,
-                        100 * G->underflow_rate, 100 * G->subnormal_rate, sq);
+                        r == act ? " (active)" : "", G->tensors, G->s.events, 100 * G->s.overflow_rate,
+                        100 * G->s.underflow_rate, 100 * G->s.subnormal_rate,
+                        G->sqnr_n ? G->sqnr_sum / G->sqnr_n : NAN);
             }
         fprintf(c->md, "\n");
         /* verdicts */
@@ -427,7 +424,7 @@ int an_compare(an_ctx *c)
             an_finding(c, "verdict", "`%s` %d / %d / %d", a->label, nverd[1], nverd[2], nverd[3]);
         /* recipes that overflow at nearly every recorded step: a systematic clip, not an outlier */
         for (int r = 0; r < R; r++) {
-            const an_sstats *G = &grp[(size_t)FP8_NROLE * (size_t)R + (size_t)r];
+            const an_sstats *G = &grp[(size_t)FP8_NROLE * (size_t)R + (size_t)r].s;
             if (G->records >= 10 && (double)G->events >= 0.9 * (double)G->records && G->overflow_rate > 1e-4) {
                 an_recipe_label(a, r, lab, sizeof lab);
                 int k = 0;
@@ -500,7 +497,7 @@ int an_compare(an_ctx *c)
             size_t gl = (size_t)snprintf(gain, sizeof gain, "`%s` (vs `%s`):", a->label, an_recipe_label(a, act, lab, sizeof lab));
             for (int gi = FP8_NROLE; gi >= 0; gi--)
                 for (int r = 0; r < R; r++) {
-                    if (r == act || !grp[(size_t)gi * (size_t)R + (size_t)r].records)
+                    if (r == act || !grp[(size_t)gi * (size_t)R + (size_t)r].s.records)
                         continue;
                     double m[2], lo[2], hi[2];
                     size_t used[2];
@@ -526,7 +523,7 @@ int an_compare(an_ctx *c)
             }
         }
         free(sidx);
-        free(st), free(grp), free(gt), free(gnum), free(steps);
+        free(st), free(grp), free(steps);
     }
     for (int k = 0; k < c->nclip; k++)
         an_finding(c, "risk", "`%s` overflows at almost every recorded step of every tensor in %d run%s (%.3g..%.3g%% of "
@@ -563,13 +560,7 @@ int an_compare(an_ctx *c)
                        c->nrisk);
     }
 done:
-    if (ft)
-        fclose(ft);
-    if (fg)
-        fclose(fg);
-    if (fb)
-        fclose(fb);
-    if (fv)
-        fclose(fv);
+    if (an_data_close(c, (FILE *[]){ft, fg, fb, fv}, 4))
+        rc = 1;
     return rc;
 }

@@ -87,10 +87,7 @@ static int push(pool *p, int g, double v)
 
 static int snapshot_ratios(const an_run *a, int t, pool *P, int64_t *lag, size_t *pairs)
 {
-    size_t idx[4096], ns = 0;
-    for (size_t i = 0; i < a->run->nsnapshots && ns < 4096; i++)
-        if ((int)a->run->snapshots[i].tensor == t)
-            idx[ns++] = i;
+    size_t idx[AN_MAX_SNAPSHOTS], ns = an_snapshots(a, t, idx);
     *pairs = 0;
     if (ns < 2)
         return 0;
@@ -268,9 +265,7 @@ int an_dynamics(an_ctx *c)
             free(all.r[g]);
     }
 done:
-    if (ft)
-        fclose(ft);
-    if (fg)
-        fclose(fg);
+    if (an_data_close(c, (FILE *[]){ft, fg}, 2))
+        rc = 1;
     return rc;
 }

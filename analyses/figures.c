@@ -9,7 +9,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "analysis.h"
 #include "compare.h"
@@ -39,25 +38,18 @@ static void draw(figset *F, const char *script, const char *name, const char *va
     snprintf(f->section, sizeof f->section, "%s", section);
 }
 
+/* 1 when data file DIR/name has a row below its header line. */
 static int file_has_rows(const char *dir, const char *name)
 {
     char p[4096];
     snprintf(p, sizeof p, "%s/%s", dir, name);
-    struct stat st;
-    return stat(p, &st) == 0 && st.st_size > 200;
-}
-
-/* The delayed recipe of tensor t (the active one if delayed), else -1. */
-static int delayed_of(const an_run *a, int t)
-{
-    int d = -1;
-    for (int r = 0; r < a->run->nrecipes; r++) {
-        size_t n;
-        an_series(a, t, r, &n);
-        if (n && a->recipe_ok[r] && a->recipes[r].kind == FP8_RECIPE_DELAYED && (d < 0 || r == a->active[t]))
-            d = r;
-    }
-    return d;
+    FILE *f = fopen(p, "r");
+    int ch, lines = 0;
+    while (f && lines < 2 && (ch = getc(f)) != EOF)
+        lines += ch == '\n';
+    if (f)
+        fclose(f);
+    return lines >= 2;
 }
 
 /* Tensors ranked by delayed overflow events (then by amax volatility). */
@@ -68,7 +60,7 @@ static int rank_tensors(const an_run *a, int *out, int k)
     if (!score)
         return 0;
     for (int t = 0; t < T; t++) {
-        int d = delayed_of(a, t);
+        int d = an_delayed_recipe(a, t);
         size_t n;
         const size_t *ix = an_series(a, t, d >= 0 ? d : an_input_recipe(a, t), &n);
         double ev = 0, lo = INFINITY, hi = 0;
@@ -96,7 +88,7 @@ static int rank_tensors(const an_run *a, int *out, int k)
 
 static void amax_figure(figset *F, const an_run *a, int t)
 {
-    int d = delayed_of(a, t), in = an_input_recipe(a, t);
+    int d = an_delayed_recipe(a, t), in = an_input_recipe(a, t);
     char data[256], name[96], path[4096], vars[1024], q1[300], q2[400], lab[96];
     snprintf(name, sizeof name, "fig_amax_%s_%d", a->label, t);
     snprintf(data, sizeof data, "%s.tsv", name);
@@ -248,7 +240,7 @@ out:
 /* exponent histogram of tensor t at its worst step, against each recipe's window */
 static void exphist_figure(figset *F, const an_run *a, int t)
 {
-    int in = an_input_recipe(a, t), d = delayed_of(a, t);
+    int in = an_input_recipe(a, t), d = an_delayed_recipe(a, t);
     size_t n;
     const size_t *ix = an_series(a, t, in, &n);
     if (!n)

@@ -193,11 +193,7 @@ int an_loss(an_ctx *c)
     fprintf(c->md, "\n");
 done:
     free(bs), free(bv), free(bsm);
-    if (fc)
-        fclose(fc);
-    if (fd)
-        fclose(fd);
-    if (fv)
-        fclose(fv);
+    if (an_data_close(c, (FILE *[]){fc, fd, fv}, 3))
+        rc = 1;
     return rc;
 }

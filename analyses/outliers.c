@@ -68,10 +68,7 @@ int an_tensor_outliers(const an_run *a, int t, an_outl *o)
  * f is given, writes the top channels' series. */
 static int channels(const an_run *a, int t, an_outl *o, FILE *f)
 {
-    size_t idx[4096], ns = 0;
-    for (size_t i = 0; i < a->run->nsnapshots && ns < 4096; i++)
-        if ((int)a->run->snapshots[i].tensor == t)
-            idx[ns++] = i;
+    size_t idx[AN_MAX_SNAPSHOTS], ns = an_snapshots(a, t, idx);
     if (!ns)
         return 0;
     size_t rows = a->run->snapshots[idx[0]].rows, cols = a->run->snapshots[idx[0]].cols;
@@ -298,11 +295,7 @@ int an_outliers(an_ctx *c)
     }
 done:
     an_close(&vc);
-    if (ft)
-        fclose(ft);
-    if (fc)
-        fclose(fc);
-    if (fv)
-        fclose(fv);
+    if (an_data_close(c, (FILE *[]){ft, fc, fv}, 3))
+        rc = 1;
     return rc;
 }

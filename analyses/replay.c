@@ -74,27 +74,16 @@ static uint64_t chist_bin(const chist *c, const uint64_t *pool, int bin)
     return pool[c->off + (uint64_t)(bin - c->lo + 1)] - pool[c->off + (uint64_t)(bin - c->lo)];
 }
 
-/* The bin of |x| = X (2..255 for normal floats; clamped) and the log-uniform
- * share of that binade lying below X. */
-static int bin_of(double X, double *below)
+/* The bin of |x| = X: 2..255 for the binades of normal floats (bin b holds
+ * [2^(b-128), 2^(b-127))), 1 below them, 256 above. */
+static int bin_of(double X)
 {
-    if (!(X > 0)) {
-        *below = 0;
+    if (!(X > 0))
         return 1;
-    }
     int e;
-    double m = frexp(X, &e); /* X = m 2^e, m in [0.5, 1): binade 2^(e-1) */
+    frexp(X, &e); /* X = m 2^e, m in [0.5, 1): binade 2^(e-1) */
     int bin = e - 1 + 128;
-    *below = log2(m) + 1; /* log2(X) - (e - 1) */
-    if (bin < 2) {
-        *below = 1;
-        return 1;
-    }
-    if (bin > 255) {
-        *below = 1;
-        return 256;
-    }
-    return bin;
+    return bin < 2 ? 1 : bin > 255 ? 256 : bin;
 }
 
 /* Share of a binade's values above u (positions in the binade, log2 units
@@ -118,22 +107,21 @@ static double geo_share(double hi, double u, double lo, double rho)
  * full; the binade holding it is split.  The recorded amax and smallest
  * nonzero |x| narrow that split: no value lies above amax or below
  * min_nonzero, and the value amax itself is one overflow when amax > over.
- * Inside the binade the estimate takes log2|x| uniform over the part of it
- * the values can occupy, with the density's slope taken from the
- * neighbouring binade (geo_share). */
-static void an_replay_counts(const chist *c, const uint64_t *pool, double amax, double min_nz, uint64_t inf,
+ * Inside the binade the estimate spreads log2|x| over the part of it the
+ * values can occupy, with the density's slope taken from the neighbouring
+ * binade (geo_share). */
+static void counts_past(const chist *c, const uint64_t *pool, double amax, double min_nz, uint64_t inf,
                              double over, double under, an_bounds *ov, an_bounds *un)
 {
-    double f;
     uint64_t total = c->lo > c->hi ? 0 : pool[c->off + (uint64_t)(c->hi - c->lo + 1)];
-    int b = bin_of(over, &f);
+    int b = bin_of(over);
     uint64_t above = b > 255 ? 0 : total - chist_below(c, pool, b + 1), part = b <= 255 ? chist_bin(c, pool, b) : 0;
     ov->lo = (double)above, ov->hi = (double)(above + part), ov->est = ov->lo;
     if (part) {
         if (!(amax > over)) { /* nothing above the threshold */
             ov->hi = ov->lo;
         } else {
-            double e0 = floor(log2(over)), top = fmin(log2(amax), e0 + 1), bot = fmax(e0, log2(min_nz > 0 ? min_nz : over));
+            double e0 = b - 128, top = fmin(log2(amax), e0 + 1), bot = fmax(e0, log2(min_nz > 0 ? min_nz : over));
             double below_bin = (double)chist_bin(c, pool, b - 1);
             double share = geo_share(top - e0, log2(over) - e0, bot - e0, below_bin > 0 ? (double)part / below_bin : 1);
             double est = (double)part * fmin(1, fmax(0, share));
@@ -145,7 +133,7 @@ static void an_replay_counts(const chist *c, const uint64_t *pool, double amax, 
         }
     }
     ov->lo += (double)inf, ov->est += (double)inf, ov->hi += (double)inf;
-    b = bin_of(under, &f);
+    b = bin_of(under);
     uint64_t below = b > 255 ? total : chist_below(c, pool, b);
     part = b <= 255 ? chist_bin(c, pool, b) : 0;
     un->lo = (double)below, un->hi = (double)(below + part), un->est = un->lo;
@@ -153,7 +141,7 @@ static void an_replay_counts(const chist *c, const uint64_t *pool, double amax, 
         if (!(min_nz <= under)) {
             un->hi = un->lo;
         } else {
-            double e0 = floor(log2(under)), bot = fmax(log2(min_nz), e0), top = fmin(e0 + 1, log2(amax > 0 ? amax : under));
+            double e0 = b - 128, bot = fmax(log2(min_nz), e0), top = fmin(e0 + 1, log2(amax > 0 ? amax : under));
             double above_bin = (double)chist_bin(c, pool, b + 1);
             double share = 1 - geo_share(top - e0, log2(under) - e0, bot - e0, above_bin > 0 ? above_bin / (double)part : 1);
             double est = (double)part * fmin(1, fmax(0, share));
@@ -172,7 +160,7 @@ void an_hist_bounds(const uint64_t *hist, double amax, double min_nonzero, uint6
     uint64_t pool[260], used = 0;
     chist c;
     chist_make(hist, &c, pool, &used);
-    an_replay_counts(&c, pool, amax, min_nonzero, inf, over, under, ov, un);
+    counts_past(&c, pool, amax, min_nonzero, inf, over, under, ov, un);
 }
 
 /* ---- per tensor ------------------------------------------------------------- */
@@ -231,7 +219,7 @@ static void *replay_many(void *arg)
                 cov[c] = (an_bounds){(double)s->inf[k], (double)s->inf[k], (double)s->inf[k]};
                 cun[c] = (an_bounds){0, 0, 0};
                 if (s->h)
-                    an_replay_counts(&s->h[k], J->pool, s->amax[k], s->min_nz[k], s->inf[k], over, under, &cov[c],
+                    counts_past(&s->h[k], J->pool, s->amax[k], s->min_nz[k], s->inf[k], over, under, &cov[c],
                                      &cun[c]);
                 nc++;
             }
@@ -419,7 +407,7 @@ int an_replay(an_ctx *c)
             goto done;
         }
         /* truth totals per delayed recipe */
-        double tr_n[64] = {0}, tr_out[64] = {0}, tr_err[64] = {0}, tr_steps[64] = {0}, tr_match[64] = {0};
+        double tr_out[64] = {0}, tr_err[64] = {0}, tr_steps[64] = {0}, tr_match[64] = {0};
         double tr_ov[64] = {0}, tr_ovest[64] = {0};
         for (int t = 0; t < T; t++) {
             if (input[t] < 0)
@@ -438,12 +426,8 @@ int an_replay(an_ctx *c)
                     s.h[k] = h[ix[k]];
             }
             /* the format: the tensor's delayed recipe's, else TE's hybrid convention */
-            const fp8_format *f = fp8_recipe_format(&hyb, (fp8_role)a->run->tensor_role[t]);
-            for (int r = 0; r < R; r++)
-                if (a->recipe_ok[r] && a->recipes[r].kind == FP8_RECIPE_DELAYED && an_format(a, t, r)) {
-                    f = an_format(a, t, r);
-                    break;
-                }
+            int d = an_delayed_recipe(a, t);
+            const fp8_format *f = d >= 0 ? an_format(a, t, d) : fp8_recipe_format(&hyb, (fp8_role)a->run->tensor_role[t]);
             an_setting_sum per[NSET];
             memset(per, 0, sizeof per);
             /* the 48 settings in two halves on two threads (the halves keep
@@ -507,7 +491,7 @@ int an_replay(an_ctx *c)
                     an_thresholds(fr, x->scale_inv, &over, &under);
                     an_bounds ov = {0, 0, 0}, un = {0, 0, 0};
                     if (s.h)
-                        an_replay_counts(&s.h[j], pool, s.amax[j], s.min_nz[j], s.inf[j], over, under, &ov, &un);
+                        counts_past(&s.h[j], pool, s.amax[j], s.min_nz[j], s.inf[j], over, under, &ov, &un);
                     double to = (double)x->overflows, tu = (double)x->underflows;
                     outside += (to < ov.lo || to > ov.hi || tu < un.lo || tu > un.hi);
                     if (getenv("DBG") && (to < ov.lo || to > ov.hi || tu < un.lo || tu > un.hi))
@@ -518,7 +502,6 @@ int an_replay(an_ctx *c)
                     maxerr = fmax(maxerr, e);
                     ovt += to, ove += ov.est, ovl += ov.lo, ovh += ov.hi;
                     unt += tu, une += un.est, unl += un.lo, unh += un.hi;
-                    tr_n[r] += (double)x->numel;
                     tr_err[r] = fmax(tr_err[r], e);
                     tr_ov[r] += to, tr_ovest[r] += ov.est;
                     tr_steps[r] += 1;
@@ -642,13 +625,7 @@ int an_replay(an_ctx *c)
         free(input);
     }
 done:
-    if (fs)
-        fclose(fs);
-    if (ft)
-        fclose(ft);
-    if (fg)
-        fclose(fg);
-    if (ff)
-        fclose(ff);
+    if (an_data_close(c, (FILE *[]){fs, ft, fg, ff}, 4))
+        rc = 1;
     return rc;
 }

@@ -20,19 +20,12 @@ static const char *meta(const an_run *a, const char *key)
     return NULL;
 }
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 static void progress(const an_ctx *c, int k, int n, const char *what, double t0)
 {
     if (c->quiet)
         return;
     int tty = isatty(2);
-    fprintf(stderr, "%sfp8prof report: [%d/%d] %-28s %6.1f s%s", tty ? "\r" : "", k, n, what, now() - t0,
+    fprintf(stderr, "%sfp8prof report: [%d/%d] %-28s %6.1f s%s", tty ? "\r" : "", k, n, what, an_now() - t0,
             tty ? "" : "\n");
     if (tty && k == n)
         fprintf(stderr, "\n");

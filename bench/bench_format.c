@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "fp8.h"
 #include "bench.h"
@@ -18,22 +17,15 @@
 #define N ((size_t)1 << 26)
 #define REPS 5
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 typedef void (*bench_fn)(void *ctx);
 
 static double best_rate(bench_fn fn, void *ctx)
 {
     double best = 0;
     for (int r = 0; r < REPS; r++) {
-        double t0 = now();
+        double t0 = bench_now();
         fn(ctx);
-        double dt = now() - t0;
+        double dt = bench_now() - t0;
         double rate = (double)N / dt / 1e9;
         if (rate > best)
             best = rate;

@@ -18,25 +18,22 @@ double bench_now(void)
 
 int main(int argc, char **argv)
 {
+    static const struct {
+        const char *name;
+        int (*run)(void);
+    } sections[] = {{"formats", bench_formats}, {"stats", bench_stats}, {"probe", bench_probe},
+                    {"train", bench_train},     {"report", bench_report}};
     const char *only = argc > 1 ? argv[1] : NULL;
-    int rc = 0;
-    if (!only || strcmp(only, "formats") == 0)
-        rc |= bench_formats();
-    if (!only || strcmp(only, "stats") == 0) {
-        printf("\n");
-        rc |= bench_stats();
-    }
-    if (!only || strcmp(only, "probe") == 0) {
-        printf("\n");
-        rc |= bench_probe();
-    }
-    if (!only || strcmp(only, "train") == 0) {
-        printf("\n");
-        rc |= bench_train();
-    }
-    if (!only || strcmp(only, "report") == 0) {
-        printf("\n");
-        rc |= bench_report();
+    int rc = 0, ran = 0;
+    for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++)
+        if (!only || strcmp(only, sections[i].name) == 0) {
+            if (ran++)
+                printf("\n");
+            rc |= sections[i].run();
+        }
+    if (!ran) {
+        fprintf(stderr, "bench: no section '%s' (formats, stats, probe, train, report)\n", only);
+        return 2;
     }
     return rc;
 }

@@ -5,8 +5,6 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "analysis.h"
 #include "cli.h"
@@ -15,7 +13,7 @@
 
 /* Shared options of the analyses and the report; the run paths are
  * collected into paths[] (at most max).  0, or a usage error status. */
-int cli_analysis_options(const char *cmd, int argc, char **argv, an_ctx *c, const char **paths, int max, int *n)
+static int analysis_options(const char *cmd, int argc, char **argv, an_ctx *c, const char **paths, int max, int *n)
 {
     *n = 0;
     c->outdir = "fp8prof-out";
@@ -67,7 +65,7 @@ static int run_one(const char *cmd, int (*fn)(an_ctx *), int argc, char **argv)
     an_ctx c;
     an_defaults(&c);
     const char *paths[64];
-    int n, rc = cli_analysis_options(cmd, argc, argv, &c, paths, 64, &n);
+    int n, rc = analysis_options(cmd, argc, argv, &c, paths, 64, &n);
     if (rc)
         return rc;
     if (an_open(&c, paths, n)) {
@@ -98,12 +96,10 @@ int cmd_report(int argc, char **argv)
     an_ctx c;
     an_defaults(&c);
     const char *paths[64];
-    int n, rc = cli_analysis_options("report", argc, argv, &c, paths, 64, &n);
+    int n, rc = analysis_options("report", argc, argv, &c, paths, 64, &n);
     if (rc)
         return rc;
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    double t0 = (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+    double t0 = an_now();
     fprintf(stderr, "fp8prof report: [1/9] loading %d run%s\n", n, n == 1 ? "" : "s");
     if (an_open(&c, paths, n)) {
         an_close(&c);

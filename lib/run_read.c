@@ -11,21 +11,29 @@
 #include "chunkread.h"
 #include "store_layout.h"
 
+/* Rows of an open dataset as the writer's latest flush left them (SWMR:
+ * refreshed first; one handle per dataset, HDF5 1.10 mishandles a refresh
+ * through a second one). */
+static hsize_t rows_of(hid_t d)
+{
+    H5Drefresh(d);
+    hid_t sp = H5Dget_space(d);
+    hsize_t dims[2] = {0, 0};
+    H5Sget_simple_extent_dims(sp, dims, NULL);
+    H5Sclose(sp);
+    return dims[0];
+}
+
 static int read_all(hid_t file, const char *name, hid_t memtype, size_t elem, void **out, size_t *n)
 {
     hid_t d = H5Dopen2(file, name, H5P_DEFAULT);
     if (d < 0)
         return -1;
-    H5Drefresh(d); /* SWMR: see the writer's latest flush */
-    hid_t sp = H5Dget_space(d);
-    hsize_t dims[2] = {0, 0};
-    H5Sget_simple_extent_dims(sp, dims, NULL);
-    *n = (size_t)dims[0];
+    *n = (size_t)rows_of(d);
     *out = calloc(*n ? *n : 1, elem);
     herr_t e = *out ? 0 : -1;
     if (!e && *n)
         e = H5Dread(d, memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, *out);
-    H5Sclose(sp);
     H5Dclose(d);
     return e < 0 ? -1 : 0;
 }
@@ -91,20 +99,6 @@ static herr_t meta_cb(hid_t loc, const char *name, const H5A_info_t *info, void 
     snprintf(r->meta_key[r->nmeta], FP8_NAME_MAX, "%s", name);
     r->meta_value[r->nmeta++] = v;
     return 0;
-}
-
-static hsize_t extent(hid_t file, const char *name)
-{
-    hid_t d = H5Dopen2(file, name, H5P_DEFAULT);
-    if (d < 0)
-        return 0;
-    H5Drefresh(d);
-    hid_t sp = H5Dget_space(d);
-    hsize_t dims[2] = {0, 0};
-    H5Sget_simple_extent_dims(sp, dims, NULL);
-    H5Sclose(sp);
-    H5Dclose(d);
-    return dims[0];
 }
 
 /* Rows [start, start + count) of a 1-D or 2-D dataset (already open):
@@ -208,10 +202,10 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
               read_all(file, "scalars", st, sizeof(disk_scalar), &scal, &nsc) ||
               read_all(file, "snapshot_index", snt, sizeof(disk_snap), &snaps, &nsnap);
     H5Tclose(tt), H5Tclose(rt), H5Tclose(nmt), H5Tclose(st), H5Tclose(snt);
-    nrec = extent(file, "records"), ne = extent(file, "exp_hist"), ns = extent(file, "scale_hist");
     drec = H5Dopen2(file, "records", H5P_DEFAULT);
     dexp = H5Dopen2(file, "exp_hist", H5P_DEFAULT);
     dsch = H5Dopen2(file, "scale_hist", H5P_DEFAULT);
+    nrec = drec >= 0 ? rows_of(drec) : 0, ne = dexp >= 0 ? rows_of(dexp) : 0, ns = dsch >= 0 ? rows_of(dsch) : 0;
     /* records per read: larger when the histograms are not held beside them */
     const size_t SLAB = lean ? 65536 : 4096;
     records = malloc(SLAB * sizeof(disk_record));
@@ -462,14 +456,7 @@ int fp8_run_exp_hist(const fp8_run *r, const uint64_t *rows, size_t n, uint64_t 
     if (file < 0)
         file = H5Fopen(r->path, H5F_ACC_RDONLY, H5P_DEFAULT);
     hid_t d = file >= 0 ? H5Dopen2(file, "exp_hist", H5P_DEFAULT) : -1;
-    hsize_t total = 0;
-    if (d >= 0) {
-        hid_t sp = H5Dget_space(d);
-        hsize_t dims[2] = {0, 0};
-        H5Sget_simple_extent_dims(sp, dims, NULL);
-        H5Sclose(sp);
-        total = dims[0];
-    }
+    hsize_t total = d >= 0 ? rows_of(d) : 0;
     /* rows closer than a chunk (64 rows) are read as one span, at most 4096 rows at a time */
     enum { SPAN = 4096, GAP = 64 };
     uint64_t *buf = malloc((size_t)SPAN * FP8_EXP_BINS * sizeof *buf);
