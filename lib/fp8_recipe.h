@@ -64,6 +64,9 @@ typedef struct {
     int history_len;         /* amax_history_len, >= 1 (default 1024)        */
     int algo_most_recent;    /* 0: max over the history; 1: slot 0 only      */
     int margin;              /* scale *= 2^-margin (default 0)               */
+    int finite_amax;         /* 1: an Inf amax stays out of the history; 0
+                                (default, TE): it enters and, while in the
+                                window, keeps the scale where it was        */
 
     /* current, rowwise, colwise, block */
     double eps;              /* amax floor: amax = max(amax, eps)            */
@@ -136,7 +139,9 @@ fp8_recipe_state *fp8_recipe_state_alloc(const fp8_recipe *r, fp8_role role);
 void fp8_recipe_state_free(fp8_recipe_state *st);
 
 /* Delayed scaling: note this step's amax in history slot 0 (max with what
- * the slot already holds: a tensor may be cast more than once per step). */
+ * the slot already holds: a tensor may be cast more than once per step).
+ * As TransformerEngine's fmaxf: NaN is ignored, +Inf enters (and freezes
+ * the scale while it is in the window) unless the recipe has finite_amax. */
 void fp8_recipe_state_observe(fp8_recipe_state *st, float amax);
 
 /* End of a step: delayed scaling updates the scale from the history, rolls

@@ -41,6 +41,9 @@ typedef struct {
     /* ---- quantized side ------------------------------------------------ */
     fp8_counts classes;    /* element casts per class                      */
     uint64_t overflows;    /* saturated + overflow classes                 */
+    uint64_t te_overflows; /* TE's definition: |x| > fp8_max * scale_inv (in
+                              float32, before rounding; Inf included; per
+                              group for grouped recipes)                  */
     uint64_t underflows;   /* TE: nonzero input whose code is +-0 (flushed) */
     uint64_t subnormals;   /* nonzero subnormal results                    */
     uint64_t err_excluded; /* finite x whose x_hat is Inf/NaN (no-saturate) */
@@ -91,5 +94,14 @@ int fp8_quantize_codes(fp8_recipe_state *st, const float *x, size_t rows, size_t
 size_t fp8_quantize_ngroups(const fp8_recipe *r, size_t rows, size_t cols);
 
 size_t fp8_quantize_group_of(const fp8_recipe *r, size_t rows, size_t cols, size_t i, size_t j);
+
+/* One pass over n floats: the finite amax (max |x| over finite x, 0 if
+ * none) and the numbers of +-Inf and NaN inputs.  TransformerEngine's amax
+ * (fmaxf over |x|: NaN ignored) is Inf when inf_count > 0, else amax. */
+typedef struct {
+    float amax;
+    uint64_t inf_count, nan_count;
+} fp8_amax_info;
+int fp8_tensor_amax(const float *x, size_t n, fp8_amax_info *out);
 
 #endif

@@ -34,7 +34,9 @@ typedef void (*moments_fn)(FP8_MOMENTS_ARGS);
 typedef void (*range_fn)(FP8_RANGE_ARGS);
 typedef void (*range_groups_fn)(FP8_RANGE_GROUPS_ARGS);
 typedef void (*hist_fn)(FP8_HIST_ARGS);
+typedef void (*amax_scan_fn)(FP8_AMAX_SCAN_ARGS);
 static hist_fn hist_vec;
+static amax_scan_fn amax_scan;
 
 static moments_fn moments_add;
 static range_fn range_pass;
@@ -47,6 +49,7 @@ static void pick(void)
     range_pass = fp8__range_base;
     range_groups = fp8__range_groups_base;
     hist_vec = fp8__hist_add_base;
+    amax_scan = fp8__amax_scan_base;
 #if defined(__x86_64__)
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f")) {
@@ -54,11 +57,13 @@ static void pick(void)
         range_pass = fp8__range_avx512;
         range_groups = fp8__range_groups_avx512;
         hist_vec = fp8__hist_add_avx512;
+        amax_scan = fp8__amax_scan_avx512;
     } else if (__builtin_cpu_supports("avx2")) {
         moments_add = fp8__moments_add_avx2;
         range_pass = fp8__range_avx2;
         range_groups = fp8__range_groups_avx2;
         hist_vec = fp8__hist_add_avx2;
+        amax_scan = fp8__amax_scan_avx2;
     }
 #endif
 }
@@ -425,6 +430,57 @@ static void finish_stats(fp8_stats *s, const pass_ctx *c, const layout *L, const
     s->max_block_dynamic_range = gamax_bits ? bdr : s->dynamic_range;
 }
 
+/* amax, Inf and NaN counts in chunks the lane counters hold */
+static void amax_info(const float *x, size_t n, uint32_t *amax_bits, uint64_t *ninf, uint64_t *nnan)
+{
+    enum { CHUNK = 1u << 30 };
+    *amax_bits = 0, *ninf = 0, *nnan = 0;
+    for (size_t i = 0; i < n; i += CHUNK) {
+        uint32_t a;
+        uint64_t ci, cn;
+        amax_scan(x + i, n - i < CHUNK ? n - i : CHUNK, &a, &ci, &cn);
+        if (a > *amax_bits)
+            *amax_bits = a;
+        *ninf += ci, *nnan += cn;
+    }
+}
+
+int fp8_tensor_amax(const float *x, size_t n, fp8_amax_info *out)
+{
+    if (!out || (!x && n))
+        return FP8_ERROR(FP8_EINVAL, "fp8_tensor_amax: %s is NULL", out ? "the tensor" : "out");
+    pthread_once(&pick_once, pick);
+    uint32_t a;
+    amax_info(x, n, &a, &out->inf_count, &out->nan_count);
+    out->amax = bits_to_float(a);
+    return FP8_OK;
+}
+
+/* TE's overflow count: |x| > fp8_max * scale_inv, both float32 as TE's
+ * torch expression computes them (Inf counts, NaN does not), per group.
+ * Only groups that can hold such a value are read: their amax exceeds the
+ * threshold, or the tensor holds an Inf. */
+static uint64_t te_overflow_count(const float *X, const layout *L, const float *scale_inv, const uint32_t *gamax,
+                                  float amax, float fmax, int any_inf)
+{
+    uint64_t n = 0;
+    for (size_t g = 0; g < L->ngroups; g++) {
+        float thr = fmax * scale_inv[g];
+        float ga = L->per_tensor ? amax : bits_to_float(gamax[g]);
+        if (!any_inf && !(ga > thr))
+            continue;
+        size_t r0 = L->per_tensor ? 0 : (g / L->nbc) * L->br, c0 = L->per_tensor ? 0 : (g % L->nbc) * L->seg;
+        size_t r1 = L->per_tensor ? 1 : (r0 + L->br < L->R ? r0 + L->br : L->R);
+        size_t len = L->per_tensor ? L->R * L->C : (c0 + L->seg < L->C ? L->seg : L->C - c0);
+        for (size_t i = r0; i < r1; i++) {
+            const float *p = X + i * (L->per_tensor ? 0 : L->C) + c0;
+            for (size_t j = 0; j < len; j++)
+                n += fabsf(p[j]) > thr;
+        }
+    }
+    return n;
+}
+
 int fp8_quantize(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out, fp8_stats *stats)
 {
     return fp8_quantize_ex(st, x, rows, cols, out, stats, 0);
@@ -489,9 +545,10 @@ static int quantize_impl(fp8_recipe_state *st, const float *x, size_t rows, size
         /* nothing to produce: only the recipe's state moves (delayed
          * scaling notes the amax; the other recipes keep no state) */
         if (r->kind == FP8_RECIPE_DELAYED) {
-            uint32_t amax = 0, minnz = 0x7F800000u;
-            range_pass(x, rows * cols, &amax, &minnz); /* integer work only */
-            fp8_recipe_state_observe(st, bits_to_float(amax));
+            uint32_t amax;
+            uint64_t ninf, nnan;
+            amax_info(x, rows * cols, &amax, &ninf, &nnan); /* integer work only */
+            fp8_recipe_state_observe(st, ninf && !r->finite_amax ? INFINITY : bits_to_float(amax));
         }
         return FP8_OK;
     }
@@ -503,7 +560,7 @@ static int quantize_impl(fp8_recipe_state *st, const float *x, size_t rows, size
     size_t ng = L.ngroups, numel = rows * cols;
     /* delayed scaling takes its amax from the fused pass's moments, or from
      * an amax pass when no statistics are wanted */
-    const int need_amax = r->kind != FP8_RECIPE_NONE && (r->kind != FP8_RECIPE_DELAYED || !stats);
+    const int need_amax = r->kind != FP8_RECIPE_NONE && r->kind != FP8_RECIPE_DELAYED;
     const int want_hist = stats && !(options & FP8_STATS_NO_EXP_HIST);
     uint32_t *gamax = calloc(ng, sizeof *gamax), *gminnz = malloc(ng * sizeof *gminnz);
     float *scale = malloc(ng * sizeof *scale), *scale_inv = malloc(ng * sizeof *scale_inv);
@@ -617,19 +674,28 @@ static int quantize_impl(fp8_recipe_state *st, const float *x, size_t rows, size
         memcpy(group_scale_inv, scale_inv, ng * sizeof *scale_inv);
 
     if (r->kind == FP8_RECIPE_DELAYED) { /* this step's amax enters slot 0 */
-        float amax = bits_to_float(tot_amax);
+        float amax;
+        uint64_t ninf;
         if (stats) {
             float mn = INFINITY, mx = -INFINITY;
             for (int l = 0; l < 16; l++)
                 mn = fminf(mn, c.mom.mn[l]), mx = fmaxf(mx, c.mom.mx[l]);
             amax = isinf(mn) ? 0.0f : fmaxf(fabsf(mn), fabsf(mx));
+            ninf = c.mom.inf;
+        } else {
+            uint32_t ab;
+            uint64_t nnan;
+            amax_info(X, numel, &ab, &ninf, &nnan);
+            amax = bits_to_float(ab);
         }
-        fp8_recipe_state_observe(st, amax);
+        fp8_recipe_state_observe(st, ninf && !r->finite_amax ? INFINITY : amax); /* TE's amax: Inf when present */
     }
     if (stats) {
         memset(stats, 0, sizeof *stats);
         finish_stats(stats, &c, &L, L.per_tensor ? NULL : gamax, gminnz, scale, scale_inv, flags, s_global,
                      st->format);
+        stats->te_overflows = te_overflow_count(X, &L, scale_inv, gamax, (float)stats->amax, (float)st->format->max,
+                                                stats->inf_count > 0);
         if (hist) {
             hist_flush(hacc, hist);
             memcpy(stats->exp_hist, hist, sizeof stats->exp_hist);

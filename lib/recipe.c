@@ -338,6 +338,11 @@ static int apply_option(const char *spec, fp8_recipe *r, char *item)
                 return bad(spec, "margin '%s' is not an integer in 0..64", val);
             return 0;
         }
+        if (strcmp(k, "finite_amax") == 0) {
+            NOVAL();
+            r->finite_amax = 1;
+            return 0;
+        }
     }
     if (kind == FP8_RECIPE_CURRENT || kind == FP8_RECIPE_ROWWISE || kind == FP8_RECIPE_COLWISE ||
         kind == FP8_RECIPE_BLOCK) {
@@ -427,8 +432,8 @@ static void canonical(fp8_recipe *r)
     const char *fmt = r->hybrid ? "hybrid" : r->fwd.name;
     switch (r->kind) {
     case FP8_RECIPE_DELAYED:
-        ADD("history=%d,algo=%s,margin=%d%s", r->history_len, r->algo_most_recent ? "most_recent" : "max", r->margin,
-            r->pow2 ? ",pow2" : "");
+        ADD("history=%d,algo=%s,margin=%d%s%s", r->history_len, r->algo_most_recent ? "most_recent" : "max", r->margin,
+            r->pow2 ? ",pow2" : "", r->finite_amax ? ",finite_amax" : "");
         break;
     case FP8_RECIPE_CURRENT:
     case FP8_RECIPE_ROWWISE:
@@ -618,7 +623,9 @@ void fp8_recipe_state_free(fp8_recipe_state *st)
 
 void fp8_recipe_state_observe(fp8_recipe_state *st, float amax)
 {
-    if (!st || !st->history || !isfinite(amax) || amax < 0.0f)
+    /* TE's history update takes fmaxf: a NaN amax leaves the slot as it
+     * was; an Inf one enters it (finite_amax: it does not) */
+    if (!st || !st->history || isnan(amax) || amax < 0.0f || (isinf(amax) && st->recipe.finite_amax))
         return;
     fp8__fenv env;
     fp8__fenv_enter(&env); /* subnormal amaxes must compare as themselves */

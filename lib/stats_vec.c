@@ -358,6 +358,46 @@ void FN(fp8__range_)(FP8_RANGE_ARGS)
     *minnz_bits = mz;
 }
 
+/* The tensor amax as TransformerEngine's amax kernel sees it needs to know
+ * about Inf (it enters TE's amax; NaN does not), so this pass also counts
+ * non-finite inputs: finite amax bits, +-Inf count, NaN count. */
+void FN(fp8__amax_scan_)(FP8_AMAX_SCAN_ARGS)
+{
+    vu16 amax = {0}, ninf = {0}, nnan = {0};
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        vu16 a;
+        memcpy(&a, x + i, 64);
+        a &= 0x7FFFFFFFu;
+        vu16 fin = (vu16)(a < 0x7F800000u);
+        vu16 af = a & fin;
+        amax = (vu16)((vi16)(amax >= af) & (vi16)amax) | (vu16)(~(vi16)(amax >= af) & (vi16)af);
+        ninf -= (vu16)(a == 0x7F800000u);
+        nnan -= (vu16)(a > 0x7F800000u);
+    }
+    uint32_t am = 0;
+    uint64_t ci = 0, cn = 0;
+    for (int l = 0; l < 16; l++) {
+        if (amax[l] > am)
+            am = amax[l];
+        ci += ninf[l], cn += nnan[l];
+    }
+    for (; i < n; i++) {
+        uint32_t a;
+        memcpy(&a, x + i, 4);
+        a &= 0x7FFFFFFFu;
+        if (a > 0x7F800000u)
+            cn++;
+        else if (a == 0x7F800000u)
+            ci++;
+        else if (a > am)
+            am = a;
+    }
+    *amax_bits = am;
+    *inf_count = ci;
+    *nan_count = cn;
+}
+
 void FN(fp8__range_groups_)(FP8_RANGE_GROUPS_ARGS)
 {
     const vu16 big = (vu16){0} + 0x7F800000u;

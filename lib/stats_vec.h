@@ -52,6 +52,12 @@ void fp8__range_groups_base(FP8_RANGE_GROUPS_ARGS);
 void fp8__hist_add_avx512(FP8_HIST_ARGS);
 void fp8__hist_add_avx2(FP8_HIST_ARGS);
 void fp8__hist_add_base(FP8_HIST_ARGS);
+/* Finite amax (float32 bits) and the counts of +-Inf and NaN inputs; the
+ * per-lane counters hold 2^32 - 1 elements per call (callers chunk). */
+#define FP8_AMAX_SCAN_ARGS const float *x, size_t n, uint32_t *amax_bits, uint64_t *inf_count, uint64_t *nan_count
+void fp8__amax_scan_avx512(FP8_AMAX_SCAN_ARGS);
+void fp8__amax_scan_avx2(FP8_AMAX_SCAN_ARGS);
+void fp8__amax_scan_base(FP8_AMAX_SCAN_ARGS);
 void fp8__range_avx512(FP8_RANGE_ARGS);
 void fp8__range_avx2(FP8_RANGE_ARGS);
 void fp8__range_base(FP8_RANGE_ARGS);

@@ -224,8 +224,15 @@ int ref_quantize(fp8_recipe_state *st, const float *x0, size_t rows, size_t cols
         for (size_t i = 0; i < R; i++)
             for (size_t j = 0; j < C; j++)
                 out0[trans ? j * cols + i : i * cols + j] = q[i * C + j];
+    /* TE's count: |x| > fp8_max * scale_inv, float32 product, every element */
+    for (size_t i = 0; i < R; i++)
+        for (size_t j = 0; j < C; j++) {
+            float thr = (float)f->max * si[group_of(r, i, j, R, C, &ng)];
+            s->te_overflows += fabsf(x[i * C + j]) > thr;
+        }
+    /* TE's amax kernel keeps Inf (fmaxf drops only NaN): Inf enters the history */
     if (r->kind == FP8_RECIPE_DELAYED)
-        fp8_recipe_state_observe(st, (float)amax);
+        fp8_recipe_state_observe(st, s->inf_count && !r->finite_amax ? INFINITY : (float)amax);
     free(x), free(q), free(gamax), free(gminnz), free(sc), free(si), free(gov), free(gun);
     return FP8_OK;
 }

@@ -164,6 +164,80 @@ static void test_delayed(void)
     fp8_recipe_state_free(st);
 }
 
+/* TransformerEngine where names overlap: an Inf in a tensor enters the
+ * delayed history (TE's amax kernel drops NaN with fmaxf, keeps Inf) and
+ * freezes the scale while it is in the window; overflows% counts |x| >
+ * fp8_max * scale_inv before rounding. */
+static void test_te_exactness(void)
+{
+    /* steps: amax 2, an Inf (finite amax 4), then 1, 1, 1, 1 */
+    const struct { const char *spec; float want[6]; } cases[] = {
+        /* scale after step t.  history 3, max: the Inf sits in the window
+         * for three updates (steps 1..3), the scale stays 224 = 448/2 */
+        {"e4m3:delayed:history=3", {224, 224, 224, 224, 448, 448}},
+        /* most_recent: only the update of step 1 is frozen */
+        {"e4m3:delayed:history=3,algo=most_recent", {224, 224, 448, 448, 448, 448}},
+        /* finite_amax: the finite amax 4 of step 1 enters instead */
+        {"e4m3:delayed:history=3,finite_amax", {224, 112, 112, 112, 448, 448}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        fp8_recipe r;
+        CU_ASSERT_EQUAL_FATAL(fp8_recipe_parse(cases[c].spec, &r), FP8_OK);
+        fp8_recipe_state *st = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
+        for (int t = 0; t < 6; t++) {
+            float x[4] = {t == 0 ? 2.0f : 1.0f, 0.5f, t == 1 ? INFINITY : 0.25f, t == 1 ? 4.0f : -1.0f};
+            fp8_stats s;
+            CU_ASSERT_EQUAL(fp8_quantize(st, x, 1, 4, NULL, &s), FP8_OK);
+            fp8_recipe_state_step(st);
+            if (st->scale != cases[c].want[t])
+                fprintf(stderr, "\n  %s step %d: scale %g want %g\n", cases[c].spec, t, st->scale, cases[c].want[t]);
+            CU_ASSERT_EQUAL(st->scale, cases[c].want[t]);
+        }
+        fp8_recipe_state_free(st);
+    }
+    /* the same through the no-statistics path (the probes' unrecorded steps) */
+    fp8_recipe r;
+    fp8_recipe_parse("e4m3:delayed:history=2", &r);
+    fp8_recipe_state *st = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
+    float a[2] = {2.0f, 1.0f}, b[2] = {NAN, -INFINITY};
+    fp8_quantize_ex(st, a, 1, 2, NULL, NULL, 0);
+    fp8_recipe_state_step(st);
+    CU_ASSERT_EQUAL(st->scale, 224.0f);
+    fp8_quantize_ex(st, b, 1, 2, NULL, NULL, 0);
+    CU_ASSERT_EQUAL(st->history[0], INFINITY); /* NaN dropped, -Inf as |x| */
+    fp8_recipe_state_step(st);
+    CU_ASSERT_EQUAL(st->scale, 224.0f);
+    fp8_recipe_state_free(st);
+
+    /* overflows% both ways, E4M3 at scale 1: 448.5 rounds to 448 (ours: no
+     * overflow; TE: > 448, one); 464 ties to 448 (even); 465 overflows in
+     * both; Inf in both */
+    fp8_recipe_parse("e4m3:none", &r);
+    st = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
+    float x[6] = {448.0f, 448.5f, 464.0f, -465.0f, INFINITY, 1.0f};
+    fp8_stats s;
+    CU_ASSERT_EQUAL(fp8_quantize(st, x, 1, 6, NULL, &s), FP8_OK);
+    CU_ASSERT_EQUAL(s.overflows, 2);
+    CU_ASSERT_EQUAL(s.te_overflows, 4);
+    fp8_recipe_state_free(st);
+    /* E5M2: 61440 (the midpoint past 57344) ties to the next binade: overflow */
+    fp8_recipe_parse("e5m2:none", &r);
+    st = fp8_recipe_state_alloc(&r, FP8_ROLE_GRADIENT);
+    float y[3] = {61440.0f, 61439.0f, 57345.0f};
+    CU_ASSERT_EQUAL(fp8_quantize(st, y, 1, 3, NULL, &s), FP8_OK);
+    CU_ASSERT_EQUAL(s.overflows, 1);
+    CU_ASSERT_EQUAL(s.te_overflows, 3);
+    fp8_recipe_state_free(st);
+    /* grouped: each group against its own scale_inv; a 1x4 block of amax
+     * 448 at scale 1 has nothing above its threshold */
+    fp8_recipe_parse("e4m3:block=1x4:eps=0", &r);
+    st = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
+    float z[8] = {448, 1, 2, 3, 1, 1, 1, INFINITY};
+    CU_ASSERT_EQUAL(fp8_quantize(st, z, 1, 8, NULL, &s), FP8_OK);
+    CU_ASSERT_EQUAL(s.te_overflows, 1); /* the Inf */
+    fp8_recipe_state_free(st);
+}
+
 static void test_current(void)
 {
     CU_ASSERT_EQUAL(fp8_scale_current(448, 0, 0, 0, 0), 1.0f);           /* bad amax -> 1 */
@@ -333,8 +407,9 @@ void register_recipe_tests(void)
     static const char *const names[] = {"spec parsing and canonical form", "spec errors name the bad part",
                                         "delayed: history, algo, margin, lag, rules", "current: eps, pow2, torchao",
                                         "block: DeepSeek/TE scales, 130x260 partial tiles",
-                                        "mx: floor clips 500, ceil does not", "nvfp4: two-level scales"};
+                                        "mx: floor clips 500, ceil does not", "nvfp4: two-level scales",
+                                        "TE exactness: Inf in the delayed history, overflows% before rounding"};
     static void (*const fns[])(void) = {test_parse, test_parse_errors, test_delayed, test_current,
-                                        test_block, test_mx, test_nvfp4};
-    add_suite("recipe", names, fns, 7);
+                                        test_block, test_mx, test_nvfp4, test_te_exactness};
+    add_suite("recipe", names, fns, 8);
 }

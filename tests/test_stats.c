@@ -73,6 +73,7 @@ static void compare(const char *what, const fp8_stats *a, const fp8_stats *b)
     for (int c = 0; c < FP8_NCLASS; c++)
         CHECK_EQ(classes.n[c]);
     CHECK_EQ(overflows);
+    CHECK_EQ(te_overflows);
     CHECK_EQ(underflows);
     CHECK_EQ(subnormals);
     CHECK_EQ(err_excluded);
@@ -109,7 +110,7 @@ static const char *recipes[] = {
     "e5m2:current:nosat", "e4m3:rowwise", "e4m3:colwise", "e4m3:block=1x128", "e4m3:block=1x128:ue8m0",
     "e4m3:block=128x128:pow2,eps=0", "e4m3:block=1x128:transposed", "mxfp8:floor", "mxfp8:rceil",
     "e5m2:mx:even", "mxfp6:ceil", "mxfp4:floor", "nvfp4", "e4m3:current:round=stochastic,seed=9",
-    "e4m3:current:round=zero", "e4m3fnuz:current", "e2m1:none",
+    "e4m3:current:round=zero", "e4m3fnuz:current", "e2m1:none", "e4m3:delayed:history=4,finite_amax",
 };
 #define NRECIPES (sizeof recipes / sizeof recipes[0])
 
@@ -341,13 +342,53 @@ static void test_codes(void)
     }
 }
 
+/* fp8_tensor_amax (vector pass) against a plain loop: lengths around the
+ * lane width, Inf and NaN of both signs, subnormals, a zero tensor. */
+static void test_tensor_amax(void)
+{
+    uint64_t seed = 0x243F6A8885A308D3ull;
+    float x[300];
+    for (int trial = 0; trial < 400; trial++) {
+        size_t n = (size_t)(test_rand(&seed) % 300);
+        for (size_t i = 0; i < n; i++) {
+            uint64_t r = test_rand(&seed);
+            float v = f_from_bits((uint32_t)r);                /* any bit pattern */
+            if (r >> 60 == 0)
+                v = (r & 1) ? INFINITY : -INFINITY;
+            else if (r >> 60 == 1)
+                v = 0.0f;
+            x[i] = v;
+        }
+        float want = 0;
+        uint64_t inf = 0, nan = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (isnan(x[i]))
+                nan++;
+            else if (isinf(x[i]))
+                inf++;
+            else if (fabsf(x[i]) > want)
+                want = fabsf(x[i]);
+        }
+        fp8_amax_info a;
+        CU_ASSERT_EQUAL_FATAL(fp8_tensor_amax(x, n, &a), FP8_OK);
+        CU_ASSERT_EQUAL(bits_of(a.amax), bits_of(want));
+        CU_ASSERT_EQUAL(a.inf_count, inf);
+        CU_ASSERT_EQUAL(a.nan_count, nan);
+    }
+    fp8_amax_info a;
+    CU_ASSERT_EQUAL(fp8_tensor_amax(NULL, 0, &a), FP8_OK);
+    CU_ASSERT_EQUAL(a.amax, 0.0f);
+    CU_ASSERT_EQUAL(fp8_tensor_amax(NULL, 3, &a), FP8_EINVAL);
+}
+
 void register_stats_tests(void)
 {
-    static const char *const names[] = {"hand-worked statistics", "engine vs scalar oracle, 25 recipes x 9 tensors",
+    static const char *const names[] = {"hand-worked statistics", "engine vs scalar oracle, 26 recipes x 9 tensors",
                                         "engine under FTZ/DAZ equals the default environment",
                                         "apply-only and no-histogram paths agree",
-                                        "codes and group scales reproduce x_hat"};
+                                        "codes and group scales reproduce x_hat",
+                                        "tensor amax, Inf and NaN counts vs a plain loop"};
     static void (*const fns[])(void) = {test_known_values, test_vs_oracle, test_vs_oracle_ftz, test_options,
-                                        test_codes};
-    add_suite("stats", names, fns, 5);
+                                        test_codes, test_tensor_amax};
+    add_suite("stats", names, fns, 6);
 }
