@@ -22,7 +22,7 @@
 #include "fp8_recipe.h"
 #include "fp8_stats.h"
 
-#define FP8_STORE_SCHEMA 2
+#define FP8_STORE_SCHEMA 3
 #define FP8_NAME_MAX 128   /* tensor and scalar names, bytes incl. NUL */
 #define FP8_SPEC_MAX 320   /* recipe specs, bytes incl. NUL            */
 
@@ -43,6 +43,18 @@ int fp8_store_scalar_name(fp8_store *s, const char *name);
 int fp8_store_add_record(fp8_store *s, int tensor, int recipe, int64_t step, int active, uint64_t rows,
                          uint64_t cols, const fp8_stats *st);
 int fp8_store_add_scalar(fp8_store *s, int name, int64_t step, double value);
+
+/* Buffer one every-step row: tensor x recipe x step, the finite amax over
+ * the step's casts, the scale the recipe cast with (NaN for grouped
+ * recipes), nonfinite bit 0 = an Inf input this step, bit 1 = a NaN. */
+int fp8_store_add_step(fp8_store *s, int tensor, int recipe, int64_t step, int active, float amax, float scale,
+                       unsigned nonfinite);
+
+/* Buffer per-block amax summaries of a rows x cols tensor at step: blocks
+ * of `block` elements along each row (the last one partial), row-major,
+ * rows * ceil(cols / block) floats (copied). */
+int fp8_store_add_block_amax(fp8_store *s, int tensor, int64_t step, uint64_t rows, uint64_t cols, uint32_t block,
+                             const float *amax);
 
 /* Buffer a full-tensor snapshot (float32, copied). */
 int fp8_store_add_snapshot(fp8_store *s, int tensor, int64_t step, const float *x, uint64_t rows, uint64_t cols);
@@ -80,6 +92,27 @@ typedef struct {
     uint64_t codes_offset, scales_offset, nscales;
 } fp8_snapshot;
 
+/* One every-step row (schema 3, /steps): the tensor's finite amax over the
+ * step's casts, the scale recipe `recipe` cast it with (NaN: grouped
+ * recipe), nonfinite bit 0: an Inf input, bit 1: a NaN input. */
+typedef struct {
+    uint32_t tensor, recipe;
+    int64_t step;
+    float amax, scale;
+    uint32_t nonfinite;
+    int32_t active;
+} fp8_step_row;
+
+/* Where per-block amax summary k is (schema 3, /block_amax_index): rows x
+ * ceil(cols / block) floats, blocks of `block` elements along each row. */
+typedef struct {
+    uint32_t tensor;
+    int64_t step;
+    uint64_t rows, cols;
+    uint32_t block;
+    uint64_t offset, count;
+} fp8_block_amax;
+
 /* One stored record without its histograms (what analyses of long runs
  * hold in memory: ~220 bytes instead of ~4.3 KB).  row: its row in /records,
  * /exp_hist and /scale_hist. */
@@ -89,6 +122,7 @@ typedef struct {
     int32_t active;
     uint64_t row, hist_row, rows, cols; /* hist_row: its /exp_hist row */
     uint64_t numel, finite, nan_count, inf_count, zero_count, overflows, underflows, subnormals;
+    uint64_t te_overflows; /* UINT64_MAX: not recorded (schema < 3) */
     uint64_t nscales, nblocks, blocks_with_overflow, blocks_with_underflow;
     double amax, std, l2, kurtosis, min_nonzero, dynamic_range, rel_err, sqnr_db, mse;
     double scale, scale_inv, scale_inv_min, scale_inv_max, max_block_dynamic_range;
@@ -115,6 +149,10 @@ typedef struct {
     double *scalar_value;
     size_t nsnapshots;
     fp8_snapshot *snapshots; /* index only; data via fp8_run_snapshot_read */
+    size_t nsteps;
+    fp8_step_row *steps;     /* every-step rows in file order (0 before schema 3) */
+    size_t nblock_amax;
+    fp8_block_amax *block_amax; /* index only; data via fp8_run_block_amax_read */
     char path[1024];
 } fp8_run;
 
@@ -136,6 +174,9 @@ fp8_run *fp8_run_load_summary(const char *path, const char *tensor_pattern);
  * (fp8_summary.hist_row; ascending, repeats allowed) into
  * out[n][FP8_EXP_BINS]. */
 int fp8_run_exp_hist(const fp8_run *run, const uint64_t *rows, size_t n, uint64_t *out);
+
+/* Read per-block amax summary i (block_amax[i].count floats) into out. */
+int fp8_run_block_amax_read(const fp8_run *run, size_t i, float *out);
 
 /* Read snapshot i (rows * cols floats) into out; a codes snapshot is
  * decoded: x_hat = decode(code) * scale_inv of the element's group. */

@@ -77,6 +77,8 @@ void fp8_run_free(fp8_run *r)
     free(r->scalar_step);
     free(r->scalar_value);
     free(r->snapshots);
+    free(r->steps);
+    free(r->block_amax);
     free(r);
 }
 
@@ -126,6 +128,7 @@ static int read_rows(hid_t d, hid_t memtype, hsize_t start, hsize_t count, hsize
 
 static void summarize(const disk_record *d, uint64_t row, fp8_summary *o)
 {
+    o->te_overflows = d->te_overflows;
     o->tensor = d->tensor, o->recipe = d->recipe, o->step = d->step, o->active = d->active, o->row = row;
     o->hist_row = d->hist;
     o->rows = d->rows, o->cols = d->cols;
@@ -135,6 +138,64 @@ static void summarize(const disk_record *d, uint64_t row, fp8_summary *o)
 }
 
 static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_min, int64_t step_max, int lean);
+
+/* Schema 3: the every-step rows and the block-amax index, kept for the
+ * tensors and steps selected; an index naming a tensor or recipe the file
+ * does not have is an error naming the dataset and row. */
+static int load_series(hid_t file, fp8_run *r, const unsigned char *keep, int64_t step_min, int64_t step_max)
+{
+    void *rows = NULL, *bix = NULL;
+    size_t n = 0, nb = 0;
+    hid_t st = fp8__step_type(), bt = fp8__bamax_type();
+    int bad = read_all(file, "steps", st, sizeof(disk_step), &rows, &n) ||
+              read_all(file, "block_amax_index", bt, sizeof(disk_bamax), &bix, &nb);
+    H5Tclose(st), H5Tclose(bt);
+    if (bad) {
+        free(rows), free(bix);
+        return FP8_ERROR(FP8_EINVAL, "%s: /steps or /block_amax_index is missing or unreadable", r->path);
+    }
+    r->steps = malloc((n + 1) * sizeof *r->steps);
+    r->block_amax = malloc((nb + 1) * sizeof *r->block_amax);
+    if (!r->steps || !r->block_amax) {
+        free(rows), free(bix);
+        return FP8_ERROR(FP8_ENOMEM, "%s: out of memory for %zu step rows", r->path, n);
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const disk_step *d = (const disk_step *)rows + i;
+        if (d->tensor >= (uint32_t)r->ntensors || d->recipe >= (uint32_t)r->nrecipes) {
+            free(rows), free(bix);
+            return FP8_ERROR(FP8_EINVAL, "%s: /steps row %zu names tensor %u and recipe %u; the file has %d and %d",
+                             r->path, i, d->tensor, d->recipe, r->ntensors, r->nrecipes);
+        }
+        if (!keep[d->tensor] || d->step < step_min || d->step > step_max)
+            continue;
+        fp8_step_row *o = &r->steps[k++];
+        o->tensor = d->tensor, o->recipe = d->recipe, o->step = d->step, o->amax = d->amax, o->scale = d->scale;
+        o->nonfinite = d->nonfinite, o->active = d->active;
+    }
+    r->nsteps = k;
+    k = 0;
+    for (size_t i = 0; i < nb; i++) {
+        const disk_bamax *d = (const disk_bamax *)bix + i;
+        uint64_t per_row = d->block ? d->cols / d->block + (d->cols % d->block != 0) : 0;
+        if (d->tensor >= (uint32_t)r->ntensors || !d->block || !d->rows || !d->cols || d->rows > UINT64_MAX / per_row ||
+            d->count != d->rows * per_row) {
+            free(rows), free(bix);
+            return FP8_ERROR(FP8_EINVAL, "%s: /block_amax_index row %zu is inconsistent (tensor %u, %llux%llu, block %u, "
+                                         "count %llu)", r->path, i, d->tensor, (unsigned long long)d->rows,
+                             (unsigned long long)d->cols, d->block, (unsigned long long)d->count);
+        }
+        if (!keep[d->tensor] || d->step < step_min || d->step > step_max)
+            continue;
+        fp8_block_amax *o = &r->block_amax[k++];
+        o->tensor = d->tensor, o->step = d->step, o->rows = d->rows, o->cols = d->cols, o->block = d->block;
+        o->offset = d->offset, o->count = d->count;
+    }
+    r->nblock_amax = k;
+    free(rows), free(bix);
+    return 0;
+}
 
 fp8_run *fp8_run_load(const char *path) { return load(path, NULL, INT64_MIN, INT64_MAX, 0); }
 
@@ -193,7 +254,7 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
         goto done;
     }
     r->schema = schema;
-    hid_t tt = fp8__tensor_type(), rt = fp8__recipe_type(), nmt = fp8__name_type(), rct = fp8__record_type(schema >= 2),
+    hid_t tt = fp8__tensor_type(), rt = fp8__recipe_type(), nmt = fp8__name_type(), rct = fp8__record_type(schema),
           st = fp8__scalar_type(),
           snt = fp8__snap_type();
     int bad = read_all(file, "tensors", tt, sizeof(disk_tensor), &tens, &nt) ||
@@ -298,6 +359,8 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
             int bad_read = read_rows(drec, rct, i, cnt, 0, records);
             for (size_t j = 0; !bad_read && schema < 2 && j < cnt; j++)
                 ((disk_record *)records)[j].hist = i + j; /* schema 1: one histogram row per record */
+            for (size_t j = 0; !bad_read && schema < 3 && j < cnt; j++)
+                ((disk_record *)records)[j].te_overflows = UINT64_MAX; /* not recorded before schema 3 */
             if (!bad_read && !lean) {
                 /* the slab's histograms: rows from its first record's on */
                 hbase = ((disk_record *)records)[0].hist;
@@ -329,6 +392,7 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
 #define CP(f) o->stats.f = d->f;
         STAT_FIELDS(CP, CP)
 #undef CP
+        o->stats.te_overflows = d->te_overflows;
         if (d->hist >= hbase && d->hist - hbase < hcnt)
             memcpy(o->stats.exp_hist, (const uint64_t *)exph + (d->hist - hbase) * FP8_EXP_BINS,
                    sizeof o->stats.exp_hist);
@@ -360,6 +424,12 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
         r->snapshots[i].nscales = d->nscales;
     }
     r->nsnapshots = ks;
+    if (schema >= 3 && load_series(file, r, keep, step_min, step_max) != 0) {
+        free(keep);
+        fp8_run_free(r);
+        r = NULL;
+        goto done;
+    }
     free(keep);
     snprintf(r->path, sizeof r->path, "%s", path);
 done:
@@ -388,6 +458,28 @@ static int read_slice(hid_t file, const char *name, hid_t memtype, hsize_t start
         e = H5Dread(d, memtype, ms, fs, H5P_DEFAULT, out);
     H5Sclose(ms), H5Sclose(fs), H5Dclose(d);
     return e < 0 ? -1 : 0;
+}
+
+int fp8_run_block_amax_read(const fp8_run *r, size_t i, float *out)
+{
+    if (!r || i >= r->nblock_amax || !out)
+        return FP8_ERROR(FP8_EINVAL, "block-amax summary %zu does not exist", i);
+    const fp8_block_amax *b = &r->block_amax[i];
+    quiet q;
+    quiet_on(&q);
+    int st = FP8_OK;
+    hid_t file = H5Fopen(r->path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
+    if (file < 0)
+        file = H5Fopen(r->path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (file < 0)
+        st = FP8_ERROR(FP8_EIO, "%s: cannot open", r->path);
+    else if (read_slice(file, "block_amax", H5T_NATIVE_FLOAT, b->offset, b->count, out) != 0)
+        st = FP8_ERROR(FP8_EIO, "%s: cannot read block-amax summary %zu (rows %llu..%llu of /block_amax)", r->path, i,
+                       (unsigned long long)b->offset, (unsigned long long)(b->offset + b->count - 1));
+    if (file >= 0)
+        H5Fclose(file);
+    quiet_off(&q);
+    return st;
 }
 
 int fp8_run_snapshot_read(const fp8_run *r, size_t i, float *out)

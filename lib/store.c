@@ -125,7 +125,7 @@ fp8_store *fp8_store_create(const char *path, const char *const *kv, int nkv)
     s->type[D_TENSORS] = fp8__tensor_type();
     s->type[D_RECIPES] = fp8__recipe_type();
     s->type[D_SCALAR_NAMES] = fp8__name_type();
-    s->type[D_RECORDS] = fp8__record_type(1);
+    s->type[D_RECORDS] = fp8__record_type(FP8_STORE_SCHEMA);
     s->type[D_EXP_HIST] = H5Tcopy(H5T_NATIVE_UINT64);
     s->type[D_SCALE_HIST] = H5Tcopy(H5T_NATIVE_UINT64);
     s->type[D_SCALARS] = fp8__scalar_type();
@@ -133,13 +133,20 @@ fp8_store *fp8_store_create(const char *path, const char *const *kv, int nkv)
     s->type[D_SNAP_CODES] = H5Tcopy(H5T_NATIVE_UINT8);
     s->type[D_SNAP_SCALES] = H5Tcopy(H5T_NATIVE_FLOAT);
     s->type[D_SNAP_INDEX] = fp8__snap_type();
+    s->type[D_STEPS] = fp8__step_type();
+    s->type[D_BAMAX_DATA] = H5Tcopy(H5T_NATIVE_FLOAT);
+    s->type[D_BAMAX_INDEX] = fp8__bamax_type();
     const size_t elem[ND] = {sizeof(disk_tensor), sizeof(disk_recipe), sizeof(disk_name), sizeof(disk_record),
                              FP8_EXP_BINS * sizeof(uint64_t), FP8_SCALE_BINS * sizeof(uint64_t), sizeof(disk_scalar),
-                             sizeof(float), 1, sizeof(float), sizeof(disk_snap)};
+                             sizeof(float), 1, sizeof(float), sizeof(disk_snap), sizeof(disk_step), sizeof(float),
+                             sizeof(disk_bamax)};
     for (int i = 0; i < ND; i++) {
         int hist = i == D_EXP_HIST || i == D_SCALE_HIST;
         hsize_t width = i == D_EXP_HIST ? FP8_EXP_BINS : i == D_SCALE_HIST ? FP8_SCALE_BINS : 1;
-        hsize_t chunk = hist ? 64 : (i == D_SNAP_DATA || i == D_SNAP_CODES || i == D_SNAP_SCALES) ? 65536 : 256;
+        hsize_t chunk = hist ? 64
+                        : (i == D_SNAP_DATA || i == D_SNAP_CODES || i == D_SNAP_SCALES || i == D_BAMAX_DATA) ? 65536
+                        : i == D_STEPS ? 4096
+                                       : 256;
         s->dset[i] = make_dset(s->file, dset_names[i], s->type[i], hist ? 2 : 1, width, chunk);
         s->buf[i].elem = elem[i];
         if (s->dset[i] < 0) {
@@ -231,6 +238,7 @@ int fp8_store_add_record(fp8_store *s, int tensor, int recipe, int64_t step, int
     memset(&d, 0, sizeof d);
     d.tensor = (uint32_t)tensor, d.recipe = (uint32_t)recipe, d.step = step, d.active = active != 0;
     d.rows = rows, d.cols = cols;
+    d.te_overflows = st->te_overflows;
     memcpy(d.classes, st->classes.n, sizeof d.classes);
     if (st->format)
         snprintf(d.format, sizeof d.format, "%s", st->format->name);
@@ -264,6 +272,29 @@ int fp8_store_add_scalar(fp8_store *s, int name, int64_t step, double value)
         return FP8_ERROR(FP8_EINVAL, "run file: scalar with an unregistered name");
     disk_scalar d = {(uint32_t)name, step, value};
     return buf_push(&s->buf[D_SCALARS], &d);
+}
+
+int fp8_store_add_step(fp8_store *s, int tensor, int recipe, int64_t step, int active, float amax, float scale,
+                       unsigned nonfinite)
+{
+    if (!s || tensor < 0 || tensor >= s->ntensors || recipe < 0 || recipe >= s->nrecipes)
+        return FP8_ERROR(FP8_EINVAL, "run file: step row for an unregistered tensor or recipe");
+    disk_step d = {(uint32_t)tensor, (uint32_t)recipe, step, amax, scale, nonfinite & 3u, active != 0};
+    return buf_push(&s->buf[D_STEPS], &d);
+}
+
+static int buf_append(buffer *b, const void *data, size_t n);
+
+int fp8_store_add_block_amax(fp8_store *s, int tensor, int64_t step, uint64_t rows, uint64_t cols, uint32_t block,
+                             const float *amax)
+{
+    if (!s || !amax || tensor < 0 || tensor >= s->ntensors || !rows || !cols || !block)
+        return FP8_ERROR(FP8_EINVAL, "run file: bad block-amax row");
+    uint64_t per_row = (cols + block - 1) / block, n = rows * per_row;
+    buffer *b = &s->buf[D_BAMAX_DATA];
+    disk_bamax ix = {(uint32_t)tensor, step, rows, cols, block, (uint64_t)(b->written + b->n), n};
+    int e = buf_append(b, amax, (size_t)n);
+    return e ? e : buf_push(&s->buf[D_BAMAX_INDEX], &ix);
 }
 
 /* Append n elements of elem bytes to a buffer without a per-element push. */
@@ -376,7 +407,8 @@ int fp8_store_flush(fp8_store *s)
     }
     /* registries first, so a flushed record never names an unknown tensor */
     static const int order[ND] = {D_TENSORS, D_RECIPES, D_SCALAR_NAMES, D_EXP_HIST, D_SCALE_HIST, D_RECORDS,
-                                  D_SCALARS, D_SNAP_DATA, D_SNAP_CODES, D_SNAP_SCALES, D_SNAP_INDEX};
+                                  D_SCALARS, D_SNAP_DATA, D_SNAP_CODES, D_SNAP_SCALES, D_SNAP_INDEX, D_STEPS,
+                                  D_BAMAX_DATA, D_BAMAX_INDEX};
     int bad = 0;
     for (int k = 0; k < ND && !bad; k++)
         bad = append(s, order[k]) != 0;

@@ -11,7 +11,7 @@ hid_t fp8__str_type(size_t n)
     return t;
 }
 
-hid_t fp8__record_type(int with_hist)
+hid_t fp8__record_type(int schema)
 {
     hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(disk_record));
     hsize_t nc = FP8_NCLASS;
@@ -28,8 +28,10 @@ hid_t fp8__record_type(int with_hist)
 #define INS_U64(f) H5Tinsert(t, #f, HOFFSET(disk_record, f), H5T_NATIVE_UINT64);
 #define INS_F64(f) H5Tinsert(t, #f, HOFFSET(disk_record, f), H5T_NATIVE_DOUBLE);
     STAT_FIELDS(INS_U64, INS_F64)
-    if (with_hist)
+    if (schema >= 2)
         H5Tinsert(t, "hist", HOFFSET(disk_record, hist), H5T_NATIVE_UINT64);
+    if (schema >= 3)
+        H5Tinsert(t, "te_overflows", HOFFSET(disk_record, te_overflows), H5T_NATIVE_UINT64);
 #undef INS_U64
 #undef INS_F64
     H5Tclose(cls);
@@ -85,5 +87,31 @@ hid_t fp8__scalar_type(void)
     H5Tinsert(t, "id", HOFFSET(disk_scalar, id), H5T_NATIVE_UINT32);
     H5Tinsert(t, "step", HOFFSET(disk_scalar, step), H5T_NATIVE_INT64);
     H5Tinsert(t, "value", HOFFSET(disk_scalar, value), H5T_NATIVE_DOUBLE);
+    return t;
+}
+
+hid_t fp8__step_type(void)
+{
+    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(disk_step));
+    H5Tinsert(t, "tensor", HOFFSET(disk_step, tensor), H5T_NATIVE_UINT32);
+    H5Tinsert(t, "recipe", HOFFSET(disk_step, recipe), H5T_NATIVE_UINT32);
+    H5Tinsert(t, "step", HOFFSET(disk_step, step), H5T_NATIVE_INT64);
+    H5Tinsert(t, "amax", HOFFSET(disk_step, amax), H5T_NATIVE_FLOAT);
+    H5Tinsert(t, "scale", HOFFSET(disk_step, scale), H5T_NATIVE_FLOAT);
+    H5Tinsert(t, "nonfinite", HOFFSET(disk_step, nonfinite), H5T_NATIVE_UINT32);
+    H5Tinsert(t, "active", HOFFSET(disk_step, active), H5T_NATIVE_INT32);
+    return t;
+}
+
+hid_t fp8__bamax_type(void)
+{
+    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(disk_bamax));
+    H5Tinsert(t, "tensor", HOFFSET(disk_bamax, tensor), H5T_NATIVE_UINT32);
+    H5Tinsert(t, "step", HOFFSET(disk_bamax, step), H5T_NATIVE_INT64);
+    H5Tinsert(t, "rows", HOFFSET(disk_bamax, rows), H5T_NATIVE_UINT64);
+    H5Tinsert(t, "cols", HOFFSET(disk_bamax, cols), H5T_NATIVE_UINT64);
+    H5Tinsert(t, "block", HOFFSET(disk_bamax, block), H5T_NATIVE_UINT32);
+    H5Tinsert(t, "offset", HOFFSET(disk_bamax, offset), H5T_NATIVE_UINT64);
+    H5Tinsert(t, "count", HOFFSET(disk_bamax, count), H5T_NATIVE_UINT64);
     return t;
 }

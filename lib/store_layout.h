@@ -33,6 +33,7 @@ typedef struct {
     char format[24];
     STAT_FIELDS(AS_U64, AS_F64)
     uint64_t hist; /* schema 2: row of /exp_hist (shared by the recipes of one tensor and step) */
+    uint64_t te_overflows; /* schema 3: TE's overflow count (|x| > fp8_max * scale_inv) */
 } disk_record;
 #undef AS_U64
 #undef AS_F64
@@ -67,9 +68,32 @@ typedef struct {
 } disk_snap;
 
 
+/* One row per tensor x recipe x step the probe saw (schema 3), whatever the
+ * statistics cadence: what exact replays and overflow events need. */
+typedef struct {
+    uint32_t tensor, recipe;
+    int64_t step;
+    float amax;          /* finite amax over the step's casts of the tensor */
+    float scale;         /* the scale this recipe cast with; NaN: grouped   */
+    uint32_t nonfinite;  /* bit 0: an Inf input this step; bit 1: a NaN     */
+    int32_t active;      /* 1: the recipe the loop computed with            */
+} disk_step;
+
+/* Per-block amax summaries (schema 3): blocks of `block` elements along
+ * each row, row-major, the last block of a row partial. */
+typedef struct {
+    uint32_t tensor;
+    int64_t step;
+    uint64_t rows, cols;
+    uint32_t block;
+    uint64_t offset, count; /* into /block_amax */
+} disk_bamax;
+
 hid_t fp8__str_type(size_t n);
-/* with_hist 0: the schema-1 record (no hist member) */
-hid_t fp8__record_type(int with_hist);
+/* the record of a schema version (1: no hist member; 2: no te_overflows) */
+hid_t fp8__record_type(int schema);
+hid_t fp8__step_type(void);
+hid_t fp8__bamax_type(void);
 hid_t fp8__tensor_type(void);
 hid_t fp8__recipe_type(void);
 hid_t fp8__name_type(void);
@@ -77,10 +101,10 @@ hid_t fp8__snap_type(void);
 hid_t fp8__scalar_type(void);
 
 enum { D_TENSORS, D_RECIPES, D_SCALAR_NAMES, D_RECORDS, D_EXP_HIST, D_SCALE_HIST, D_SCALARS, D_SNAP_DATA,
-       D_SNAP_CODES, D_SNAP_SCALES, D_SNAP_INDEX, ND };
+       D_SNAP_CODES, D_SNAP_SCALES, D_SNAP_INDEX, D_STEPS, D_BAMAX_DATA, D_BAMAX_INDEX, ND };
 static const char *const dset_names[ND] = {"tensors", "recipes", "scalar_names", "records", "exp_hist", "scale_hist",
                                      "scalars", "snapshot_data", "snapshot_codes", "snapshot_scales",
-                                     "snapshot_index"};
+                                     "snapshot_index", "steps", "block_amax", "block_amax_index"};
 
 typedef struct {
     H5E_auto2_t fn;

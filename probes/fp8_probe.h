@@ -42,6 +42,12 @@ typedef struct {
                                  (lag 1) changes can be measured (0)             */
     int snapshot_codes;       /* 0: float32 values (default); 1: the active recipe's
                                  FP8 codes + its group scales (1/4 the bytes)      */
+    int series;               /* 1 (default): at every step in [start, end], whatever
+                                 `every`, store each tensor's amax and each recipe's
+                                 scale (/steps): exact replays and overflow events */
+    int64_t block_amax_every; /* K > 0: at steps kK and kK+1 store every tensor's
+                                 1x128-block amaxes (/block_amax; numel/128 floats):
+                                 step-to-step block dynamics; 0 (default): off   */
 } fp8_probe_options;
 
 /* The defaults above. */
@@ -52,7 +58,7 @@ fp8_probe_options fp8_probe_defaults(void);
 fp8_probe_run *fp8_probe_open(const char *path, const fp8_probe_options *opts, const char *const *kv, int nkv);
 
 /* Declare a probe on a named tensor: its active recipe (may be NULL: record
- * only the shadows; apply then copies) and nshadow shadow recipes, each with
+ * only the shadows; apply then copies) and nshadow (<= 15) shadow recipes, each with
  * its own state (a shadow whose canonical spec repeats the active recipe or
  * an earlier shadow is dropped).  layer may be -1.  NULL with a message on a
  * bad spec. */

@@ -9,6 +9,7 @@
  * never held in the order probe -> run while step_end holds run -> probe.
  */
 #include <fnmatch.h>
+#include <math.h>
 #include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -18,7 +19,19 @@
 #include "fp8_probe.h"
 #include "fp8_store.h"
 
-#define MAX_RECIPES 9 /* active + up to 8 shadows */
+#define MAX_RECIPES 16 /* active + up to 15 shadows */
+#define BLOCK_AMAX_WIDTH 128 /* elements per block-amax summary, along a row */
+
+/* What the every-step series notes for a probe between two step ends: the
+ * tensor's finite amax over the step's casts, Inf/NaN seen, and the scale
+ * each delayed recipe cast with (fixed within a step). */
+typedef struct {
+    int has;
+    int64_t step;
+    float amax;
+    unsigned nonfinite;
+    float delayed_scale[MAX_RECIPES];
+} step_acc;
 
 struct fp8_probe {
     fp8_probe_run *run;
@@ -31,6 +44,11 @@ struct fp8_probe {
     int recipe_id[MAX_RECIPES];
     int touched;                      /* cast something since the last step end */
     int snapshot;                     /* name matches the snapshot pattern      */
+    step_acc acc;                     /* this step's series row, not yet stored */
+    int bam_has;                      /* block amaxes of this step, not yet stored */
+    int64_t bam_step;
+    size_t bam_rows, bam_cols;
+    float *bam;
 };
 
 struct fp8_probe_run {
@@ -66,14 +84,16 @@ fp8_probe_options fp8_probe_defaults(void)
     o.snapshot_pattern = NULL;
     o.snapshot_every = 100;
     o.snapshot_pairs = 0;
+    o.series = 1;
+    o.block_amax_every = 0;
     return o;
 }
 
 fp8_probe_run *fp8_probe_open(const char *path, const fp8_probe_options *opts, const char *const *kv, int nkv)
 {
     fp8_probe_options o = opts ? *opts : fp8_probe_defaults();
-    if (o.every < 1 || o.flush_steps < 1 || o.snapshot_every < 1 || o.flush_seconds < 0) {
-        FP8_ERROR(FP8_EINVAL, "probe options: every, flush_steps and snapshot_every must be >= 1");
+    if (o.every < 1 || o.flush_steps < 1 || o.snapshot_every < 1 || o.flush_seconds < 0 || o.block_amax_every < 0) {
+        FP8_ERROR(FP8_EINVAL, "probe options: every, flush_steps and snapshot_every must be >= 1, block_amax_every >= 0");
         return NULL;
     }
     fp8_probe_run *run = calloc(1, sizeof *run);
@@ -103,6 +123,7 @@ static void probe_free(fp8_probe *p)
     for (int i = 0; i < p->nrec; i++)
         fp8_recipe_state_free(p->st[i]);
     pthread_mutex_destroy(&p->lock);
+    free(p->bam);
     free(p);
 }
 
@@ -113,9 +134,16 @@ fp8_probe *fp8_probe_declare(fp8_probe_run *run, const char *name, fp8_role role
         FP8_ERROR(FP8_EINVAL, "probe: %s", run ? "empty tensor name" : "no run");
         return NULL;
     }
-    if (strlen(name) >= FP8_NAME_MAX || nshadow < 0 || nshadow > MAX_RECIPES - 1 || (unsigned)role >= FP8_NROLE) {
-        FP8_ERROR(FP8_EINVAL, "probe '%.60s': name longer than %d bytes, more than %d shadows, or a bad role", name,
-                  FP8_NAME_MAX - 1, MAX_RECIPES - 1);
+    if (strlen(name) >= FP8_NAME_MAX) {
+        FP8_ERROR(FP8_EINVAL, "probe '%.60s...': the name is longer than %d bytes", name, FP8_NAME_MAX - 1);
+        return NULL;
+    }
+    if (nshadow < 0 || nshadow > MAX_RECIPES - 1) {
+        FP8_ERROR(FP8_EINVAL, "probe '%s': %d shadow recipes; 0 to %d are allowed", name, nshadow, MAX_RECIPES - 1);
+        return NULL;
+    }
+    if ((unsigned)role >= FP8_NROLE) {
+        FP8_ERROR(FP8_EINVAL, "probe '%s': role %d is not one of FP8_ROLE_ACTIVATION .. FP8_ROLE_OTHER", name, (int)role);
         return NULL;
     }
     fp8_probe *p = calloc(1, sizeof *p);
@@ -188,6 +216,80 @@ static int recorded_step(const fp8_probe_options *o, int64_t step)
     return (step - o->start) % o->every == 0;
 }
 
+/* The scale recipe i of a probe cast with this step: delayed recipes' is
+ * the one noted at the step's first cast; current recipes take theirs
+ * from the step's amax (the last cast's, when a tensor is cast more than
+ * once in a step); grouped recipes have none (NaN). */
+static float step_scale(const fp8_probe *p, int i, const step_acc *a)
+{
+    const fp8_recipe_state *st = p->st[i];
+    const fp8_recipe *r = &st->recipe;
+    switch (r->kind) {
+    case FP8_RECIPE_DELAYED:
+        return a->delayed_scale[i];
+    case FP8_RECIPE_CURRENT:
+        return fp8_scale_current((float)st->format->max, a->amax, r->eps, r->pow2, r->torchao);
+    case FP8_RECIPE_NONE:
+        return 1.0f;
+    default:
+        return NAN;
+    }
+}
+
+/* Store a probe's series rows for the step in a (run lock held). */
+static void store_series(fp8_probe_run *run, const fp8_probe *p, const step_acc *a)
+{
+    if (!a->has)
+        return;
+    if (run->io_failed) {
+        run->dropped += (uint64_t)p->nrec;
+        return;
+    }
+    for (int i = 0; i < p->nrec; i++)
+        if (fp8_store_add_step(run->store, p->tensor_id, p->recipe_id[i], a->step, p->has_active && i == 0, a->amax,
+                               step_scale(p, i, a), a->nonfinite) != FP8_OK)
+            run->dropped++;
+}
+
+static void store_block_amax(fp8_probe_run *run, fp8_probe *p)
+{
+    if (!p->bam_has)
+        return;
+    p->bam_has = 0;
+    if (run->io_failed) {
+        run->dropped++;
+        return;
+    }
+    if (fp8_store_add_block_amax(run->store, p->tensor_id, p->bam_step, p->bam_rows, p->bam_cols, BLOCK_AMAX_WIDTH,
+                                 p->bam) != FP8_OK)
+        run->dropped++;
+}
+
+/* Per-block amax (finite values) of x into p->bam, max-merged when the
+ * tensor is cast again in the same step (probe lock held). */
+static void note_block_amax(fp8_probe *p, int64_t step, const float *x, size_t rows, size_t cols)
+{
+    size_t per_row = (cols + BLOCK_AMAX_WIDTH - 1) / BLOCK_AMAX_WIDTH, n = rows * per_row;
+    int merge = p->bam_has && p->bam_step == step && p->bam_rows == rows && p->bam_cols == cols;
+    if (p->bam_has && !merge)
+        return; /* another step's summary is waiting for the step end: keep it */
+    if (!merge) {
+        float *b = realloc(p->bam, n * sizeof *b);
+        if (!b)
+            return;
+        p->bam = b;
+    }
+    for (size_t i = 0; i < rows; i++)
+        for (size_t k = 0; k < per_row; k++) {
+            size_t j0 = k * BLOCK_AMAX_WIDTH, len = cols - j0 < BLOCK_AMAX_WIDTH ? cols - j0 : BLOCK_AMAX_WIDTH;
+            fp8_amax_info ai;
+            fp8_tensor_amax(x + i * cols + j0, len, &ai);
+            float *slot = &p->bam[i * per_row + k];
+            *slot = merge ? fmaxf(*slot, ai.amax) : ai.amax;
+        }
+    p->bam_has = 1, p->bam_step = step, p->bam_rows = rows, p->bam_cols = cols;
+}
+
 /* The core: cast under every recipe (shadows first: out may alias x), then
  * store what this step records. */
 static int probe_run(fp8_probe *p, int64_t step, const float *x, size_t rows, size_t cols, float *out)
@@ -201,6 +303,8 @@ static int probe_run(fp8_probe *p, int64_t step, const float *x, size_t rows, si
     int64_t ph = step % o->snapshot_every;
     int snap = in_window && p->snapshot && (ph == 0 || (o->snapshot_pairs && ph == 1 % o->snapshot_every));
     int snap_codes = snap && o->snapshot_codes && p->has_active;
+    int64_t bph = o->block_amax_every > 0 ? step % o->block_amax_every : -1;
+    int bam = in_window && (bph == 0 || (bph == 1 && o->block_amax_every > 1));
     unsigned flags = o->exp_hist ? 0 : FP8_STATS_NO_EXP_HIST;
     fp8_stats *stats = rec ? malloc((size_t)p->nrec * sizeof *stats) : NULL;
     float *copy = snap && !snap_codes ? malloc(rows * cols * sizeof *copy) : NULL;
@@ -214,14 +318,37 @@ static int probe_run(fp8_probe *p, int64_t step, const float *x, size_t rows, si
         snap_codes = 0;
     if (copy)
         memcpy(copy, x, rows * cols * sizeof *copy);
+    /* one amax pass for the series and the delayed shadows of unrecorded steps */
+    fp8_amax_info ai = {0, 0, 0};
+    if (rows && cols && rows <= SIZE_MAX / cols)
+        fp8_tensor_amax(x, rows * cols, &ai);
+    step_acc done = {0};
     int st = FP8_OK;
     pthread_mutex_lock(&p->lock);
+    if (o->series && in_window) {
+        if (p->acc.has && p->acc.step != step) { /* a step without step_end: store it on its own */
+            done = p->acc;
+            p->acc.has = 0;
+        }
+        if (!p->acc.has) {
+            p->acc.has = 1, p->acc.step = step, p->acc.amax = 0, p->acc.nonfinite = 0;
+            for (int i = 0; i < p->nrec; i++)
+                p->acc.delayed_scale[i] = p->st[i]->scale; /* the scale this step casts with */
+        }
+        p->acc.amax = fmaxf(p->acc.amax, ai.amax);
+        p->acc.nonfinite |= (ai.inf_count ? 1u : 0u) | (ai.nan_count ? 2u : 0u);
+    }
+    if (bam)
+        note_block_amax(p, step, x, rows, cols);
     for (int i = p->nrec - 1; i >= 0 && st == FP8_OK; i--) {
         int is_active = p->has_active && i == 0;
         if (!is_active && !rec) {
             /* a shadow on a step that records nothing: no cast, no
-             * statistics; only its state moves (the engine's no-output path) */
-            st = fp8_quantize_ex(p->st[i], x, rows, cols, NULL, NULL, flags);
+             * statistics; only a delayed state moves, by the tensor's amax
+             * (TE's: Inf when the tensor holds one) */
+            fp8_recipe_state *s = p->st[i];
+            if (s->recipe.kind == FP8_RECIPE_DELAYED)
+                fp8_recipe_state_observe(s, ai.inf_count && !s->recipe.finite_amax ? INFINITY : ai.amax);
             continue;
         }
         if (is_active && snap_codes)
@@ -233,9 +360,12 @@ static int probe_run(fp8_probe *p, int64_t step, const float *x, size_t rows, si
         memcpy(out, x, rows * cols * sizeof *out);
     p->touched = 1;
     pthread_mutex_unlock(&p->lock);
-    if (st == FP8_OK && (rec || copy || snap_codes)) {
+    if (done.has || (st == FP8_OK && (rec || copy || snap_codes))) {
         pthread_mutex_lock(&run->lock);
-        if (run->io_failed) {
+        store_series(run, p, &done);
+        if (st != FP8_OK) {
+            /* nothing else to store */
+        } else if (run->io_failed) {
             run->dropped += (uint64_t)(rec ? p->nrec : 0);
         } else {
             for (int i = 0; rec && i < p->nrec; i++)
@@ -364,6 +494,10 @@ int fp8_probe_step_end(fp8_probe_run *run, int64_t step)
     for (int k = 0; k < run->nprobes; k++) {
         fp8_probe *p = run->probes[k];
         pthread_mutex_lock(&p->lock);
+        /* the step's series rows first: they need the scales this step used */
+        store_series(run, p, &p->acc);
+        p->acc.has = 0;
+        store_block_amax(run, p);
         if (p->touched)
             for (int i = 0; i < p->nrec; i++)
                 fp8_recipe_state_step(p->st[i]);
@@ -395,6 +529,14 @@ int fp8_probe_close(fp8_probe_run *run)
     if (!run)
         return FP8_OK;
     pthread_mutex_lock(&run->lock);
+    for (int k = 0; k < run->nprobes; k++) { /* a last step whose step_end never came */
+        fp8_probe *p = run->probes[k];
+        pthread_mutex_lock(&p->lock);
+        store_series(run, p, &p->acc);
+        p->acc.has = 0;
+        store_block_amax(run, p);
+        pthread_mutex_unlock(&p->lock);
+    }
     int st = run->io_failed ? FP8_EIO : FP8_OK;
     int cst = fp8_store_close(run->store); /* flushes what is buffered */
     if (st == FP8_OK)

@@ -4,6 +4,7 @@
  * snapshots; several threads at once; a full disk (RLIMIT_FSIZE) stops
  * recording cleanly while the casts go on.
  */
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -352,14 +353,123 @@ static void test_disk_full(void)
     fp8_run_free(f);
 }
 
+/* The every-step series: with statistics every 5 steps, /steps still has
+ * one row per tensor x recipe x step, whose amax is the max over the
+ * step's casts and whose scale is what each recipe cast with (checked
+ * against independent recipe states); an Inf marks the step and enters the
+ * delayed history as TE's does.  Block-amax summaries at steps kK, kK+1
+ * equal a plain loop. */
+static void test_series_and_block_amax(void)
+{
+    fp8_probe_options o = fp8_probe_defaults();
+    o.every = 5;
+    o.block_amax_every = 10;
+    o.flush_steps = 3;
+    fp8_probe_run *run = fp8_probe_open("build/t_series.h5", &o, NULL, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(run);
+    const char *sh[] = {"e4m3:current", "e5m2:delayed:history=3", "e4m3:block=1x128"};
+    fp8_probe *p = fp8_probe_declare(run, "t.input", FP8_ROLE_ACTIVATION, 0, "e4m3:delayed:history=4", sh, 3);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    fp8_recipe ra, rs;
+    fp8_recipe_parse("e4m3:delayed:history=4", &ra);
+    fp8_recipe_parse("e5m2:delayed:history=3", &rs);
+    fp8_recipe_state *A = fp8_recipe_state_alloc(&ra, FP8_ROLE_ACTIVATION), *S = fp8_recipe_state_alloc(&rs, FP8_ROLE_ACTIVATION);
+    const size_t R = 3, C = 300, n = R * C; /* 3 blocks per row, the last one 44 wide */
+    float *x = malloc(n * 4), *x2 = malloc(n * 4), *out = malloc(n * 4);
+    float want_amax[23], want_sa[23], want_ss[23];
+    float bam[23][9];
+    for (int step = 0; step < 23; step++) {
+        fill(x, n, (uint64_t)step + 11, (float)(1 + step % 7));
+        fill(x2, n, (uint64_t)step + 101, 0.5f);
+        if (step == 8)
+            x[5] = INFINITY; /* TE: the Inf enters the delayed histories */
+        want_sa[step] = A->scale, want_ss[step] = S->scale;
+        /* the tensor is cast twice this step (e.g. two micro-batches) */
+        CU_ASSERT_EQUAL(fp8_probe_apply(p, step, x, R, C, out), FP8_OK);
+        CU_ASSERT_EQUAL(fp8_probe_apply(p, step, x2, R, C, out), FP8_OK);
+        float am = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (isfinite(x[i]))
+                am = fmaxf(am, fabsf(x[i]));
+            am = fmaxf(am, fabsf(x2[i]));
+        }
+        want_amax[step] = am;
+        for (size_t i = 0; i < R; i++)
+            for (size_t b = 0; b < 3; b++) {
+                float m = 0;
+                for (size_t j = b * 128; j < C && j < b * 128 + 128; j++) {
+                    if (isfinite(x[i * C + j]))
+                        m = fmaxf(m, fabsf(x[i * C + j]));
+                    m = fmaxf(m, fabsf(x2[i * C + j]));
+                }
+                bam[step][i * 3 + b] = m;
+            }
+        fp8_quantize(A, x, R, C, NULL, NULL), fp8_quantize(A, x2, R, C, NULL, NULL);
+        fp8_quantize(S, x, R, C, NULL, NULL), fp8_quantize(S, x2, R, C, NULL, NULL);
+        fp8_recipe_state_step(A), fp8_recipe_state_step(S);
+        CU_ASSERT_EQUAL(fp8_probe_step_end(run, step), FP8_OK);
+    }
+    CU_ASSERT(A->scale == A->scale); /* the reference states saw the Inf too */
+    CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
+    fp8_run *f = fp8_run_load("build/t_series.h5");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(f->nsteps, 23 * 4);
+    int rid[4] = {-1, -1, -1, -1};
+    const char *specs[4] = {"e4m3:delayed:history=4,algo=max,margin=0", "e4m3:current:eps=0", "e5m2:delayed:history=3,algo=max,margin=0",
+                            "e4m3:block=1x128:eps=0.0001,fp32"};
+    for (int k = 0; k < 4; k++)
+        for (int r = 0; r < f->nrecipes; r++)
+            if (strcmp(f->recipe_spec[r], specs[k]) == 0)
+                rid[k] = r;
+    CU_ASSERT_FATAL(rid[0] >= 0 && rid[1] >= 0 && rid[2] >= 0 && rid[3] >= 0);
+    size_t seen = 0;
+    for (size_t i = 0; i < f->nsteps; i++) {
+        const fp8_step_row *w = &f->steps[i];
+        int s = (int)w->step;
+        CU_ASSERT_FATAL(s >= 0 && s < 23);
+        CU_ASSERT_EQUAL(w->amax, want_amax[s]);
+        CU_ASSERT_EQUAL(w->nonfinite, s == 8 ? 1u : 0u);
+        CU_ASSERT_EQUAL(w->active, (int)w->recipe == rid[0]);
+        if ((int)w->recipe == rid[0])
+            CU_ASSERT_EQUAL(w->scale, want_sa[s]);
+        if ((int)w->recipe == rid[2])
+            CU_ASSERT_EQUAL(w->scale, want_ss[s]);
+        if ((int)w->recipe == rid[1])
+            CU_ASSERT_EQUAL(w->scale, fp8_scale_current(448.0f, want_amax[s], 0, 0, 0));
+        if ((int)w->recipe == rid[3])
+            CU_ASSERT(isnan(w->scale));
+        seen++;
+    }
+    CU_ASSERT_EQUAL(seen, 92);
+    /* statistics only every 5 steps (0, 5, .., 20) */
+    CU_ASSERT_EQUAL(f->nrecords, 5 * 2 * 4); /* two casts a step, one record each */
+    /* block amax at 0, 1, 10, 11, 20, 21 */
+    CU_ASSERT_EQUAL(f->nblock_amax, 6);
+    for (size_t k = 0; k < f->nblock_amax; k++) {
+        const fp8_block_amax *b = &f->block_amax[k];
+        CU_ASSERT(b->step % 10 <= 1);
+        CU_ASSERT_EQUAL(b->rows, R);
+        CU_ASSERT_EQUAL(b->cols, C);
+        CU_ASSERT_EQUAL(b->block, 128);
+        CU_ASSERT_EQUAL_FATAL(b->count, 9);
+        float got[9];
+        CU_ASSERT_EQUAL(fp8_run_block_amax_read(f, k, got), FP8_OK);
+        CU_ASSERT_EQUAL(memcmp(got, bam[b->step], sizeof got), 0);
+    }
+    fp8_run_free(f);
+    fp8_recipe_state_free(A), fp8_recipe_state_free(S);
+    free(x), free(x2), free(out);
+}
+
 void register_probe_tests(void)
 {
     static const char *const names[] = {"a training loop: apply in place, shadows, late tensors, snapshots",
                                         "recording window, bf16/fp16 input, histograms off",
                                         "four threads recording at once", "disk full: recording stops, casts go on",
                                         "snapshots as FP8 codes + group scales decode exactly",
-                                        "a delayed shadow keeps its history on unrecorded steps"};
+                                        "a delayed shadow keeps its history on unrecorded steps",
+                                        "every-step series and block amaxes, whatever the statistics cadence"};
     static void (*const fns[])(void) = {test_loop, test_window_and_bits, test_threads, test_disk_full,
-                                        test_code_snapshots, test_shadow_history};
-    add_suite("probe", names, fns, 6);
+                                        test_code_snapshots, test_shadow_history, test_series_and_block_amax};
+    add_suite("probe", names, fns, 7);
 }
