@@ -28,10 +28,18 @@ typedef struct {
     int *active;             /* per tensor: the active recipe id, -1 none  */
     int64_t record_every;    /* most common step gap between records       */
     struct an_sstats_cache *cache; /* compare.c: per-series statistics, lazily */
+    /* every-step rows (schema 3 /steps) grouped like the records:
+     * rows of (t, r) are sorder[sstart[t*R+r] .. sstart[t*R+r+1]) */
+    size_t *sstart, *sorder;
+    /* warm-up: per tensor, the first step that is not warm-up (docs/analyses.md) */
+    int64_t *warm_end;
+    int *canon;              /* per tensor x recipe: the recipe with the same numerics
+                                on this tensor that stands for both (factors.h)      */
+    struct an_contrasts *contrasts; /* contrasts.c: one-factor comparisons, lazily */
 } an_run;
 
 /* One line for the report's summary ("a busy reader can act on"). */
-#define AN_MAX_FINDINGS 64
+#define AN_MAX_FINDINGS 256
 typedef struct {
     an_run *runs;
     int nruns;
@@ -54,17 +62,45 @@ typedef struct {
     const char *vs;          /* outliers --vs: a second run's path         */
     int vs_a, vs_b;          /* outliers: compare loaded runs vs_a and vs_b (-1: off) */
     int baseline;            /* loss: the baseline run (default 0)        */
+    int noise;               /* loss: a second baseline (another seed) whose difference
+                                to the baseline is the noise floor; -1: look for one
+                                (same /meta recipe as the baseline, another seed) */
+    const char *loss_name;   /* loss: the scalar series to compare ("loss") */
     double sqnr_margin_db;   /* verdict/advise: "within X dB of the best"  */
     double block_gain_db;    /* verdict: block scaling needed if it gains more */
     double underflow_max;    /* verdict: current scaling loses too much above this fraction */
+    int min_events;          /* verdict: delayed overflowed materially at this many events */
     double diverge_rel;      /* loss: smoothed relative difference flagged above */
     int diverge_steps;       /* ... for this many consecutive steps        */
     int boot;                /* bootstrap resamples                        */
     unsigned long seed;
     int quiet;
+    /* summary.json, filled by the analyses (an_json), written by the report */
+#define AN_NJSON 4
+    char *json[AN_NJSON];
+    size_t jsonn[AN_NJSON];
+    FILE *jf[AN_NJSON];
+    int jcount[AN_NJSON];
 } an_ctx;
 
+/* The sections of summary.json (docs/analyses.md, "summary.json"). */
+enum { AN_J_COMPARISONS = 0, AN_J_REPLAY, AN_J_LOSS, AN_J_WARMUP };
+
+/* Start one more object in a summary.json section: returns the stream to
+ * print the object into (separators written), NULL when out of memory. */
+FILE *an_json(an_ctx *c, int section);
+/* A JSON string literal of s (quotes, backslashes, control characters escaped). */
+void an_json_str(FILE *f, const char *s);
+/* A JSON number, or null when not finite. */
+void an_json_num(FILE *f, double v);
+/* Write summary.json into c->outdir: 0, or 1 with a message. */
+int an_json_write(an_ctx *c);
+
 void an_defaults(an_ctx *c);
+
+/* A /meta value of the run (docs/schema.md lists the keys the analyses
+ * read), NULL when absent. */
+const char *an_meta(const an_run *a, const char *key);
 
 /* CLOCK_MONOTONIC in seconds (the report's progress times). */
 double an_now(void);
@@ -78,7 +114,30 @@ void an_close(an_ctx *c);
  * steps ascending; *n gets the length (0: none). */
 const size_t *an_series(const an_run *a, int t, int r, size_t *n);
 void an_series_cache_free(an_run *a); /* compare.c */
+void an_contrasts_free(an_run *a);    /* contrasts.c */
 static inline const fp8_summary *an_rec(const an_run *a, size_t i) { return &a->run->summaries[i]; }
+
+/* Every-step rows of tensor t under recipe r (indices into run->steps),
+ * steps ascending; *n = 0 when the file has none (schema < 3). */
+const size_t *an_steps(const an_run *a, int t, int r, size_t *n);
+static inline const fp8_step_row *an_steprow(const an_run *a, size_t i) { return &a->run->steps[i]; }
+
+/* Warm-up: a delayed recipe casts with its initial scale 1 until its
+ * history holds a real amax (finite, > 0).  Steps up to and including the
+ * tensor's first step with a real amax are its warm-up; on a tensor with a
+ * delayed recipe they are left out of every rate, event count, verdict and
+ * comparison of every recipe of that tensor (like for like), and reported
+ * on their own.  Tensors without a delayed recipe have none. */
+static inline int an_is_warm(const an_run *a, int t, int64_t step) { return step < a->warm_end[t]; }
+
+/* The recipe that stands for r on tensor t: the first (plain before hybrid)
+ * recipe recorded on t with the same factors (factors.h), e.g. e4m3:delayed
+ * for hybrid:delayed on an activation. */
+static inline int an_canon(const an_run *a, int t, int r) { return a->canon[(size_t)t * (size_t)a->run->nrecipes + (size_t)r]; }
+
+/* An overflow at one cast of a per-tensor scale: amax * scale (float32, as
+ * the cast computes it) encodes past the format's max, or an Inf input. */
+int an_overflows_at(const fp8_format *f, const fp8_cast_mode *mode, float amax, float scale, unsigned nonfinite);
 
 /* The series that describes the tensor's input itself (amax, kurtosis, ...):
  * its active recipe's, else the longest. -1 when the tensor has no records. */
@@ -112,6 +171,10 @@ int an_data_close(const an_ctx *c, FILE *const *fs, int n);
  * "risk", "gain", "verdict", "replay", "dynamics", "outliers", "smooth",
  * "loss", "advise".  The summary puts each topic's findings in one bullet. */
 void an_finding(an_ctx *c, const char *topic, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* loss.c: the centred moving-mean window for a series of n points: 21,
+ * shrunk for short series (docs/analyses.md). */
+int an_smooth_window(size_t n);
 
 /* Quantile (0..1) of n doubles; sorts v in place (GSL); NaN if n == 0. */
 double an_quantile(double *v, size_t n, double q);

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "analysis.h"
+#include "factors.h"
 #include "fp8_error.h"
 
 void an_defaults(an_ctx *c)
@@ -23,11 +24,22 @@ void an_defaults(an_ctx *c)
     c->sqnr_margin_db = 1.0;
     c->block_gain_db = 3.0;
     c->underflow_max = 0.01;
+    c->min_events = 3;
     c->diverge_rel = 0.02;
     c->diverge_steps = 20;
     c->boot = 1000;
     c->seed = 1;
     c->vs_a = c->vs_b = -1;
+    c->noise = -1;
+    c->loss_name = "loss";
+}
+
+const char *an_meta(const an_run *a, const char *key)
+{
+    for (int i = 0; i < a->run->nmeta; i++)
+        if (strcmp(a->run->meta_key[i], key) == 0)
+            return a->run->meta_value[i];
+    return NULL;
 }
 
 static const fp8_summary *sort_recs;
@@ -122,6 +134,142 @@ static int index_run(an_run *a)
     return 0;
 }
 
+static const fp8_step_row *sort_steps;
+static int cmp_steprow(const void *a, const void *b)
+{
+    int64_t x = sort_steps[*(const size_t *)a].step, y = sort_steps[*(const size_t *)b].step;
+    return (x > y) - (x < y);
+}
+
+/* The every-step rows grouped by (tensor, recipe) in step order (a repeated
+ * step keeps its first row), the canonical recipe of each tensor x recipe,
+ * and each tensor's warm-up end. */
+static int index_series(an_run *a)
+{
+    const fp8_run *r = a->run;
+    size_t T = (size_t)r->ntensors, R = (size_t)r->nrecipes, n = r->nsteps;
+    a->sstart = calloc(T * R + 1, sizeof *a->sstart);
+    a->sorder = malloc((n + 1) * sizeof *a->sorder);
+    a->warm_end = malloc((T + 1) * sizeof *a->warm_end);
+    a->canon = malloc((T * R + 1) * sizeof *a->canon);
+    size_t *fill = calloc(T * R + 1, sizeof *fill);
+    if (!a->sstart || !a->sorder || !a->warm_end || !a->canon || !fill) {
+        free(fill);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        a->sstart[(size_t)r->steps[i].tensor * R + r->steps[i].recipe + 1]++;
+    for (size_t k = 0; k < T * R; k++)
+        a->sstart[k + 1] += a->sstart[k];
+    for (size_t i = 0; i < n; i++) {
+        size_t k = (size_t)r->steps[i].tensor * R + r->steps[i].recipe;
+        a->sorder[a->sstart[k] + fill[k]++] = i;
+    }
+    free(fill);
+    sort_steps = r->steps;
+    size_t out = 0;
+    for (size_t k = 0; k < T * R; k++) {
+        size_t b = a->sstart[k], e = a->sstart[k + 1], sorted = 1;
+        for (size_t i = b + 1; i < e && sorted; i++)
+            sorted = r->steps[a->sorder[i]].step > r->steps[a->sorder[i - 1]].step;
+        if (!sorted)
+            qsort(a->sorder + b, e - b, sizeof *a->sorder, cmp_steprow);
+        a->sstart[k] = out;
+        for (size_t i = b; i < e; i++)
+            if (i == b || r->steps[a->sorder[i]].step != r->steps[a->sorder[out - 1]].step)
+                a->sorder[out++] = a->sorder[i];
+    }
+    a->sstart[T * R] = out;
+    /* canonical recipes: same factors on this tensor, plain before hybrid */
+    an_factors *f = malloc((R + 1) * sizeof *f);
+    if (!f)
+        return -1;
+    for (size_t t = 0; t < T; t++) {
+        for (size_t q = 0; q < R; q++) {
+            a->canon[t * R + q] = (int)q;
+            if (a->recipe_ok[q])
+                an_factors_of(&a->recipes[q], (fp8_role)r->tensor_role[t], &f[q]);
+        }
+        for (size_t q = 0; q < R; q++) {
+            size_t nq, ns;
+            an_series(a, (int)t, (int)q, &nq);
+            an_steps(a, (int)t, (int)q, &ns);
+            if (!a->recipe_ok[q] || (!nq && !ns))
+                continue;
+            int best = (int)q;
+            for (size_t o = 0; o < R; o++) {
+                size_t no, nso;
+                an_series(a, (int)t, (int)o, &no);
+                an_steps(a, (int)t, (int)o, &nso);
+                if (o == q || !a->recipe_ok[o] || (!no && !nso) || !an_factors_equal(&f[q], &f[o]))
+                    continue;
+                int ob = a->recipes[best].hybrid, oo = a->recipes[o].hybrid;
+                if ((ob && !oo) || (ob == oo && (int)o < best))
+                    best = (int)o;
+            }
+            a->canon[t * R + q] = best;
+        }
+    }
+    free(f);
+    /* warm-up: up to the first step with a real amax, on tensors with a delayed recipe */
+    for (size_t t = 0; t < T; t++) {
+        a->warm_end[t] = INT64_MIN;
+        int delayed = 0, src = -1;
+        size_t best = 0;
+        for (size_t q = 0; q < R; q++) {
+            size_t nq, ns;
+            an_series(a, (int)t, (int)q, &nq);
+            an_steps(a, (int)t, (int)q, &ns);
+            delayed |= (nq || ns) && a->recipe_ok[q] && a->recipes[q].kind == FP8_RECIPE_DELAYED;
+            if (ns > best)
+                best = ns, src = (int)q;
+        }
+        if (!delayed)
+            continue;
+        a->warm_end[t] = INT64_MAX; /* no real amax yet: all warm-up */
+        if (src >= 0) {
+            size_t ns;
+            const size_t *ix = an_steps(a, (int)t, src, &ns);
+            for (size_t i = 0; i < ns; i++)
+                if (r->steps[ix[i]].amax > 0 && isfinite(r->steps[ix[i]].amax)) {
+                    a->warm_end[t] = r->steps[ix[i]].step + 1;
+                    break;
+                }
+        } else {
+            int in = an_input_recipe(a, (int)t);
+            size_t nr;
+            const size_t *ix = an_series(a, (int)t, in, &nr);
+            for (size_t i = 0; i < nr; i++)
+                if (an_rec(a, ix[i])->amax > 0 && isfinite(an_rec(a, ix[i])->amax)) {
+                    a->warm_end[t] = an_rec(a, ix[i])->step + 1;
+                    break;
+                }
+        }
+    }
+    return 0;
+}
+
+const size_t *an_steps(const an_run *a, int t, int r, size_t *n)
+{
+    size_t R = (size_t)a->run->nrecipes;
+    if (!a->sstart || t < 0 || r < 0 || t >= a->run->ntensors || r >= a->run->nrecipes) {
+        *n = 0;
+        return NULL;
+    }
+    size_t k = (size_t)t * R + (size_t)r;
+    *n = a->sstart[k + 1] - a->sstart[k];
+    return a->sorder + a->sstart[k];
+}
+
+int an_overflows_at(const fp8_format *f, const fp8_cast_mode *mode, float amax, float scale, unsigned nonfinite)
+{
+    if (nonfinite & 1u)
+        return 1;
+    fp8_class cls;
+    fp8_format_encode(f, mode, amax * scale, 0, &cls);
+    return cls == FP8_CLASS_SATURATED || cls == FP8_CLASS_OVERFLOW;
+}
+
 int an_open(an_ctx *c, const char *const *paths, int n)
 {
     c->runs = calloc((size_t)n + 1, sizeof *c->runs);
@@ -156,7 +304,7 @@ int an_open(an_ctx *c, const char *const *paths, int n)
             fprintf(stderr, "fp8prof: %s: the run is empty (no records, no scalars)\n", paths[i]);
             return 1;
         }
-        if (index_run(a)) {
+        if (index_run(a) || index_series(a)) {
             fprintf(stderr, "fp8prof: %s: out of memory indexing the run\n", paths[i]);
             return 1;
         }
@@ -171,13 +319,73 @@ int an_open(an_ctx *c, const char *const *paths, int n)
     return 0;
 }
 
+FILE *an_json(an_ctx *c, int sec)
+{
+    if (sec < 0 || sec >= AN_NJSON)
+        return NULL;
+    if (!c->jf[sec] && !(c->jf[sec] = open_memstream(&c->json[sec], &c->jsonn[sec])))
+        return NULL;
+    fputs(c->jcount[sec]++ ? ",\n    " : "\n    ", c->jf[sec]);
+    return c->jf[sec];
+}
+
+void an_json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; s && *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(f, "\\%c", ch);
+        else if (ch < 0x20)
+            fprintf(f, "\\u%04x", ch);
+        else
+            fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+void an_json_num(FILE *f, double v)
+{
+    if (isfinite(v))
+        fprintf(f, "%.9g", v);
+    else
+        fputs("null", f);
+}
+
+int an_json_write(an_ctx *c)
+{
+    static const char *names[AN_NJSON] = {"comparisons", "replay", "loss", "warmup"};
+    FILE *f = an_data(c, "summary.json");
+    if (!f)
+        return 1;
+    fprintf(f, "{\n  \"schema\": 1,\n  \"scale_convention\": \"q = cast(x * scale); x_hat = decode(q) * scale_inv\"");
+    for (int k = 0; k < AN_NJSON; k++) {
+        if (c->jf[k])
+            fflush(c->jf[k]);
+        fprintf(f, ",\n  \"%s\": [", names[k]);
+        if (c->json[k])
+            fwrite(c->json[k], 1, c->jsonn[k], f);
+        fprintf(f, "%s]", c->jcount[k] ? "\n  " : "");
+    }
+    fprintf(f, "\n}\n");
+    return an_data_close(c, (FILE *[]){f}, 1);
+}
+
 void an_close(an_ctx *c)
 {
+    for (int k = 0; k < AN_NJSON; k++) {
+        if (c->jf[k])
+            fclose(c->jf[k]);
+        free(c->json[k]);
+        c->jf[k] = NULL, c->json[k] = NULL, c->jsonn[k] = 0, c->jcount[k] = 0;
+    }
     for (int i = 0; i < c->nruns; i++) {
         an_run *a = &c->runs[i];
         an_series_cache_free(a);
+        an_contrasts_free(a);
         fp8_run_free(a->run);
         free(a->recipes), free(a->recipe_ok), free(a->start), free(a->order), free(a->active);
+        free(a->sstart), free(a->sorder), free(a->warm_end), free(a->canon);
     }
     free(c->runs);
     for (int i = 0; i < c->nfindings; i++)

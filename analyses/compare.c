@@ -1,25 +1,25 @@
 /*
  * compare.c — every recipe recorded on the same tensors (active and
- * shadows) side by side: per tensor, per role and per layer; bootstrap
- * confidence intervals for the differences to the active recipe; a verdict
- * per tensor with its rule printed next to it.
+ * shadows), after warm-up: per tensor and per role; the warm-up on its own;
+ * like-for-like comparisons that change one factor at a time (contrasts.c);
+ * a verdict per tensor with the rule that decided it.
  *
- * Data files: compare_tensors.tsv, compare_groups.tsv, compare_bootstrap.tsv,
+ * Data files: compare_tensors.tsv, compare_groups.tsv, compare_warmup.tsv,
+ * compare_contrasts.tsv (per tensor), compare_factors.tsv (per group),
  * compare_verdicts.tsv.
  */
-#include <gsl/gsl_rng.h>
-#include <gsl/gsl_statistics_double.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis.h"
 #include "compare.h"
+#include "contrasts.h"
+#include "factors.h"
 
-static int is_fine(const fp8_recipe *p)
+static int per_tensor_scale(const fp8_recipe *p)
 {
-    return p->kind == FP8_RECIPE_BLOCK || p->kind == FP8_RECIPE_MX || p->kind == FP8_RECIPE_ROWWISE ||
-           p->kind == FP8_RECIPE_COLWISE || p->kind == FP8_RECIPE_NVFP4;
+    return p->kind == FP8_RECIPE_DELAYED || p->kind == FP8_RECIPE_CURRENT || p->kind == FP8_RECIPE_NONE;
 }
 
 int an_series_stats(const an_run *a, int t, int r, an_sstats *o)
@@ -28,7 +28,7 @@ int an_series_stats(const an_run *a, int t, int r, an_sstats *o)
     const size_t *s = an_series(a, t, r, &n);
     memset(o, 0, sizeof *o);
     o->sqnr_p05 = o->sqnr_p50 = o->sqnr_p95 = o->relerr_p50 = o->relerr_p95 = NAN;
-    o->scale_log2_sd = o->block_spread = NAN;
+    o->scale_log2_sd = o->block_spread = o->te_overflow_rate = NAN;
     if (!n)
         return 0;
     double *v = malloc(n * sizeof *v), *w = malloc(n * sizeof *w);
@@ -36,52 +36,83 @@ int an_series_stats(const an_run *a, int t, int r, an_sstats *o)
         free(v), free(w);
         return -1;
     }
-    double numel = 0, ov = 0, un = 0, sb = 0, d1 = 0, d2 = 0;
-    size_t nv = 0, nw = 0, nd = 0;
+    double ov = 0, te = 0, un = 0, sb = 0, d1 = 0, d2 = 0, spread = 0;
+    size_t nv = 0, nw = 0, nd = 0, nspread = 0, te_known = 1;
+    const fp8_summary *prev = NULL;
     for (size_t i = 0; i < n; i++) {
         const fp8_summary *x = an_rec(a, s[i]);
+        if (an_is_warm(a, t, x->step)) {
+            o->warm_records++;
+            o->warm_numel += (double)x->numel, o->warm_overflows += (double)x->overflows;
+            o->warm_underflows += (double)x->underflows;
+            continue;
+        }
         o->records++;
         o->events += x->overflows > 0;
-        numel += (double)x->numel, ov += (double)x->overflows, un += (double)x->underflows;
+        o->numel += (double)x->numel, ov += (double)x->overflows, un += (double)x->underflows;
         sb += (double)x->subnormals;
+        if (x->te_overflows == UINT64_MAX)
+            te_known = 0;
+        else
+            te += (double)x->te_overflows;
         if (isfinite(x->sqnr_db))
             v[nv++] = x->sqnr_db;
         if (isfinite(x->rel_err))
             w[nw++] = x->rel_err;
         if (x->nscales > 1 && x->scale_inv_min > 0 && x->scale_inv_max > 0)
-            o->block_spread = isnan(o->block_spread) ? 0 : o->block_spread,
-            o->block_spread += log2(x->scale_inv_max / x->scale_inv_min);
-        if (i > 0) {
-            const fp8_summary *p = an_rec(a, s[i - 1]);
-            if (p->scale_inv > 0 && x->scale_inv > 0 && x->nscales == 1) {
-                double d = log2(x->scale_inv / p->scale_inv);
-                d1 += d, d2 += d * d, nd++;
-                o->scale_changes += x->scale_inv != p->scale_inv;
-            }
+            spread += log2(x->scale_inv_max / x->scale_inv_min), nspread++;
+        if (prev && prev->scale_inv > 0 && x->scale_inv > 0 && x->nscales == 1) {
+            double d = log2(x->scale_inv / prev->scale_inv);
+            d1 += d, d2 += d * d, nd++;
+            o->scale_changes += x->scale_inv != prev->scale_inv;
         }
-        if (x->step > o->last_step || i == 0)
-            o->last_step = x->step;
+        prev = x;
+        o->last_step = x->step;
     }
-    if (!isnan(o->block_spread))
-        o->block_spread /= (double)n;
-    o->overflow_rate = numel > 0 ? ov / numel : 0;
-    o->underflow_rate = numel > 0 ? un / numel : 0;
-    o->subnormal_rate = numel > 0 ? sb / numel : 0;
-    o->exact = n - nv;
-    if (nv) { /* sort once, then read the quantiles */
+    o->event_steps = o->records;
+    if (nspread)
+        o->block_spread = spread / (double)nspread;
+    o->overflow_rate = o->numel > 0 ? ov / o->numel : 0;
+    o->te_overflow_rate = te_known && o->numel > 0 ? te / o->numel : NAN;
+    o->underflow_rate = o->numel > 0 ? un / o->numel : 0;
+    o->subnormal_rate = o->numel > 0 ? sb / o->numel : 0;
+    o->exact = o->records - nv;
+    if (nv) {
         o->sqnr_p05 = an_quantile(v, nv, 0.05);
-        o->sqnr_p50 = gsl_stats_quantile_from_sorted_data(v, 1, nv, 0.5);
-        o->sqnr_p95 = gsl_stats_quantile_from_sorted_data(v, 1, nv, 0.95);
+        o->sqnr_p50 = an_quantile(v, nv, 0.5);
+        o->sqnr_p95 = an_quantile(v, nv, 0.95);
     }
     if (nw) {
         o->relerr_p50 = an_quantile(w, nw, 0.5);
-        o->relerr_p95 = gsl_stats_quantile_from_sorted_data(w, 1, nw, 0.95);
+        o->relerr_p95 = an_quantile(w, nw, 0.95);
     }
     if (nd > 1) {
         double m = d1 / (double)nd;
         o->scale_log2_sd = sqrt(fmax(0, d2 / (double)nd - m * m));
     }
     free(v), free(w);
+    /* per-tensor scales with every-step rows: events at every step, exact */
+    size_t ns;
+    const size_t *ix = an_steps(a, t, r, &ns);
+    if (ns && a->recipe_ok[r] && per_tensor_scale(&a->recipes[r])) {
+        const fp8_format *f = an_format(a, t, r);
+        o->every_step = 1;
+        o->events = o->event_steps = 0;
+        for (size_t i = 0; i < ns; i++) {
+            const fp8_step_row *w0 = an_steprow(a, ix[i]);
+            int ev = an_overflows_at(f, &a->recipes[r].cast, w0->amax, w0->scale, w0->nonfinite);
+            if (an_is_warm(a, t, w0->step))
+                o->warm_steps++, o->warm_events += (size_t)ev;
+            else
+                o->event_steps++, o->events += (size_t)ev;
+        }
+    } else {
+        o->warm_steps = o->warm_records;
+        for (size_t i = 0; i < n; i++) {
+            const fp8_summary *x = an_rec(a, s[i]);
+            o->warm_events += an_is_warm(a, t, x->step) && x->overflows > 0;
+        }
+    }
     return 0;
 }
 
@@ -126,37 +157,87 @@ void an_series_cache_free(an_run *a)
 }
 
 const char *an_verdict_rule =
-    "needs block scaling: per-tensor current scaling flushes more than U of the values to zero, or the best "
-    "fine-grained recipe (block, MX, row-wise) beats it by more than G dB of median SQNR; else needs JIT: the "
-    "delayed recipe overflowed at any recorded step, or its median SQNR is more than M dB below current "
-    "scaling's; else delayed is safe";
+    "with D the tensor's delayed recipe, C the recorded recipe that differs from D only in timing (current "
+    "scaling, same format and scale encoding) and B the finer-granularity partner of C with the largest SQNR "
+    "gain: **needs block scaling** when B beats C by more than G dB (Holm-adjusted p < 0.05) or C flushes more "
+    "than U of the values while B flushes at most U/2; else **needs JIT** when D had at least E overflow events "
+    "after warm-up (and more than C) or C beats D by more than M dB (Holm-adjusted p < 0.05); else **delayed is "
+    "safe**. n/a when the run lacks D or C (nothing like for like to decide on)";
 
-an_verdict an_tensor_verdict(const an_ctx *c, const an_run *a, int t, const an_sstats *st, int *D, int *C, int *B)
+an_verdict an_tensor_verdict(const an_ctx *c, an_run *a, int t, an_vinfo *vi)
 {
-    int R = a->run->nrecipes;
-    *D = *C = *B = -1;
-    *D = an_delayed_recipe(a, t);
-    for (int r = 0; r < R; r++)
-        if (a->recipe_ok[r] && st[r].records && is_fine(&a->recipes[r]) && (*B < 0 || st[r].sqnr_p50 > st[*B].sqnr_p50))
-            *B = r;
-    for (int r = 0; r < R; r++) { /* current scaling in the delayed recipe's format, else any */
-        if (!a->recipe_ok[r] || st[r].records == 0 || a->recipes[r].kind != FP8_RECIPE_CURRENT)
+    memset(vi, 0, sizeof *vi);
+    vi->D = vi->C = vi->B = -1;
+    vi->d_timing = vi->p_timing = vi->d_gran = vi->p_gran = vi->under_c = vi->under_b = NAN;
+    int R = a->run->nrecipes, D = -1;
+    fp8_role role = (fp8_role)a->run->tensor_role[t];
+    for (int r = 0; r < R; r++) { /* the active recipe when delayed, else the first delayed */
+        size_t n;
+        an_series(a, t, r, &n);
+        if (!n || !a->recipe_ok[r] || a->recipes[r].kind != FP8_RECIPE_DELAYED)
             continue;
-        int same = *D >= 0 && an_format(a, t, r) && an_format(a, t, *D) &&
-                   strcmp(an_format(a, t, r)->name, an_format(a, t, *D)->name) == 0;
-        if (*C < 0 || same)
-            *C = r;
+        if (D < 0 || r == a->active[t])
+            D = an_canon(a, t, r);
     }
-    int base = *C >= 0 ? *C : *D;
-    if (base < 0)
+    if (D < 0) {
+        snprintf(vi->why, sizeof vi->why, "no delayed recipe recorded");
         return AN_VERDICT_NA;
-    if (st[base].underflow_rate > c->underflow_max ||
-        (*B >= 0 && st[*B].sqnr_p50 - st[base].sqnr_p50 > c->block_gain_db))
-        return AN_VERDICT_BLOCK;
-    if (*D < 0)
+    }
+    vi->D = D;
+    an_factors fd, fr;
+    an_factors_of(&a->recipes[D], role, &fd);
+    size_t nc;
+    const an_contrast *v = an_run_contrasts(c, a, &nc);
+    for (size_t i = 0; v && i < nc; i++)
+        if (v[i].t == t && v[i].factor == AN_F_TIMING && v[i].a == D) {
+            an_factors_of(&a->recipes[v[i].b], role, &fr);
+            if (fr.timing == 2) {
+                vi->C = v[i].b, vi->d_timing = v[i].d.mean, vi->p_timing = v[i].padj;
+                break;
+            }
+        }
+    const an_sstats *sd = an_series_cached(a, t, D);
+    if (sd)
+        vi->events_d = sd->events, vi->steps_d = sd->event_steps;
+    if (vi->C < 0) {
+        char lab[96];
+        snprintf(vi->why, sizeof vi->why, "no current-scaling recipe like %s but for timing",
+                 an_factors_label(&fd, lab, sizeof lab));
         return AN_VERDICT_NA;
-    if (st[*D].events > 0 || (*C >= 0 && st[*D].sqnr_p50 < st[*C].sqnr_p50 - c->sqnr_margin_db))
+    }
+    const an_sstats *sc = an_series_cached(a, t, vi->C);
+    if (sc)
+        vi->events_c = sc->events, vi->under_c = sc->underflow_rate;
+    for (size_t i = 0; v && i < nc; i++)
+        if (v[i].t == t && v[i].factor == AN_F_GRANULARITY && v[i].a == vi->C &&
+            (vi->B < 0 || v[i].d.mean > vi->d_gran)) {
+            vi->B = v[i].b, vi->d_gran = v[i].d.mean, vi->p_gran = v[i].padj;
+        }
+    if (vi->B >= 0) {
+        const an_sstats *sb = an_series_cached(a, t, vi->B);
+        if (sb)
+            vi->under_b = sb->underflow_rate;
+        if (vi->d_gran > c->block_gain_db && vi->p_gran < AN_ALPHA) {
+            snprintf(vi->why, sizeof vi->why, "blocks gain %.2f dB (p_adj %.2g)", vi->d_gran, vi->p_gran);
+            return AN_VERDICT_BLOCK;
+        }
+        if (vi->under_c > c->underflow_max && vi->under_b <= c->underflow_max / 2) {
+            snprintf(vi->why, sizeof vi->why, "current flushes %.3g%% of values, blocks %.3g%%", 100 * vi->under_c,
+                     100 * vi->under_b);
+            return AN_VERDICT_BLOCK;
+        }
+    }
+    if ((int)vi->events_d >= c->min_events && vi->events_d > vi->events_c) {
+        snprintf(vi->why, sizeof vi->why, "%zu overflow events in %zu steps after warm-up (current: %zu)", vi->events_d,
+                 vi->steps_d, vi->events_c);
         return AN_VERDICT_JIT;
+    }
+    if (vi->d_timing > c->sqnr_margin_db && vi->p_timing < AN_ALPHA) {
+        snprintf(vi->why, sizeof vi->why, "current gains %.2f dB (p_adj %.2g)", vi->d_timing, vi->p_timing);
+        return AN_VERDICT_JIT;
+    }
+    snprintf(vi->why, sizeof vi->why, "%zu overflow events (< %d), timing %+.2f dB, blocks %+.2f dB", vi->events_d,
+             c->min_events, vi->d_timing, vi->d_gran);
     return AN_VERDICT_SAFE;
 }
 
@@ -166,249 +247,345 @@ const char *an_verdict_name(an_verdict v)
     return n[v];
 }
 
-/* ---- bootstrap over steps ------------------------------------------------ */
-
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* Per step, the mean over the group's tensors of (metric under r) - (metric
- * under the tensor's active recipe), for both metrics (0: SQNR dB, 1:
- * overflow percentage points); then the steps are resampled with
- * replacement.  sidx maps a record to its step's index in the run. */
-static void bootstrap(const an_ctx *c, const an_run *a, int group_role, int r, const uint32_t *sidx, size_t nsteps,
-                      double mean[2], double lo[2], double hi[2], size_t used[2])
-{
-    double *sum = calloc(2 * nsteps + 2, sizeof *sum), *cnt = calloc(2 * nsteps + 2, sizeof *cnt);
-    double *per = malloc((2 * nsteps + 2) * sizeof *per), *bs = malloc(2 * (size_t)c->boot * sizeof *bs);
-    size_t *pick = malloc((nsteps + 1) * sizeof *pick);
-    for (int k = 0; k < 2; k++)
-        mean[k] = lo[k] = hi[k] = NAN, used[k] = 0;
-    if (!sum || !cnt || !per || !bs || !pick)
-        goto out;
-    for (int t = 0; t < a->run->ntensors; t++) {
-        int act = a->active[t];
-        if (act < 0 || act == r || (group_role >= 0 && a->run->tensor_role[t] != group_role))
-            continue;
-        size_t na, nb;
-        const size_t *sa = an_series(a, t, act, &na), *sb = an_series(a, t, r, &nb);
-        for (size_t i = 0, j = 0; i < na && j < nb;) {
-            const fp8_summary *x = an_rec(a, sa[i]), *y = an_rec(a, sb[j]);
-            if (x->step != y->step) {
-                x->step < y->step ? i++ : j++;
-                continue;
-            }
-            size_t k = sidx[sa[i]];
-            if (isfinite(x->sqnr_db) && isfinite(y->sqnr_db))
-                sum[2 * k] += y->sqnr_db - x->sqnr_db, cnt[2 * k] += 1;
-            if (x->numel > 0)
-                sum[2 * k + 1] += 100.0 * ((double)y->overflows - (double)x->overflows) / (double)x->numel,
-                    cnt[2 * k + 1] += 1;
-            i++, j++;
-        }
-    }
-    /* the steps where both metrics exist are resampled together */
-    for (int m = 0; m < 2; m++) {
-        size_t n = 0;
-        for (size_t i = 0; i < nsteps; i++)
-            if (cnt[2 * i + (size_t)m] > 0)
-                per[(size_t)m * nsteps + n++] = sum[2 * i + (size_t)m] / cnt[2 * i + (size_t)m];
-        used[m] = n;
-        if (n) {
-            double tot = 0;
-            for (size_t i = 0; i < n; i++)
-                tot += per[(size_t)m * nsteps + i];
-            mean[m] = tot / (double)n;
-        }
-    }
-    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
-    if (!rng)
-        goto out;
-    gsl_rng_set(rng, c->seed);
-    size_t nmax = used[0] > used[1] ? used[0] : used[1];
-    for (int b = 0; b < c->boot && nmax; b++) {
-        for (size_t i = 0; i < nmax; i++)
-            pick[i] = gsl_rng_uniform_int(rng, nmax);
-        for (int m = 0; m < 2; m++) {
-            double s = 0;
-            size_t n = used[m];
-            if (!n)
-                continue;
-            for (size_t i = 0; i < n; i++) /* an index drawn over the longer list, folded onto this one */
-                s += per[(size_t)m * nsteps + (n == nmax ? pick[i] : pick[i] % n)];
-            bs[(size_t)m * (size_t)c->boot + (size_t)b] = s / (double)n;
-        }
-    }
-    gsl_rng_free(rng);
-    for (int m = 0; m < 2; m++)
-        if (used[m]) {
-            lo[m] = an_quantile(bs + (size_t)m * (size_t)c->boot, (size_t)c->boot, 0.025);
-            hi[m] = gsl_stats_quantile_from_sorted_data(bs + (size_t)m * (size_t)c->boot, 1, (size_t)c->boot, 0.975);
-        }
-out:
-    free(sum), free(cnt), free(per), free(bs), free(pick);
-}
-
 /* ---- the analysis ------------------------------------------------------- */
 
-/* Tensors of a role or layer under one recipe: events and records summed,
- * rates weighted by records, and the mean of the tensors' median SQNRs. */
+/* Tensors of a role (or all) under one canonical recipe label: events,
+ * steps and counts summed, so rates are pooled element rates. */
 typedef struct {
-    an_sstats s;
-    int tensors, sqnr_n;
-    double sqnr_sum;
+    char label[96];
+    int role, tensors, sqnr_n;
+    size_t records, events, event_steps, warm_events, warm_steps;
+    double numel, over, te, under, sub, sqnr_sum, warm_numel, warm_under, warm_over;
+    int te_known, active;
 } group;
+
+static group *group_for(group *g, int *ng, int cap, int role, const char *label)
+{
+    for (int i = 0; i < *ng; i++)
+        if (g[i].role == role && !strcmp(g[i].label, label))
+            return &g[i];
+    if (*ng == cap)
+        return NULL;
+    group *G = &g[(*ng)++];
+    memset(G, 0, sizeof *G);
+    G->role = role, G->te_known = 1;
+    snprintf(G->label, sizeof G->label, "%s", label);
+    return G;
+}
 
 static void group_add(group *G, const an_sstats *s)
 {
     G->tensors++;
-    G->s.records += s->records, G->s.events += s->events;
-    G->s.overflow_rate += s->overflow_rate * (double)s->records;
-    G->s.underflow_rate += s->underflow_rate * (double)s->records;
-    G->s.subnormal_rate += s->subnormal_rate * (double)s->records;
+    G->records += s->records, G->events += s->events, G->event_steps += s->event_steps;
+    G->numel += s->numel, G->over += s->overflow_rate * s->numel, G->under += s->underflow_rate * s->numel;
+    G->sub += s->subnormal_rate * s->numel;
+    if (isnan(s->te_overflow_rate))
+        G->te_known = 0;
+    else
+        G->te += s->te_overflow_rate * s->numel;
     if (!isnan(s->sqnr_p50))
         G->sqnr_sum += s->sqnr_p50, G->sqnr_n++;
+    G->warm_events += s->warm_events, G->warm_steps += s->warm_steps, G->warm_numel += s->warm_numel;
+    G->warm_under += s->warm_underflows, G->warm_over += s->warm_overflows;
 }
 
-static void group_finish(group *G)
+static const char *factor_title(int k)
 {
-    double n = (double)G->s.records;
-    G->s.overflow_rate /= n, G->s.underflow_rate /= n, G->s.subnormal_rate /= n;
+    static const char *t[] = {"Format (E5M2 → E4M3 and other element formats; same scaling)",
+                              "Timing (delayed → current scaling; same format, granularity and scale encoding)",
+                              "Granularity (coarser → finer scale groups; same format, timing and encoding)",
+                              "Scale encoding (fp32 → power-of-two / UE8M0 / E8M0 rounding rules)",
+                              "Amax floor (eps)", "Delayed-scaling settings (history, algorithm, margin)"};
+    return k >= 0 && k < AN_NFACTOR ? t[k] : "?";
 }
 
-static void group_row(FILE *f, const char *run, const char *kind, const char *name, const char *recipe, const group *G)
+static const char *factor_topic(int k)
 {
-    fprintf(f, "%s\t%s\t%s\t%s\t%d\t%zu\t%zu\t%.9g\t%.9g\t%.9g\n", run, kind, name, recipe, G->tensors, G->s.records,
-            G->s.events, G->s.overflow_rate, G->s.underflow_rate, G->s.subnormal_rate);
+    static const char *t[] = {"format", "timing", "granularity", "encoding", "floor", "delayedset"};
+    return k >= 0 && k < AN_NFACTOR ? t[k] : "?";
+}
+
+static void write_factors(an_ctx *c, an_run *a, FILE *fc, FILE *ff)
+{
+    size_t nc;
+    const an_contrast *v = an_run_contrasts(c, a, &nc);
+    for (size_t i = 0; v && i < nc; i++) {
+        an_factors fa, fb;
+        fp8_role role = (fp8_role)a->run->tensor_role[v[i].t];
+        char la[96], lb[96];
+        an_factors_of(&a->recipes[v[i].a], role, &fa);
+        an_factors_of(&a->recipes[v[i].b], role, &fb);
+        const an_sstats *sa = an_series_cached(a, v[i].t, v[i].a), *sb = an_series_cached(a, v[i].t, v[i].b);
+        fprintf(fc, "%s\t%s\t%s\t%s\t%s\t%s\t%zu\t%zu\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%d\t%zu\t%zu\t%zu\n", a->label,
+                a->run->tensor_name[v[i].t], fp8_role_name(role), an_factor_name((an_factor)v[i].factor),
+                an_factors_label(&fa, la, sizeof la), an_factors_label(&fb, lb, sizeof lb), v[i].d.n, v[i].d.block,
+                v[i].d.mean, v[i].d.lo, v[i].d.hi, v[i].d.p, v[i].padj, an_contrast_sign(&v[i]),
+                sa ? sa->events : 0, sb ? sb->events : 0, sa ? sa->event_steps : 0);
+    }
+    an_cgroup *g;
+    size_t ng;
+    if (an_contrast_groups(c, a, &g, &ng) != 0) {
+        fprintf(c->md, "(out of memory grouping the comparisons)\n\n");
+        return;
+    }
+    if (!ng) {
+        fprintf(c->md, "No pair of recipes recorded on the same tensor differs in exactly one factor: nothing can be "
+                       "compared like for like. Record shadows that change one factor at a time (the trainer's "
+                       "default set does: `e4m3:delayed`, `e5m2:delayed`, `e4m3:current`, `e5m2:current`, "
+                       "`e4m3:block=1x128:eps=0`, ...).\n\n");
+        free(g);
+        return;
+    }
+    fprintf(c->md, "Each row compares two recipes that differ in one factor only, on the tensors of one role. ΔSQNR "
+                   "= SQNR(to) − SQNR(from) in dB, per step averaged over the tensors, then over the steps after "
+                   "warm-up; 95%% CI from a circular block bootstrap of the steps (%d resamples). Tensors: how many "
+                   "are better under *to* / under *from* / neither (Holm-adjusted p < 0.05 over all %zu per-tensor "
+                   "comparisons of the run); sign p: two-sided sign test over the tensors. Overflow events are "
+                   "counted after warm-up (every step for per-tensor scales).\n\n",
+            c->boot, nc);
+    for (int k = 0; k < AN_NFACTOR; k++) {
+        int any = 0;
+        for (size_t i = 0; i < ng; i++) {
+            const an_cgroup *G = &g[i];
+            if (G->factor != k)
+                continue;
+            if (!any)
+                fprintf(c->md, "**%s**\n\n| role | from → to | tensors | ΔSQNR dB [95%% CI] | to / from / neither "
+                               "better | sign p | overflow events from → to | underflow %% from → to |\n"
+                               "|---|---|---|---|---|---|---|---|\n",
+                        factor_title(k));
+            any = 1;
+            fprintf(c->md, "| %s | %s → %s | %d | %+.2f [%+.2f, %+.2f] | %d / %d / %d | %.2g | %zu → %zu | %.4f → %.4f |\n",
+                    fp8_role_name((fp8_role)G->role), G->la, G->lb, G->tensors, G->d.mean, G->d.lo, G->d.hi,
+                    G->to_better, G->from_better, G->neither, G->sign_p, G->events_a, G->events_b, 100 * G->under_a,
+                    100 * G->under_b);
+            FILE *j = k <= AN_F_ENCODING ? an_json(c, AN_J_COMPARISONS) : NULL;
+            if (j) {
+                /* the group's verdict: its 95% interval clear of zero */
+                const char *gv = G->d.lo > 0 ? "b_better" : G->d.hi < 0 ? "a_better" : "no_difference";
+                fputs("{\"run\": ", j), an_json_str(j, a->label);
+                fputs(", \"factor\": ", j), an_json_str(j, an_factor_name((an_factor)k));
+                fputs(", \"a\": ", j), an_json_str(j, a->run->recipe_spec[G->ra]);
+                fputs(", \"b\": ", j), an_json_str(j, a->run->recipe_spec[G->rb]);
+                fputs(", \"a_label\": ", j), an_json_str(j, G->la);
+                fputs(", \"b_label\": ", j), an_json_str(j, G->lb);
+                fputs(", \"role\": ", j), an_json_str(j, fp8_role_name((fp8_role)G->role));
+                fprintf(j, ", \"tensors\": %d, \"steps\": %zu, \"delta_sqnr_db\": ", G->tensors, G->d.n);
+                an_json_num(j, G->d.mean);
+                fputs(", \"ci95\": [", j), an_json_num(j, G->d.lo), fputs(", ", j), an_json_num(j, G->d.hi);
+                fprintf(j, "], \"overflow_events_a\": %zu, \"overflow_events_b\": %zu, \"event_steps\": %zu, "
+                           "\"tensors_b_better\": %d, \"tensors_a_better\": %d, \"sign_p\": ",
+                        G->events_a, G->events_b, G->steps_a, G->to_better, G->from_better);
+                an_json_num(j, G->sign_p);
+                fputs(", \"verdict\": ", j), an_json_str(j, gv), fputs("}", j);
+            }
+            fprintf(ff, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%zu\t%zu\t%.9g\t%.9g\t%.9g\t%.9g\t%d\t%d\t%d\t%.9g\t%zu\t%zu\t"
+                        "%zu\t%zu\t%.9g\t%.9g\t%.9g\t%.9g\n",
+                    a->label, an_factor_name((an_factor)k), fp8_role_name((fp8_role)G->role), G->la, G->lb,
+                    a->run->recipe_spec[G->ra], a->run->recipe_spec[G->rb], G->tensors, G->d.n, G->d.block, G->d.mean,
+                    G->d.lo, G->d.hi, G->d.p, G->to_better, G->from_better, G->neither, G->sign_p, G->events_a,
+                    G->events_b, G->steps_a, G->steps_b, G->under_a, G->under_b, G->over_a, G->over_b);
+        }
+        /* one finding per factor and run: each group's mean difference */
+        char fnd[2048];
+        size_t fl = 0;
+        for (size_t i = 0; i < ng && fl < sizeof fnd - 200; i++) {
+            const an_cgroup *G = &g[i];
+            if (G->factor != k)
+                continue;
+            fl += (size_t)snprintf(fnd + fl, sizeof fnd - fl, "%s%s %s → %s %+.2f dB [%+.2f, %+.2f] (%d/%d/%d)",
+                                   fl ? "; " : "", fp8_role_name((fp8_role)G->role), G->la, G->lb, G->d.mean, G->d.lo,
+                                   G->d.hi, G->to_better, G->from_better, G->neither);
+        }
+        if (fl)
+            an_finding(c, factor_topic(k), "`%s`: %s", a->label, fnd);
+        if (any)
+            fprintf(c->md, "\n");
+        else if (k <= AN_F_ENCODING)
+            fprintf(c->md, "**%s**: this run has no recipe pair that differs in this factor alone.\n\n", factor_title(k));
+    }
+    free(g);
 }
 
 int an_compare(an_ctx *c)
 {
     FILE *ft = an_data(c, "compare_tensors.tsv"), *fg = an_data(c, "compare_groups.tsv"),
-         *fb = an_data(c, "compare_bootstrap.tsv"), *fv = an_data(c, "compare_verdicts.tsv");
+         *fw = an_data(c, "compare_warmup.tsv"), *fc = an_data(c, "compare_contrasts.tsv"),
+         *ff = an_data(c, "compare_factors.tsv"), *fv = an_data(c, "compare_verdicts.tsv");
     int rc = 0;
-    if (!ft || !fg || !fb || !fv) {
+    if (!ft || !fg || !fw || !fc || !ff || !fv) {
         rc = 1;
         goto done;
     }
-    fprintf(ft, "run\ttensor\trole\tlayer\trecipe\trecords\toverflow_events\toverflow_rate\tunderflow_rate\t"
-                "subnormal_rate\tsqnr_p05_db\tsqnr_p50_db\tsqnr_p95_db\trelerr_p50\trelerr_p95\tscale_log2_step_sd\t"
-                "scale_changes\tblock_scale_spread_bits\n");
-    fprintf(fg, "run\tgroup_kind\tgroup\trecipe\ttensors\trecords\toverflow_events\toverflow_rate\tunderflow_rate\t"
-                "subnormal_rate\n");
-    fprintf(fb, "run\tgroup\trecipe\tversus\tmetric\tsteps\tmean_diff\tci95_lo\tci95_hi\n");
-    fprintf(fv, "run\ttensor\trole\tlayer\tverdict\tdelayed\tcurrent\tbest_fine\tdelayed_events\t"
-                "current_underflow_rate\tsqnr_delayed\tsqnr_current\tsqnr_best_fine\n");
+    fprintf(ft, "run\ttensor\trole\tlayer\trecipe\tspec\tsame_as\trecords\toverflow_events\tevent_steps\tevents_every_step\t"
+                "overflow_rate\tte_overflow_rate\tunderflow_rate\tsubnormal_rate\tsqnr_p05_db\tsqnr_p50_db\tsqnr_p95_db\t"
+                "relerr_p50\trelerr_p95\tscale_log2_step_sd\tscale_changes\tblock_scale_spread_bits\n");
+    fprintf(fg, "run\trole\trecipe\ttensors\trecords\toverflow_events\tevent_steps\toverflow_rate\tte_overflow_rate\t"
+                "underflow_rate\tsubnormal_rate\tsqnr_p50_mean_db\n");
+    fprintf(fw, "run\ttensor\trole\trecipe\twarmup_end_step\twarmup_steps\twarmup_events\twarmup_overflow_rate\t"
+                "warmup_underflow_rate\n");
+    fprintf(fc, "run\ttensor\trole\tfactor\tfrom\tto\tsteps\tblock_len\tdelta_sqnr_db\tci95_lo\tci95_hi\tp\tp_holm\t"
+                "verdict\tevents_from\tevents_to\tevent_steps\n");
+    fprintf(ff, "run\tfactor\trole\tfrom\tto\tfrom_spec\tto_spec\ttensors\tsteps\tblock_len\tdelta_sqnr_db\tci95_lo\t"
+                "ci95_hi\tp\tto_better\tfrom_better\tneither\tsign_p\tevents_from\tevents_to\tevent_steps_from\t"
+                "event_steps_to\tunderflow_from\tunderflow_to\toverflow_from\toverflow_to\n");
+    fprintf(fv, "run\ttensor\trole\tlayer\tverdict\tdelayed\tcurrent\tbest_finer\tdelayed_events\tevent_steps\t"
+                "current_events\tdelta_timing_db\tp_timing\tdelta_granularity_db\tp_granularity\tcurrent_underflow_rate\t"
+                "finer_underflow_rate\treason\n");
     fprintf(c->md, "## Recipes compared\n\n");
-    fprintf(c->md, "Rates are element counts over `numel` summed over the recorded steps; an overflow event is a "
-                   "recorded step with at least one overflowing value. SQNR: median over recorded steps.\n\n");
+    fprintf(c->md, "After warm-up (below). Rates are pooled element rates: Σ count / Σ numel over the group's tensors "
+                   "and recorded steps. An overflow event is a step with at least one overflowing value; for "
+                   "per-tensor scales it is decided at every step from the every-step amax and scale (exact), for "
+                   "grouped recipes at recorded steps; the denominator is given. SQNR: the mean over tensors of "
+                   "each tensor's median over recorded steps. Recipes with the same numerics on a tensor (e.g. "
+                   "`hybrid:delayed` and `e4m3:delayed` on an activation) are shown once.\n\n");
     for (int ri = 0; ri < c->nruns; ri++) {
-        const an_run *a = &c->runs[ri];
+        an_run *a = &c->runs[ri];
         int T = a->run->ntensors, R = a->run->nrecipes;
         if (a->run->nrecords == 0) {
             fprintf(c->md, "Run `%s`: no records.\n\n", a->label);
             continue;
         }
-        an_sstats *st = calloc((size_t)T * (size_t)R + 1, sizeof *st);
-        group *grp = calloc((size_t)(FP8_NROLE + 1) * (size_t)R + 1, sizeof *grp); /* [role or all][recipe] */
-        int64_t *steps = malloc((a->run->nrecords + 1) * sizeof *steps);
-        if (!st || !grp || !steps) {
-            free(st), free(grp), free(steps);
-            fprintf(stderr, "fp8prof: compare: out of memory\n");
+        int cap = (FP8_NROLE + 1) * (R + 1) * 2;
+        group *grp = calloc((size_t)cap, sizeof *grp);
+        if (!grp) {
             rc = 1;
             goto done;
         }
+        int ngrp = 0;
         char lab[96];
-        int nverd[4] = {0};
-        int at_risk = 0;
-        for (int t = 0; t < T; t++)
-            for (int r = 0; r < R; r++) {
-                an_sstats *s = &st[(size_t)t * (size_t)R + (size_t)r];
-                const an_sstats *cs = an_series_cached(&c->runs[ri], t, r);
-                if (cs)
-                    *s = *cs;
-                else
-                    an_series_stats(a, t, r, s);
-                if (!s->records)
-                    continue;
-                fprintf(ft, "%s\t%s\t%s\t%d\t%s\t%zu\t%zu\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%zu\t%.9g\n",
-                        a->label, a->run->tensor_name[t], fp8_role_name((fp8_role)a->run->tensor_role[t]),
-                        a->run->tensor_layer[t], an_recipe_label(a, r, lab, sizeof lab), s->records, s->events,
-                        s->overflow_rate, s->underflow_rate, s->subnormal_rate, s->sqnr_p05, s->sqnr_p50, s->sqnr_p95,
-                        s->relerr_p50, s->relerr_p95, s->scale_log2_sd, s->scale_changes, s->block_spread);
-                /* role groups (index FP8_NROLE: all tensors) */
-                int role = a->run->tensor_role[t];
-                if (role >= 0 && role < FP8_NROLE)
-                    group_add(&grp[(size_t)role * (size_t)R + (size_t)r], s);
-                group_add(&grp[(size_t)FP8_NROLE * (size_t)R + (size_t)r], s);
+        int warm_tensors = 0;
+        int64_t warm_lo = INT64_MAX, warm_hi = INT64_MIN;
+        for (int t = 0; t < T; t++) {
+            fp8_role role = (fp8_role)a->run->tensor_role[t];
+            if (a->warm_end[t] != INT64_MIN) {
+                warm_tensors++;
+                warm_lo = a->warm_end[t] < warm_lo ? a->warm_end[t] : warm_lo;
+                warm_hi = a->warm_end[t] > warm_hi ? a->warm_end[t] : warm_hi;
             }
-        /* layer groups, written straight out */
-        int maxl = -1;
-        for (int t = 0; t < T; t++)
-            maxl = a->run->tensor_layer[t] > maxl ? a->run->tensor_layer[t] : maxl;
-        for (int l = -1; l <= maxl; l++)
             for (int r = 0; r < R; r++) {
-                group L;
-                memset(&L, 0, sizeof L);
-                for (int t = 0; t < T; t++) {
-                    const an_sstats *s = &st[(size_t)t * (size_t)R + (size_t)r];
-                    if (a->run->tensor_layer[t] == l && s->records)
-                        group_add(&L, s);
-                }
-                if (!L.tensors)
+                const an_sstats *s = an_series_cached(a, t, r);
+                if (!s || (!s->records && !s->warm_records) || !a->recipe_ok[r])
                     continue;
-                group_finish(&L);
-                char lname[16];
-                snprintf(lname, sizeof lname, "%d", l);
-                group_row(fg, a->label, "layer", lname, an_recipe_label(a, r, lab, sizeof lab), &L);
+                an_factors f;
+                an_factors_of(&a->recipes[r], role, &f);
+                an_factors_label(&f, lab, sizeof lab);
+                int canon = an_canon(a, t, r);
+                fprintf(ft, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%zu\t%zu\t%zu\t%d\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t"
+                            "%.9g\t%.9g\t%zu\t%.9g\n",
+                        a->label, a->run->tensor_name[t], fp8_role_name(role), a->run->tensor_layer[t], lab,
+                        a->run->recipe_spec[r], canon == r ? "-" : a->run->recipe_spec[canon], s->records, s->events,
+                        s->event_steps, s->every_step, s->overflow_rate, s->te_overflow_rate, s->underflow_rate,
+                        s->subnormal_rate, s->sqnr_p05, s->sqnr_p50, s->sqnr_p95, s->relerr_p50, s->relerr_p95,
+                        s->scale_log2_sd, s->scale_changes, s->block_spread);
+                if (a->warm_end[t] != INT64_MIN && canon == r)
+                    fprintf(fw, "%s\t%s\t%s\t%s\t%lld\t%zu\t%zu\t%.9g\t%.9g\n", a->label, a->run->tensor_name[t],
+                            fp8_role_name(role), lab, (long long)a->warm_end[t], s->warm_steps, s->warm_events,
+                            s->warm_numel > 0 ? s->warm_overflows / s->warm_numel : NAN,
+                            s->warm_numel > 0 ? s->warm_underflows / s->warm_numel : NAN);
+                if (canon != r)
+                    continue;
+                group *G = group_for(grp, &ngrp, cap, (int)role, lab);
+                group *A = group_for(grp, &ngrp, cap, FP8_NROLE, lab);
+                if (G)
+                    group_add(G, s), G->active |= r == a->active[t];
+                if (A)
+                    group_add(A, s), A->active |= r == a->active[t];
             }
-        int act = -1;
-        for (int t = 0; t < T && act < 0; t++)
-            act = a->active[t];
-        fprintf(c->md, "### Run `%s` (%d tensors, %d recipes, records every %lld steps)\n\n", a->label, T, R,
-                (long long)a->record_every);
-        fprintf(c->md, "| role | recipe | tensors | overflow events | overflow %% | underflow %% | subnormal %% | "
-                       "SQNR dB (mean of medians) |\n|---|---|---|---|---|---|---|---|\n");
-        for (int gi = 0; gi <= FP8_NROLE; gi++)
-            for (int r = 0; r < R; r++) {
-                group *G = &grp[(size_t)gi * (size_t)R + (size_t)r];
-                if (!G->s.records)
+        }
+        fprintf(c->md, "### Run `%s` (%d tensors, %d recipes, statistics every %lld steps%s)\n\n", a->label, T, R,
+                (long long)a->record_every, a->run->nsteps ? ", amax and scales at every step" : "");
+        fprintf(c->md, "| role | recipe | tensors | overflow events / steps | overflow %% | TE overflows%% | "
+                       "underflow %% | subnormal %% | SQNR dB |\n|---|---|---|---|---|---|---|---|---|\n");
+        for (int role = 0; role <= FP8_NROLE; role++)
+            for (int i = 0; i < ngrp; i++) {
+                group *G = &grp[i];
+                if (G->role != role || !G->records)
                     continue;
-                group_finish(G);
-                const char *gname = gi == FP8_NROLE ? "all" : fp8_role_name((fp8_role)gi);
-                group_row(fg, a->label, gi == FP8_NROLE ? "all" : "role", gname, an_recipe_label(a, r, lab, sizeof lab), G);
-                fprintf(c->md, "| %s | %s%s | %d | %zu | %.4f | %.4f | %.4f | %.2f |\n", gname, lab,
-                        r == act ? " (active)" : "", G->tensors, G->s.events, 100 * G->s.overflow_rate,
-                        100 * G->s.underflow_rate, 100 * G->s.subnormal_rate,
-                        G->sqnr_n ? G->sqnr_sum / G->sqnr_n : NAN);
+                const char *gname = role == FP8_NROLE ? "all" : fp8_role_name((fp8_role)role);
+                double n = G->numel > 0 ? G->numel : 1;
+                char te[32] = "-"; /* TE defines its count for delayed scaling only */
+                if (G->te_known && strstr(G->label, " delayed "))
+                    snprintf(te, sizeof te, "%.4f", 100 * G->te / n);
+                fprintf(c->md, "| %s | %s%s | %d | %zu / %zu | %.4f | %s | %.4f | %.4f | %.2f |\n", gname, G->label,
+                        G->active ? " (active)" : "", G->tensors, G->events, G->event_steps, 100 * G->over / n, te,
+                        100 * G->under / n, 100 * G->sub / n, G->sqnr_n ? G->sqnr_sum / G->sqnr_n : NAN);
+                fprintf(fg, "%s\t%s\t%s\t%d\t%zu\t%zu\t%zu\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\n", a->label, gname, G->label,
+                        G->tensors, G->records, G->events, G->event_steps, G->over / n, G->te_known ? G->te / n : NAN,
+                        G->under / n, G->sub / n, G->sqnr_n ? G->sqnr_sum / G->sqnr_n : NAN);
             }
         fprintf(c->md, "\n");
+        /* warm-up, on its own */
+        if (warm_tensors) {
+            char span[64];
+            if (warm_lo == warm_hi)
+                snprintf(span, sizeof span, "step %lld", (long long)warm_lo);
+            else
+                snprintf(span, sizeof span, "steps %lld to %lld", (long long)warm_lo, (long long)warm_hi);
+            fprintf(c->md, "**Warm-up** (rule: a delayed recipe casts with its initial scale 1 until its history holds "
+                           "a real amax; the steps up to and including a tensor's first step with a finite amax > 0 "
+                           "are left out above, for every recipe of that tensor): on %d tensors the warm-up is the "
+                           "steps before %s. What it cost:\n\n| role | recipe | tensors | steps | overflow events | "
+                           "overflow %% | flushed %% |\n|---|---|---|---|---|---|---|\n",
+                    warm_tensors, span);
+            char worst[200] = "";
+            double worst_rate = -1;
+            for (int role = 0; role < FP8_NROLE; role++)
+                for (int i = 0; i < ngrp; i++) {
+                    group *G = &grp[i];
+                    if (G->role != role || !G->warm_steps || !strstr(G->label, "delayed"))
+                        continue;
+                    double wn = G->warm_numel > 0 ? G->warm_numel : 1;
+                    fprintf(c->md, "| %s | %s | %d | %zu | %zu | %.4f | %.4f |\n", fp8_role_name((fp8_role)role),
+                            G->label, G->tensors, G->warm_steps, G->warm_events, 100 * G->warm_over / wn,
+                            100 * G->warm_under / wn);
+                    if (G->warm_numel > 0 && G->warm_under / wn > worst_rate) {
+                        worst_rate = G->warm_under / wn;
+                        snprintf(worst, sizeof worst, "%s %s flushed %.3g%% of values during warm-up",
+                                 G->label, fp8_role_name((fp8_role)role), 100 * worst_rate);
+                    }
+                }
+            fprintf(c->md, "\n");
+            an_finding(c, "warmup", "`%s`: steps < %lld excluded on %d tensors%s%s", a->label, (long long)warm_hi,
+                       warm_tensors, worst[0] ? "; " : "", worst);
+            FILE *j = an_json(c, AN_J_WARMUP);
+            if (j) {
+                fputs("{\"run\": ", j), an_json_str(j, a->label);
+                fprintf(j, ", \"steps_excluded\": %lld, \"tensors\": %d, \"rule\": \"until the history holds a real amax\"}",
+                        (long long)warm_hi, warm_tensors);
+            }
+        }
+        /* like-for-like comparisons */
+        fprintf(c->md, "#### Like for like: one factor at a time\n\n");
+        write_factors(c, a, fc, ff);
         /* verdicts */
-        fprintf(c->md, "**Verdict rule** (U = %.3g%%, G = %.3g dB, M = %.3g dB): %s.\n\n", 100 * c->underflow_max,
-                c->block_gain_db, c->sqnr_margin_db, an_verdict_rule);
-        char risk[1024] = "";
+        fprintf(c->md, "**Verdict rule** (U = %.3g%%, G = %.3g dB, M = %.3g dB, E = %d): %s.\n\n", 100 * c->underflow_max,
+                c->block_gain_db, c->sqnr_margin_db, c->min_events, an_verdict_rule);
+        int nverd[4] = {0}, at_risk = 0;
+        char risk[1024] = "", na_why[160] = "";
         size_t rl = 0;
         for (int t = 0; t < T; t++) {
-            int D, C, B;
-            const an_sstats *s = &st[(size_t)t * (size_t)R];
-            an_verdict v = an_tensor_verdict(c, a, t, s, &D, &C, &B);
+            an_vinfo vi;
+            an_verdict v = an_tensor_verdict(c, a, t, &vi);
             nverd[v]++;
+            if (v == AN_VERDICT_NA && !na_why[0])
+                snprintf(na_why, sizeof na_why, "%s", vi.why);
             char ld[96] = "-", lc[96] = "-", lb[96] = "-";
-            if (D >= 0)
-                an_recipe_label(a, D, ld, sizeof ld);
-            if (C >= 0)
-                an_recipe_label(a, C, lc, sizeof lc);
-            if (B >= 0)
-                an_recipe_label(a, B, lb, sizeof lb);
-            fprintf(fv, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%zu\t%.9g\t%.9g\t%.9g\t%.9g\n", a->label, a->run->tensor_name[t],
-                    fp8_role_name((fp8_role)a->run->tensor_role[t]), a->run->tensor_layer[t], an_verdict_name(v), ld,
-                    lc, lb, D >= 0 ? s[D].events : 0, C >= 0 ? s[C].underflow_rate : NAN,
-                    D >= 0 ? s[D].sqnr_p50 : NAN, C >= 0 ? s[C].sqnr_p50 : NAN, B >= 0 ? s[B].sqnr_p50 : NAN);
-            if (v == AN_VERDICT_JIT && D >= 0 && s[D].events > 0 && at_risk < 5 && rl < sizeof risk - 200) {
+            fp8_role role = (fp8_role)a->run->tensor_role[t];
+            an_factors f;
+            if (vi.D >= 0)
+                an_factors_of(&a->recipes[vi.D], role, &f), an_factors_label(&f, ld, sizeof ld);
+            if (vi.C >= 0)
+                an_factors_of(&a->recipes[vi.C], role, &f), an_factors_label(&f, lc, sizeof lc);
+            if (vi.B >= 0)
+                an_factors_of(&a->recipes[vi.B], role, &f), an_factors_label(&f, lb, sizeof lb);
+            fprintf(fv, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%zu\t%zu\t%zu\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%s\n", a->label,
+                    a->run->tensor_name[t], fp8_role_name(role), a->run->tensor_layer[t], an_verdict_name(v), ld, lc, lb,
+                    vi.events_d, vi.steps_d, vi.events_c, vi.d_timing, vi.p_timing, vi.d_gran, vi.p_gran, vi.under_c,
+                    vi.under_b, vi.why);
+            if (v == AN_VERDICT_JIT && (int)vi.events_d >= c->min_events && at_risk < 5 && rl < sizeof risk - 200) {
                 rl += (size_t)snprintf(risk + rl, sizeof risk - rl, "%s%s (%zu of %zu steps)", at_risk ? ", " : "",
-                                       a->run->tensor_name[t], s[D].events, s[D].records);
+                                       a->run->tensor_name[t], vi.events_d, vi.steps_d);
                 at_risk++;
             }
         }
@@ -416,39 +593,40 @@ int an_compare(an_ctx *c)
         for (int v = 1; v < 4; v++)
             fprintf(c->md, "| %s | %d |\n", an_verdict_name((an_verdict)v), nverd[v]);
         if (nverd[0])
-            fprintf(c->md, "| n/a (no delayed or current recipe recorded) | %d |\n", nverd[0]);
+            fprintf(c->md, "| n/a (e.g. %s) | %d |\n", na_why, nverd[0]);
         if (at_risk)
-            fprintf(c->md, "\nDelayed scaling overflowed on %s%s.\n", risk, at_risk == 5 ? ", ..." : "");
-        fprintf(c->md, "\nPer tensor: `compare_verdicts.tsv`; every statistic: `compare_tensors.tsv`.\n\n");
+            fprintf(c->md, "\nDelayed scaling overflowed materially on %s%s.\n", risk, at_risk == 5 ? ", ..." : "");
+        fprintf(c->md, "\nPer tensor: `compare_verdicts.tsv` (with the deciding rule); every statistic: "
+                       "`compare_tensors.tsv`; every comparison: `compare_contrasts.tsv`.\n\n");
         if (nverd[1] + nverd[2] + nverd[3] > 0)
-            an_finding(c, "verdict", "`%s` %d / %d / %d", a->label, nverd[1], nverd[2], nverd[3]);
-        /* recipes that overflow at nearly every recorded step: a systematic clip, not an outlier */
-        for (int r = 0; r < R; r++) {
-            const an_sstats *G = &grp[(size_t)FP8_NROLE * (size_t)R + (size_t)r].s;
-            if (G->records >= 10 && (double)G->events >= 0.9 * (double)G->records && G->overflow_rate > 1e-4) {
-                an_recipe_label(a, r, lab, sizeof lab);
-                int k = 0;
-                while (k < c->nclip && strcmp(c->clip_name[k], lab) != 0)
-                    k++;
-                if (k == c->nclip && k < 16) {
-                    snprintf(c->clip_name[k], sizeof c->clip_name[k], "%s", lab);
-                    c->clip_runs[k] = 0, c->clip_lo[k] = INFINITY, c->clip_hi[k] = 0;
-                    c->nclip++;
-                }
-                if (k < 16) {
-                    c->clip_runs[k]++;
-                    c->clip_lo[k] = fmin(c->clip_lo[k], G->overflow_rate);
-                    c->clip_hi[k] = fmax(c->clip_hi[k], G->overflow_rate);
-                }
+            an_finding(c, "verdict", "`%s` %d / %d / %d%s", a->label, nverd[1], nverd[2], nverd[3],
+                       nverd[0] ? " (+ n/a)" : "");
+        /* recipes that overflow at nearly every step: a systematic clip */
+        for (int i = 0; i < ngrp; i++) {
+            group *G = &grp[i];
+            if (G->role != FP8_NROLE || G->event_steps < 10 || (double)G->events < 0.9 * (double)G->event_steps ||
+                !(G->over / (G->numel > 0 ? G->numel : 1) > 1e-4))
+                continue;
+            int k = 0;
+            while (k < c->nclip && strcmp(c->clip_name[k], G->label) != 0)
+                k++;
+            if (k == c->nclip && k < 16) {
+                snprintf(c->clip_name[k], sizeof c->clip_name[k], "%s", G->label);
+                c->clip_runs[k] = 0, c->clip_lo[k] = INFINITY, c->clip_hi[k] = 0;
+                c->nclip++;
+            }
+            if (k < 16) {
+                double rate = G->over / G->numel;
+                c->clip_runs[k]++;
+                c->clip_lo[k] = fmin(c->clip_lo[k], rate), c->clip_hi[k] = fmax(c->clip_hi[k], rate);
             }
         }
-        /* tensors on which a delayed recipe overflowed, counted across runs */
+        /* tensors on which delayed scaling overflowed materially, across runs */
         for (int t = 0; t < T; t++) {
-            int D, C, B;
-            an_tensor_verdict(c, a, t, &st[(size_t)t * (size_t)R], &D, &C, &B);
-            if (D < 0)
+            an_vinfo vi;
+            an_tensor_verdict(c, a, t, &vi);
+            if (vi.D < 0)
                 continue;
-            size_t ev = st[(size_t)t * (size_t)R + (size_t)D].events;
             int k = 0;
             while (k < c->nrisk && strcmp(c->risk_name[k], a->run->tensor_name[t]) != 0)
                 k++;
@@ -459,79 +637,18 @@ int an_compare(an_ctx *c)
             }
             if (k < AN_MAX_RISK) {
                 c->risk_seen[k]++;
-                c->risk_runs[k] += ev > 0;
-                c->risk_events[k] += (int)ev;
+                c->risk_runs[k] += (int)vi.events_d >= c->min_events;
+                c->risk_events[k] += (int)vi.events_d;
             }
         }
-        /* bootstrap: each recipe against the active one, per role and overall */
-        size_t ns = 0;
-        for (size_t i = 0; i < a->run->nrecords; i++)
-            steps[ns++] = a->run->summaries[i].step;
-        int sorted = 1; /* a run file holds its steps in order: sort only when not */
-        for (size_t i = 1; i < ns && sorted; i++)
-            sorted = steps[i] >= steps[i - 1];
-        if (!sorted)
-            qsort(steps, ns, sizeof *steps, cmp_i64);
-        size_t u = 0;
-        for (size_t i = 0; i < ns; i++)
-            if (u == 0 || steps[i] != steps[u - 1])
-                steps[u++] = steps[i];
-        uint32_t *sidx = malloc((a->run->nrecords + 1) * sizeof *sidx);
-        for (size_t i = 0; sidx && i < a->run->nrecords; i++) {
-            const int64_t *k = bsearch(&a->run->summaries[i].step, steps, u, sizeof *steps, cmp_i64);
-            sidx[i] = (uint32_t)(k - steps);
-        }
-        if (!sidx)
-            act = -1;
-        if (R < 2) {
-            fprintf(c->md, "This run recorded one recipe and no shadows: nothing to compare it with (declare "
-                           "probes with shadow recipes, e.g. `e4m3:current`, `e4m3:block=1x128`, `mxfp8`).\n\n");
-        } else if (act < 0) {
-            fprintf(c->md, "No active recipe recorded: no paired differences.\n\n");
-        } else {
-            fprintf(c->md, "Differences to the active recipe `%s`, paired by step (mean over the group's tensors "
-                           "per step; 95%% CI from %d bootstrap resamples of the steps, GSL mt19937 seed %lu):\n\n",
-                    an_recipe_label(a, act, lab, sizeof lab), c->boot, c->seed);
-            fprintf(c->md, "| group | recipe | steps | ΔSQNR dB [95%% CI] | Δoverflow %% [95%% CI] |\n|---|---|---|---|---|\n");
-            char gain[1024];
-            size_t gl = (size_t)snprintf(gain, sizeof gain, "`%s` (vs `%s`):", a->label, an_recipe_label(a, act, lab, sizeof lab));
-            for (int gi = FP8_NROLE; gi >= 0; gi--)
-                for (int r = 0; r < R; r++) {
-                    if (r == act || !grp[(size_t)gi * (size_t)R + (size_t)r].s.records)
-                        continue;
-                    double m[2], lo[2], hi[2];
-                    size_t used[2];
-                    bootstrap(c, a, gi == FP8_NROLE ? -1 : gi, r, sidx, u, m, lo, hi, used);
-                    for (int k = 0; k < 2; k++) {
-                        fprintf(fb, "%s\t%s\t%s\t%s\t%s\t%zu\t%.9g\t%.9g\t%.9g\n", a->label,
-                                gi == FP8_NROLE ? "all" : fp8_role_name((fp8_role)gi), an_recipe_label(a, r, lab, sizeof lab),
-                                "active", k ? "overflow_pct" : "sqnr_db", used[k], m[k], lo[k], hi[k]);
-                    }
-                    if (!used[0] && !used[1])
-                        continue;
-                    fprintf(c->md, "| %s | %s | %zu | %+.2f [%+.2f, %+.2f] | %+.4f [%+.4f, %+.4f] |\n",
-                            gi == FP8_NROLE ? "all" : fp8_role_name((fp8_role)gi), lab, used[0], m[0], lo[0], hi[0],
-                            m[1], lo[1], hi[1]);
-                    if (gi == FP8_NROLE && used[0] && gl < sizeof gain - 120)
-                        gl += (size_t)snprintf(gain + gl, sizeof gain - gl, " %s %+.1f dB [%+.1f, %+.1f], overflow %+.3g%%;",
-                                               lab, m[0], lo[0], hi[0], m[1]);
-                }
-            fprintf(c->md, "\n");
-            if (gl > 0 && gain[gl - 1] == ';') {
-                gain[gl - 1] = 0;
-                an_finding(c, "gain", "%s", gain);
-            }
-        }
-        free(sidx);
-        free(st), free(grp), free(steps);
+        free(grp);
     }
     for (int k = 0; k < c->nclip; k++)
-        an_finding(c, "risk", "`%s` overflows at almost every recorded step of every tensor in %d run%s (%.3g..%.3g%% of "
+        an_finding(c, "risk", "`%s` overflows at almost every step of every tensor in %d run%s (%.3g..%.3g%% of "
                               "values): a systematic clip, not outliers",
                    c->clip_name[k], c->clip_runs[k], c->clip_runs[k] == 1 ? "" : "s", 100 * c->clip_lo[k],
                    100 * c->clip_hi[k]);
-    /* across runs: the tensors delayed scaling overflowed on most often */
-    if (!rc && c->nrisk) {
+    if (c->nrisk) {
         char txt[1024];
         size_t tl = 0;
         int shown = 0, runs_with = 0;
@@ -553,14 +670,15 @@ int an_compare(an_ctx *c)
         }
         free(used);
         if (shown)
-            an_finding(c, "risk", "delayed scaling overflowed on %d tensor%s; most often %s", runs_with,
-                       runs_with == 1 ? "" : "s", txt);
+            an_finding(c, "risk", "delayed scaling overflowed materially (>= %d events after warm-up) on %d tensor%s of "
+                                  "%d; most often %s",
+                       c->min_events, runs_with, runs_with == 1 ? "" : "s", c->nrisk, txt);
         else
-            an_finding(c, "risk", "no delayed recipe overflowed on any tensor (%d tensors with a delayed recipe)",
-                       c->nrisk);
+            an_finding(c, "risk", "no delayed recipe overflowed materially (>= %d events after warm-up) on any of %d "
+                                  "tensors", c->min_events, c->nrisk);
     }
 done:
-    if (an_data_close(c, (FILE *[]){ft, fg, fb, fv}, 4))
+    if (an_data_close(c, (FILE *[]){ft, fg, fw, fc, ff, fv}, 6))
         rc = 1;
     return rc;
 }

@@ -1,23 +1,32 @@
 /*
- * compare.h — per-series statistics and the per-tensor verdict, shared by
- * compare, advise and the report.
+ * compare.h — per-series statistics after warm-up and the per-tensor
+ * verdict, shared by compare, contrasts, advise, the figures and the report.
  */
 #ifndef FP8_AN_COMPARE_H
 #define FP8_AN_COMPARE_H
 
 #include "analysis.h"
 
-/* One tensor under one recipe over all its recorded steps. */
+/* One tensor under one recipe over its steps after warm-up (warm-up apart). */
 typedef struct {
-    size_t records, events;    /* events: recorded steps with >= 1 overflow  */
-    size_t exact;              /* records with SQNR +inf (exact casts)       */
-    double overflow_rate, underflow_rate, subnormal_rate; /* sums over numel */
+    size_t records;            /* recorded steps after warm-up                 */
+    size_t events, event_steps;/* overflow events and the steps counted          */
+    int every_step;            /* 1: events from the every-step rows (exact at
+                                  every step); 0: at recorded steps only       */
+    size_t exact;              /* records with SQNR +inf (exact casts)         */
+    double numel;              /* sum of numel over the records               */
+    double overflow_rate, te_overflow_rate, underflow_rate, subnormal_rate;
+                               /* pooled: sum of counts / sum of numel; te: NaN
+                                  when the file does not record it             */
     double sqnr_p05, sqnr_p50, sqnr_p95; /* over records with finite SQNR, dB */
     double relerr_p50, relerr_p95;
     double scale_log2_sd;      /* per-tensor scales: sd of log2(s_t/s_{t-1}) */
     size_t scale_changes;
     double block_spread;       /* grouped: mean log2(scale_inv max/min), bits */
     int64_t last_step;
+    /* warm-up steps, on their own */
+    size_t warm_records, warm_events, warm_steps;
+    double warm_numel, warm_overflows, warm_underflows;
 } an_sstats;
 
 int an_series_stats(const an_run *a, int t, int r, an_sstats *o);
@@ -25,10 +34,19 @@ int an_series_stats(const an_run *a, int t, int r, an_sstats *o);
 const an_sstats *an_series_cached(an_run *a, int t, int r);
 
 typedef enum { AN_VERDICT_NA = 0, AN_VERDICT_SAFE, AN_VERDICT_JIT, AN_VERDICT_BLOCK } an_verdict;
+
+typedef struct {
+    int D, C, B;               /* delayed, its current partner, the best finer
+                                  granularity partner of C (-1 none)          */
+    double d_timing, p_timing; /* SQNR(C) - SQNR(D), dB, Holm-adjusted p      */
+    double d_gran, p_gran;     /* SQNR(B) - SQNR(C)                            */
+    size_t events_d, steps_d, events_c;
+    double under_c, under_b;
+    char why[160];             /* the rule that decided, or why n/a          */
+} an_vinfo;
+
 extern const char *an_verdict_rule;
-/* st: the tensor's an_sstats per recipe [nrecipes]; D, C, B get the delayed,
- * current and best fine-grained recipe used (-1 none). */
-an_verdict an_tensor_verdict(const an_ctx *c, const an_run *a, int t, const an_sstats *st, int *D, int *C, int *B);
+an_verdict an_tensor_verdict(const an_ctx *c, an_run *a, int t, an_vinfo *vi);
 const char *an_verdict_name(an_verdict v);
 
 /* advise.c: element bits + scale bits per element of recipe p on a

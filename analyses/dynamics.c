@@ -1,25 +1,32 @@
 /*
- * dynamics.c — how fast amax moves from step to step, at tensor, row and
- * block granularity: the evidence for (or against) "per-tensor amax is
- * stable enough for delayed scaling, per-block amax is not" (BRIEF §4).
+ * dynamics.c — how fast amax moves from one step to the next at tensor,
+ * row and block granularity: the evidence for (or against) "per-tensor
+ * amax is stable enough for delayed scaling, per-block amax is not".
  *
- * Tensor granularity uses every recorded step: r_t = log2(amax_t /
- * amax_{t-1}) between consecutive records.  Row and block granularity need
- * the values themselves: consecutive snapshots of a tensor give each row's
- * and each block's amax at both steps; the tensor's own ratio over the same
- * pairs is listed beside them, so the comparison is at equal lag.
+ * r = log2(amax_t / amax_{t-1}), one step apart.  Tensor granularity: the
+ * every-step amax series (schema 3), every consecutive pair after warm-up
+ * (older files: consecutive records).  Rows, 1x128 blocks and 128x128
+ * tiles: the per-block amax summaries the probes store at steps kK and
+ * kK+1 for every tensor (rows and tiles are maxima of 1x128 blocks); files
+ * without them fall back to consecutive snapshots of the snapshot tensors.
+ * Per tensor the ratio sd(r, 1x128 blocks) / sd(r, tensor) gets a 95%
+ * bootstrap interval: step pairs resampled whole for the blocks (the blocks
+ * of one pair move together), circular blocks of steps for the tensor.
  *
- * Data files: dynamics_tensors.tsv (per tensor, recorded steps),
- * dynamics_granularity.tsv (per tensor x granularity, snapshot pairs).
+ * Data files: dynamics_tensors.tsv (per tensor, every step),
+ * dynamics_granularity.tsv (per tensor x granularity), dynamics_claim.tsv.
  */
-#include <gsl/gsl_fit.h>
+#include <gsl/gsl_rng.h>
+#include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis.h"
+#include "compare.h"
 #include "fp8_error.h"
+#include "inference.h"
 
 typedef struct {
     size_t n;
@@ -40,59 +47,138 @@ static void rstats_of(double *r, size_t n, rstats *o)
         g += r[i] > 1, m = fmax(m, fabs(r[i]));
     o->maxabs = m;
     o->grow2 = (double)g / (double)n;
-    o->p01 = an_quantile(r, n, 0.01); /* sorts r */
-    o->p50 = gsl_stats_quantile_from_sorted_data(r, 1, n, 0.5);
-    o->p99 = gsl_stats_quantile_from_sorted_data(r, 1, n, 0.99);
+    double *c = malloc(n * sizeof *c);
+    if (!c)
+        return;
+    memcpy(c, r, n * sizeof *c);
+    o->p01 = an_quantile(c, n, 0.01); /* sorts c */
+    o->p50 = gsl_stats_quantile_from_sorted_data(c, 1, n, 0.5);
+    o->p99 = gsl_stats_quantile_from_sorted_data(c, 1, n, 0.99);
+    free(c);
 }
 
-/* amax of each unit: rows (unit = 0), blocks of `bw` along rows. */
-static size_t unit_amax(const float *x, size_t rows, size_t cols, size_t bw, double *out)
-{
-    size_t k = 0;
-    size_t w = bw ? bw : cols;
-    for (size_t i = 0; i < rows; i++)
-        for (size_t j0 = 0; j0 < cols; j0 += w) {
-            double m = 0;
-            for (size_t j = j0; j < j0 + w && j < cols; j++) {
-                double v = fabs((double)x[i * cols + j]);
-                if (isfinite(v) && v > m)
-                    m = v;
-            }
-            out[k++] = m;
-        }
-    return k;
-}
+enum { G_ROW, G_B128, G_T128, G_B32, NG };
+static const char *gname[NG] = {"row", "block 1x128", "tile 128x128", "block 1x32"};
 
-/* pooled ratios of one tensor's snapshots, per granularity */
-enum { G_TENSOR, G_ROW, G_B128, G_B32, NG };
-static const char *gname[NG] = {"tensor", "row", "block 1x128", "block 1x32"};
-
+/* ratios of one tensor at one granularity, grouped by step pair */
 typedef struct {
-    double *r[NG];
-    size_t n[NG], cap[NG];
+    double *r;
+    size_t n, cap;
+    size_t *pair_end; /* r[pair_end[k-1] .. pair_end[k]) belong to pair k */
+    size_t npairs, pcap;
 } pool;
 
-static int push(pool *p, int g, double v)
+static int push(pool *p, double v)
 {
-    if (p->n[g] == p->cap[g]) {
-        size_t c = p->cap[g] ? 2 * p->cap[g] : 1024;
-        double *q = realloc(p->r[g], c * sizeof *q);
+    if (p->n == p->cap) {
+        size_t c = p->cap ? 2 * p->cap : 1024;
+        double *q = realloc(p->r, c * sizeof *q);
         if (!q)
             return -1;
-        p->r[g] = q, p->cap[g] = c;
+        p->r = q, p->cap = c;
     }
-    p->r[g][p->n[g]++] = v;
+    p->r[p->n++] = v;
     return 0;
 }
 
+static int end_pair(pool *p)
+{
+    if (p->npairs == p->pcap) {
+        size_t c = p->pcap ? 2 * p->pcap : 64;
+        size_t *q = realloc(p->pair_end, c * sizeof *q);
+        if (!q)
+            return -1;
+        p->pair_end = q, p->pcap = c;
+    }
+    p->pair_end[p->npairs++] = p->n;
+    return 0;
+}
+
+static void pool_free(pool *p) { free(p->r), free(p->pair_end); }
+
+/* unit amaxes of a rows x nb grid of 1x128 block amaxes: rows, blocks, 128x128 tiles */
+static size_t derive(const float *b, size_t rows, size_t nb, int g, double *out)
+{
+    size_t k = 0;
+    if (g == G_B128) {
+        for (size_t i = 0; i < rows * nb; i++)
+            out[k++] = b[i];
+    } else if (g == G_ROW) {
+        for (size_t i = 0; i < rows; i++) {
+            double m = 0;
+            for (size_t j = 0; j < nb; j++)
+                m = fmax(m, b[i * nb + j]);
+            out[k++] = m;
+        }
+    } else {
+        for (size_t i0 = 0; i0 < rows; i0 += 128)
+            for (size_t j = 0; j < nb; j++) {
+                double m = 0;
+                for (size_t i = i0; i < rows && i < i0 + 128; i++)
+                    m = fmax(m, b[i * nb + j]);
+                out[k++] = m;
+            }
+    }
+    return k;
+}
+
+/* Block-amax pairs one step apart (schema 3); all: the whole /block_amax. */
+static int block_ratios(const an_run *a, int t, const float *all, size_t nall, pool *P, size_t *pairs)
+{
+    const fp8_run *r = a->run;
+    *pairs = 0;
+    float *prev = NULL, *cur = NULL;
+    double *u0 = NULL, *u1 = NULL;
+    const fp8_block_amax *pb = NULL;
+    int rc = 0;
+    for (size_t i = 0; i < r->nblock_amax && !rc; i++) {
+        const fp8_block_amax *b = &r->block_amax[i];
+        if ((int)b->tensor != t || b->block != 128 || an_is_warm(a, t, b->step))
+            continue;
+        if (b->offset > nall || b->count > nall - b->offset)
+            continue; /* a reader ahead of the writer's data */
+        float *buf = realloc(cur, (size_t)b->count * sizeof *buf);
+        if (!buf) {
+            rc = -1;
+            break;
+        }
+        cur = buf;
+        memcpy(cur, all + b->offset, (size_t)b->count * sizeof *cur);
+        if (pb && b->step == pb->step + 1 && b->rows == pb->rows && b->cols == pb->cols) {
+            size_t nb = (size_t)(b->count / b->rows), nu = (size_t)b->count + (size_t)b->rows;
+            double *x = realloc(u0, nu * sizeof *x), *y = x ? realloc(u1, nu * sizeof *y) : NULL;
+            if (x)
+                u0 = x;
+            if (!x || !y) {
+                rc = -1;
+                break;
+            }
+            u1 = y;
+            for (int g = 0; g < G_B32 && !rc; g++) {
+                size_t k0 = derive(prev, (size_t)b->rows, nb, g, u0), k1 = derive(cur, (size_t)b->rows, nb, g, u1);
+                for (size_t u = 0; u < k0 && u < k1 && !rc; u++)
+                    if (u0[u] > 0 && u1[u] > 0)
+                        rc |= push(&P[g], log2(u1[u] / u0[u]));
+                rc |= end_pair(&P[g]);
+            }
+            (*pairs)++;
+        }
+        float *tmp = prev;
+        prev = cur, cur = tmp;
+        pb = b;
+    }
+    free(prev), free(cur), free(u0), free(u1);
+    return rc;
+}
+
+/* Fallback for files without block amaxes: consecutive snapshots (the
+ * shortest gap), 1x128 and 1x32 blocks and rows from the values. */
 static int snapshot_ratios(const an_run *a, int t, pool *P, int64_t *lag, size_t *pairs)
 {
     size_t idx[AN_MAX_SNAPSHOTS], ns = an_snapshots(a, t, idx);
     *pairs = 0;
     if (ns < 2)
         return 0;
-    /* the shortest gap between consecutive snapshots: only pairs that far
-     * apart are pooled (probes with snapshot_pairs give lag 1) */
     int64_t minlag = INT64_MAX;
     for (size_t k = 1; k < ns; k++) {
         int64_t g = a->run->snapshots[idx[k]].step - a->run->snapshots[idx[k - 1]].step;
@@ -102,34 +188,46 @@ static int snapshot_ratios(const an_run *a, int t, pool *P, int64_t *lag, size_t
     if (minlag == INT64_MAX)
         return 0;
     const fp8_snapshot *s0 = &a->run->snapshots[idx[0]];
-    size_t rows = s0->rows, cols = s0->cols, n = rows * cols, nu = rows * cols + rows;
+    size_t rows = (size_t)s0->rows, cols = (size_t)s0->cols, n = rows * cols;
     float *x = malloc(n * sizeof *x);
     double *prev[NG], *cur[NG];
-    size_t cnt[NG];
-    int rc = 0;
+    size_t cnt[NG] = {0};
+    int rc = !x;
     for (int g = 0; g < NG; g++) {
-        prev[g] = malloc(nu * sizeof(double));
-        cur[g] = malloc(nu * sizeof(double));
+        prev[g] = malloc((n + rows) * sizeof(double));
+        cur[g] = malloc((n + rows) * sizeof(double));
         rc |= !prev[g] || !cur[g];
     }
-    if (!x || rc)
-        rc = -1;
     int64_t prev_step = 0;
     for (size_t k = 0; k < ns && !rc; k++) {
         const fp8_snapshot *s = &a->run->snapshots[idx[k]];
         if (s->rows != rows || s->cols != cols || fp8_run_snapshot_read(a->run, idx[k], x) != FP8_OK)
             continue;
-        cnt[G_TENSOR] = unit_amax(x, 1, n, 0, cur[G_TENSOR]);
-        cnt[G_ROW] = unit_amax(x, rows, cols, 0, cur[G_ROW]);
-        cnt[G_B128] = unit_amax(x, rows, cols, 128, cur[G_B128]);
-        cnt[G_B32] = unit_amax(x, rows, cols, 32, cur[G_B32]);
-        if (k > 0 && s->step - prev_step == minlag) {
+        for (int g = 0; g < NG; g++) {
+            size_t w = g == G_ROW ? cols : g == G_B32 ? 32 : 128, c = 0;
+            if (g == G_T128) {
+                cnt[g] = 0;
+                continue;
+            }
+            for (size_t i = 0; i < rows; i++)
+                for (size_t j0 = 0; j0 < cols; j0 += w) {
+                    double m = 0;
+                    for (size_t j = j0; j < j0 + w && j < cols; j++)
+                        if (isfinite(x[i * cols + j]))
+                            m = fmax(m, fabs((double)x[i * cols + j]));
+                    cur[g][c++] = m;
+                }
+            cnt[g] = c;
+        }
+        if (k > 0 && s->step - prev_step == minlag && !an_is_warm(a, t, prev_step)) {
             *lag = minlag;
             (*pairs)++;
-            for (int g = 0; g < NG && !rc; g++)
+            for (int g = 0; g < NG && !rc; g++) {
                 for (size_t u = 0; u < cnt[g]; u++)
                     if (prev[g][u] > 0 && cur[g][u] > 0)
-                        rc |= push(P, g, log2(cur[g][u] / prev[g][u]));
+                        rc |= push(&P[g], log2(cur[g][u] / prev[g][u]));
+                rc |= end_pair(&P[g]);
+            }
         }
         for (int g = 0; g < NG; g++) {
             double *tmp = prev[g];
@@ -143,129 +241,303 @@ static int snapshot_ratios(const an_run *a, int t, pool *P, int64_t *lag, size_t
     return rc;
 }
 
+/* The tensor's r series: every step one apart after warm-up (the every-step
+ * rows), else consecutive records; also log2 amax against step for the trend. */
+static size_t tensor_series(const an_run *a, int t, double *r, double *xs, double *ys, size_t *q, int64_t *lag)
+{
+    int src = -1;
+    size_t best = 0, n, m = 0;
+    for (int k = 0; k < a->run->nrecipes; k++)
+        if (an_steps(a, t, k, &n), n > best)
+            best = n, src = k;
+    *q = 0;
+    if (src >= 0) {
+        const size_t *ix = an_steps(a, t, src, &n);
+        *lag = 1;
+        for (size_t k = 0; k < n; k++) {
+            const fp8_step_row *w = an_steprow(a, ix[k]);
+            if (an_is_warm(a, t, w->step))
+                continue;
+            if (w->amax > 0)
+                xs[*q] = (double)w->step, ys[(*q)++] = log2(w->amax);
+            if (k > 0) {
+                const fp8_step_row *p = an_steprow(a, ix[k - 1]);
+                if (w->step == p->step + 1 && p->amax > 0 && w->amax > 0 && !an_is_warm(a, t, p->step))
+                    r[m++] = log2((double)w->amax / (double)p->amax);
+            }
+        }
+        return m;
+    }
+    const size_t *ix = an_series(a, t, an_input_recipe(a, t), &n);
+    *lag = a->record_every;
+    for (size_t k = 0; k < n; k++) {
+        const fp8_summary *x = an_rec(a, ix[k]);
+        if (an_is_warm(a, t, x->step))
+            continue;
+        if (x->amax > 0 && isfinite(x->amax))
+            xs[*q] = (double)x->step, ys[(*q)++] = log2(x->amax);
+        if (k > 0) {
+            const fp8_summary *p = an_rec(a, ix[k - 1]);
+            if (p->amax > 0 && x->amax > 0 && isfinite(p->amax) && isfinite(x->amax) && !an_is_warm(a, t, p->step))
+                r[m++] = log2(x->amax / p->amax);
+        }
+    }
+    return m;
+}
+
+/* 95% interval of sd(block r) / sd(tensor r): step pairs resampled whole
+ * for the blocks, circular blocks of steps for the tensor series. */
+static void ratio_ci(const an_ctx *c, const pool *B, const double *tr, size_t tn, double *lo, double *hi)
+{
+    *lo = *hi = NAN;
+    if (B->npairs < 2 || tn < 3 || c->boot < 10)
+        return;
+    double *v = malloc((size_t)c->boot * sizeof *v);
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    if (!v || !rng) {
+        free(v);
+        if (rng)
+            gsl_rng_free(rng);
+        return;
+    }
+    gsl_rng_set(rng, c->seed);
+    /* per pair: count, sum and sum of squares, so a resample costs O(pairs) */
+    double *ps = malloc(3 * B->npairs * sizeof *ps);
+    if (!ps) {
+        free(v), gsl_rng_free(rng);
+        return;
+    }
+    for (size_t p = 0; p < B->npairs; p++) {
+        double a1 = 0, a2 = 0;
+        size_t b0 = p ? B->pair_end[p - 1] : 0;
+        for (size_t i = b0; i < B->pair_end[p]; i++)
+            a1 += B->r[i], a2 += B->r[i] * B->r[i];
+        ps[3 * p] = (double)(B->pair_end[p] - b0), ps[3 * p + 1] = a1, ps[3 * p + 2] = a2;
+    }
+    size_t L = an_block_length(tr, tn), nb = (tn + L - 1) / L;
+    int k = 0;
+    for (int b = 0; b < c->boot; b++) {
+        double s1 = 0, s2 = 0, n = 0;
+        for (size_t p = 0; p < B->npairs; p++) {
+            size_t q = (size_t)gsl_rng_uniform_int(rng, (unsigned long)B->npairs);
+            n += ps[3 * q], s1 += ps[3 * q + 1], s2 += ps[3 * q + 2];
+        }
+        double t1 = 0, t2 = 0, tn2 = 0;
+        size_t taken = 0;
+        for (size_t j = 0; j < nb; j++) {
+            size_t st = (size_t)gsl_rng_uniform_int(rng, (unsigned long)tn);
+            for (size_t i = 0; i < L && taken < tn; i++, taken++) {
+                double x = tr[(st + i) % tn];
+                t1 += x, t2 += x * x, tn2++;
+            }
+        }
+        double vb = n > 1 ? (s2 - s1 * s1 / n) / (n - 1) : NAN, vt = tn2 > 1 ? (t2 - t1 * t1 / tn2) / (tn2 - 1) : NAN;
+        if (vt > 0 && vb >= 0)
+            v[k++] = sqrt(vb / vt);
+    }
+    if (k > 10) {
+        gsl_sort(v, 1, (size_t)k);
+        *lo = gsl_stats_quantile_from_sorted_data(v, 1, (size_t)k, 0.025);
+        *hi = gsl_stats_quantile_from_sorted_data(v, 1, (size_t)k, 0.975);
+    }
+    gsl_rng_free(rng);
+    free(v), free(ps);
+}
+
+static const char *claim_verdict(double ratio, double lo, double hi)
+{
+    if (!(ratio == ratio))
+        return "inconclusive";
+    if (lo >= 2)
+        return "supported";
+    if (lo >= 1.25)
+        return "weakly supported";
+    if (hi < 1.25)
+        return "not supported";
+    return "inconclusive";
+}
+
 int an_dynamics(an_ctx *c)
 {
-    FILE *ft = an_data(c, "dynamics_tensors.tsv"), *fg = an_data(c, "dynamics_granularity.tsv");
+    FILE *ft = an_data(c, "dynamics_tensors.tsv"), *fg = an_data(c, "dynamics_granularity.tsv"),
+         *fc = an_data(c, "dynamics_claim.tsv");
     int rc = 0;
-    if (!ft || !fg) {
+    if (!ft || !fg || !fc) {
         rc = 1;
         goto done;
     }
     fprintf(ft, "run\ttensor\trole\tlayer\tsteps\tlag\tsd_log2\tp01\tp50\tp99\tmax_abs\tshare_doubled\t"
-                "autocorr_lag1\ttrend_bits_per_1000_steps\ttrend_stderr\n");
-    fprintf(fg, "run\ttensor\tgranularity\tlag\tpairs\tratios\tsd_log2\tp01\tp50\tp99\tmax_abs\tshare_doubled\n");
+                "autocorr_lag1\ttrend_bits_per_1000_steps\ttrend_stderr_hac\n");
+    fprintf(fg, "run\ttensor\tgranularity\tsource\tlag\tpairs\tratios\tsd_log2\tp01\tp50\tp99\tmax_abs\tshare_doubled\n");
+    fprintf(fc, "run\ttensor\trole\tsd_tensor\tsd_block_1x128\tratio\tci95_lo\tci95_hi\tverdict\tdelayed_events\t"
+                "delayed_overflowed_materially\n");
     fprintf(c->md, "## amax dynamics: tensor, row and block granularity\n\n"
-                   "r = log2(amax_t / amax_{t-lag}): the step-to-step change in bits; a delayed scale is stale by "
-                   "at least one step, so large positive r is what overflows it. share doubled: P(r > 1).\n\n");
+                   "r = log2(amax_t / amax_{t-1}) between steps one apart, after warm-up: the step-to-step change "
+                   "in bits; a delayed scale is stale by at least one step, so large positive r is what overflows "
+                   "it. share doubled: P(r > 1).\n\n");
     for (int ri = 0; ri < c->nruns; ri++) {
-        const an_run *a = &c->runs[ri];
+        an_run *a = &c->runs[ri];
         int T = a->run->ntensors;
-        double sd_sum = 0;
-        int sd_n = 0;
+        size_t cap = 1024;
         for (int t = 0; t < T; t++) {
-            int r = an_input_recipe(a, t);
             size_t n;
-            const size_t *ix = an_series(a, t, r, &n);
-            if (n < 3)
-                continue;
-            double *rr = malloc(n * sizeof *rr), *xs = malloc(n * sizeof *xs), *ys = malloc(n * sizeof *ys);
-            if (!rr || !xs || !ys) {
-                free(rr), free(xs), free(ys);
-                rc = 1;
-                goto done;
-            }
-            size_t m = 0, q = 0;
-            for (size_t k = 0; k < n; k++) {
-                const fp8_summary *x = an_rec(a, ix[k]);
-                if (x->amax > 0 && isfinite(x->amax))
-                    xs[q] = (double)x->step, ys[q++] = log2(x->amax);
-                if (k > 0) {
-                    const fp8_summary *p = an_rec(a, ix[k - 1]);
-                    if (p->amax > 0 && x->amax > 0 && isfinite(p->amax) && isfinite(x->amax))
-                        rr[m++] = log2(x->amax / p->amax);
-                }
-            }
-            double ac = m > 2 ? gsl_stats_lag1_autocorrelation(rr, 1, m) : NAN;
-            double c0 = NAN, c1 = NAN, cov00, cov01, cov11, sumsq;
-            if (q > 2)
-                gsl_fit_linear(xs, 1, ys, 1, q, &c0, &c1, &cov00, &cov01, &cov11, &sumsq);
+            for (int r = 0; r < a->run->nrecipes; r++)
+                if (an_steps(a, t, r, &n), n + 1 > cap)
+                    cap = n + 1;
+            if (an_series(a, t, an_input_recipe(a, t), &n), n + 1 > cap)
+                cap = n + 1;
+        }
+        double *rr = malloc(cap * sizeof *rr), *xs = malloc(cap * sizeof *xs), *ys = malloc(cap * sizeof *ys);
+        double *ratio = malloc(((size_t)T + 1) * sizeof *ratio);
+        if (!rr || !xs || !ys || !ratio) {
+            free(rr), free(xs), free(ys), free(ratio);
+            rc = 1;
+            goto done;
+        }
+        float *bam = NULL;
+        size_t nbam = 0;
+        if (a->run->nblock_amax && fp8_run_block_amax_all(a->run, &bam, &nbam) != FP8_OK)
+            fprintf(stderr, "fp8prof: dynamics: %s\n", fp8_error_message());
+        double sd_sum = 0;
+        int sd_n = 0, with = 0, nverd[5] = {0}, sup_risky = 0, nratio = 0;
+        int64_t lag_t = 1, lag_b = 1;
+        const char *vnames[5] = {"supported", "weakly supported", "not supported", "inconclusive", NULL};
+        pool all[NG];
+        memset(all, 0, sizeof all);
+        for (int t = 0; t < T; t++) {
+            size_t q = 0;
+            int64_t lag = 1;
+            size_t m = tensor_series(a, t, rr, xs, ys, &q, &lag);
+            lag_t = lag;
             rstats s;
             rstats_of(rr, m, &s);
-            fprintf(ft, "%s\t%s\t%s\t%d\t%zu\t%lld\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\n", a->label,
-                    a->run->tensor_name[t], fp8_role_name((fp8_role)a->run->tensor_role[t]), a->run->tensor_layer[t],
-                    n, (long long)a->record_every, s.sd, s.p01, s.p50, s.p99, s.maxabs, s.grow2, ac, 1000 * c1,
-                    q > 2 ? 1000 * sqrt(cov11) : NAN);
-            if (!isnan(s.sd))
-                sd_sum += s.sd, sd_n++;
-            free(rr), free(xs), free(ys);
-        }
-        fprintf(c->md, "### Run `%s`\n\nPer tensor over recorded steps (lag %lld): mean sd of r over %d tensors = %.3f "
-                       "bits (`dynamics_tensors.tsv`: quantiles, lag-1 autocorrelation, linear trend of log2 amax).\n\n",
-                a->label, (long long)a->record_every, sd_n, sd_n ? sd_sum / sd_n : NAN);
-        /* snapshots: tensor vs row vs block at the same lag */
-        pool all;
-        memset(&all, 0, sizeof all);
-        int64_t lag = 0;
-        int with = 0;
-        for (int t = 0; t < T; t++) {
-            pool P;
-            memset(&P, 0, sizeof P);
+            double ac = m > 2 ? an_lag1(rr, m) : NAN, slope, se;
+            an_slope_hac(xs, ys, q, &slope, &se);
+            if (m >= 2) {
+                fprintf(ft, "%s\t%s\t%s\t%d\t%zu\t%lld\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\n", a->label,
+                        a->run->tensor_name[t], fp8_role_name((fp8_role)a->run->tensor_role[t]), a->run->tensor_layer[t],
+                        m, (long long)lag, s.sd, s.p01, s.p50, s.p99, s.maxabs, s.grow2, ac, 1000 * slope, 1000 * se);
+                if (!isnan(s.sd))
+                    sd_sum += s.sd, sd_n++;
+            }
+            /* blocks: the probes' block amaxes, else snapshots */
+            pool P[NG];
+            memset(P, 0, sizeof P);
             size_t pairs = 0;
-            int64_t l = 0;
-            if (snapshot_ratios(a, t, &P, &l, &pairs) != 0) {
-                fprintf(stderr, "fp8prof: dynamics: out of memory reading snapshots\n");
+            int64_t bl = 1;
+            const char *source = "block_amax";
+            if (bam && block_ratios(a, t, bam, nbam, P, &pairs) != 0)
                 rc = 1;
+            if (!pairs) {
+                for (int g = 0; g < NG; g++)
+                    pool_free(&P[g]);
+                memset(P, 0, sizeof P);
+                source = "snapshots";
+                if (snapshot_ratios(a, t, P, &bl, &pairs) != 0)
+                    rc = 1;
             }
             if (pairs) {
                 with++;
-                lag = l;
+                lag_b = bl;
                 for (int g = 0; g < NG; g++) {
-                    rstats s;
-                    for (size_t i = 0; i < P.n[g]; i++)
-                        push(&all, g, P.r[g][i]);
-                    size_t nr = P.n[g];
-                    rstats_of(P.r[g], nr, &s);
-                    fprintf(fg, "%s\t%s\t%s\t%lld\t%zu\t%zu\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\n", a->label,
-                            a->run->tensor_name[t], gname[g], (long long)l, pairs, nr, s.sd, s.p01, s.p50, s.p99,
-                            s.maxabs, s.grow2);
+                    rstats gs;
+                    rstats_of(P[g].r, P[g].n, &gs);
+                    if (P[g].n) {
+                        fprintf(fg, "%s\t%s\t%s\t%s\t%lld\t%zu\t%zu\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\n", a->label,
+                                a->run->tensor_name[t], gname[g], source, (long long)bl, pairs, P[g].n, gs.sd, gs.p01,
+                                gs.p50, gs.p99, gs.maxabs, gs.grow2);
+                        for (size_t i = 0; i < P[g].n; i++)
+                            push(&all[g], P[g].r[i]);
+                    }
                 }
+                rstats bs;
+                rstats_of(P[G_B128].r, P[G_B128].n, &bs);
+                double rt = s.sd > 0 ? bs.sd / s.sd : NAN, lo, hi;
+                ratio_ci(c, &P[G_B128], rr, m, &lo, &hi);
+                const char *v = claim_verdict(rt, lo, hi);
+                int vi = 0;
+                while (vnames[vi] && strcmp(vnames[vi], v))
+                    vi++;
+                nverd[vi]++;
+                if (rt == rt)
+                    ratio[nratio++] = rt;
+                /* was the tensor amax itself stable enough for delayed scaling? */
+                int D = an_delayed_recipe(a, t);
+                const an_sstats *sd = D >= 0 ? an_series_cached(a, t, an_canon(a, t, D)) : NULL;
+                int risky = sd && (int)sd->events >= c->min_events;
+                sup_risky += risky && vi <= 1;
+                fprintf(fc, "%s\t%s\t%s\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%s\t%zu\t%d\n", a->label, a->run->tensor_name[t],
+                        fp8_role_name((fp8_role)a->run->tensor_role[t]), s.sd, bs.sd, rt, lo, hi, v, sd ? sd->events : 0,
+                        risky);
             }
             for (int g = 0; g < NG; g++)
-                free(P.r[g]);
+                pool_free(&P[g]);
         }
+        fprintf(c->md, "### Run `%s`\n\nTensor amax over %s (lag %lld): mean sd of r over %d tensors = %.3f bits "
+                       "(`dynamics_tensors.tsv`: quantiles, lag-1 autocorrelation, trend of log2 amax with a "
+                       "Newey-West standard error).\n\n",
+                a->label, a->run->nsteps ? "every step" : "the recorded steps", (long long)lag_t, sd_n,
+                sd_n ? sd_sum / sd_n : NAN);
         if (!with) {
-            fprintf(c->md, "No tensor of this run has two snapshots: row and block granularity need them "
-                           "(probe option snapshot_pattern / snapshot_every).\n\n");
+            fprintf(c->md, "No tensor of this run has block amaxes one step apart (probe option block_amax_every, "
+                           "trainer --block-amax-every) or consecutive snapshots: the block side cannot be measured.\n\n");
         } else {
-            rstats s[NG];
-            fprintf(c->md, "Snapshots of %d tensors, pairs %lld steps apart, pooled:\n\n| granularity | ratios | sd of r "
-                           "(bits) | p01 | p99 | max abs | share doubled |\n|---|---|---|---|---|---|---|\n",
-                    with, (long long)lag);
+            fprintf(c->md, "Blocks: %d tensors, pairs %lld step apart, pooled:\n\n| granularity | ratios | sd of r (bits) | "
+                           "p01 | p99 | max abs | share doubled |\n|---|---|---|---|---|---|---|\n",
+                    with, (long long)lag_b);
             for (int g = 0; g < NG; g++) {
-                rstats_of(all.r[g], all.n[g], &s[g]);
-                fprintf(c->md, "| %s | %zu | %.3f | %.3f | %.3f | %.3f | %.4f |\n", gname[g], all.n[g], s[g].sd,
-                        s[g].p01, s[g].p99, s[g].maxabs, s[g].grow2);
+                rstats s;
+                if (!all[g].n)
+                    continue;
+                rstats_of(all[g].r, all[g].n, &s);
+                fprintf(c->md, "| %s | %zu | %.3f | %.3f | %.3f | %.3f | %.4f |\n", gname[g], all[g].n, s.sd, s.p01,
+                        s.p99, s.maxabs, s.grow2);
             }
-            double ratio = s[G_TENSOR].sd > 0 ? s[G_B128].sd / s[G_TENSOR].sd : NAN;
-            const char *verdict = !(ratio == ratio) ? "is inconclusive on (tensor amax constant, or too few ratios)"
-                                  : ratio >= 2      ? "supports"
-                                  : ratio >= 1.25   ? "weakly supports"
-                                                    : "does not support";
-            fprintf(c->md, "\nRule: the claim \"per-tensor amax suits delayed scaling, per-block amax needs "
-                           "just-in-time scaling\" is supported when the sd of r of 1x128 blocks is at least 2x the "
-                           "tensor's at the same lag (weakly: 1.25x). Here it is %.2fx: this run **%s** the claim.\n\n",
-                    ratio, verdict);
-            if (ratio == ratio)
-                an_finding(c, "dynamics", "`%s`: %.2fx (sd %.2f vs %.2f bits, lag %lld) — %s", a->label, ratio,
-                           s[G_B128].sd, s[G_TENSOR].sd, (long long)lag, verdict);
-            else
-                an_finding(c, "dynamics", "`%s`: inconclusive (tensor amax constant between snapshots)", a->label);
+            double med = NAN, mlo = NAN, mhi = NAN;
+            if (nratio) { /* the median ratio and a bootstrap interval over tensors */
+                double *cp = malloc((size_t)nratio * sizeof *cp), *bm = malloc((size_t)c->boot * sizeof *bm);
+                gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+                if (cp && bm && rng) {
+                    memcpy(cp, ratio, (size_t)nratio * sizeof *cp);
+                    med = an_quantile(cp, (size_t)nratio, 0.5);
+                    gsl_rng_set(rng, c->seed);
+                    for (int b = 0; b < c->boot; b++) {
+                        for (int i = 0; i < nratio; i++)
+                            cp[i] = ratio[gsl_rng_uniform_int(rng, (unsigned long)nratio)];
+                        bm[b] = an_quantile(cp, (size_t)nratio, 0.5);
+                    }
+                    if (c->boot >= 10) {
+                        mlo = an_quantile(bm, (size_t)c->boot, 0.025);
+                        mhi = an_quantile(bm, (size_t)c->boot, 0.975);
+                    }
+                }
+                free(cp), free(bm);
+                if (rng)
+                    gsl_rng_free(rng);
+            }
+            fprintf(c->md, "\n**Rule** per tensor: the claim \"per-tensor amax suits delayed scaling, per-block amax "
+                           "needs just-in-time scaling\" is *supported* when the 95%% interval of sd(r, 1x128 blocks) / "
+                           "sd(r, tensor) lies at or above 2, *weakly supported* at or above 1.25, *not supported* "
+                           "below 1.25, else inconclusive. Here: median ratio %.2f [%.2f, %.2f] over %d tensors; "
+                           "supported on %d, weakly on %d, not on %d, inconclusive on %d (`dynamics_claim.tsv`).",
+                    med, mlo, mhi, nratio, nverd[0], nverd[1], nverd[2], nverd[3]);
+            if (sup_risky)
+                fprintf(c->md, " But on %d of the tensors where it holds, delayed scaling itself overflowed "
+                               "materially (>= %d events after warm-up): their tensor amax moved too much for a stale "
+                               "scale as well, so the first half of the claim fails there.",
+                        sup_risky, c->min_events);
+            fprintf(c->md, "\n\n");
+            an_finding(c, "dynamics", "`%s`: block/tensor sd of r median %.2fx [%.2f, %.2f] over %d tensors; supported "
+                                      "%d, weakly %d, not %d, inconclusive %d%s",
+                       a->label, med, mlo, mhi, nratio, nverd[0], nverd[1], nverd[2], nverd[3],
+                       sup_risky ? "; delayed itself overflowed on some of them (see dynamics)" : "");
         }
         for (int g = 0; g < NG; g++)
-            free(all.r[g]);
+            pool_free(&all[g]);
+        free(rr), free(xs), free(ys), free(ratio), free(bam);
     }
 done:
-    if (an_data_close(c, (FILE *[]){ft, fg}, 2))
+    if (an_data_close(c, (FILE *[]){ft, fg, fc}, 3))
         rc = 1;
     return rc;
 }

@@ -52,8 +52,9 @@ static int file_has_rows(const char *dir, const char *name)
     return lines >= 2;
 }
 
-/* Tensors ranked by delayed overflow events (then by amax volatility). */
-static int rank_tensors(const an_run *a, int *out, int k)
+/* Tensors ranked by delayed overflow events after warm-up (then by amax
+ * volatility). */
+static int rank_tensors(an_run *a, int *out, int k)
 {
     int T = a->run->ntensors, m = 0;
     double *score = calloc((size_t)T + 1, sizeof *score);
@@ -61,16 +62,16 @@ static int rank_tensors(const an_run *a, int *out, int k)
         return 0;
     for (int t = 0; t < T; t++) {
         int d = an_delayed_recipe(a, t);
+        const an_sstats *sd = d >= 0 ? an_series_cached(a, t, an_canon(a, t, d)) : NULL;
         size_t n;
-        const size_t *ix = an_series(a, t, d >= 0 ? d : an_input_recipe(a, t), &n);
-        double ev = 0, lo = INFINITY, hi = 0;
+        const size_t *ix = an_series(a, t, an_input_recipe(a, t), &n);
+        double lo = INFINITY, hi = 0;
         for (size_t i = 0; i < n; i++) {
             const fp8_summary *x = an_rec(a, ix[i]);
-            ev += d >= 0 && x->overflows > 0;
-            if (x->amax > 0)
+            if (x->amax > 0 && !an_is_warm(a, t, x->step))
                 lo = fmin(lo, x->amax), hi = fmax(hi, x->amax);
         }
-        score[t] = n ? ev * 1000 + (hi > 0 ? log2(hi / lo) : 0) : -1;
+        score[t] = n ? (sd ? (double)sd->events : 0) * 1000 + (hi > 0 ? log2(hi / lo) : 0) : -1;
     }
     for (; m < k; m++) {
         int b = -1;
@@ -86,59 +87,90 @@ static int rank_tensors(const an_run *a, int *out, int k)
     return m;
 }
 
+/* One point of the amax figure: the step, amax, band and event. */
+typedef struct {
+    int64_t step;
+    double amax, over, under;
+    int ev, warm;
+} apoint;
+
 static void amax_figure(figset *F, const an_run *a, int t)
 {
     int d = an_delayed_recipe(a, t), in = an_input_recipe(a, t);
+    if (d >= 0)
+        d = an_canon(a, t, d);
     char data[256], name[96], path[4096], vars[1024], q1[300], q2[400], lab[96];
     snprintf(name, sizeof name, "fig_amax_%s_%d", a->label, t);
     snprintf(data, sizeof data, "%s.tsv", name);
     snprintf(path, sizeof path, "%s/%s", F->c->outdir, data);
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return;
-    fprintf(f, "step\tamax\tover\tunder\tevent\n");
-    size_t n, nd = 0;
+    /* the every-step rows of the delayed recipe (exact scale at every step), else the records */
+    size_t ns = 0, n = 0, nd = 0;
+    const size_t *sx = d >= 0 ? an_steps(a, t, d, &ns) : NULL;
     const size_t *ix = an_series(a, t, in, &n), *dx = d >= 0 ? an_series(a, t, d, &nd) : NULL;
     const fp8_format *fmt = d >= 0 ? an_format(a, t, d) : NULL;
+    size_t np = ns ? ns : n;
+    apoint *pt = calloc(np + 1, sizeof *pt);
+    if (!pt)
+        return;
+    for (size_t i = 0, j = 0; i < np; i++) {
+        apoint *p = &pt[i];
+        p->over = p->under = NAN;
+        if (ns) {
+            const fp8_step_row *w = an_steprow(a, sx[i]);
+            p->step = w->step, p->amax = w->amax;
+            an_thresholds(fmt, 1.0 / w->scale, &p->over, &p->under);
+            p->ev = an_overflows_at(fmt, &a->recipes[d].cast, w->amax, w->scale, w->nonfinite);
+        } else {
+            const fp8_summary *x = an_rec(a, ix[i]);
+            p->step = x->step, p->amax = x->amax;
+            while (j < nd && an_rec(a, dx[j])->step < x->step)
+                j++;
+            if (j < nd && an_rec(a, dx[j])->step == x->step && fmt) {
+                const fp8_summary *y = an_rec(a, dx[j]);
+                an_thresholds(fmt, y->scale_inv, &p->over, &p->under);
+                p->ev = y->overflows > 0;
+            }
+        }
+        p->warm = an_is_warm(a, t, p->step);
+    }
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        free(pt);
+        return;
+    }
+    fprintf(f, "step\tamax\tover\tunder\tevent\twarmup\n");
     size_t events = 0, points = 0;
     /* long runs: at most ~2000 points, each the step with the largest amax
      * in its bin, marked when any step of the bin had an event */
-    size_t bin = n > 2000 ? (n + 1999) / 2000 : 1, bi = 0;
-    double b_amax = -1, b_over = NAN, b_under = NAN;
-    int64_t b_step = 0;
-    int b_ev = 0;
-    for (size_t i = 0, j = 0; i < n; i++) {
-        const fp8_summary *x = an_rec(a, ix[i]);
-        while (j < nd && an_rec(a, dx[j])->step < x->step)
-            j++;
-        double over = NAN, under = NAN;
-        int ev = 0;
-        if (j < nd && an_rec(a, dx[j])->step == x->step && fmt) {
-            const fp8_summary *y = an_rec(a, dx[j]);
-            an_thresholds(fmt, y->scale_inv, &over, &under);
-            ev = y->overflows > 0;
-            events += (size_t)ev;
+    size_t bin = np > 2000 ? (np + 1999) / 2000 : 1;
+    for (size_t b0 = 0; b0 < np; b0 += bin) {
+        size_t best = SIZE_MAX;
+        int ev = 0, warm = 0;
+        for (size_t i = b0; i < b0 + bin && i < np; i++) {
+            events += (size_t)(pt[i].ev && !pt[i].warm);
+            ev |= pt[i].ev && !pt[i].warm, warm |= pt[i].warm;
+            if (pt[i].amax > 0 && isfinite(pt[i].amax) && (best == SIZE_MAX || pt[i].amax > pt[best].amax))
+                best = i;
         }
-        if (x->amax > 0 && isfinite(x->amax) && x->amax > b_amax)
-            b_amax = x->amax, b_over = over, b_under = under, b_step = x->step;
-        b_ev |= ev;
-        if (++bi == bin || i + 1 == n) {
-            if (b_amax > 0)
-                fprintf(f, "%lld\t%.9g\t%.9g\t%.9g\t%d\n", (long long)b_step, b_amax, b_over, b_under, b_ev), points++;
-            bi = 0, b_amax = -1, b_ev = 0;
-        }
+        if (best == SIZE_MAX)
+            continue;
+        fprintf(f, "%lld\t%.9g\t%.9g\t%.9g\t%d\t%d\n", (long long)pt[best].step, pt[best].amax, pt[best].over,
+                pt[best].under, ev, warm);
+        points++;
     }
     fclose(f);
+    free(pt);
     if (!points) /* an all-zero tensor: nothing to draw on a log scale */
         return;
     char ttl[512];
-    snprintf(ttl, sizeof ttl, "%s — %s: amax and the range of %s (%zu overflow events)", a->label,
+    snprintf(ttl, sizeof ttl, "%s — %s: amax and the range of %s (%zu overflow events after warm-up)", a->label,
              a->run->tensor_name[t], d >= 0 ? an_recipe_label(a, d, lab, sizeof lab) : "no delayed recipe", events);
     snprintf(vars, sizeof vars, "data = %s\nttl = %s\n", plot_quote(data, q1, sizeof q1), plot_quote(ttl, q2, sizeof q2));
     char cap[512];
-    snprintf(cap, sizeof cap, "%s, `%s`: amax per recorded step (black) and the representable range of the delayed "
-                              "scale it was cast with (band: flush threshold to overflow threshold, tensor units); red: "
-                              "overflow events.", a->label, a->run->tensor_name[t]);
+    snprintf(cap, sizeof cap, "%s, `%s`: amax at %s (black) and the representable range of the delayed scale it was "
+                              "cast with (band: flush threshold to overflow threshold, tensor units); red: overflow "
+                              "events; grey: warm-up steps.",
+             a->label, a->run->tensor_name[t], ns ? "every step" : "every recorded step");
     draw(F, "amax", name, vars, "compare", cap);
 }
 
@@ -194,6 +226,8 @@ static void heat_figure(figset *F, const an_run *a, int r, int what)
         const size_t *ix = an_series(a, t, r, &n);
         for (size_t i = 0; i < n; i++) {
             const fp8_summary *x = an_rec(a, ix[i]);
+            if (an_is_warm(a, t, x->step))
+                continue; /* warm-up is not behaviour: kept out of the colour scale */
             while (k < ns && steps[k] < x->step)
                 k++;
             if (k == ns)
@@ -231,7 +265,7 @@ static void heat_figure(figset *F, const an_run *a, int r, int what)
              plot_quote(what ? "underflow (% of elements)" : "overflow (% of elements)", q3, sizeof q3), mx > 0);
     char capt[512];
     snprintf(capt, sizeof capt, "%s: %s %% of each layer's elements (all its recorded tensors) per recorded step under "
-                                "`%s`.", a->label, what ? "underflow (flushed to zero)" : "overflow", lab);
+                                "`%s`, warm-up steps left out (blank).", a->label, what ? "underflow (flushed to zero)" : "overflow", lab);
     draw(F, "heatmap", name, vars, "compare", capt);
 out:
     free(steps), free(num), free(den);
@@ -377,7 +411,7 @@ int an_figures(an_ctx *c, an_figure *figs, int max, int *failed)
         const an_run *a = &c->runs[ri];
         if (!a->run->nrecords)
             continue;
-        int top[2], nt = rank_tensors(a, top, 2);
+        int top[2], nt = rank_tensors(&c->runs[ri], top, 2);
         for (int i = 0; i < nt; i++)
             amax_figure(&F, a, top[i]);
         /* heat maps: the active recipe's overflow and underflow, and overflow of any recipe that overflowed */
@@ -413,13 +447,14 @@ int an_figures(an_ctx *c, an_figure *figs, int max, int *failed)
             blockscale_figure(&F, a, bt);
         if (file_has_rows(c->outdir, "replay_settings.tsv")) {
             char ttl[256], name[96];
-            snprintf(ttl, sizeof ttl, "%s — delayed scaling replayed: overflow vs flush, per setting", a->label);
+            snprintf(ttl, sizeof ttl, "%s — delayed scaling replayed: overflow events vs values flushed, per setting", a->label);
             snprintf(name, sizeof name, "fig_pareto_%s", a->label);
             snprintf(vars, sizeof vars, "data = 'replay_settings.tsv'\nfront = 'replay_front.tsv'\nrun = %s\nttl = %s\n",
                      plot_quote(a->label, q1, sizeof q1), plot_quote(ttl, q2, sizeof q2));
             draw(&F, "pareto", name, vars, "replay",
-                 "Every replayed delayed-scaling setting (history, max/most_recent, margin): estimated share of values "
-                 "overflowing against the share flushed to zero; red: the Pareto front.");
+                 "Every replayed delayed-scaling setting (history, max/most_recent, margin): overflow events after "
+                 "warm-up (exact, every step) against the share of values flushed to zero (bars: its rigorous lower "
+                 "and upper bounds at the steps with statistics); red: settings no other one certainly beats.");
         }
     }
     /* loss curves: baseline first */
@@ -434,8 +469,8 @@ int an_figures(an_ctx *c, an_figure *figs, int max, int *failed)
         snprintf(vars, sizeof vars, "curves = 'loss_curves.tsv'\ndiffs = 'loss_diff.tsv'\nruns = %s\nttl = %s\n",
                  plot_quote(runs, q3, sizeof q3), plot_quote("Training loss and its difference to the baseline", q2, sizeof q2));
         draw(&F, "loss", "fig_loss", vars, "loss",
-             "Top: training loss per step, smoothed (21-step centred mean). Bottom: relative difference to the baseline "
-             "(first run), smoothed.");
+             "Top: training loss per step, smoothed (centred moving mean). Bottom: relative difference to the baseline, "
+             "smoothed; grey band: the noise floor (a second baseline seed's envelope), when one was trained.");
     }
     /* outlier channels, A/B: the pair the outliers analysis compared, else the first run alone */
     if (file_has_rows(c->outdir, "outliers_channels.tsv") && c->nruns > 0) {

@@ -12,13 +12,7 @@
 #include "analysis.h"
 #include "report.h"
 
-static const char *meta(const an_run *a, const char *key)
-{
-    for (int i = 0; i < a->run->nmeta; i++)
-        if (strcmp(a->run->meta_key[i], key) == 0)
-            return a->run->meta_value[i];
-    return NULL;
-}
+#define meta an_meta
 
 static void progress(const an_ctx *c, int k, int n, const char *what, double t0)
 {
@@ -237,14 +231,20 @@ int an_report(an_ctx *c, int nsteps_done_before, double t0)
             fprintf(f, "No findings: the runs hold no records the analyses could use.\n");
         static const char *topics[][2] = {
             {"risk", "At risk"},
-            {"gain", "What just-in-time and block scaling buy (ΔSQNR vs the active recipe, 95% CI; Δoverflow)"},
+            {"warmup", "Warm-up (left out of every rate, count and verdict below; its cost)"},
+            {"timing", "What just-in-time scaling buys (delayed → current; same format, granularity, encoding; "
+                       "ΔSQNR dB [95% CI] (tensors better / worse / neither))"},
+            {"granularity", "What finer scale groups buy (same format, timing, encoding)"},
+            {"format", "E5M2 → E4M3 (same scaling)"},
+            {"encoding", "Scale encoding (fp32 → power-of-two / UE8M0; MX rounding rules)"},
             {"verdict", "Verdicts per run (delayed is safe / needs JIT / needs block scaling)"},
             {"replay", "Delayed scaling replayed (history, algorithm, margin)"},
+            {"replaycheck", "Replay checked against the recorded recipes"},
             {"dynamics", "Block vs tensor amax volatility (the per-tensor-delayed / per-block-JIT claim)"},
             {"outliers", "Outliers"},
             {"smooth", "What Smooth SwiGLU changed"},
             {"loss", "Loss against the baseline"},
-            {"advise", "E4M3 vs E5M2 (recipes alike but for the format; tensors where E4M3 is better / pairs)"}};
+            {"advise", "E4M3 vs E5M2, per scaling kind (sign test over tensors; flushed values E4M3 vs E5M2)"}};
         for (size_t k = 0; k < sizeof topics / sizeof topics[0]; k++) {
             int any = 0;
             for (int i = 0; i < c->nfindings; i++)
@@ -272,6 +272,8 @@ int an_report(an_ctx *c, int nsteps_done_before, double t0)
         fprintf(f, "---\nDefinitions of every statistic: docs/statistics.md; of every analysis and rule: "
                    "docs/analyses.md.\n");
         fclose(f);
+        if (an_json_write(c) != 0)
+            rc = 1;
         FILE *o = an_data(c, "report.md"), *h = an_data(c, "index.html");
         if (!o || !h || !md) {
             rc = 1;

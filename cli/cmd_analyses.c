@@ -41,7 +41,12 @@ static int analysis_options(const char *cmd, int argc, char **argv, an_ctx *c, c
             rc = cli_number(cmd, a, argv[++i], 0, 100, 0, &c->block_gain_db);
         else if (strcmp(a, "--underflow-max") == 0)
             rc = cli_number(cmd, a, argv[++i], 0, 1, 0, &c->underflow_max);
-        else if (strcmp(a, "--diverge") == 0)
+        else if (strcmp(a, "--loss") == 0)
+            c->loss_name = argv[++i];
+        else if (strcmp(a, "--min-events") == 0) {
+            if (!(rc = cli_number(cmd, a, argv[++i], 1, 1e9, 1, &d)))
+                c->min_events = (int)d;
+        } else if (strcmp(a, "--diverge") == 0)
             rc = cli_number(cmd, a, argv[++i], 0, 10, 0, &c->diverge_rel);
         else if (strcmp(a, "--diverge-steps") == 0) {
             if (!(rc = cli_number(cmd, a, argv[++i], 1, 1e9, 1, &d)))

@@ -39,8 +39,8 @@ int cmd_train(int argc, char **argv)
         else if (!strcmp(a, "--shadow")) {
             if (!user_shadows)
                 o.nshadow = 0, user_shadows = 1;
-            if (o.nshadow == 8)
-                return cli_usage_error("train: at most 8 --shadow recipes");
+            if (o.nshadow == 15)
+                return cli_usage_error("train: at most 15 --shadow recipes");
             if (strcmp(v, "none") != 0)
                 o.shadows[o.nshadow++] = v;
         } else if (!strcmp(a, "--data")) {
@@ -74,6 +74,8 @@ int cmd_train(int argc, char **argv)
             rc = cli_number("train", a, v, 1, 1e7, 1, &d), o.record_every = (long)d;
         else if (!strcmp(a, "--snapshot-every"))
             rc = cli_number("train", a, v, 2, 1e7, 1, &d), o.snapshot_every = (long)d;
+        else if (!strcmp(a, "--block-amax-every"))
+            rc = cli_number("train", a, v, 0, 1e7, 1, &d), o.block_amax_every = (long)d;
         else
             return cli_usage_error("train: unknown option '%s'", a);
         if (rc)

@@ -11,7 +11,8 @@
 
 #define OPTS "Options: -o DIR (data files; default fp8prof-out), --tensor PATTERN, --boot N (1000),\n"\
      "--seed N, --sqnr-margin DB (1), --block-gain DB (3), --underflow-max F (0.01),\n"\
-     "--diverge F (0.02), --diverge-steps N (20).  Definitions: docs/analyses.md.\n"
+     "--min-events N (3), --loss NAME (loss), --diverge F (0.02), --diverge-steps N (20).\n"\
+     "Definitions: docs/analyses.md.\n"
 
 const cli_command cli_commands[] = {
     {"formats", "list every built-in number format and its parameters",
@@ -83,35 +84,46 @@ const cli_command cli_commands[] = {
      "                     [--steps N] [--layers L --dim D --heads H --ctx T --batch B]\n"
      "                     [--lr LR --warmup W --weight-decay WD] [--seed S] [--data FILE ...]\n"
      "                     [--val-every K] [--record-every N] [--snapshot-every K]\n"
-     "                     [--fp8-head] [--quiet] -o RUN.h5\n"
-     "Defaults: hybrid:delayed, shadows hybrid:delayed hybrid:current e4m3:block=1x128\n"
-     "mxfp8 (--shadow none for none), 300 steps, 4 layers of dim 96 with 4 heads, ctx 128,\n"
+     "                     [--block-amax-every K] [--fp8-head] [--quiet] -o RUN.h5\n"
+     "Defaults: hybrid:delayed; 12 shadows that change one factor at a time (format,\n"
+     "timing, granularity, scale encoding): e4m3/e5m2 x delayed/current, e4m3:current:pow2,\n"
+     "e4m3:rowwise, e4m3 blocks 1x128 and 128x128 (fp32 and ue8m0 scales, eps=0),\n"
+     "e5m2:block=1x128, mxfp8:rceil, mxfp8:floor (--shadow none for none; up to 15);\n"
+     "300 steps, 4 layers of dim 96 with 4 heads, ctx 128,\n"
      "batch 8, lr 3e-3 with 30 warm-up steps then cosine to 10%, no weight decay, seed 1,\n"
      "Debian's fortunes as data (else /usr/share/common-licenses), validation every 50\n"
      "steps, snapshots of *.mlp.w2.input at steps 50k and 50k+1 (--snapshot-every),\n"
-     "probe statistics every 10 steps (the recipe states advance on every step).  Every linear layer's GEMM operands go\n"
+     "probe statistics every 10 steps (every tensor's amax and every recipe's scale are\n"
+     "stored at every step), 1x128-block amaxes of every tensor at steps 10k and 10k+1\n"
+     "(--block-amax-every; 0: off).  Every linear layer's GEMM operands go\n"
      "through the probes (FP8 casts, FP32 accumulation); embedding, norms, attention and\n"
      "the head stay FP32 (--fp8-head casts the head too).  Ctrl-C ends the run cleanly.\n",
      cmd_train},
-    {"compare", "all recipes recorded side by side; bootstrap CIs; a verdict per tensor",
+    {"compare", "recipes side by side after warm-up; one-factor comparisons; a verdict per tensor",
      "usage: fp8prof compare RUN.h5 [MORE.h5 ...] [options]\n"
-     "Per tensor, role and layer: overflow events and rates, underflow and subnormal\n"
-     "rates, SQNR and relative-error quantiles, scale stability; differences to the\n"
-     "active recipe with bootstrap 95% intervals; verdict delayed-safe / needs JIT /\n"
-     "needs block scaling with the rule printed.  Markdown to stdout.\n"
+     "Per tensor and role, after warm-up (reported apart): overflow events (every step for\n"
+     "per-tensor scales), overflow, TE overflow, underflow and subnormal rates, SQNR\n"
+     "quantiles, scale stability; every pair of recipes that differ in one factor only\n"
+     "(format, timing, granularity, scale encoding) with block-bootstrap 95% intervals and\n"
+     "Holm-adjusted tests; a verdict delayed-safe / needs JIT / needs block scaling with\n"
+     "the deciding rule.  Markdown to stdout.\n"
      OPTS,
      cmd_compare},
     {"replay", "delayed scaling replayed: history 1..1024, max/most_recent, margin 0..3",
      "usage: fp8prof replay RUN.h5 [MORE.h5 ...] [options]\n"
-     "From recorded amaxes and exponent histograms: per setting the overflow events and\n"
-     "the estimated (bounded) fractions overflowing and flushed; the Pareto front; each\n"
-     "tensor's safest setting; a check against the delayed recipes the run recorded.\n"
+     "From every step's amax (and the exponent histograms of the recorded steps): per\n"
+     "setting the overflow events after warm-up (exact) and the bounds of the values\n"
+     "overflowing and flushed; the settings no other certainly beats; the choice by a\n"
+     "stated rule and its first-half / second-half robustness; each tensor's best setting;\n"
+     "the recorded delayed recipes' scales replayed bit for bit.\n"
      OPTS,
      cmd_replay},
     {"dynamics", "amax volatility at tensor, row and block granularity",
      "usage: fp8prof dynamics RUN.h5 [MORE.h5 ...] [options]\n"
-     "log2(amax_t/amax_{t-1}) quantiles, autocorrelation and trend per tensor; row and\n"
-     "block ratios from snapshots beside the tensor's at the same lag.\n"
+     "log2(amax_t/amax_{t-1}) one step apart: per tensor from every step (quantiles,\n"
+     "autocorrelation, trend with a Newey-West error); rows, 1x128 blocks and 128x128\n"
+     "tiles from the block amaxes at paired steps; per tensor the block/tensor ratio with\n"
+     "a bootstrap interval and a stated verdict on the per-tensor/per-block claim.\n"
      OPTS,
      cmd_dynamics},
     {"outliers", "kurtosis, max/RMS, outlier channels; --vs RUN2 side by side",
@@ -123,15 +135,16 @@ const cli_command cli_commands[] = {
      cmd_outliers},
     {"loss", "loss curves of runs against the first (baseline): difference, divergence",
      "usage: fp8prof loss BASELINE.h5 RUN.h5 [MORE.h5 ...] [options]\n"
-     "Difference and relative difference to the baseline, smoothed; divergence flagged\n"
-     "by the rule printed (--diverge, --diverge-steps).\n"
+     "Difference and relative difference to the baseline, smoothed; a noise floor from a\n"
+     "second baseline with another seed (same /meta recipe, found among the runs); the\n"
+     "two-sided rule printed (--diverge, --diverge-steps).\n"
      OPTS,
      cmd_loss},
     {"advise", "cheapest safe format and recipe per tensor; E4M3 vs E5M2 from the data",
      "usage: fp8prof advise RUN.h5 [MORE.h5 ...] [options]\n"
-     "Per tensor the recipe with the fewest bits per element (scales included) that never\n"
-     "overflowed and is within --sqnr-margin dB of the best median SQNR; E4M3 vs E5M2 on\n"
-     "recipes alike but for the format.\n"
+     "Per tensor the recipe with the fewest bits per element (scales included) with fewer\n"
+     "than --min-events overflow events and within --sqnr-margin dB of the best median\n"
+     "SQNR; E4M3 vs E5M2 on recipes identical but for the format, with a sign test.\n"
      OPTS,
      cmd_advise},
     {"report", "every analysis and figure: DIR/index.html and DIR/report.md",
@@ -140,9 +153,18 @@ const cli_command cli_commands[] = {
      "gnuplot and writes DIR/report.md and DIR/index.html (figures inline; opens from\n"
      "disk), headed by a summary.  The baseline for loss is a bf16/fp32 run if one is\n"
      "given, else the first; a run with Smooth SwiGLU and one without (same recipe) are\n"
-     "compared side by side.  Prints the path of index.html.\n"
+     "compared side by side.  Also DIR/summary.json (the comparisons, replay, loss and\n"
+     "warm-up findings, machine-readable).  Prints the path of index.html.\n"
      OPTS,
      cmd_report},
+    {"check", "exit 1 when a run breaks a budget (for a training job's CI)",
+     "usage: fp8prof check RUN.h5 [MORE.h5 ...] [--max-overflow-events N] [--max-overflow-pct X]\n"
+     "                     [--max-underflow-pct X] [--min-sqnr-db Y] [--max-warmup-steps K]\n"
+     "                     [--recipe SPEC|all] [--tensor PATTERN] [--json]\n"
+     "Holds every tensor, after warm-up, under its active recipe (or SPEC, or every recipe)\n"
+     "to each budget given; lists every breach.  Exit 0: within budget; 1: a budget is\n"
+     "broken; 2: usage error or nothing to check.  Definitions: docs/analyses.md.\n",
+     cmd_check},
     {"demo", "the main job on built-in defaults",
      "usage: fp8prof demo\n"
      "Shows the format table and what casting does to a handful of values.\n",

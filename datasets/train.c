@@ -35,14 +35,23 @@ train_options train_defaults(void)
     o.weight_decay = 0.0f;
     o.seed = 1;
     o.recipe = "hybrid:delayed";
-    o.shadows[0] = "hybrid:delayed";
-    o.shadows[1] = "hybrid:current";
-    o.shadows[2] = "e4m3:block=1x128";
-    o.shadows[3] = "mxfp8";
-    o.nshadow = 4;
+    /* shadows that change one factor at a time (docs/analyses.md): format
+     * (E4M3 / E5M2) x timing (delayed / current) at tensor granularity;
+     * granularity at E4M3, current, fp32 scales, no amax floor (tensor, row,
+     * 1x128, 128x128; 1x32 with UE8M0 scales = MX rceil); scale encoding
+     * (fp32 / pow2 at tensor and 1x128 granularity, UE8M0 / E8M0-floor at
+     * MX); E5M2 at 1x128 for the format question under block scaling */
+    static const char *factorial[] = {"e4m3:delayed", "e5m2:delayed", "e4m3:current", "e5m2:current",
+                                      "e4m3:current:pow2", "e4m3:rowwise", "e4m3:block=1x128:eps=0",
+                                      "e4m3:block=128x128:eps=0", "e4m3:block=1x128:ue8m0,eps=0",
+                                      "e5m2:block=1x128:eps=0", "mxfp8:rceil", "mxfp8:floor"};
+    o.nshadow = (int)(sizeof factorial / sizeof factorial[0]);
+    for (int k = 0; k < o.nshadow; k++)
+        o.shadows[k] = factorial[k];
     o.val_every = 50;
     o.record_every = 10;
     o.snapshot_every = 50;
+    o.block_amax_every = 10;
     return o;
 }
 
@@ -171,6 +180,7 @@ int train_run(const train_options *o)
     po.snapshot_every = o->snapshot_every;
     po.snapshot_pairs = 1; /* step-to-step (lag 1) changes of rows and blocks */
     po.every = o->record_every; /* recipe states still advance on every step */
+    po.block_amax_every = o->block_amax_every;
     fp8_probe_run *run = fp8_probe_open(o->out, &po, kv, 8);
     if (!run) {
         fprintf(stderr, "fp8prof: train: %s\n", fp8_error_message());

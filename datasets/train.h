@@ -15,7 +15,7 @@ typedef struct {
     float weight_decay;
     unsigned long seed;
     const char *recipe;       /* "fp32", "bf16" or a recipe spec            */
-    const char *shadows[8];
+    const char *shadows[15];
     int nshadow;
     int smooth_swiglu, fp8_head;
     const char *const *data;  /* text files; NULL: fortunes, else licenses */
@@ -24,6 +24,7 @@ typedef struct {
     long val_every;           /* validation (and snapshots) every K steps  */
     long record_every;        /* probe statistics every N steps (10)       */
     long snapshot_every;      /* snapshots of *.mlp.w2.input at steps k*K and k*K+1 (50) */
+    long block_amax_every;    /* every tensor's 1x128-block amaxes at steps k*K and k*K+1 (10; 0: off) */
     int quiet;                /* no progress output                        */
 } train_options;
 

@@ -177,6 +177,10 @@ int fp8_run_exp_hist(const fp8_run *run, const uint64_t *rows, size_t n, uint64_
 
 /* Read per-block amax summary i (block_amax[i].count floats) into out. */
 int fp8_run_block_amax_read(const fp8_run *run, size_t i, float *out);
+/* The whole /block_amax dataset (every summary; index with
+ * block_amax[i].offset): one sequential read, for analyses that visit most
+ * summaries.  *out is malloc'd; *n gets its length. */
+int fp8_run_block_amax_all(const fp8_run *run, float **out, size_t *n);
 
 /* Read snapshot i (rows * cols floats) into out; a codes snapshot is
  * decoded: x_hat = decode(code) * scale_inv of the element's group. */

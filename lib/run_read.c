@@ -482,6 +482,39 @@ int fp8_run_block_amax_read(const fp8_run *r, size_t i, float *out)
     return st;
 }
 
+int fp8_run_block_amax_all(const fp8_run *r, float **out, size_t *n)
+{
+    if (!r || !out || !n)
+        return FP8_ERROR(FP8_EINVAL, "fp8_run_block_amax_all: NULL argument");
+    *out = NULL, *n = 0;
+    quiet q;
+    quiet_on(&q);
+    int st = FP8_OK;
+    hid_t file = H5Fopen(r->path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
+    if (file < 0)
+        file = H5Fopen(r->path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t d = file >= 0 ? H5Dopen2(file, "block_amax", H5P_DEFAULT) : -1;
+    if (d < 0) {
+        st = FP8_ERROR(FP8_EIO, "%s: cannot open /block_amax", r->path);
+    } else {
+        hsize_t rows = rows_of(d);
+        float *buf = malloc((size_t)(rows ? rows : 1) * sizeof *buf);
+        if (!buf)
+            st = FP8_ERROR(FP8_ENOMEM, "out of memory for %llu block amaxes", (unsigned long long)rows);
+        else if (rows && read_rows(d, H5T_NATIVE_FLOAT, 0, rows, 0, buf) != 0) {
+            free(buf);
+            st = FP8_ERROR(FP8_EIO, "%s: cannot read /block_amax", r->path);
+        } else
+            *out = buf, *n = (size_t)rows;
+    }
+    if (d >= 0)
+        H5Dclose(d);
+    if (file >= 0)
+        H5Fclose(file);
+    quiet_off(&q);
+    return st;
+}
+
 int fp8_run_snapshot_read(const fp8_run *r, size_t i, float *out)
 {
     if (!r || i >= r->nsnapshots || !out)

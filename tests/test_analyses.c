@@ -92,7 +92,8 @@ static void test_jump_events(void)
     an_sstats sd, sc;
     CU_ASSERT_EQUAL(an_series_stats(a, 0, d16, &sd), 0);
     CU_ASSERT_EQUAL(an_series_stats(a, 0, cur, &sc), 0);
-    CU_ASSERT_EQUAL(sd.records, 1000);
+    CU_ASSERT_EQUAL(sd.records, 999); /* step 0 is the warm-up */
+    CU_ASSERT_EQUAL(sd.warm_records, 1);
     /* history 16, max: the stale scale of step 500 sees 8x its range once */
     CU_ASSERT_EQUAL(sd.events, 1);
     CU_ASSERT_EQUAL(sc.events, 0);
@@ -101,13 +102,16 @@ static void test_jump_events(void)
     for (size_t i = 0; i < n; i++)
         if (an_rec(a, ix[i])->overflows)
             CU_ASSERT_EQUAL(an_rec(a, ix[i])->step, 500);
-    /* the verdict: delayed overflowed, current did not -> needs JIT */
-    an_sstats st[8];
-    int D, C, B;
-    for (int r = 0; r < a->run->nrecipes; r++)
-        an_series_stats(a, 0, r, &st[r]);
-    CU_ASSERT_EQUAL(an_tensor_verdict(&c, a, 0, st, &D, &C, &B), AN_VERDICT_JIT);
-    CU_ASSERT_EQUAL(D, d16);
+    /* the verdict: one overflow event in 999 steps is not evidence enough
+     * (minimum 3 events); with the minimum at 1 it is needs JIT */
+    an_vinfo vi;
+    CU_ASSERT_EQUAL(an_tensor_verdict(&c, &c.runs[0], 0, &vi), AN_VERDICT_SAFE);
+    CU_ASSERT_EQUAL(vi.D, d16);
+    CU_ASSERT_EQUAL(vi.events_d, 1);
+    CU_ASSERT_EQUAL(vi.steps_d, 999); /* every step after warm-up, from the every-step rows */
+    c.min_events = 1;
+    CU_ASSERT_EQUAL(an_tensor_verdict(&c, &c.runs[0], 0, &vi), AN_VERDICT_JIT);
+    c.min_events = 3;
     /* the replay: margin 0, every history and algorithm: exactly one event */
     CU_ASSERT_EQUAL(an_replay(&c), 0);
     FILE *f = fopen("build/t_an/jump/replay_settings.tsv", "r");
@@ -161,7 +165,7 @@ static void test_replay_truth(void)
     }
     gsl_rng_free(rng);
     CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
-    /* schema 2 stores one exponent histogram per tensor and step, shared by its 5 recipes */
+    /* schema 2+ stores one exponent histogram per tensor and step, shared by its 5 recipes */
     hid_t h5 = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), d = H5Dopen2(h5, "exp_hist", H5P_DEFAULT);
     hid_t sp = H5Dget_space(d);
     hsize_t dims[2] = {0, 0};
@@ -190,19 +194,20 @@ static void test_replay_truth(void)
     double ovt = 0, ove = 0, unt = 0, une = 0;
     CU_ASSERT_PTR_NOT_NULL(fgets(line, sizeof line, f));
     while (fgets(line, sizeof line, f)) {
-        /* run recipe tensor steps match ovt ove ovl ovh unt une unl unh outside maxerr; recipe has spaces */
+        /* run recipe tensor steps match records ovt ovl ovh ove unt unl unh une outside; recipe has spaces */
         char *tab[16];
         int k = 0;
         for (char *q = strtok(line, "\t\n"); q && k < 16; q = strtok(NULL, "\t\n"))
             tab[k++] = q;
         CU_ASSERT_EQUAL_FATAL(k, 15);
-        long steps = atol(tab[3]), match = atol(tab[4]), outside = atol(tab[13]);
+        long steps = atol(tab[3]), match = atol(tab[4]), recs = atol(tab[5]), outside = atol(tab[14]);
         CU_ASSERT_EQUAL(steps, 300);
+        CU_ASSERT_EQUAL(recs, 300);
         CU_ASSERT_EQUAL(match, steps); /* the replayed scale is the recorded one, at every step */
         CU_ASSERT_EQUAL(outside, 0);   /* the truth lies inside the stated bounds, always */
-        double lo = atof(tab[7]), hi = atof(tab[8]), t = atof(tab[5]);
+        double lo = atof(tab[7]), hi = atof(tab[8]), t = atof(tab[6]);
         CU_ASSERT(t >= lo && t <= hi);
-        ovt += t, ove += atof(tab[6]), unt += atof(tab[9]), une += atof(tab[10]);
+        ovt += t, ove += atof(tab[9]), unt += atof(tab[10]), une += atof(tab[13]);
         rows++;
     }
     fclose(f);
@@ -450,13 +455,14 @@ static void test_loss_divergence(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(d);
     long at = atol(d + strlen("**diverges at step "));
     CU_ASSERT(at >= 140 && at <= 150);
-    /* the mean relative difference over the last 10% of steps: exactly +1% and +5% */
+    /* the mean relative difference over exactly the last 10% of the steps (30): +1% and +5% */
     const char *row = strstr(md, "| close | 300 | ");
     CU_ASSERT_PTR_NOT_NULL_FATAL(row);
-    CU_ASSERT(strncmp(strchr(row + 16, '|'), "| +1.000% |", 11) == 0);
+    CU_ASSERT(strncmp(strchr(row + 16, '|'), "| +1.000% (30) |", 16) == 0);
     row = strstr(md, "| far | 300 | ");
     CU_ASSERT_PTR_NOT_NULL_FATAL(row);
-    CU_ASSERT(strncmp(strchr(row + 14, '|'), "| +5.000% |", 11) == 0);
+    CU_ASSERT(strncmp(strchr(row + 14, '|'), "| +5.000% (30) |", 16) == 0);
+    CU_ASSERT(strstr(md, "**No noise floor**") != NULL); /* no second seed given: said so */
     /* the final smoothed loss: the mean of the last 11 points (truncated window) */
     double want = 0;
     for (int k = 289; k < 300; k++)
@@ -512,37 +518,41 @@ static void test_bootstrap_and_advise(void)
     an_ctx c = open_one("build/t_an/fmt.h5", "build/t_an/fmt");
     CU_ASSERT_EQUAL(an_compare(&c), 0);
     CU_ASSERT_EQUAL(an_advise(&c), 0);
-    FILE *f = fopen("build/t_an/fmt/compare_bootstrap.tsv", "r");
+    /* compare_factors.tsv: the format comparison per role, E5M2 -> E4M3 */
+    FILE *f = fopen("build/t_an/fmt/compare_factors.tsv", "r");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    char line[1024];
+    char line[2048];
     int found = 0;
     while (fgets(line, sizeof line, f)) {
-        char group[32], metric[32];
-        double mean, lo, hi;
-        long steps;
-        /* run group recipe versus metric steps mean lo hi; the recipe label has a ':' but no tab */
-        char *tab[10];
+        char *tab[30];
         int k = 0;
-        for (char *q = strtok(line, "\t\n"); q && k < 10; q = strtok(NULL, "\t\n"))
+        for (char *q = strtok(line, "\t\n"); q && k < 30; q = strtok(NULL, "\t\n"))
             tab[k++] = q;
-        if (k != 9 || strcmp(tab[1], "all") != 0 || strcmp(tab[4], "sqnr_db") != 0)
+        if (k != 26 || strcmp(tab[1], "format") != 0)
             continue;
-        snprintf(group, sizeof group, "%s", tab[1]);
-        snprintf(metric, sizeof metric, "%s", tab[4]);
-        steps = atol(tab[5]), mean = atof(tab[6]), lo = atof(tab[7]), hi = atof(tab[8]);
-        CU_ASSERT_EQUAL(steps, 60);
-        CU_ASSERT(mean < -5.5 && mean > -6.5); /* e5m2 minus the active e4m3 */
+        CU_ASSERT_STRING_EQUAL(tab[3], "e5m2 current");
+        CU_ASSERT_STRING_EQUAL(tab[4], "e4m3 current");
+        long steps = atol(tab[8]);
+        double mean = atof(tab[10]), lo = atof(tab[11]), hi = atof(tab[12]);
+        CU_ASSERT_EQUAL(steps, 60); /* no delayed recipe: no warm-up */
+        CU_ASSERT(mean > 5.5 && mean < 6.5);
         CU_ASSERT(lo < mean && mean < hi && hi - lo < 0.5);
-        found = 1;
+        CU_ASSERT_EQUAL(atoi(tab[14]), 1); /* the tensor is better under E4M3 */
+        found++;
     }
     fclose(f);
-    CU_ASSERT(found);
+    CU_ASSERT_EQUAL(found, 2); /* activation and gradient */
     f = fopen("build/t_an/fmt/advise_formats.tsv", "r");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     int e4 = 0, rows = 0;
     CU_ASSERT_PTR_NOT_NULL(fgets(line, sizeof line, f));
-    while (fgets(line, sizeof line, f))
-        rows++, e4 += strstr(line, "\te4m3\n") != NULL;
+    while (fgets(line, sizeof line, f)) {
+        char *tab[16];
+        int k = 0;
+        for (char *q = strtok(line, "\t\n"); q && k < 16; q = strtok(NULL, "\t\n"))
+            tab[k++] = q;
+        rows++, e4 += k == 13 && atoi(tab[4]) == 1;
+    }
     fclose(f);
     CU_ASSERT_EQUAL(rows, 2);
     CU_ASSERT_EQUAL(e4, 2);
@@ -586,15 +596,15 @@ static void test_dynamics_and_channels(void)
     fclose(c.md);
     c.md = NULL;
     /* tensor: r = 0 at every step; 1x128 blocks: +-4 bits (amplitude 4 vs 0.25) */
-    CU_ASSERT(strstr(md, "| tensor | 4 | 0.000 |") != NULL);
+    CU_ASSERT(strstr(md, "mean sd of r over 1 tensors = 0.000 bits") != NULL);
     const char *b = strstr(md, "| block 1x128 | ");
     CU_ASSERT_PTR_NOT_NULL_FATAL(b);
     /* 8 rows x 2 blocks x 4 pairs; most blocks swing 4 bits either way */
     CU_ASSERT_EQUAL(atoi(b + 16), 64);
     double sd = atof(strchr(b + 16, '|') + 1);
     CU_ASSERT(sd > 3.0 && sd < 4.5);
-    /* a tensor amax that never moves cannot be compared against: said so */
-    CU_ASSERT(strstr(md, "**is inconclusive on (tensor amax constant") != NULL);
+    /* a tensor amax that never moves cannot be compared against: inconclusive */
+    CU_ASSERT(strstr(md, "inconclusive on 1") != NULL);
     FILE *f = fopen("build/t_an/dyn/outliers_tensors.tsv", "r");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     char line[2048];
@@ -632,7 +642,7 @@ static void test_dynamics_and_channels(void)
 
 void register_analyses_tests(void)
 {
-    static const char *const names[] = {"8x amax jump: delayed history 16 overflows once, current never",
+    static const char *const names[] = {"8x amax jump: delayed history 16 overflows once (not evidence), current never",
                                         "replay reproduces the shadow recipes' scales; truth within bounds",
                                         "histogram bounds, hand-worked",
                                         "Student-t(10) kurtosis is 4",
@@ -641,7 +651,7 @@ void register_analyses_tests(void)
                                         "bad input: missing file, not HDF5, empty run, no loss",
                                         "loss: 1% above tracks, 5% above from step 150 diverges there",
                                         "bits per element, hand-worked",
-                                        "bootstrap: E5M2 is 6 dB below E4M3 on Gaussians; advise picks E4M3",
+                                        "format comparison: E5M2 is 6 dB below E4M3 on Gaussians; advise counts it",
                                         "dynamics: blocks move, the tensor does not; outlier channel found"};
     static void (*const fns[])(void) = {test_jump_events,     test_replay_truth,     test_hist_bounds,
                                         test_student_t_kurtosis, test_plots_render, test_report_nan_and_single,
