@@ -314,7 +314,15 @@ static void ratio_ci(const an_ctx *c, const pool *B, const double *tr, size_t tn
             a1 += B->r[i], a2 += B->r[i] * B->r[i];
         ps[3 * p] = (double)(B->pair_end[p] - b0), ps[3 * p + 1] = a1, ps[3 * p + 2] = a2;
     }
-    size_t L = an_block_length(tr, tn), nb = (tn + L - 1) / L;
+    size_t L = an_block_length(tr, tn);
+    double *P1 = malloc((tn + 1) * sizeof *P1), *P2 = malloc((tn + 1) * sizeof *P2);
+    if (!P1 || !P2) {
+        free(P1), free(P2), free(v), free(ps), gsl_rng_free(rng);
+        return;
+    }
+    P1[0] = P2[0] = 0;
+    for (size_t i = 0; i < tn; i++)
+        P1[i + 1] = P1[i] + tr[i], P2[i + 1] = P2[i] + tr[i] * tr[i];
     int k = 0;
     for (int b = 0; b < c->boot; b++) {
         double s1 = 0, s2 = 0, n = 0;
@@ -323,13 +331,13 @@ static void ratio_ci(const an_ctx *c, const pool *B, const double *tr, size_t tn
             n += ps[3 * q], s1 += ps[3 * q + 1], s2 += ps[3 * q + 2];
         }
         double t1 = 0, t2 = 0, tn2 = 0;
-        size_t taken = 0;
-        for (size_t j = 0; j < nb; j++) {
-            size_t st = (size_t)gsl_rng_uniform_int(rng, (unsigned long)tn);
-            for (size_t i = 0; i < L && taken < tn; i++, taken++) {
-                double x = tr[(st + i) % tn];
-                t1 += x, t2 += x * x, tn2++;
-            }
+        for (size_t taken = 0; taken < tn;) { /* circular blocks, sums from the prefix arrays */
+            size_t st = (size_t)gsl_rng_uniform_int(rng, (unsigned long)tn), len = tn - taken < L ? tn - taken : L;
+            if (st + len <= tn)
+                t1 += P1[st + len] - P1[st], t2 += P2[st + len] - P2[st];
+            else
+                t1 += (P1[tn] - P1[st]) + P1[st + len - tn], t2 += (P2[tn] - P2[st]) + P2[st + len - tn];
+            taken += len, tn2 += (double)len;
         }
         double vb = n > 1 ? (s2 - s1 * s1 / n) / (n - 1) : NAN, vt = tn2 > 1 ? (t2 - t1 * t1 / tn2) / (tn2 - 1) : NAN;
         if (vt > 0 && vb >= 0)
@@ -341,7 +349,7 @@ static void ratio_ci(const an_ctx *c, const pool *B, const double *tr, size_t tn
         *hi = gsl_stats_quantile_from_sorted_data(v, 1, (size_t)k, 0.975);
     }
     gsl_rng_free(rng);
-    free(v), free(ps);
+    free(v), free(ps), free(P1), free(P2);
 }
 
 static const char *claim_verdict(double ratio, double lo, double hi)

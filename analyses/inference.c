@@ -102,23 +102,33 @@ void an_mean_ci(const double *x, size_t n, int B, unsigned long seed, an_interva
         o->lo = o->hi = m;
         return;
     }
-    double *bs = malloc((size_t)B * sizeof *bs);
+    if (n > AN_BOOT_MAX_N) {
+        /* long series: the Newey-West interval (the block bootstrap's cost
+         * grows as n * B; the two agree for series this long) */
+        double q = gsl_cdf_tdist_Pinv(0.975, (double)(n - 1));
+        o->lo = m - q * o->se, o->hi = m + q * o->se;
+        return;
+    }
+    double *bs = malloc((size_t)B * sizeof *bs), *P = malloc((n + 1) * sizeof *P);
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
-    if (!bs || !rng) {
-        free(bs);
+    if (!bs || !P || !rng) {
+        free(bs), free(P);
         if (rng)
             gsl_rng_free(rng);
         return;
     }
     gsl_rng_set(rng, seed);
-    size_t L = o->block, nb = (n + L - 1) / L;
+    /* prefix sums: a block's sum in O(1), wrapping around the end (circular) */
+    P[0] = 0;
+    for (size_t i = 0; i < n; i++)
+        P[i + 1] = P[i] + x[i];
+    size_t L = o->block;
     for (int b = 0; b < B; b++) {
         double s = 0;
-        size_t taken = 0;
-        for (size_t k = 0; k < nb; k++) {
-            size_t start = (size_t)gsl_rng_uniform_int(rng, (unsigned long)n);
-            for (size_t j = 0; j < L && taken < n; j++, taken++)
-                s += x[(start + j) % n]; /* circular: blocks wrap around */
+        for (size_t taken = 0; taken < n;) {
+            size_t start = (size_t)gsl_rng_uniform_int(rng, (unsigned long)n), len = n - taken < L ? n - taken : L;
+            s += start + len <= n ? P[start + len] - P[start] : (P[n] - P[start]) + P[start + len - n];
+            taken += len;
         }
         bs[b] = s / (double)n;
     }
@@ -126,7 +136,7 @@ void an_mean_ci(const double *x, size_t n, int B, unsigned long seed, an_interva
     o->lo = gsl_stats_quantile_from_sorted_data(bs, 1, (size_t)B, 0.025);
     o->hi = gsl_stats_quantile_from_sorted_data(bs, 1, (size_t)B, 0.975);
     gsl_rng_free(rng);
-    free(bs);
+    free(bs), free(P);
 }
 
 void an_slope_hac(const double *x, const double *y, size_t n, double *slope, double *se)

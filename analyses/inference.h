@@ -21,7 +21,11 @@ size_t an_block_length(const double *x, size_t n);
 
 /* Mean of x and its 95% interval by the circular block bootstrap (block
  * length an_block_length, B resamples, GSL mt19937 seeded with seed):
- * the 2.5% and 97.5% quantiles of the resampled means.  n == 0: NaN. */
+ * the 2.5% and 97.5% quantiles of the resampled means; for series longer
+ * than AN_BOOT_MAX_N steps the Newey-West interval mean +- t(0.975, n-1) se
+ * instead (the bootstrap costs n * B; the two agree at that length).
+ * n == 0: NaN. */
+#define AN_BOOT_MAX_N 4000
 typedef struct {
     size_t n, block;
     double mean, lo, hi;

@@ -217,33 +217,46 @@ static void *replay_many(void *arg)
            *tail = calloc((size_t)n, sizeof *tail);
     float *hv = malloc((s->n + 1) * sizeof *hv); /* what enters the history: Inf for Inf steps */
     float *hf = malloc((s->n + 1) * sizeof *hf); /* ... finite_amax recipes: the finite amax   */
-    if (!scale || !last || !dq || !head || !tail || !hv || !hf)
+    float *cs = malloc((size_t)n * sizeof *cs);
+    int *cev = malloc((size_t)n * sizeof *cev);
+    an_bounds *cov = malloc((size_t)n * sizeof *cov), *cun = malloc((size_t)n * sizeof *cun);
+    if (!scale || !last || !dq || !head || !tail || !hv || !hf || !cs || !cev || !cov || !cun)
         goto out;
     for (size_t k = 0; k < s->n; k++)
         hv[k] = (s->nf[k] & 1u) ? INFINITY : s->amax[k], hf[k] = s->amax[k];
     for (int i = 0; i < n; i++)
         scale[i] = 1.0f, last[i] = -1.0f;
     for (size_t k = 0; k < s->n; k++) {
-        int warm = k < s->warm, half = s->step[k] >= s->half;
+        int warm = k < s->warm, half = s->step[k] >= s->half, nc = 0;
         for (int i = 0; i < n; i++) {
             if (J->scales_out)
                 J->scales_out[k] = scale[i];
             ssum *sum = &J->sum[i];
-            int ev = an_overflows_at(J->f, &mode, s->amax[k], scale[i], s->nf[k]);
+            /* settings holding the same scale this step share the work */
+            int c = 0;
+            while (c < nc && cs[c] != scale[i])
+                c++;
+            if (c == nc) {
+                cs[c] = scale[i];
+                cev[c] = an_overflows_at(J->f, &mode, s->amax[k], scale[i], s->nf[k]);
+                cov[c] = cun[c] = (an_bounds){0, 0, 0};
+                if (!warm && s->hist[k] >= 0) {
+                    double scale_inv = (double)(1.0f / scale[i]), over = over1 * scale_inv, under = under1 * scale_inv;
+                    int hk = s->hist[k];
+                    counts_past(&s->h[hk], J->pool, s->amax[k], s->min_nz[hk], s->inf[hk], over, under, &cov[c], &cun[c]);
+                }
+                nc++;
+            }
+            int ev = cev[c];
             if (warm) {
                 sum->warm_events += (size_t)ev;
             } else {
                 sum->events += (size_t)ev, sum->steps++;
                 sum->events_half[half] += (size_t)ev;
                 if (s->hist[k] >= 0) {
-                    const chist *c = &s->h[s->hist[k]];
-                    double scale_inv = (double)(1.0f / scale[i]), over = over1 * scale_inv, under = under1 * scale_inv;
-                    an_bounds ov, un;
-                    int hk = s->hist[k];
-                    counts_past(c, J->pool, s->amax[k], s->min_nz[hk], s->inf[hk], over, under, &ov, &un);
-                    sum->numel += (double)s->numel[hk];
-                    sum->ov.lo += ov.lo, sum->ov.hi += ov.hi, sum->ov_est.est += ov.est;
-                    sum->un.lo += un.lo, sum->un.hi += un.hi, sum->un_est.est += un.est;
+                    sum->numel += (double)s->numel[s->hist[k]];
+                    sum->ov.lo += cov[c].lo, sum->ov.hi += cov[c].hi, sum->ov_est.est += cov[c].est;
+                    sum->un.lo += cun[c].lo, sum->un.hi += cun[c].hi, sum->un_est.est += cun[c].est;
                 }
             }
             /* end of step: the window's amax (monotonic deque), TE's update rule */
@@ -266,6 +279,7 @@ static void *replay_many(void *arg)
     }
 out:
     free(scale), free(last), free(dq), free(head), free(tail), free(hv), free(hf);
+    free(cs), free(cev), free(cov), free(cun);
     return NULL;
 }
 
@@ -521,10 +535,13 @@ int an_replay(an_ctx *c)
                 with_ev[k] += per[k].events > 0;
             }
             int best = choose(per, NSET, -1), i1024 = (NH - 1) * 2 * NM, i16 = 2 * 2 * NM;
-            fprintf(ft, "%s\t%s\t%s\t%zu\t%zu\t%zu\t%d\t%s\t%d\t%zu\t%.9g\n", a->label, a->run->tensor_name[t],
-                    fp8_role_name((fp8_role)a->run->tensor_role[t]), per[0].steps, per[i1024].events, per[i16].events,
-                    hist_lens[best / (2 * NM)], algo_name(best), best % NM, per[best].events,
-                    per[best].numel > 0 ? per[best].un.hi / per[best].numel : NAN);
+            fprintf(ft, "%s\t%s\t%s\t%zu\t%zu\t%zu\t", a->label, a->run->tensor_name[t],
+                    fp8_role_name((fp8_role)a->run->tensor_role[t]), per[0].steps, per[i1024].events, per[i16].events);
+            if (best >= 0)
+                fprintf(ft, "%d\t%s\t%d\t%zu\t%.9g\n", hist_lens[best / (2 * NM)], algo_name(best), best % NM,
+                        per[best].events, per[best].numel > 0 ? per[best].un.hi / per[best].numel : NAN);
+            else /* every step was warm-up */
+                fprintf(ft, "-\t-\t-\t0\tnan\n");
             /* ground truth: each delayed recipe recorded on this tensor, its own settings */
             for (int r = 0; r < R && r < 64; r++) {
                 size_t n, nsr;
@@ -671,6 +688,11 @@ int an_replay(an_ctx *c)
         fprintf(c->md, ".\n\n");
         /* the choice, its robustness, TE's default */
         int best = choose(sets, NSET, -1), b1 = choose(sets, NSET, 0);
+        if (best < 0 || b1 < 0) {
+            fprintf(c->md, "No tensor has steps after warm-up: nothing to choose from.\n\n");
+            free(input);
+            continue;
+        }
         size_t te_tensors = with_ev[i1024];
         fprintf(c->md, "**Choice** (rule: fewest overflow events after warm-up, then the smallest flush upper bound): "
                        "history %d, %s, margin %d — %zu events on %zu of %d tensors, flushed [%.3g, %.3g]%%; TE's default "

@@ -1,7 +1,9 @@
 /*
  * nvdlfw.c — nvidia-dlframework-inspect logs (fp8_nvdlfw.h).
  *
- * Conversions: underflows% = 100 underflows / numel, overflows% likewise;
+ * Conversions: underflows% = 100 underflows / numel; overflows% is TE's
+ * definition, 100 te_overflows / numel (|x| > fp8_max * scale_inv before
+ * rounding), or ours when the run file predates te_overflows;
  * std is logged as torch.std does it (denominator n - 1) and stored as ours
  * (denominator n).  Imported percentages become counts of a nominal numel
  * of 1,000,000 (exact for 4 decimals); imported records have rows = cols = 0,
@@ -28,7 +30,7 @@ static double stat_value(const fp8_stats *s, size_t k)
     double n = (double)s->numel, f = (double)s->finite;
     switch (k) {
     case 0: return n ? 100.0 * (double)s->underflows / n : 0;
-    case 1: return n ? 100.0 * (double)s->overflows / n : 0;
+    case 1: return n ? 100.0 * (double)(s->te_overflows != UINT64_MAX ? s->te_overflows : s->overflows) / n : 0;
     case 2: return s->mse;
     case 3: return s->amax;
     case 4: return s->dynamic_range;
@@ -249,7 +251,8 @@ int fp8_nvdlfw_import(const char *logdir, const char *out_path, size_t *bad, FIL
         memset(&x, 0, sizeof x);
         x.numel = x.finite = (uint64_t)NOMINAL;
         x.underflows = (uint64_t)llround(pend[p].v[0] * NOMINAL / 100.0);
-        x.overflows = (uint64_t)llround(pend[p].v[1] * NOMINAL / 100.0);
+        /* the log's overflows% is TE's count; ours is not in the log: the same number stands for both */
+        x.overflows = x.te_overflows = (uint64_t)llround(pend[p].v[1] * NOMINAL / 100.0);
         x.mse = pend[p].v[2];
         x.amax = pend[p].v[3];
         x.dynamic_range = pend[p].v[4];

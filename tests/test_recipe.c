@@ -8,6 +8,8 @@
 #include <stdlib.h>
 
 #include "fp8.h"
+#include "fp8_nvdlfw.h"
+#include "fp8_probe.h"
 #include "tests.h"
 
 static void test_parse(void)
@@ -228,6 +230,28 @@ static void test_te_exactness(void)
     CU_ASSERT_EQUAL(s.overflows, 1);
     CU_ASSERT_EQUAL(s.te_overflows, 3);
     fp8_recipe_state_free(st);
+    /* the nvdlfw export logs TE's overflows%: 448.5 counts (1 of 4 = 25%) */
+    fp8_probe_run *run = fp8_probe_open("build/t_te_ovf.h5", NULL, NULL, 0);
+    fp8_probe *p = fp8_probe_declare(run, "a.b.input", FP8_ROLE_ACTIVATION, 0, "e4m3:none", NULL, 0);
+    float w[4] = {448.5f, 1, 2, 3};
+    CU_ASSERT_EQUAL(fp8_probe_record(p, 0, w, 1, 4), FP8_OK);
+    fp8_probe_step_end(run, 0);
+    CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
+    fp8_run *fr = fp8_run_load("build/t_te_ovf.h5");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fr);
+    CU_ASSERT_EQUAL(fr->records[0].stats.overflows, 0);
+    CU_ASSERT_EQUAL(fr->records[0].stats.te_overflows, 1);
+    CU_ASSERT_EQUAL(fp8_nvdlfw_export(fr, "build/t_te_ovf", NULL), FP8_OK);
+    fp8_run_free(fr);
+    FILE *lf = fopen("build/t_te_ovf/nvdlfw_inspect_statistics_logs/nvdlfw_inspect_globalrank-0.log", "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(lf);
+    char line[256];
+    int found = 0;
+    while (fgets(line, sizeof line, lf))
+        found |= strstr(line, "a.b_input_overflows% iteration=000000 value=25.0000") != NULL;
+    fclose(lf);
+    CU_ASSERT(found);
+
     /* grouped: each group against its own scale_inv; a 1x4 block of amax
      * 448 at scale 1 has nothing above its threshold */
     fp8_recipe_parse("e4m3:block=1x4:eps=0", &r);
