@@ -42,8 +42,9 @@ typedef struct {
     fp8_counts classes;    /* element casts per class                      */
     uint64_t overflows;    /* saturated + overflow classes                 */
     uint64_t te_overflows; /* TE's definition: |x| > fp8_max * scale_inv (in
-                              float32, before rounding; Inf included; per
-                              group for grouped recipes)                  */
+                              float32, before rounding; Inf included), for
+                              delayed and none; UINT64_MAX (not defined) for
+                              current and grouped recipes               */
     uint64_t underflows;   /* TE: nonzero input whose code is +-0 (flushed) */
     uint64_t subnormals;   /* nonzero subnormal results                    */
     uint64_t err_excluded; /* finite x whose x_hat is Inf/NaN (no-saturate) */

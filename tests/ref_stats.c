@@ -224,12 +224,16 @@ int ref_quantize(fp8_recipe_state *st, const float *x0, size_t rows, size_t cols
         for (size_t i = 0; i < R; i++)
             for (size_t j = 0; j < C; j++)
                 out0[trans ? j * cols + i : i * cols + j] = q[i * C + j];
-    /* TE's count: |x| > fp8_max * scale_inv, float32 product, every element */
-    for (size_t i = 0; i < R; i++)
-        for (size_t j = 0; j < C; j++) {
-            float thr = (float)f->max * si[group_of(r, i, j, R, C, &ng)];
-            s->te_overflows += fabsf(x[i * C + j]) > thr;
-        }
+    /* TE's count: |x| > fp8_max * scale_inv, float32 product, every element;
+     * defined for per-tensor static scales only */
+    if (r->kind == FP8_RECIPE_DELAYED || r->kind == FP8_RECIPE_NONE) {
+        for (size_t i = 0; i < R; i++)
+            for (size_t j = 0; j < C; j++) {
+                float thr = (float)f->max * si[group_of(r, i, j, R, C, &ng)];
+                s->te_overflows += fabsf(x[i * C + j]) > thr;
+            }
+    } else
+        s->te_overflows = UINT64_MAX;
     /* TE's amax kernel keeps Inf (fmaxf drops only NaN): Inf enters the history */
     if (r->kind == FP8_RECIPE_DELAYED)
         fp8_recipe_state_observe(st, s->inf_count && !r->finite_amax ? INFINITY : (float)amax);
