@@ -39,10 +39,13 @@ int cmd_train(int argc, char **argv)
         else if (!strcmp(a, "--shadow")) {
             if (!user_shadows)
                 o.nshadow = 0, user_shadows = 1;
+            if (strcmp(v, "none") == 0) { /* drops every shadow given so far */
+                o.nshadow = 0;
+                continue;
+            }
             if (o.nshadow == 15)
                 return cli_usage_error("train: at most 15 --shadow recipes");
-            if (strcmp(v, "none") != 0)
-                o.shadows[o.nshadow++] = v;
+            o.shadows[o.nshadow++] = v;
         } else if (!strcmp(a, "--data")) {
             if (o.ndata == 64)
                 return cli_usage_error("train: at most 64 --data files");

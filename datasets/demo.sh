@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # demo.sh — make demo: six comparable short training runs, two at a time,
 # then the report over all of them.  Five runs share the seed, data and
-# batches and evaluate the trainer's default shadow recipes (each changes one
-# factor: format, timing, granularity, scale encoding) on their tensors; a
+# batches and evaluate twelve shadow recipes (each pair that differs in one
+# factor — format, timing, granularity, scale encoding — is compared); a
 # second bf16 baseline with another seed measures the loss noise floor.
 # usage: datasets/demo.sh FP8PROF OUTDIR [STEPS]
 set -uo pipefail
@@ -12,7 +12,13 @@ steps=${3:-250}
 mkdir -p "$out"
 rm -f "$out"/*.h5
 start=$(date +%s)
-common=(--steps "$steps" --record-every 5 --val-every 50 --snapshot-every 50 --block-amax-every 10)
+# the factorial shadow set: each pair of these (or with the active recipe)
+# that differs in one factor is compared (docs/analyses.md)
+shadows=(--shadow e4m3:delayed --shadow e5m2:delayed --shadow e4m3:current --shadow e5m2:current
+         --shadow e4m3:current:pow2 --shadow e4m3:rowwise --shadow e4m3:block=1x128:eps=0
+         --shadow e4m3:block=128x128:eps=0 --shadow e4m3:block=1x128:ue8m0,eps=0 --shadow e5m2:block=1x128:eps=0
+         --shadow mxfp8:rceil --shadow mxfp8:floor)
+common=(--steps "$steps" --record-every 5 --val-every 50 --snapshot-every 50 --block-amax-every 10 "${shadows[@]}")
 run() {
     local name=$1
     shift
@@ -34,7 +40,7 @@ run e4m3-block --seed 1 --recipe e4m3:block=1x128:weights=128x128 & b=$!
 wait $a || fail=1
 wait $b || fail=1
 run hybrid-delayed-smooth --seed 1 --recipe hybrid:delayed --smooth-swiglu & a=$!
-run bf16-seed2 --seed 2 --recipe bf16 --shadow none --block-amax-every 0 & b=$!
+run bf16-seed2 --seed 2 --recipe bf16 --shadow none --block-amax-every 0 & b=$! # --shadow none: the shadows above are dropped
 wait $a || fail=1
 wait $b || fail=1
 [ $fail -eq 0 ] || { echo "make demo: a training run failed" >&2; exit 1; }

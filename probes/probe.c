@@ -351,10 +351,15 @@ static int probe_run(fp8_probe *p, int64_t step, const float *x, size_t rows, si
                 fp8_recipe_state_observe(s, ai.inf_count && !s->recipe.finite_amax ? INFINITY : ai.amax);
             continue;
         }
+        /* the exponent histogram describes the input, whatever the recipe:
+         * computed once (the first recipe cast), copied to the others */
+        unsigned fl = flags | (rec && i != p->nrec - 1 ? FP8_STATS_NO_EXP_HIST : 0u);
         if (is_active && snap_codes)
-            st = fp8_quantize_codes(p->st[i], x, rows, cols, codes, gsi, out, rec ? &stats[i] : NULL, flags);
+            st = fp8_quantize_codes(p->st[i], x, rows, cols, codes, gsi, out, rec ? &stats[i] : NULL, fl);
         else
-            st = fp8_quantize_ex(p->st[i], x, rows, cols, is_active ? out : NULL, rec ? &stats[i] : NULL, flags);
+            st = fp8_quantize_ex(p->st[i], x, rows, cols, is_active ? out : NULL, rec ? &stats[i] : NULL, fl);
+        if (st == FP8_OK && rec && i != p->nrec - 1)
+            memcpy(stats[i].exp_hist, stats[p->nrec - 1].exp_hist, sizeof stats[i].exp_hist);
     }
     if (st == FP8_OK && out && !p->has_active && out != x)
         memcpy(out, x, rows * cols * sizeof *out);
