@@ -11,6 +11,27 @@
 #include "chunkread.h"
 #include "store_layout.h"
 
+/* Open a run file for reading: SWMR first (a writer may be running or have
+ * died), plain read-only else.  HDF5 retries a metadata read whose checksum
+ * fails up to 100 times by default in SWMR mode, with delays doubling up to
+ * an hour — on a damaged file that is a hang of hours.  A writer's flush
+ * makes a checksum fail for an instant at most, so a few attempts do. */
+#define METADATA_READ_ATTEMPTS 4
+static hid_t open_run_file(const char *path)
+{
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl >= 0) {
+        H5Pset_metadata_read_attempts(fapl, METADATA_READ_ATTEMPTS);
+        H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG); /* closing the file closes what a failed read left open */
+    }
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl >= 0 ? fapl : H5P_DEFAULT);
+    if (f < 0)
+        f = H5Fopen(path, H5F_ACC_RDONLY, fapl >= 0 ? fapl : H5P_DEFAULT);
+    if (fapl >= 0)
+        H5Pclose(fapl);
+    return f;
+}
+
 /* Rows of an open dataset as the writer's latest flush left them (SWMR:
  * refreshed first; one handle per dataset, HDF5 1.10 mishandles a refresh
  * through a second one). */
@@ -158,6 +179,13 @@ static int load_series(hid_t file, fp8_run *r, const unsigned char *keep, int64_
     }
     bad = bad || read_all(file, "block_amax_index", bt, sizeof(disk_bamax), &bix, &nb);
     H5Tclose(st), H5Tclose(bt);
+    uint64_t len_bam = 0;
+    hid_t dba = bad ? -1 : H5Dopen2(file, "block_amax", H5P_DEFAULT);
+    if (dba >= 0) {
+        len_bam = (uint64_t)rows_of(dba);
+        H5Dclose(dba);
+    } else
+        bad = 1;
     if (bad) {
         free(rows), free(bix);
         return FP8_ERROR(FP8_EINVAL, "%s: /steps or /block_amax_index is missing or unreadable", r->path);
@@ -188,11 +216,12 @@ static int load_series(hid_t file, fp8_run *r, const unsigned char *keep, int64_
         const disk_bamax *d = (const disk_bamax *)bix + i;
         uint64_t per_row = d->block ? d->cols / d->block + (d->cols % d->block != 0) : 0;
         if (d->tensor >= (uint32_t)r->ntensors || !d->block || !d->rows || !d->cols || d->rows > UINT64_MAX / per_row ||
-            d->count != d->rows * per_row) {
+            d->count != d->rows * per_row || d->offset > len_bam || d->count > len_bam - d->offset) {
             free(rows), free(bix);
             return FP8_ERROR(FP8_EINVAL, "%s: /block_amax_index row %zu is inconsistent (tensor %u, %llux%llu, block %u, "
-                                         "count %llu)", r->path, i, d->tensor, (unsigned long long)d->rows,
-                             (unsigned long long)d->cols, d->block, (unsigned long long)d->count);
+                                         "count %llu at %llu of %llu)", r->path, i, d->tensor, (unsigned long long)d->rows,
+                             (unsigned long long)d->cols, d->block, (unsigned long long)d->count,
+                             (unsigned long long)d->offset, (unsigned long long)len_bam);
         }
         if (!keep[d->tensor] || d->step < step_min || d->step > step_max)
             continue;
@@ -217,6 +246,46 @@ fp8_run *fp8_run_load_summary(const char *path, const char *tensor_pattern)
     return load(path, tensor_pattern, INT64_MIN, INT64_MAX, 1);
 }
 
+/* Largest tensor a snapshot may describe (elements): far past any real one,
+ * and small enough that rows * cols * 4 cannot wrap. */
+#define SNAPSHOT_MAX_ELEMENTS (UINT64_C(1) << 40)
+
+/* Why snapshot index row d cannot be trusted, or NULL: its tensor and
+ * recipe exist, its shape is non-empty without overflow, its code width is
+ * the recipe's format's, its group count is the recipe's for that shape,
+ * and its data lie inside the datasets. */
+static const char *snapshot_row_bad(const disk_snap *d, const fp8_run *r, uint64_t len_data, uint64_t len_codes,
+                                    uint64_t len_scales)
+{
+    if (d->tensor >= (uint32_t)r->ntensors)
+        return "tensor index past /tensors";
+    if (!d->rows || !d->cols || d->rows > SNAPSHOT_MAX_ELEMENTS / d->cols)
+        return "shape empty or too large (rows x cols)";
+    uint64_t n = d->rows * d->cols;
+    if (d->recipe < 0) {
+        if (d->offset > len_data || n > len_data - d->offset)
+            return "float32 values past the end of /snapshot_data";
+        return NULL;
+    }
+    if (d->recipe >= r->nrecipes)
+        return "recipe index past /recipes";
+    fp8_recipe rec;
+    if (fp8_recipe_parse(r->recipe_spec[d->recipe], &rec) != FP8_OK)
+        return "its recipe spec does not parse";
+    fp8_recipe_for_role(&rec, (fp8_role)r->tensor_role[d->tensor]);
+    const fp8_format *f = fp8_recipe_format(&rec, (fp8_role)r->tensor_role[d->tensor]);
+    if (!f || d->code_bytes != f->code_bytes)
+        return "code_bytes is not its format's code width";
+    if (d->nscales != fp8_quantize_ngroups(&rec, (size_t)d->rows, (size_t)d->cols))
+        return "nscales is not its recipe's number of groups for the shape";
+    uint64_t nb = n * (uint64_t)d->code_bytes;
+    if (d->codes_offset > len_codes || nb > len_codes - d->codes_offset)
+        return "codes past the end of /snapshot_codes";
+    if (d->scales_offset > len_scales || d->nscales > len_scales - d->scales_offset)
+        return "scales past the end of /snapshot_scales";
+    return NULL;
+}
+
 static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_min, int64_t step_max, int lean)
 {
     quiet q;
@@ -237,9 +306,7 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
         }
         goto done;
     }
-    file = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
-    if (file < 0)
-        file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    file = open_run_file(path);
     if (file < 0) {
         FP8_ERROR(FP8_EIO, "%s: HDF5 cannot open it", path);
         goto done;
@@ -386,7 +453,18 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
             }
         }
         const disk_record *d = (const disk_record *)records + k;
-        if (d->tensor >= nt || !keep[d->tensor] || d->step < step_min || d->step > step_max || d->hist >= ne)
+        if (d->tensor >= nt || d->recipe >= nr) {
+            /* registries are flushed before records: an index past them is damage, not a live writer */
+            FP8_ERROR(FP8_EINVAL, "%s: /records row %zu names %s %u; the file has %zu", path, i,
+                      d->tensor >= nt ? "tensor" : "recipe", d->tensor >= nt ? d->tensor : d->recipe,
+                      d->tensor >= nt ? nt : nr);
+            free(keep);
+            fp8_run_free(r);
+            r = NULL;
+            H5Tclose(rct);
+            goto done;
+        }
+        if (!keep[d->tensor] || d->step < step_min || d->step > step_max || d->hist >= ne)
             continue;
         if (lean) {
             summarize(d, i, &r->summaries[kept++]);
@@ -396,7 +474,10 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
         o->tensor = d->tensor, o->recipe = d->recipe, o->step = d->step, o->active = d->active;
         o->rows = d->rows, o->cols = d->cols;
         memcpy(o->stats.classes.n, d->classes, sizeof d->classes);
-        o->stats.format = fp8_format_find(d->format, NULL);
+        char fmt[sizeof d->format + 1];
+        memcpy(fmt, d->format, sizeof d->format);
+        fmt[sizeof d->format] = 0; /* the file's bytes need not end in NUL */
+        o->stats.format = fp8_format_find(fmt, NULL);
 #define CP(f) o->stats.f = d->f;
         STAT_FIELDS(CP, CP)
 #undef CP
@@ -410,7 +491,27 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
     r->nrecords = kept;
     for (size_t i = 0; i < nsc; i++) {
         const disk_scalar *d = (const disk_scalar *)scal + i;
+        if (d->id >= nn) {
+            FP8_ERROR(FP8_EINVAL, "%s: /scalars row %zu names scalar %u; the file has %zu names", path, i, d->id, nn);
+            free(keep);
+            fp8_run_free(r);
+            r = NULL;
+            goto done;
+        }
         r->scalar_id[i] = d->id, r->scalar_step[i] = d->step, r->scalar_value[i] = d->value;
+    }
+    /* the snapshot datasets' lengths, to check every index row against */
+    uint64_t len_data = 0, len_codes = 0, len_scales = 0;
+    {
+        static const char *nm[3] = {"snapshot_data", "snapshot_codes", "snapshot_scales"};
+        uint64_t *lens[3] = {&len_data, &len_codes, &len_scales};
+        for (int k = 0; k < 3; k++) {
+            hid_t ds = H5Dopen2(file, nm[k], H5P_DEFAULT);
+            if (ds >= 0) {
+                *lens[k] = (uint64_t)rows_of(ds);
+                H5Dclose(ds);
+            }
+        }
     }
     r->snapshots = calloc(nsnap + 1, sizeof *r->snapshots);
     if (!r->snapshots) {
@@ -422,7 +523,15 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
     size_t ks = 0;
     for (size_t j = 0; j < nsnap; j++) {
         const disk_snap *d = (const disk_snap *)snaps + j;
-        if (d->tensor >= nt || !keep[d->tensor] || d->step < step_min || d->step > step_max)
+        const char *why = snapshot_row_bad(d, r, len_data, len_codes, len_scales);
+        if (why) {
+            FP8_ERROR(FP8_EINVAL, "%s: /snapshot_index row %zu: %s", path, j, why);
+            free(keep);
+            fp8_run_free(r);
+            r = NULL;
+            goto done;
+        }
+        if (!keep[d->tensor] || d->step < step_min || d->step > step_max)
             continue;
         size_t i = ks++;
         r->snapshots[i].tensor = d->tensor, r->snapshots[i].step = d->step, r->snapshots[i].offset = d->offset;
@@ -476,9 +585,7 @@ int fp8_run_block_amax_read(const fp8_run *r, size_t i, float *out)
     quiet q;
     quiet_on(&q);
     int st = FP8_OK;
-    hid_t file = H5Fopen(r->path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
-    if (file < 0)
-        file = H5Fopen(r->path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t file = open_run_file(r->path);
     if (file < 0)
         st = FP8_ERROR(FP8_EIO, "%s: cannot open", r->path);
     else if (read_slice(file, "block_amax", H5T_NATIVE_FLOAT, b->offset, b->count, out) != 0)
@@ -498,9 +605,7 @@ int fp8_run_block_amax_all(const fp8_run *r, float **out, size_t *n)
     quiet q;
     quiet_on(&q);
     int st = FP8_OK;
-    hid_t file = H5Fopen(r->path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
-    if (file < 0)
-        file = H5Fopen(r->path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t file = open_run_file(r->path);
     hid_t d = file >= 0 ? H5Dopen2(file, "block_amax", H5P_DEFAULT) : -1;
     if (d < 0) {
         st = FP8_ERROR(FP8_EIO, "%s: cannot open /block_amax", r->path);
@@ -537,9 +642,7 @@ int fp8_run_snapshot_read(const fp8_run *r, size_t i, float *out)
     int st = FP8_OK;
     void *codes = NULL;
     float *gsi = NULL;
-    hid_t file = H5Fopen(r->path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
-    if (file < 0)
-        file = H5Fopen(r->path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t file = open_run_file(r->path);
     if (file < 0) {
         st = FP8_ERROR(FP8_EIO, "%s: cannot open", r->path);
     } else if (sn->recipe < 0) {
@@ -585,9 +688,7 @@ int fp8_run_exp_hist(const fp8_run *r, const uint64_t *rows, size_t n, uint64_t 
     quiet q;
     quiet_on(&q);
     int st = FP8_OK;
-    hid_t file = H5Fopen(r->path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
-    if (file < 0)
-        file = H5Fopen(r->path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t file = open_run_file(r->path);
     hid_t d = file >= 0 ? H5Dopen2(file, "exp_hist", H5P_DEFAULT) : -1;
     hsize_t total = d >= 0 ? rows_of(d) : 0;
     /* rows closer than a chunk (64 rows) are read as one span, at most 4096 rows at a time */
