@@ -37,21 +37,30 @@ int an_series_stats(const an_run *a, int t, int r, an_sstats *o)
         free(v), free(w);
         return -1;
     }
-    double ov = 0, te = 0, un = 0, sb = 0, d1 = 0, d2 = 0, spread = 0;
+    /* counts a file does not carry (imported logs) are UINT64_MAX: each rate
+     * is over the records that carry its count */
+    double ov = 0, te = 0, un = 0, sb = 0, d1 = 0, d2 = 0, spread = 0, n_ov = 0, n_un = 0, n_sb = 0;
     size_t nv = 0, nw = 0, nd = 0, nspread = 0, te_known = 1;
     const fp8_summary *prev = NULL;
     for (size_t i = 0; i < n; i++) {
         const fp8_summary *x = an_rec(a, s[i]);
+        int kov = x->overflows != UINT64_MAX, kun = x->underflows != UINT64_MAX, ksb = x->subnormals != UINT64_MAX;
         if (an_is_warm(a, t, x->step)) {
             o->warm_records++;
-            o->warm_numel += (double)x->numel, o->warm_overflows += (double)x->overflows;
-            o->warm_underflows += (double)x->underflows;
+            o->warm_numel += (double)x->numel;
+            o->warm_overflows += kov ? (double)x->overflows : 0;
+            o->warm_underflows += kun ? (double)x->underflows : 0;
             continue;
         }
         o->records++;
-        o->events += x->overflows > 0;
-        o->numel += (double)x->numel, ov += (double)x->overflows, un += (double)x->underflows;
-        sb += (double)x->subnormals;
+        o->events += kov && x->overflows > 0;
+        o->numel += (double)x->numel;
+        if (kov)
+            ov += (double)x->overflows, n_ov += (double)x->numel;
+        if (kun)
+            un += (double)x->underflows, n_un += (double)x->numel;
+        if (ksb)
+            sb += (double)x->subnormals, n_sb += (double)x->numel;
         if (x->te_overflows == UINT64_MAX)
             te_known = 0;
         else
@@ -73,10 +82,10 @@ int an_series_stats(const an_run *a, int t, int r, an_sstats *o)
     o->event_steps = o->records;
     if (nspread)
         o->block_spread = spread / (double)nspread;
-    o->overflow_rate = o->numel > 0 ? ov / o->numel : 0;
+    o->overflow_rate = n_ov > 0 ? ov / n_ov : o->numel > 0 ? NAN : 0;
     o->te_overflow_rate = te_known && o->numel > 0 ? te / o->numel : NAN;
-    o->underflow_rate = o->numel > 0 ? un / o->numel : 0;
-    o->subnormal_rate = o->numel > 0 ? sb / o->numel : 0;
+    o->underflow_rate = n_un > 0 ? un / n_un : o->numel > 0 ? NAN : 0;
+    o->subnormal_rate = n_sb > 0 ? sb / n_sb : o->numel > 0 ? NAN : 0;
     o->exact = o->records - nv;
     if (nv) { /* sort once (an_quantile sorts), then read the quantiles */
         o->sqnr_p05 = an_quantile(v, nv, 0.05);
@@ -111,7 +120,7 @@ int an_series_stats(const an_run *a, int t, int r, an_sstats *o)
         o->warm_steps = o->warm_records;
         for (size_t i = 0; i < n; i++) {
             const fp8_summary *x = an_rec(a, s[i]);
-            o->warm_events += an_is_warm(a, t, x->step) && x->overflows > 0;
+            o->warm_events += an_is_warm(a, t, x->step) && x->overflows > 0 && x->overflows != UINT64_MAX;
         }
     }
     return 0;

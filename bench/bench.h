@@ -6,5 +6,6 @@ int bench_stats(void);
 int bench_probe(void);
 int bench_train(void);
 int bench_report(void);
+int bench_import(void);
 double bench_now(void);
 #endif

@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "fp8.h"
 #include "fp8_store.h"
+#include "fp8_file.h"
 #include "fp8_nvdlfw.h"
 
 static fp8_run *load_or_complain(const char *path)
@@ -23,7 +24,21 @@ static fp8_run *load_or_complain(const char *path)
     return r;
 }
 
-static double pct(uint64_t count, uint64_t numel) { return numel ? 100.0 * (double)count / (double)numel : 0.0; }
+/* a percentage; NaN for a count the file does not carry (UINT64_MAX, imported logs) */
+static double pct(uint64_t count, uint64_t numel)
+{
+    return count == UINT64_MAX ? NAN : numel ? 100.0 * (double)count / (double)numel : 0.0;
+}
+
+/* a count for CSV: empty when not carried */
+static const char *cnt(uint64_t v, char *buf, size_t n)
+{
+    if (v == UINT64_MAX)
+        buf[0] = 0;
+    else
+        snprintf(buf, n, "%llu", (unsigned long long)v);
+    return buf;
+}
 
 int cmd_info(int argc, char **argv)
 {
@@ -102,19 +117,20 @@ static int export_csv(const fp8_run *r, FILE *f, int scalars)
     for (size_t i = 0; i < r->nrecords; i++) {
         const fp8_record *rec = &r->records[i];
         const fp8_stats *s = &rec->stats;
+        char c1[24], c2[24], c3[24];
         csv_str(f, r->tensor_name[rec->tensor]);
         fprintf(f, ",%s,%d,%lld,", fp8_role_name((fp8_role)r->tensor_role[rec->tensor]), r->tensor_layer[rec->tensor],
                 (long long)rec->step);
         csv_str(f, r->recipe_spec[rec->recipe]);
         fprintf(f,
                 ",%d,%s,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,"
-                "%llu,%llu,%llu,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%llu,%.9g,%.9g,%llu,%llu,%.9g\n",
+                "%s,%s,%s,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%llu,%.9g,%.9g,%llu,%llu,%.9g\n",
                 rec->active, s->format ? s->format->name : "", (unsigned long long)rec->rows,
                 (unsigned long long)rec->cols, (unsigned long long)s->numel, (unsigned long long)s->finite,
                 (unsigned long long)s->nan_count, (unsigned long long)s->inf_count, (unsigned long long)s->zero_count,
                 s->scale, s->scale_inv, s->amax, s->min, s->max, s->mean, s->std, s->l1, s->l2, s->dynamic_range,
-                s->kurtosis, (unsigned long long)s->overflows, (unsigned long long)s->underflows,
-                (unsigned long long)s->subnormals, pct(s->overflows, s->numel), pct(s->underflows, s->numel),
+                s->kurtosis, cnt(s->overflows, c1, sizeof c1), cnt(s->underflows, c2, sizeof c2),
+                cnt(s->subnormals, c3, sizeof c3), pct(s->overflows, s->numel), pct(s->underflows, s->numel),
                 pct(s->subnormals, s->numel), s->mse, s->sq_err, s->rel_err, s->sqnr_db, s->cosine, s->max_abs_err,
                 (unsigned long long)s->nscales, s->scale_inv_min, s->scale_inv_max,
                 (unsigned long long)s->blocks_with_overflow, (unsigned long long)s->blocks_with_underflow,
@@ -149,19 +165,35 @@ int cmd_export(int argc, char **argv)
         return cli_usage_error("export: unknown format '%s' (csv, nvdlfw)", format);
     if (strcmp(format, "nvdlfw") == 0 && !out)
         return cli_usage_error("export --format nvdlfw needs -o DIR");
+    if (out && fp8_file_same(out, path)) {
+        fprintf(stderr, "fp8prof: export: the output %s is the input run itself; choose another name\n", out);
+        return 1;
+    }
     fp8_run *r = load_or_complain(path);
     if (!r)
         return 1;
     int rc = 0;
     if (strcmp(format, "csv") == 0) {
-        FILE *f = out ? fopen(out, "w") : stdout;
+        /* written under a temporary name and renamed: a failure leaves any old file */
+        char tmp[1200];
+        if (out && fp8_file_tmp_path(out, tmp, sizeof tmp) != 0) {
+            fprintf(stderr, "fp8prof: export: output path too long\n");
+            fp8_run_free(r);
+            return 1;
+        }
+        FILE *f = out ? fopen(tmp, "w") : stdout;
         if (!f) {
             fprintf(stderr, "fp8prof: export: cannot create %s: %s\n", out, strerror(errno));
             rc = 1;
         } else {
             export_csv(r, f, scalars);
-            if ((out && fclose(f) != 0) || (!out && fflush(f) != 0)) {
-                fprintf(stderr, "fp8prof: export: write failed\n");
+            if ((out && (ferror(f) | fclose(f)) != 0) || (!out && fflush(f) != 0)) {
+                fprintf(stderr, "fp8prof: export: writing %s failed\n", out ? out : "stdout");
+                if (out)
+                    unlink(tmp);
+                rc = 1;
+            } else if (out && fp8_file_commit(tmp, out) != FP8_OK) {
+                fprintf(stderr, "fp8prof: export: %s\n", fp8_error_message());
                 rc = 1;
             }
         }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "fp8_file.h"
 #include "train.h"
 
 int cmd_train(int argc, char **argv)
@@ -86,6 +87,9 @@ int cmd_train(int argc, char **argv)
     }
     if (!o.out)
         return cli_usage_error("train needs -o RUN.h5");
+    for (int i = 0; i < o.ndata; i++)
+        if (fp8_file_same(o.out, data[i]))
+            return cli_usage_error("train: -o %s is the --data file %s itself; choose another name", o.out, data[i]);
     if (o.warmup >= o.steps)
         o.warmup = o.steps / 10;
     if (strcmp(o.recipe, "fp32") && strcmp(o.recipe, "bf16")) {

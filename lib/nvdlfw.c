@@ -1,47 +1,93 @@
 /*
- * nvdlfw.c — nvidia-dlframework-inspect logs (fp8_nvdlfw.h).
+ * nvdlfw.c — nvidia-dlframework-inspect statistics logs (fp8_nvdlfw.h).
  *
- * Conversions: underflows% = 100 underflows / numel; overflows% is TE's
- * definition, 100 te_overflows / numel (|x| > fp8_max * scale_inv before
- * rounding), or ours when the run file predates te_overflows;
- * std is logged as torch.std does it (denominator n - 1) and stored as ours
- * (denominator n).  Imported percentages become counts of a nominal numel
- * of 1,000,000 (exact for 4 decimals); imported records have rows = cols = 0,
- * which marks the numel as nominal.
+ * A log line, as TransformerEngine's debug features write it through the
+ * inspect tool's FileLogger:
+ *   2025-03-04 10:11:12,345 - INFO - <layer>_<tensor>_<stat> \t iteration=000042 \t value=4.3188
+ * (the timestamp and "INFO - " are optional: our own export writes
+ * "<layer>_<tensor>_<stat> iteration=NNNNNN value=V").  <tensor> is one of
+ * activation, gradient, weight, output, wgrad, dgrad; <stat> is a statistic
+ * of LogTensorStats (of the high-precision tensor) or LogFp8TensorStats,
+ * whose names carry the recipe ("fp8_delayed_scaling_underflows%",
+ * "mxfp8_scale_inv_min_columnwise").  The layer name may hold anything,
+ * underscores and GroupedLinear's ".gemm_<i>" included, so a line is split at
+ * the last "_<tensor>_" whose remainder is a known statistic.
+ *
+ * Mapping: our tensor "<layer>.input|weight|grad_output|output" is TE's
+ * "<layer>" tensor "activation|weight|gradient|output" (and back; wgrad and
+ * dgrad keep their names).  A statistic without a recipe prefix belongs to
+ * the recipe "unknown:imported-from-nvdlfw-inspect"; a prefixed one to
+ * "te:<prefix>" ("te:<prefix>:columnwise" for the column-wise copy).
+ * Percentages become counts of the logged numel, or of a nominal 1,000,000
+ * when numel is not logged (rows = cols = 0 mark it); statistics the log does
+ * not carry stay absent: NaN for values, UINT64_MAX for counts.  std is
+ * logged as torch.std (n - 1) and stored as ours (n).
  */
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "fp8_file.h"
 #include "fp8_nvdlfw.h"
 
 #define NOMINAL 1000000.0
 #define LOGSUB "nvdlfw_inspect_statistics_logs"
+#define MAX_LINE 4096 /* longer lines are errors, not names */
 
-static const char *stat_names[] = {"underflows%", "overflows%", "mse", "cur_amax", "dynamic_range", "scale_inv_min",
-                                   "scale_inv_max", "min", "max", "mean", "std", "l1_norm", "l2_norm"};
-#define NSTATS (sizeof stat_names / sizeof stat_names[0])
+/* The statistics we map, in record order; the exporter writes these. */
+enum { S_UNDER, S_OVER, S_MSE, S_AMAX, S_DR, S_SIMIN, S_SIMAX, S_MIN, S_MAX, S_MEAN, S_STD, S_L1, S_L2,
+       S_NUMEL, S_UNDER_NUM, S_OVER_NUM, S_VAR, S_TSE, S_BDR, NSTAT };
+static const char *stat_names[NSTAT] = {"underflows%", "overflows%", "mse", "cur_amax", "dynamic_range",
+                                        "scale_inv_min", "scale_inv_max", "min", "max", "mean", "std", "l1_norm",
+                                        "l2_norm", "numel", "underflows_num", "overflows_num", "variance",
+                                        "total_square_error", "max_blockwise_dynamic_range"};
+#define NEXPORT 13 /* the first 13 are written by the export */
 
-static double stat_value(const fp8_stats *s, size_t k)
+static const char *recipe_prefixes[] = {"fp8_delayed_scaling_", "fp8_current_scaling_", "fp8_block_scaling_",
+                                        "mxfp8_", "nvfp4_"};
+#define NPREFIX 5
+
+/* TE tensor names and ours */
+static const struct {
+    const char *te, *ours;
+    fp8_role role;
+} tensors[] = {{"activation", "input", FP8_ROLE_ACTIVATION}, {"gradient", "grad_output", FP8_ROLE_GRADIENT},
+               {"weight", "weight", FP8_ROLE_WEIGHT},       {"output", "output", FP8_ROLE_OUTPUT},
+               {"wgrad", "wgrad", FP8_ROLE_GRADIENT},       {"dgrad", "dgrad", FP8_ROLE_GRADIENT}};
+#define NTENSOR 6
+
+static int known(uint64_t u) { return u != UINT64_MAX; }
+
+static double stat_value(const fp8_stats *s, size_t k, int *have)
 {
     double n = (double)s->numel, f = (double)s->finite;
+    *have = 1;
     switch (k) {
-    case 0: return n ? 100.0 * (double)s->underflows / n : 0;
-    case 1: return n ? 100.0 * (double)(s->te_overflows != UINT64_MAX ? s->te_overflows : s->overflows) / n : 0;
-    case 2: return s->mse;
-    case 3: return s->amax;
-    case 4: return s->dynamic_range;
-    case 5: return s->scale_inv_min;
-    case 6: return s->scale_inv_max;
-    case 7: return s->min;
-    case 8: return s->max;
-    case 9: return s->mean;
-    case 10: return f > 1 ? s->std * sqrt(f / (f - 1)) : 0; /* torch.std: n - 1 */
-    case 11: return s->l1;
-    default: return s->l2;
+    case S_UNDER:
+        *have = known(s->underflows);
+        return n ? 100.0 * (double)s->underflows / n : 0;
+    case S_OVER: { /* TE's definition where recorded, else ours */
+        uint64_t o = known(s->te_overflows) ? s->te_overflows : s->overflows;
+        *have = known(o);
+        return n ? 100.0 * (double)o / n : 0;
+    }
+    case S_MSE: *have = !isnan(s->mse); return s->mse;
+    case S_AMAX: *have = !isnan(s->amax); return s->amax;
+    case S_DR: *have = !isnan(s->dynamic_range); return s->dynamic_range;
+    case S_SIMIN: *have = !isnan(s->scale_inv_min); return s->scale_inv_min;
+    case S_SIMAX: *have = !isnan(s->scale_inv_max); return s->scale_inv_max;
+    case S_MIN: *have = !isnan(s->min); return s->min;
+    case S_MAX: *have = !isnan(s->max); return s->max;
+    case S_MEAN: *have = !isnan(s->mean); return s->mean;
+    case S_STD: *have = !isnan(s->std); return f > 1 ? s->std * sqrt(f / (f - 1)) : 0; /* torch.std: n - 1 */
+    case S_L1: *have = !isnan(s->l1); return s->l1;
+    default: *have = !isnan(s->l2); return s->l2;
     }
 }
 
@@ -59,6 +105,22 @@ static int mkdir_p(const char *dir)
     return mkdir(tmp, 0777) != 0 && errno != EEXIST ? -1 : 0;
 }
 
+/* Our tensor name as TE's layer and tensor: "a.b.input" -> "a.b", "activation". */
+static void te_names(const char *name, fp8_role role, char *layer, size_t n, const char **tensor)
+{
+    const char *dot = strrchr(name, '.');
+    for (int k = 0; k < NTENSOR; k++)
+        if (dot && strcmp(dot + 1, tensors[k].ours) == 0) {
+            snprintf(layer, n, "%.*s", (int)(dot - name), name);
+            *tensor = tensors[k].te;
+            return;
+        }
+    /* not our naming convention: the whole name is the layer, the role the tensor */
+    snprintf(layer, n, "%s", name);
+    *tensor = role == FP8_ROLE_GRADIENT ? "gradient" : role == FP8_ROLE_WEIGHT ? "weight"
+              : role == FP8_ROLE_OUTPUT ? "output" : "activation";
+}
+
 int fp8_nvdlfw_export(const fp8_run *run, const char *dir, const char *recipe_spec)
 {
     char path[1200];
@@ -66,167 +128,443 @@ int fp8_nvdlfw_export(const fp8_run *run, const char *dir, const char *recipe_sp
     if (mkdir_p(path) != 0)
         return FP8_ERROR(FP8_EIO, "%s: cannot create: %s", path, strerror(errno));
     snprintf(path, sizeof path, "%s/%s/nvdlfw_inspect_globalrank-0.log", dir, LOGSUB);
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return FP8_ERROR(FP8_EIO, "%s: cannot create: %s", path, strerror(errno));
+    if (fp8_file_same(path, run->path))
+        return FP8_ERROR(FP8_EINVAL, "%s is the input run itself; choose another output directory", path);
     int want = -1;
     if (recipe_spec) {
         for (int k = 0; k < run->nrecipes; k++)
             if (strcmp(run->recipe_spec[k], recipe_spec) == 0)
                 want = k;
-        if (want < 0) {
-            fclose(f);
+        if (want < 0)
             return FP8_ERROR(FP8_EINVAL, "no recipe '%s' in the run (fp8prof info lists them)", recipe_spec);
-        }
     }
+    char tmp[1300];
+    if (fp8_file_tmp_path(path, tmp, sizeof tmp) != 0)
+        return FP8_ERROR(FP8_EINVAL, "%s: path too long", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return FP8_ERROR(FP8_EIO, "%s: cannot create: %s", path, strerror(errno));
     for (size_t i = 0; i < run->nrecords; i++) {
         const fp8_record *r = &run->records[i];
         if (want >= 0 ? (int)r->recipe != want : !r->active)
             continue;
-        const char *name = run->tensor_name[r->tensor];
-        const char *dot = strrchr(name, '.');
         char layer[FP8_NAME_MAX];
-        snprintf(layer, sizeof layer, "%.*s", dot ? (int)(dot - name) : (int)strlen(name), name);
-        const char *tensor = dot ? dot + 1 : "tensor";
-        for (size_t k = 0; k < NSTATS; k++)
-            fprintf(f, "%s_%s_%s iteration=%06lld value=%.4f\n", layer, tensor, stat_names[k], (long long)r->step,
-                    stat_value(&r->stats, k));
+        const char *tensor;
+        te_names(run->tensor_name[r->tensor], (fp8_role)run->tensor_role[r->tensor], layer, sizeof layer, &tensor);
+        for (size_t k = 0; k < NEXPORT; k++) {
+            int have;
+            double v = stat_value(&r->stats, k, &have);
+            if (have) /* absent statistics stay absent */
+                fprintf(f, "%s_%s_%s iteration=%06lld value=%.4f\n", layer, tensor, stat_names[k], (long long)r->step, v);
+        }
     }
-    if (fclose(f) != 0)
+    if ((ferror(f) | fclose(f)) != 0) {
+        unlink(tmp);
         return FP8_ERROR(FP8_EIO, "%s: write failed", path);
-    return FP8_OK;
+    }
+    return fp8_file_commit(tmp, path);
 }
 
 /* ---- import ----------------------------------------------------------------- */
 
+/* One record being assembled: a tensor x recipe x step, its statistics so far. */
 typedef struct {
-    char name[FP8_NAME_MAX];
+    int tensor, recipe;
     long long step;
-    double v[NSTATS];
-    unsigned have;
+    double v[NSTAT];
+    uint32_t have;
 } pending;
 
-static fp8_role guess_role(const char *tensor)
+/* open-addressing index (tensor, recipe, step) -> pending row: linear time */
+typedef struct {
+    size_t *slot; /* row + 1; 0 empty */
+    size_t cap;
+} index_t;
+
+static uint64_t mix(uint64_t h)
 {
-    if (strstr(tensor, "grad"))
-        return FP8_ROLE_GRADIENT;
-    if (strstr(tensor, "weight"))
-        return FP8_ROLE_WEIGHT;
-    if (strstr(tensor, "output"))
-        return FP8_ROLE_OUTPUT;
-    if (strstr(tensor, "activation") || strstr(tensor, "input"))
-        return FP8_ROLE_ACTIVATION;
-    return FP8_ROLE_OTHER;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    return h ^ (h >> 33);
 }
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static uint64_t key_hash(int t, int r, long long s)
+{
+    return mix((uint64_t)t * 0x9E3779B97F4A7C15ULL ^ (uint64_t)r * 0xC2B2AE3D27D4EB4FULL ^ (uint64_t)s);
+}
+
+static int index_grow(index_t *ix, const pending *p, size_t n)
+{
+    size_t cap = ix->cap ? 2 * ix->cap : 1024;
+    size_t *s = calloc(cap, sizeof *s);
+    if (!s)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        size_t h = (size_t)key_hash(p[i].tensor, p[i].recipe, p[i].step) & (cap - 1);
+        while (s[h])
+            h = (h + 1) & (cap - 1);
+        s[h] = i + 1;
+    }
+    free(ix->slot);
+    ix->slot = s, ix->cap = cap;
+    return 0;
+}
+
+/* the names seen so far (tensors, recipes): small linear tables with a hash */
+typedef struct {
+    char (*name)[FP8_NAME_MAX + 32];
+    int *id;
+    size_t n, cap;
+    size_t *slot;
+    size_t scap;
+} names_t;
+
+static uint64_t str_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+/* the id stored with name, or -1 */
+static int names_find(const names_t *t, const char *name)
+{
+    if (!t->scap)
+        return -1;
+    for (size_t h = (size_t)str_hash(name) & (t->scap - 1); t->slot[h]; h = (h + 1) & (t->scap - 1))
+        if (strcmp(t->name[t->slot[h] - 1], name) == 0)
+            return t->id[t->slot[h] - 1];
+    return -1;
+}
+
+static int names_add(names_t *t, const char *name, int id)
+{
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? 2 * t->cap : 64;
+        void *a = realloc(t->name, cap * sizeof *t->name), *b = a ? realloc(t->id, cap * sizeof *t->id) : NULL;
+        if (a)
+            t->name = a;
+        if (!a || !b)
+            return -1;
+        t->id = b, t->cap = cap;
+    }
+    if ((t->n + 1) * 2 > t->scap) {
+        size_t sc = t->scap ? 2 * t->scap : 128;
+        size_t *s = calloc(sc, sizeof *s);
+        if (!s)
+            return -1;
+        for (size_t i = 0; i < t->n; i++) {
+            size_t h = (size_t)str_hash(t->name[i]) & (sc - 1);
+            while (s[h])
+                h = (h + 1) & (sc - 1);
+            s[h] = i + 1;
+        }
+        free(t->slot);
+        t->slot = s, t->scap = sc;
+    }
+    snprintf(t->name[t->n], sizeof t->name[0], "%s", name);
+    t->id[t->n] = id;
+    size_t h = (size_t)str_hash(name) & (t->scap - 1);
+    while (t->slot[h])
+        h = (h + 1) & (t->scap - 1);
+    t->slot[h] = ++t->n;
+    return 0;
+}
+
+static void names_free(names_t *t) { free(t->name), free(t->id), free(t->slot); }
+
+/* Split "<layer>_<tensor>_<stat>" at the last "_<tensor>_" whose remainder
+ * parses as a statistic: *tk the tensor kind, *stat the base statistic,
+ * *prefix the recipe prefix (-1 none), *colwise.  0, or -1. */
+static int split_metric(char *m, int *tk, int *stat, int *prefix, int *colwise)
+{
+    for (char *p = m + strlen(m); p > m; p--) {
+        if (p[-1] != '_')
+            continue;
+        char *us = p - 1; /* candidate "_<tensor>_" ends here */
+        for (int k = 0; k < NTENSOR; k++) {
+            size_t L = strlen(tensors[k].te);
+            if ((size_t)(us - m) <= L || us[-(ptrdiff_t)L - 1] != '_' || strncmp(us - L, tensors[k].te, L) != 0)
+                continue;
+            char *rest = us + 1, buf[256];
+            snprintf(buf, sizeof buf, "%s", rest);
+            size_t bl = strlen(buf);
+            *colwise = bl > 11 && strcmp(buf + bl - 11, "_columnwise") == 0;
+            if (*colwise)
+                buf[bl - 11] = 0;
+            char *st = buf;
+            *prefix = -1;
+            for (int q = 0; q < NPREFIX; q++)
+                if (strncmp(st, recipe_prefixes[q], strlen(recipe_prefixes[q])) == 0) {
+                    *prefix = q;
+                    st += strlen(recipe_prefixes[q]);
+                    break;
+                }
+            if (strncmp(st, "max_blockwise_dynamic_range", 27) == 0)
+                st[27] = 0; /* "..._block_size_<n>_dims_<d>": the block size is not kept */
+            for (int s = 0; s < NSTAT; s++)
+                if (strcmp(st, stat_names[s]) == 0) {
+                    *tk = k, *stat = s;
+                    us[-(ptrdiff_t)L - 1] = 0; /* terminate the layer name */
+                    return 0;
+                }
+        }
+    }
+    return -1;
+}
+
+/* The metric, step and value of a line; NULL with *why when it is not one. */
+static char *parse_line(char *line, long long *step, double *v, const char **why)
+{
+    /* optional "YYYY-MM-DD HH:MM:SS,mmm - " and "<LEVEL> - " */
+    char *p = line;
+    if (strlen(p) > 26 && p[4] == '-' && p[7] == '-' && p[10] == ' ' && p[13] == ':' && p[19] == ',' &&
+        strncmp(p + 23, " - ", 3) == 0)
+        p += 26;
+    char *dash = strstr(p, " - ");
+    if (dash && dash - p <= 8) { /* INFO, WARNING, DEBUG ... */
+        int upper = 1;
+        for (char *q = p; q < dash; q++)
+            upper &= *q >= 'A' && *q <= 'Z';
+        if (upper)
+            p = dash + 3;
+    }
+    char *it = strstr(p, "iteration=");
+    char *val = it ? strstr(it, "value=") : NULL;
+    if (!it || !val || it == p || (it[-1] != ' ' && it[-1] != '\t')) {
+        *why = "not '<layer>_<tensor>_<stat> iteration=N value=V'";
+        return NULL;
+    }
+    char *end1, *end2;
+    errno = 0;
+    *step = strtoll(it + 10, &end1, 10);
+    if (end1 == it + 10 || errno || *step < 0 || (*end1 != ' ' && *end1 != '\t')) {
+        *why = "the iteration is not a non-negative integer";
+        return NULL;
+    }
+    for (char *q = end1; q < val; q++)
+        if (*q != ' ' && *q != '\t') {
+            *why = "text between the iteration and the value";
+            return NULL;
+        }
+    *v = strtod(val + 6, &end2);
+    while (*end2 == ' ' || *end2 == '\t' || *end2 == '\r')
+        end2++;
+    if (end2 == val + 6 || *end2) {
+        *why = val[6] ? "the value is not a number" : "an empty value";
+        return NULL;
+    }
+    char *e = it;
+    while (e > p && (e[-1] == ' ' || e[-1] == '\t'))
+        e--;
+    *e = 0;
+    return p;
+}
+
+/* The statistics-log files under logdir: the .log files of
+ * logdir/nvdlfw_inspect_statistics_logs, of every logdir/rank_<r>/nvdlfw_inspect_statistics_logs
+ * (BioNeMo's and Megatron's layout), else of logdir itself. */
+typedef struct {
+    char (*path)[1400];
+    int *rank;
+    int n, cap;
+} filelist;
+
+static int cmp_path(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
+
+static void add_logs(filelist *L, const char *dir, int dir_rank)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (n <= 4 || strcmp(e->d_name + n - 4, ".log") != 0)
+            continue;
+        if (L->n == L->cap) {
+            int cap = L->cap ? 2 * L->cap : 16;
+            void *p = realloc(L->path, (size_t)cap * sizeof *L->path), *r = p ? realloc(L->rank, (size_t)cap * sizeof *L->rank) : NULL;
+            if (p)
+                L->path = p;
+            if (!p || !r)
+                break;
+            L->rank = r, L->cap = cap;
+        }
+        snprintf(L->path[L->n], sizeof L->path[0], "%s/%s", dir, e->d_name);
+        const char *g = strstr(e->d_name, "globalrank-");
+        L->rank[L->n] = g ? atoi(g + 11) : dir_rank;
+        L->n++;
+    }
+    closedir(d);
+}
+
+static void find_logs(const char *logdir, filelist *L)
+{
+    char sub[1300];
+    snprintf(sub, sizeof sub, "%s/%s", logdir, LOGSUB);
+    add_logs(L, sub, 0);
+    DIR *d = opendir(logdir);
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (strncmp(e->d_name, "rank_", 5) == 0) {
+            snprintf(sub, sizeof sub, "%s/%s/%s", logdir, e->d_name, LOGSUB);
+            add_logs(L, sub, atoi(e->d_name + 5));
+        }
+    if (d)
+        closedir(d);
+    if (!L->n)
+        add_logs(L, logdir, 0);
+    /* sort paths, keeping ranks aligned: sort an index */
+    for (int i = 1; i < L->n; i++)
+        for (int j = i; j > 0 && cmp_path(L->path[j - 1], L->path[j]) > 0; j--) {
+            char t[1400];
+            memcpy(t, L->path[j], sizeof t), memcpy(L->path[j], L->path[j - 1], sizeof t), memcpy(L->path[j - 1], t, sizeof t);
+            int r = L->rank[j];
+            L->rank[j] = L->rank[j - 1], L->rank[j - 1] = r;
+        }
+}
+
+static int layer_of(const char *name)
+{
+    const char *p = strstr(name, "layers.");
+    return p ? atoi(p + 7) : -1;
+}
 
 int fp8_nvdlfw_import(const char *logdir, const char *out_path, size_t *bad, FILE *report)
 {
-    char dir[1200];
-    snprintf(dir, sizeof dir, "%s/%s", logdir, LOGSUB);
-    DIR *d = opendir(dir);
-    if (!d) {
-        snprintf(dir, sizeof dir, "%s", logdir);
-        d = opendir(dir);
+    filelist L = {0};
+    find_logs(logdir, &L);
+    if (!L.n) {
+        free(L.path), free(L.rank);
+        return FP8_ERROR(FP8_EINVAL, "%s: no .log files (expected %s/nvdlfw_inspect_globalrank-<r>.log)", logdir, LOGSUB);
     }
-    if (!d)
-        return FP8_ERROR(FP8_EIO, "%s: cannot open the log directory: %s", logdir, strerror(errno));
-    char *files[4096];
-    int nf = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) && nf < 4096) {
-        size_t L = strlen(e->d_name);
-        if (L > 4 && strcmp(e->d_name + L - 4, ".log") == 0)
-            files[nf++] = strdup(e->d_name);
+    for (int i = 0; i < L.n; i++)
+        if (fp8_file_same(L.path[i], out_path)) {
+            int st = FP8_ERROR(FP8_EINVAL, "the output %s is one of the input logs (%s); choose another name", out_path,
+                               L.path[i]);
+            free(L.path), free(L.rank);
+            return st;
+        }
+    char tmp[1200];
+    if (fp8_file_tmp_path(out_path, tmp, sizeof tmp) != 0) {
+        free(L.path), free(L.rank);
+        return FP8_ERROR(FP8_EINVAL, "%s: path too long", out_path);
     }
-    closedir(d);
-    if (!nf)
-        return FP8_ERROR(FP8_EINVAL, "%s: no .log files (expected %s/nvdlfw_inspect_globalrank-<r>.log)", logdir,
-                         LOGSUB);
-    qsort(files, (size_t)nf, sizeof *files, cmp_str);
-    const char *kv[] = {"imported_from", logdir, "numel", "nominal 1000000 (nvdlfw logs keep percentages only)"};
-    fp8_store *s = fp8_store_create(out_path, kv, 2);
+    const char *kv[] = {"imported_from", logdir, "numel", "as logged, else a nominal 1000000 (percentages only)",
+                        "recipes", "unknown = the high-precision tensor's statistics; te:<recipe> = TE's statistics "
+                                   "of that recipe (its settings are not in the log)"};
+    /* written under a temporary name, renamed when complete: a failed import
+     * leaves whatever file was there */
+    fp8_store *s = fp8_store_create(tmp, kv, 3);
     if (!s) {
-        for (int i = 0; i < nf; i++)
-            free(files[i]);
+        free(L.path), free(L.rank);
         return FP8_EIO;
     }
-    int rid = fp8_store_recipe(s, "unknown:imported-from-nvdlfw-inspect");
-    size_t nbad = 0;
+    size_t nbad = 0, np = 0, capp = 0;
     pending *pend = NULL;
-    size_t np = 0, capp = 0;
+    index_t ix = {0};
+    names_t tn = {0}, rn = {0};
     int st = FP8_OK;
-    for (int fi = 0; fi < nf && st == FP8_OK; fi++) {
-        char path[2400];
-        snprintf(path, sizeof path, "%s/%s", dir, files[fi]);
-        int rank = 0;
-        const char *rp = strstr(files[fi], "globalrank-");
-        if (rp)
-            rank = atoi(rp + 11);
-        FILE *f = fopen(path, "r");
+    char *line = NULL;
+    size_t lcap = 0;
+#define BAD(...)                                                                                                     \
+    do {                                                                                                             \
+        if (report) {                                                                                                \
+            fprintf(report, "%s:%ld: ", L.path[fi], lineno);                                                         \
+            fprintf(report, __VA_ARGS__);                                                                            \
+            fputc('\n', report);                                                                                     \
+        }                                                                                                            \
+        nbad++;                                                                                                      \
+    } while (0)
+    for (int fi = 0; fi < L.n && st == FP8_OK; fi++) {
+        FILE *f = fopen(L.path[fi], "r");
         if (!f) {
-            st = FP8_ERROR(FP8_EIO, "%s: cannot open: %s", path, strerror(errno));
+            st = FP8_ERROR(FP8_EIO, "%s: cannot open: %s", L.path[fi], strerror(errno));
             break;
         }
-        char line[1024];
         long lineno = 0;
-        while (fgets(line, sizeof line, f)) {
+        ssize_t got;
+        while (st == FP8_OK && (got = getline(&line, &lcap, f)) >= 0) {
             lineno++;
-            size_t L = strlen(line);
-            while (L && (line[L - 1] == '\n' || line[L - 1] == '\r'))
-                line[--L] = 0;
-            if (!L)
+            size_t n = (size_t)got;
+            while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+                line[--n] = 0;
+            if (!n)
                 continue;
-            char *it = strstr(line, " iteration=");
-            char *val = it ? strstr(it, " value=") : NULL;
-            char *end1 = NULL, *end2 = NULL;
-            long long step = it ? strtoll(it + 11, &end1, 10) : 0;
-            double v = val ? strtod(val + 7, &end2) : 0;
-            if (!it || !val || end1 != val || !end2 || *end2) {
-                if (report)
-                    fprintf(report, "%s:%ld: not '<layer>_<tensor>_<stat> iteration=N value=V'\n", path, lineno);
-                nbad++;
+            if (n > MAX_LINE) {
+                BAD("a line of %zu bytes (at most %d)", n, MAX_LINE);
                 continue;
             }
-            *it = 0;
-            size_t k = NSTATS;
-            for (size_t j = 0; j < NSTATS; j++) {
-                size_t sl = strlen(stat_names[j]), kl = strlen(line);
-                if (kl > sl + 1 && line[kl - sl - 1] == '_' && strcmp(line + kl - sl, stat_names[j]) == 0 &&
-                    (k == NSTATS || sl > strlen(stat_names[k])))
-                    k = j;
-            }
-            if (k == NSTATS) {
-                if (report)
-                    fprintf(report, "%s:%ld: statistic of '%s' is not one fp8prof maps\n", path, lineno, line);
-                nbad++;
+            long long step;
+            double v;
+            const char *why = NULL;
+            char *metric = parse_line(line, &step, &v, &why);
+            if (!metric) {
+                BAD("%s", why);
                 continue;
             }
-            line[strlen(line) - strlen(stat_names[k]) - 1] = 0; /* "<layer>_<tensor>" */
-            char *us = strrchr(line, '_');
-            char full[1100], name[FP8_NAME_MAX];
-            if (us)
-                snprintf(full, sizeof full, "%.*s.%s%s%.0d", (int)(us - line), line, us + 1, rank ? "@rank" : "",
-                         rank);
-            else
-                snprintf(full, sizeof full, "%s", line);
-            if (strlen(full) >= sizeof name) {
-                if (report)
-                    fprintf(report, "%s:%ld: tensor name longer than %d bytes\n", path, lineno, FP8_NAME_MAX - 1);
-                nbad++;
+            int tk, stat, prefix, colwise;
+            if (split_metric(metric, &tk, &stat, &prefix, &colwise) != 0) {
+                BAD("'%.200s' is not <layer>_<activation|gradient|weight|output|wgrad|dgrad>_<a statistic fp8prof "
+                    "maps>", metric);
                 continue;
             }
-            memcpy(name, full, strlen(full) + 1);
-            size_t p = np;
-            for (size_t q = np; q-- > 0;) /* recent entries first */
-                if (pend[q].step == step && strcmp(pend[q].name, name) == 0) {
-                    p = q;
+            int pct = stat == S_UNDER || stat == S_OVER;
+            if (pct && !(v >= 0 && v <= 100)) {
+                BAD("%s = %g is not a percentage in 0..100", stat_names[stat], v);
+                continue;
+            }
+            if ((stat == S_NUMEL || stat == S_UNDER_NUM || stat == S_OVER_NUM) && !(v >= 0 && v <= 9e18 && v == floor(v))) {
+                BAD("%s = %g is not a count", stat_names[stat], v);
+                continue;
+            }
+            char name[FP8_NAME_MAX + 32];
+            int w = snprintf(name, sizeof name, "%s.%s", metric, tensors[tk].ours);
+            if (L.rank[fi] > 0 && w > 0)
+                w += snprintf(name + w, sizeof name - (size_t)w, "@rank%d", L.rank[fi]);
+            if (w <= 0 || (size_t)w >= FP8_NAME_MAX) {
+                BAD("tensor name longer than %d bytes", FP8_NAME_MAX - 1);
+                continue;
+            }
+            int tid = names_find(&tn, name);
+            if (tid < 0) {
+                tid = fp8_store_tensor(s, name, tensors[tk].role, layer_of(name));
+                if (tid < 0 || names_add(&tn, name, tid) != 0) {
+                    st = FP8_EIO;
                     break;
                 }
-            if (p == np) {
+            }
+            char spec[80];
+            if (prefix < 0)
+                snprintf(spec, sizeof spec, "unknown:imported-from-nvdlfw-inspect");
+            else
+                snprintf(spec, sizeof spec, "te:%.*s%s", (int)strlen(recipe_prefixes[prefix]) - 1,
+                         recipe_prefixes[prefix], colwise ? ":columnwise" : "");
+            int rid = names_find(&rn, spec);
+            if (rid < 0) {
+                rid = fp8_store_recipe(s, spec);
+                if (rid < 0 || names_add(&rn, spec, rid) != 0) {
+                    st = FP8_EIO;
+                    break;
+                }
+            }
+            /* the pending record of (tensor, recipe, step) */
+            size_t h = ix.cap ? (size_t)key_hash(tid, rid, step) & (ix.cap - 1) : 0, row = SIZE_MAX;
+            while (ix.cap && ix.slot[h]) {
+                const pending *q = &pend[ix.slot[h] - 1];
+                if (q->tensor == tid && q->recipe == rid && q->step == step) {
+                    row = ix.slot[h] - 1;
+                    break;
+                }
+                h = (h + 1) & (ix.cap - 1);
+            }
+            if (row == SIZE_MAX) {
                 if (np == capp) {
-                    capp = capp ? 2 * capp : 256;
+                    capp = capp ? 2 * capp : 1024;
                     pending *g = realloc(pend, capp * sizeof *g);
                     if (!g) {
                         st = FP8_ERROR(FP8_ENOMEM, "import: out of memory");
@@ -234,39 +572,69 @@ int fp8_nvdlfw_import(const char *logdir, const char *out_path, size_t *bad, FIL
                     }
                     pend = g;
                 }
-                memset(&pend[np], 0, sizeof pend[np]);
-                snprintf(pend[np].name, sizeof pend[np].name, "%s", name);
-                pend[np].step = step;
+                pending *q = &pend[np];
+                memset(q, 0, sizeof *q);
+                q->tensor = tid, q->recipe = rid, q->step = step;
                 np++;
+                if (np * 2 > ix.cap) {
+                    if (index_grow(&ix, pend, np) != 0) {
+                        st = FP8_ERROR(FP8_ENOMEM, "import: out of memory");
+                        break;
+                    }
+                } else {
+                    size_t hh = (size_t)key_hash(tid, rid, step) & (ix.cap - 1);
+                    while (ix.slot[hh])
+                        hh = (hh + 1) & (ix.cap - 1);
+                    ix.slot[hh] = np;
+                }
+                row = np - 1;
             }
-            pend[p].v[k] = v;
-            pend[p].have |= 1u << k;
+            pend[row].v[stat] = v;
+            pend[row].have |= 1u << stat;
         }
         fclose(f);
     }
+#undef BAD
+    free(line);
+    int unknown_rid = names_find(&rn, "unknown:imported-from-nvdlfw-inspect");
     for (size_t p = 0; p < np && st == FP8_OK; p++) {
-        const char *dot = strrchr(pend[p].name, '.');
-        int tid = fp8_store_tensor(s, pend[p].name, guess_role(dot ? dot + 1 : pend[p].name), -1);
+        const pending *q = &pend[p];
         fp8_stats x;
         memset(&x, 0, sizeof x);
-        x.numel = x.finite = (uint64_t)NOMINAL;
-        x.underflows = (uint64_t)llround(pend[p].v[0] * NOMINAL / 100.0);
+#define HAS(k) (q->have & (1u << (k)))
+        double numel = HAS(S_NUMEL) && q->v[S_NUMEL] > 0 ? q->v[S_NUMEL] : NOMINAL;
+        x.numel = x.finite = (uint64_t)numel;
         /* the log's overflows% is TE's count; ours is not in the log: the same number stands for both */
-        x.overflows = x.te_overflows = (uint64_t)llround(pend[p].v[1] * NOMINAL / 100.0);
-        x.mse = pend[p].v[2];
-        x.amax = pend[p].v[3];
-        x.dynamic_range = pend[p].v[4];
-        x.scale_inv_min = pend[p].v[5];
-        x.scale_inv_max = pend[p].v[6];
-        x.min = pend[p].v[7];
-        x.max = pend[p].v[8];
-        x.mean = pend[p].v[9];
-        x.std = pend[p].v[10] * sqrt((NOMINAL - 1) / NOMINAL);
-        x.l1 = pend[p].v[11];
-        x.l2 = pend[p].v[12];
-        x.nscales = x.nblocks = 1;
+        x.underflows = HAS(S_UNDER_NUM) ? (uint64_t)q->v[S_UNDER_NUM]
+                       : HAS(S_UNDER)   ? (uint64_t)llround(q->v[S_UNDER] * numel / 100.0)
+                                        : UINT64_MAX;
+        x.overflows = x.te_overflows = HAS(S_OVER_NUM) ? (uint64_t)q->v[S_OVER_NUM]
+                                       : HAS(S_OVER)   ? (uint64_t)llround(q->v[S_OVER] * numel / 100.0)
+                                                       : UINT64_MAX;
+        x.subnormals = UINT64_MAX;
+        x.mse = HAS(S_MSE) ? q->v[S_MSE] : NAN;
+        x.sq_err = HAS(S_TSE) ? q->v[S_TSE] : NAN;
+        x.amax = HAS(S_AMAX) ? q->v[S_AMAX] : NAN;
+        x.dynamic_range = HAS(S_DR) ? q->v[S_DR] : NAN;
+        x.scale_inv_min = HAS(S_SIMIN) ? q->v[S_SIMIN] : NAN;
+        x.scale_inv_max = HAS(S_SIMAX) ? q->v[S_SIMAX] : NAN;
+        x.min = HAS(S_MIN) ? q->v[S_MIN] : NAN;
+        x.max = HAS(S_MAX) ? q->v[S_MAX] : NAN;
+        x.mean = HAS(S_MEAN) ? q->v[S_MEAN] : NAN;
+        x.std = HAS(S_STD)   ? q->v[S_STD] * sqrt((numel - 1) / numel)
+                : HAS(S_VAR) ? sqrt(q->v[S_VAR] * (numel - 1) / numel)
+                             : NAN;
+        x.l1 = HAS(S_L1) ? q->v[S_L1] : NAN;
+        x.l2 = HAS(S_L2) ? q->v[S_L2] : NAN;
+        x.max_block_dynamic_range = HAS(S_BDR) ? q->v[S_BDR] : NAN;
+        x.min_nonzero = x.kurtosis = x.rel_err = x.cosine = x.max_abs_err = x.scale = x.scale_inv = NAN;
         x.sqnr_db = NAN; /* not logged by nvdlfw-inspect */
-        if (tid < 0 || fp8_store_add_record(s, tid, rid, pend[p].step, 1, 0, 0, &x) != FP8_OK)
+        x.nscales = x.nblocks = 1;
+#undef HAS
+        /* the high-precision tensor's statistics stand for the run's own casts
+         * (active); the recipes TE evaluated are shadows */
+        int active = q->recipe == unknown_rid;
+        if (fp8_store_add_record(s, q->tensor, q->recipe, q->step, active, 0, 0, &x) != FP8_OK)
             st = FP8_EIO;
         if (p % 4096 == 4095 && st == FP8_OK)
             st = fp8_store_flush(s);
@@ -274,9 +642,13 @@ int fp8_nvdlfw_import(const char *logdir, const char *out_path, size_t *bad, FIL
     int cst = fp8_store_close(s);
     if (st == FP8_OK)
         st = cst;
-    free(pend);
-    for (int i = 0; i < nf; i++)
-        free(files[i]);
+    if (st == FP8_OK)
+        st = fp8_file_commit(tmp, out_path);
+    else
+        unlink(tmp);
+    free(pend), free(ix.slot);
+    names_free(&tn), names_free(&rn);
+    free(L.path), free(L.rank);
     if (bad)
         *bad = nbad;
     return st;

@@ -176,7 +176,7 @@ static void test_run_commands(void)
                         NULL, buf, sizeof buf),
                     0);
     CU_ASSERT_EQUAL(atoi(buf), 20 * 4 * 13);
-    CU_ASSERT_EQUAL(run("grep -c '^layers.0.gauss_input_underflows%% iteration=000007 value=' "
+    CU_ASSERT_EQUAL(run("grep -c '^layers.0.gauss_activation_underflows%% iteration=000007 value=' "
                         "build/t_nv/nvdlfw_inspect_statistics_logs/nvdlfw_inspect_globalrank-0.log",
                         NULL, buf, sizeof buf),
                     0);
@@ -187,6 +187,18 @@ static void test_run_commands(void)
                         NULL, buf, sizeof buf),
                     1);
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, "nvdlfw_inspect_globalrank-0.log:1041: not '<layer>_<tensor>_<stat>"));
+    /* an output that is an input is refused (device + inode, not names), the input intact */
+    CU_ASSERT_EQUAL(run("cp build/t_synth.h5 build/t_same.h5 && cd build && ../%s export ./t_same.h5 -o ../build/t_same.h5 2>&1",
+                        NULL, buf, sizeof buf), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "is the input run itself"));
+    CU_ASSERT_EQUAL(run("%s info build/t_same.h5 | head -1", NULL, buf, sizeof buf), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "(schema 3)"));
+    CU_ASSERT_EQUAL(run("%s import-nvdlfw build/t_nv -o build/t_nv/nvdlfw_inspect_statistics_logs/"
+                        "nvdlfw_inspect_globalrank-0.log 2>&1 | grep -c 'is one of the input logs'; "
+                        "wc -l < build/t_nv/nvdlfw_inspect_statistics_logs/nvdlfw_inspect_globalrank-0.log",
+                        NULL, buf, sizeof buf), 0);
+    CU_ASSERT_EQUAL(atoi(buf), 1);
+    CU_ASSERT_EQUAL(atoi(strchr(buf, '\n') + 1), 20 * 4 * 13 + 1); /* the log, untouched (with the garbage line) */
     /* plain HDF5: h5dump (Debian's hdf5-tools) reads it without fp8prof */
     CU_ASSERT_EQUAL(run("h5dump -H build/t_synth.h5", NULL, buf, sizeof buf), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, "DATASET \"records\""));

@@ -25,6 +25,7 @@ int main(void)
     register_inference_tests();
     register_verdicts_tests();
     register_hostile_tests();
+    register_nvdlfw_tests();
     register_cli_tests();
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();

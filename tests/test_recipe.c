@@ -248,7 +248,7 @@ static void test_te_exactness(void)
     char line[256];
     int found = 0;
     while (fgets(line, sizeof line, lf))
-        found |= strstr(line, "a.b_input_overflows% iteration=000000 value=25.0000") != NULL;
+        found |= strstr(line, "a.b_activation_overflows% iteration=000000 value=25.0000") != NULL;
     fclose(lf);
     CU_ASSERT(found);
 
