@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -238,31 +239,64 @@ static void on_sigint(int sig)
     stop_watch = 1;
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* One line per step: the worst tensors of that step. */
+static void watch_step(const fp8_run *r, int64_t step)
+{
+    const fp8_record *wo = NULL, *wu = NULL, *ws = NULL;
+    for (size_t i = 0; i < r->nrecords; i++) {
+        const fp8_record *rec = &r->records[i];
+        if (rec->step != step)
+            continue;
+        if (!wo || pct(rec->stats.overflows, rec->stats.numel) > pct(wo->stats.overflows, wo->stats.numel))
+            wo = rec;
+        if (!wu || pct(rec->stats.underflows, rec->stats.numel) > pct(wu->stats.underflows, wu->stats.numel))
+            wu = rec;
+        if (!ws || rec->stats.sqnr_db < ws->stats.sqnr_db)
+            ws = rec;
+    }
+    if (!wo)
+        return;
+    printf("step %lld: worst overflow %.4f%% %s [%s]; underflow %.4f%% %s [%s]; SQNR %.2f dB %s [%s]\n", (long long)step,
+           pct(wo->stats.overflows, wo->stats.numel), r->tensor_name[wo->tensor], r->recipe_spec[wo->recipe],
+           pct(wu->stats.underflows, wu->stats.numel), r->tensor_name[wu->tensor], r->recipe_spec[wu->recipe],
+           ws->stats.sqnr_db, r->tensor_name[ws->tensor], r->recipe_spec[ws->recipe]);
+}
+
 int cmd_watch(int argc, char **argv)
 {
     const char *path = NULL;
-    double interval = 2.0;
+    double interval = 2.0, idle = 0;
     int once = 0;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--interval") == 0 && i + 1 < argc) {
-            char *end;
-            interval = strtod(argv[++i], &end);
-            if (*end || !(interval > 0))
-                return cli_usage_error("watch: --interval '%s' is not a positive number of seconds", argv[i]);
-        } else if (strcmp(argv[i], "--once") == 0) {
+        int rc = 0;
+        if (strcmp(argv[i], "--interval") == 0 && i + 1 < argc)
+            rc = cli_number("watch", "--interval", argv[++i], 0.05, 3600, 0, &interval);
+        else if (strcmp(argv[i], "--idle") == 0 && i + 1 < argc)
+            rc = cli_number("watch", "--idle", argv[++i], 0, 1e7, 0, &idle);
+        else if (strcmp(argv[i], "--once") == 0)
             once = 1;
-        } else if (argv[i][0] == '-') {
-            return cli_usage_error("watch: unknown option '%s'", argv[i]);
-        } else {
+        else if (argv[i][0] == '-')
+            return cli_usage_error("watch: unknown option '%s' (or it lacks its value)", argv[i]);
+        else
             path = argv[i];
-        }
+        if (rc)
+            return rc;
     }
     if (!path)
         return cli_usage_error("watch needs RUN.h5");
     signal(SIGINT, on_sigint);
     int64_t shown = INT64_MIN;
-    int misses = 0;
+    int misses = 0, first = 1;
+    double last_new = 0, waited = 0;
     while (!stop_watch) {
+        /* the writer's state before the read: records flushed before a close are all in this read */
+        int writing = fp8_run_writer_open(path);
         fp8_run *r = fp8_run_load(path);
         if (!r) {
             if (once || ++misses > 3) {
@@ -271,40 +305,51 @@ int cmd_watch(int argc, char **argv)
             }
         } else {
             misses = 0;
-            int64_t last = INT64_MIN;
-            for (size_t i = 0; i < r->nrecords; i++)
-                last = r->records[i].step > last ? r->records[i].step : last;
-            for (int64_t step = shown == INT64_MIN ? (once ? last : last) : shown + 1; step <= last; step++) {
-                /* the worst tensors of this step */
-                const fp8_record *wo = NULL, *wu = NULL, *ws = NULL;
-                for (size_t i = 0; i < r->nrecords; i++) {
-                    const fp8_record *rec = &r->records[i];
-                    if (rec->step != step)
-                        continue;
-                    if (!wo || pct(rec->stats.overflows, rec->stats.numel) > pct(wo->stats.overflows, wo->stats.numel))
-                        wo = rec;
-                    if (!wu ||
-                        pct(rec->stats.underflows, rec->stats.numel) > pct(wu->stats.underflows, wu->stats.numel))
-                        wu = rec;
-                    if (!ws || rec->stats.sqnr_db < ws->stats.sqnr_db)
-                        ws = rec;
-                }
-                if (!wo)
-                    continue;
-                printf("step %lld: worst overflow %.4f%% %s [%s]; underflow %.4f%% %s [%s]; SQNR %.2f dB %s [%s]\n",
-                       (long long)step, pct(wo->stats.overflows, wo->stats.numel), r->tensor_name[wo->tensor],
-                       r->recipe_spec[wo->recipe], pct(wu->stats.underflows, wu->stats.numel),
-                       r->tensor_name[wu->tensor], r->recipe_spec[wu->recipe], ws->stats.sqnr_db,
-                       r->tensor_name[ws->tensor], r->recipe_spec[ws->recipe]);
+            /* the distinct steps recorded after the last one shown (no loop
+             * over every integer: a step may be anything, INT64_MAX included) */
+            int64_t *steps = malloc((r->nrecords + 1) * sizeof *steps);
+            size_t n = 0;
+            for (size_t i = 0; steps && i < r->nrecords; i++)
+                if (shown == INT64_MIN || r->records[i].step > shown)
+                    steps[n++] = r->records[i].step;
+            if (steps)
+                qsort(steps, n, sizeof *steps, cmp_i64);
+            size_t u = 0;
+            for (size_t i = 0; i < n; i++)
+                if (!u || steps[i] != steps[u - 1])
+                    steps[u++] = steps[i];
+            if ((first || once) && u > 1) { /* the first look shows the last step only */
+                steps[0] = steps[u - 1];
+                u = 1;
             }
+            for (size_t i = 0; i < u; i++)
+                watch_step(r, steps[i]);
+            if (u) {
+                shown = steps[u - 1];
+                last_new = waited;
+            }
+            free(steps);
             fflush(stdout);
-            if (last != INT64_MIN)
-                shown = last;
             fp8_run_free(r);
         }
         if (once)
             break;
-        usleep((useconds_t)(interval * 1e6));
+        if (writing == 0) {
+            printf("watch: the writer closed %s; done\n", path);
+            break;
+        }
+        if (first && writing == 1)
+            fprintf(stderr, "fp8prof: watch: following %s while its writer runs (every %g s; Ctrl-C to stop%s)\n", path,
+                    interval, idle > 0 ? ", or when idle" : "");
+        first = 0;
+        if (idle > 0 && waited - last_new >= idle) {
+            printf("watch: no new step for %g s (the writer may have died: its file still says it is writing); "
+                   "done\n", waited - last_new);
+            break;
+        }
+        struct timespec ts = {(time_t)interval, (long)((interval - floor(interval)) * 1e9)};
+        nanosleep(&ts, NULL);
+        waited += interval;
     }
     return 0;
 }

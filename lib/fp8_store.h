@@ -166,6 +166,11 @@ fp8_run *fp8_run_load(const char *path);
 fp8_run *fp8_run_load_filtered(const char *path, const char *tensor_pattern, int64_t step_min, int64_t step_max);
 void fp8_run_free(fp8_run *run);
 
+/* 1 while a writer has the file open (HDF5 refuses a plain read-only open
+ * of a file whose SWMR-write flags are set: a running writer, or one that
+ * was killed), 0 once it closed it, -1 when the file cannot be opened. */
+int fp8_run_writer_open(const char *path);
+
 /* Load records as summaries (run->summaries; run->records NULL): the
  * histograms stay on disk, read on demand with fp8_run_exp_hist. */
 fp8_run *fp8_run_load_summary(const char *path, const char *tensor_pattern);

@@ -79,6 +79,29 @@ static char *read_str_attr(hid_t obj, const char *name)
     return v;
 }
 
+int fp8_run_writer_open(const char *path)
+{
+    quiet q;
+    quiet_on(&q);
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl >= 0)
+        H5Pset_metadata_read_attempts(fapl, METADATA_READ_ATTEMPTS);
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, fapl >= 0 ? fapl : H5P_DEFAULT);
+    int st = 0;
+    if (f >= 0)
+        H5Fclose(f);
+    else {
+        hid_t g = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl >= 0 ? fapl : H5P_DEFAULT);
+        st = g >= 0 ? 1 : -1;
+        if (g >= 0)
+            H5Fclose(g);
+    }
+    if (fapl >= 0)
+        H5Pclose(fapl);
+    quiet_off(&q);
+    return st;
+}
+
 void fp8_run_free(fp8_run *r)
 {
     if (!r)

@@ -5,10 +5,13 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "fp8.h"
 #include "fp8_npy.h"
+#include "fp8_probe.h"
 #include "tests.h"
 
 /* Run a shell command line with the fp8prof path substituted for %s;
@@ -257,6 +260,45 @@ static void test_train_command(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, "cannot read build/nope.txt"));
 }
 
+/* watch: a step of INT64_MAX, a writer that closes, a writer that was killed */
+static void test_watch(void)
+{
+    fp8_probe_run *pr = fp8_probe_open("build/t_watch.h5", NULL, NULL, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(pr);
+    fp8_probe *p = fp8_probe_declare(pr, "x", FP8_ROLE_ACTIVATION, 0, "e4m3:current", NULL, 0);
+    float x[32];
+    for (int i = 0; i < 32; i++)
+        x[i] = (float)i;
+    fp8_probe_record(p, 0, x, 1, 32);
+    fp8_probe_step_end(pr, 0);
+    fp8_probe_record(p, INT64_MAX, x, 1, 32);
+    fp8_probe_step_end(pr, INT64_MAX);
+    CU_ASSERT_EQUAL(fp8_probe_close(pr), FP8_OK);
+    CU_ASSERT_EQUAL(run("timeout 20 %s watch build/t_watch.h5 --interval 0.1", NULL, buf, sizeof buf), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "step 9223372036854775807: worst overflow"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "the writer closed"));
+    /* a writer killed with SIGKILL leaves its file marked as written: --idle ends the watch */
+    pid_t pid = fork();
+    if (pid == 0) {
+        fp8_probe_run *r2 = fp8_probe_open("build/t_watch2.h5", NULL, NULL, 0);
+        fp8_probe *q = fp8_probe_declare(r2, "x", FP8_ROLE_ACTIVATION, 0, "e4m3:current", NULL, 0);
+        for (int s = 0; s < 3; s++) {
+            fp8_probe_record(q, s, x, 1, 32);
+            fp8_probe_step_end(r2, s);
+        }
+        fp8_probe_flush(r2);
+        raise(SIGKILL);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    CU_ASSERT(WIFSIGNALED(st));
+    CU_ASSERT_EQUAL(run("timeout 20 %s watch build/t_watch2.h5 --interval 0.1 --idle 0.5", NULL, buf, sizeof buf), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "step 2: worst overflow"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "no new step for"));
+    CU_ASSERT_EQUAL(run("%s watch build/t_watch.h5 --interval 1e30 2>&1", NULL, buf, sizeof buf), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "--interval '1e30' is not a number in 0.05..3600"));
+}
+
 /* the analyses and the report as commands: output, exit statuses, messages */
 static void test_analysis_commands(void)
 {
@@ -291,8 +333,9 @@ void register_cli_tests(void)
                                         "table and formats", "stats: delayed replay over files, JSON, errors",
                                         "run files: synth, info, export csv/nvdlfw, import, watch",
                                         "train: a tiny run, Ctrl-C, errors",
-                                        "analyses and report: output, exit statuses, messages"};
+                                        "analyses and report: output, exit statuses, messages",
+                                        "watch: INT64_MAX steps, a writer that closes, one that was killed"};
     static void (*const fns[])(void) = {test_cast_output, test_errors, test_table_and_formats, test_stats_command,
-                                        test_run_commands, test_train_command, test_analysis_commands};
-    add_suite("cli", names, fns, 7);
+                                        test_run_commands, test_train_command, test_analysis_commands, test_watch};
+    add_suite("cli", names, fns, 8);
 }
