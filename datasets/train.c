@@ -204,6 +204,7 @@ int train_run(const train_options *o)
     void (*old)(int) = signal(SIGINT, on_sigint);
     int tty = isatty(STDOUT_FILENO);
     double t0 = now(), last_val = NAN;
+    int stopped = 0;
     float loss = 0;
     long step;
     for (step = 0; step < o->steps && !interrupted; step++) {
@@ -231,8 +232,10 @@ int train_run(const train_options *o)
             last_val = vl / 8;
             fp8_probe_scalar(run, "val_loss", step, last_val);
         }
-        if (fp8_probe_step_end(run, step) != FP8_OK && !o->quiet)
-            fprintf(stderr, "fp8prof: train: recording stopped: %s\n", fp8_error_message());
+        if (fp8_probe_step_end(run, step) != FP8_OK && !stopped) { /* said once; training goes on */
+            stopped = 1;
+            fprintf(stderr, "fp8prof: train: recording stopped at step %ld: %s\n", step, fp8_error_message());
+        }
         if (!o->quiet) {
             double el = now() - t0, eta = el / (double)(step + 1) * (double)(o->steps - step - 1);
             if (tty)

@@ -7,14 +7,24 @@
  * buffered in memory between flushes.  HDF5's own error printing is
  * silenced around our calls; failures come back as FP8_EIO with a message.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <hdf5.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "store_layout.h"
 
 /* ---- the writer ----------------------------------------------------------- */
+
+static hsize_t chunk_rows(int i);
 
 typedef struct {
     void *data;
@@ -31,6 +41,7 @@ struct fp8_store {
     disk_recipe *recipes;
     disk_name *names;
     int failed;           /* a write failed: later flushes refuse     */
+    int snaps_off, bamax_off; /* no space for snapshots / block amaxes: dropped from then on, the rest goes on */
     /* the last exponent histogram stored, for records of the same tensor
      * and step (hist_row UINT64_MAX: none yet) */
     int hist_tensor;
@@ -143,11 +154,7 @@ fp8_store *fp8_store_create(const char *path, const char *const *kv, int nkv)
     for (int i = 0; i < ND; i++) {
         int hist = i == D_EXP_HIST || i == D_SCALE_HIST;
         hsize_t width = i == D_EXP_HIST ? FP8_EXP_BINS : i == D_SCALE_HIST ? FP8_SCALE_BINS : 1;
-        hsize_t chunk = hist ? 64
-                        : (i == D_SNAP_DATA || i == D_SNAP_CODES || i == D_SNAP_SCALES || i == D_BAMAX_DATA) ? 65536
-                        : i == D_STEPS ? 4096
-                                       : 256;
-        s->dset[i] = make_dset(s->file, dset_names[i], s->type[i], hist ? 2 : 1, width, chunk);
+        s->dset[i] = make_dset(s->file, dset_names[i], s->type[i], hist ? 2 : 1, width, chunk_rows(i));
         s->buf[i].elem = elem[i];
         if (s->dset[i] < 0) {
             FP8_ERROR(FP8_EIO, "%s: cannot create dataset /%s", path, dset_names[i]);
@@ -290,6 +297,8 @@ int fp8_store_add_block_amax(fp8_store *s, int tensor, int64_t step, uint64_t ro
 {
     if (!s || !amax || tensor < 0 || tensor >= s->ntensors || !rows || !cols || !block)
         return FP8_ERROR(FP8_EINVAL, "run file: bad block-amax row");
+    if (s->bamax_off)
+        return FP8_OK; /* no space left for them: dropped */
     uint64_t per_row = (cols + block - 1) / block, n = rows * per_row;
     buffer *b = &s->buf[D_BAMAX_DATA];
     disk_bamax ix = {(uint32_t)tensor, step, rows, cols, block, (uint64_t)(b->written + b->n), n};
@@ -318,6 +327,8 @@ int fp8_store_add_snapshot(fp8_store *s, int tensor, int64_t step, const float *
 {
     if (!s || !x || tensor < 0 || tensor >= s->ntensors || !rows || !cols)
         return FP8_ERROR(FP8_EINVAL, "run file: snapshot of an unregistered tensor or an empty one");
+    if (s->snaps_off)
+        return FP8_OK; /* no space left for them: dropped */
     buffer *b = &s->buf[D_SNAP_DATA];
     disk_snap ix;
     memset(&ix, 0, sizeof ix);
@@ -334,6 +345,8 @@ int fp8_store_add_snapshot_codes(fp8_store *s, int tensor, int64_t step, int rec
     if (!s || !codes || !scale_inv || tensor < 0 || tensor >= s->ntensors || recipe < 0 || recipe >= s->nrecipes ||
         !rows || !cols || (code_bytes != 1 && code_bytes != 2 && code_bytes != 4))
         return FP8_ERROR(FP8_EINVAL, "run file: bad codes snapshot");
+    if (s->snaps_off)
+        return FP8_OK; /* no space left for them: dropped */
     disk_snap ix;
     memset(&ix, 0, sizeof ix);
     ix.tensor = (uint32_t)tensor, ix.step = step, ix.rows = rows, ix.cols = cols, ix.recipe = recipe;
@@ -347,47 +360,120 @@ int fp8_store_add_snapshot_codes(fp8_store *s, int tensor, int64_t step, int rec
     return e ? e : buf_push(&s->buf[D_SNAP_INDEX], &ix);
 }
 
-static int append(fp8_store *s, int i)
+/* The chunk rows of dataset i (its creation layout; see fp8_store_create). */
+static hsize_t chunk_rows(int i)
+{
+    int hist = i == D_EXP_HIST || i == D_SCALE_HIST;
+    return hist ? 64
+           : (i == D_SNAP_DATA || i == D_SNAP_CODES || i == D_SNAP_SCALES || i == D_BAMAX_DATA) ? 65536
+           : i == D_STEPS ? 4096
+                          : 256;
+}
+
+/* Make sure the next `need` bytes past HDF5's end of allocation can be
+ * written before HDF5 writes anything: under a file-size limit (checked,
+ * so that no write meets SIGXFSZ) and on the disk (fallocate with
+ * FALLOC_FL_KEEP_SIZE: the blocks are taken but the file does not grow, so
+ * HDF5 allocates where it always would and the reservation is not a hole
+ * in the file; close releases what was left).  A write that failed half-way
+ * inside HDF5 could instead leave a file shorter than its allocated space,
+ * which HDF5 refuses to open.  0, or -1 (no space). */
+static int reserve(fp8_store *s, size_t need)
+{
+    void *handle = NULL;
+    haddr_t eoa = 0;
+    if (H5Fget_vfd_handle(s->file, H5P_DEFAULT, &handle) < 0 || !handle || H5Fget_eoa(s->file, &eoa) < 0)
+        return 0; /* not the sec2 driver: nothing to reserve with */
+    int fd = *(int *)handle;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (uint64_t)eoa + need > (uint64_t)rl.rlim_cur)
+        return -1;
+    if (fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)eoa, (off_t)need) == 0)
+        return 0;
+    if (errno != EOPNOTSUPP && errno != ENOSYS)
+        return -1;
+    struct statvfs v; /* a file system without fallocate: the free space at least */
+    return fstatvfs(fd, &v) == 0 && (uint64_t)v.f_bavail * v.f_frsize >= need ? 0 : -1;
+}
+
+/* Append dataset i's buffered rows a chunk at a time, each behind its own
+ * reservation (the rows, the partial chunk HDF5 rewrites, metadata), so a
+ * full disk stops recording at a chunk boundary and keeps what fits.
+ * headroom: bytes that must stay free (reserved) after this dataset's
+ * writes, for the statistics of later flushes.  0, -1 (a write failed), -2
+ * (no space). */
+static int append(fp8_store *s, int i, size_t headroom)
 {
     buffer *b = &s->buf[i];
     if (!b->n)
         return 0;
     int hist = i == D_EXP_HIST || i == D_SCALE_HIST;
     hsize_t width = i == D_EXP_HIST ? FP8_EXP_BINS : i == D_SCALE_HIST ? FP8_SCALE_BINS : 1;
-    hsize_t newdims[2] = {b->written + b->n, width}, start[2] = {b->written, 0}, count[2] = {b->n, width};
-    if (H5Dset_extent(s->dset[i], newdims) < 0)
-        return -1;
-    hid_t fs = H5Dget_space(s->dset[i]);
-    hid_t ms = H5Screate_simple(hist ? 2 : 1, count, NULL);
-    herr_t e = H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL);
-    if (e >= 0)
-        e = H5Dwrite(s->dset[i], s->type[i], ms, fs, H5P_DEFAULT, b->data);
-    H5Sclose(ms);
-    H5Sclose(fs);
-    if (e < 0)
-        return -1;
-    b->written += b->n;
-    b->n = 0;
-    return 0;
+    hsize_t step = chunk_rows(i);
+    size_t done = 0, row_bytes = b->elem; /* b->elem is a whole row (histograms: 257 or 256 values) */
+    /* what a chunk takes on disk: twice the compression ratio seen so far in
+     * this dataset (deflate's ratio drifts), at most the raw bytes */
+    double ratio = 1.0;
+    if (b->written > 0) {
+        hsize_t stored = H5Dget_storage_size(s->dset[i]);
+        double r = 2.0 * (double)stored / ((double)b->written * (double)row_bytes);
+        ratio = r > 0 && r < 1 ? r : 1.0;
+    }
+    int rc = 0;
+    while (done < b->n) {
+        /* batches end on chunk boundaries: each touches one chunk, written whole */
+        hsize_t room = step - b->written % step, cnt = b->n - done < room ? b->n - done : room;
+        if (reserve(s, (size_t)(ratio * (double)(step * row_bytes)) + 16 * 1024 + headroom) != 0) {
+            rc = -2;
+            break;
+        }
+        hsize_t newdims[2] = {b->written + cnt, width}, start[2] = {b->written, 0}, count[2] = {cnt, width};
+        if (H5Dset_extent(s->dset[i], newdims) < 0) {
+            rc = -1;
+            break;
+        }
+        hid_t fs = H5Dget_space(s->dset[i]);
+        hid_t ms = H5Screate_simple(hist ? 2 : 1, count, NULL);
+        herr_t e = H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL);
+        if (e >= 0)
+            e = H5Dwrite(s->dset[i], s->type[i], ms, fs, H5P_DEFAULT, (const char *)b->data + done * row_bytes);
+        H5Sclose(ms);
+        H5Sclose(fs);
+        if (e < 0) {
+            rc = -1;
+            break;
+        }
+        b->written += cnt;
+        done += (size_t)cnt;
+    }
+    if (done < b->n && done > 0) /* keep the rows not written at the front (dropped when recording stops) */
+        memmove(b->data, (char *)b->data + done * row_bytes, (b->n - done) * row_bytes);
+    b->n -= done;
+    if (H5Dflush(s->dset[i]) < 0 && !rc)
+        rc = -1;
+    return rc;
 }
 
-/* Reserve disk space for the next flush before HDF5 writes anything: if the
- * disk is full (or a file-size limit is hit) we stop here, while the file
- * still ends exactly where its last flush left it.  A write that fails
- * half-way inside HDF5 could instead leave a file shorter than the end of
- * its allocated space, which HDF5 refuses to open. */
-static int reserve_space(fp8_store *s)
+/* SIGXFSZ kills a process that writes past its file-size limit; the
+ * training loop must survive: block it in this thread while writing, then
+ * take any that became pending. */
+static void xfsz_block(sigset_t *old)
 {
-    size_t raw = 0;
-    for (int i = 0; i < ND; i++)
-        raw += s->buf[i].n * s->buf[i].elem;
-    void *handle = NULL;
-    haddr_t eoa = 0;
-    if (H5Fget_vfd_handle(s->file, H5P_DEFAULT, &handle) < 0 || !handle || H5Fget_eoa(s->file, &eoa) < 0)
-        return 0; /* not the sec2 driver: nothing to reserve with */
-    int fd = *(int *)handle;
-    off_t need = (off_t)(2 * raw + 256 * 1024); /* compressed data, chunk indexes, metadata */
-    return posix_fallocate(fd, (off_t)eoa, need) == 0 ? 0 : -1; /* extends only what is missing */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGXFSZ);
+    pthread_sigmask(SIG_BLOCK, &set, old);
+}
+
+static void xfsz_restore(const sigset_t *old)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGXFSZ);
+    struct timespec zero = {0, 0};
+    while (sigtimedwait(&set, NULL, &zero) == SIGXFSZ)
+        ;
+    pthread_sigmask(SIG_SETMASK, old, NULL);
 }
 
 int fp8_store_flush(fp8_store *s)
@@ -398,25 +484,47 @@ int fp8_store_flush(fp8_store *s)
         return FP8_ERROR(FP8_EIO, "%s: an earlier write failed; recording has stopped", s->path);
     quiet q;
     quiet_on(&q);
-    if (reserve_space(s) != 0) {
-        quiet_off(&q);
-        s->failed = 1;
-        return FP8_ERROR(FP8_EIO, "%s: no space for the next records (disk full or file-size limit); recording "
-                                  "stopped, everything flushed before stays readable",
-                         s->path);
-    }
-    /* registries first, so a flushed record never names an unknown tensor */
+    sigset_t old;
+    xfsz_block(&old);
+    /* registries first, so a flushed record never names an unknown tensor;
+     * histograms before their records; data before its index */
     static const int order[ND] = {D_TENSORS, D_RECIPES, D_SCALAR_NAMES, D_EXP_HIST, D_SCALE_HIST, D_RECORDS,
-                                  D_SCALARS, D_SNAP_DATA, D_SNAP_CODES, D_SNAP_SCALES, D_SNAP_INDEX, D_STEPS,
+                                  D_SCALARS, D_STEPS, D_SNAP_DATA, D_SNAP_CODES, D_SNAP_SCALES, D_SNAP_INDEX,
                                   D_BAMAX_DATA, D_BAMAX_INDEX};
+    /* the statistics come first; the bulky optional data may only use the
+     * disk while room for several more flushes of statistics stays reserved */
+    size_t essential = 0;
+    for (int i = 0; i < ND; i++)
+        if (i != D_SNAP_DATA && i != D_SNAP_CODES && i != D_SNAP_SCALES && i != D_SNAP_INDEX && i != D_BAMAX_DATA &&
+            i != D_BAMAX_INDEX)
+            essential += s->buf[i].n * s->buf[i].elem;
+    size_t headroom = 4 * essential > (1u << 20) ? 4 * essential : (1u << 20);
     int bad = 0;
-    for (int k = 0; k < ND && !bad; k++)
-        bad = append(s, order[k]) != 0;
-    for (int k = 0; k < ND && !bad; k++)
-        bad = H5Dflush(s->dset[order[k]]) < 0;
+    for (int k = 0; k < ND && !bad; k++) {
+        int i = order[k];
+        int bulky = k >= 8;
+        bad = append(s, i, bulky ? headroom : 0);
+        /* the bulky optional data (snapshots, block amaxes) give way to the
+         * statistics: drop their group, keep recording the rest */
+        int snap = i == D_SNAP_DATA || i == D_SNAP_CODES || i == D_SNAP_SCALES || i == D_SNAP_INDEX;
+        if (bad == -2 && (snap || i == D_BAMAX_DATA || i == D_BAMAX_INDEX)) {
+            int *off = snap ? &s->snaps_off : &s->bamax_off;
+            *off = 1;
+            for (int j = 0; j < ND; j++)
+                if (snap ? (j == D_SNAP_DATA || j == D_SNAP_CODES || j == D_SNAP_SCALES || j == D_SNAP_INDEX)
+                         : (j == D_BAMAX_DATA || j == D_BAMAX_INDEX))
+                    s->buf[j].n = 0;
+            bad = 0;
+        }
+    }
+    xfsz_restore(&old);
     quiet_off(&q);
     if (bad) {
         s->failed = 1;
+        if (bad == -2)
+            return FP8_ERROR(FP8_EIO, "%s: no space for the next records (disk full or file-size limit); recording "
+                                      "stopped, everything written before stays readable",
+                             s->path);
         return FP8_ERROR(FP8_EIO, "%s: writing failed (disk full?); what was flushed before stays readable", s->path);
     }
     return FP8_OK;
@@ -427,9 +535,23 @@ int fp8_store_close(fp8_store *s)
     if (!s)
         return FP8_OK;
     int st = s->failed ? FP8_OK : fp8_store_flush(s);
+    char path[sizeof s->path];
+    snprintf(path, sizeof path, "%s", s->path);
     quiet q;
     quiet_on(&q);
+    sigset_t old;
+    xfsz_block(&old);
     store_free(s);
+    xfsz_restore(&old);
     quiet_off(&q);
+    /* release the blocks reserved past the end of the file: truncating to the
+     * file's own size frees them */
+    int fd = open(path, O_WRONLY);
+    if (fd >= 0) {
+        struct stat sb;
+        if (fstat(fd, &sb) == 0)
+            (void)!ftruncate(fd, sb.st_size);
+        close(fd);
+    }
     return st;
 }
