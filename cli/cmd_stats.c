@@ -1,6 +1,7 @@
 /*
  * cmd_stats.c — `fp8prof stats`: every statistic of the engine for tensors
- * stored in .npy or raw float32 files, one block (or JSON object) per file.
+ * stored in .npy files (or raw float32 ones with --raw), one block (or JSON
+ * object) per file.
  * A delayed recipe carries its state from file to file (each file is one
  * step), so a dumped tensor sequence replays delayed scaling.
  */
@@ -99,12 +100,6 @@ static void print_text(const char *file, size_t rows, size_t cols, int step, con
     printf("\n\n");
 }
 
-static int ends_with(const char *s, const char *suf)
-{
-    size_t a = strlen(s), b = strlen(suf);
-    return a >= b && strcmp(s + a - b, suf) == 0;
-}
-
 static int parse_size(const char *opt, const char *v, size_t *out)
 {
     double d;
@@ -114,14 +109,14 @@ static int parse_size(const char *opt, const char *v, size_t *out)
     return rc;
 }
 
-static int cmd_stats_files(const char *spec, size_t rows, size_t cols, int json, fp8_role role, char **files,
+static int cmd_stats_files(const char *spec, size_t rows, size_t cols, int raw, int json, fp8_role role, char **files,
                            int nfiles);
 
 int cmd_stats(int argc, char **argv)
 {
     const char *spec = NULL;
     size_t rows = 0, cols = 0;
-    int json = 0;
+    int json = 0, raw = 0;
     fp8_role role = FP8_ROLE_ACTIVATION;
     int nfiles = 0;
     char **files = argv; /* compacted in place: files[k] for k < i are already read */
@@ -144,16 +139,18 @@ int cmd_stats(int argc, char **argv)
                 return cli_usage_error("stats: %s", fp8_error_message());
         } else if (strcmp(a, "--json") == 0) {
             json = 1;
+        } else if (strcmp(a, "--raw") == 0) {
+            raw = 1;
         } else if (a[0] == '-' && a[1] == '-') {
             return cli_usage_error("stats: unknown option '%s'", a);
         } else {
             files[nfiles++] = argv[i];
         }
     }
-    return cmd_stats_files(spec, rows, cols, json, role, files, nfiles);
+    return cmd_stats_files(spec, rows, cols, raw, json, role, files, nfiles);
 }
 
-static int cmd_stats_files(const char *spec, size_t rows, size_t cols, int json, fp8_role role, char **files,
+static int cmd_stats_files(const char *spec, size_t rows, size_t cols, int raw, int json, fp8_role role, char **files,
                            int nfiles)
 {
     if (!spec)
@@ -171,8 +168,20 @@ static int cmd_stats_files(const char *spec, size_t rows, size_t cols, int json,
         const char *a = files[i];
         float *x = NULL;
         size_t R, C;
-        int s = ends_with(a, ".npy") ? fp8_npy_read(a, &x, &R, &C) : fp8_raw_read(a, rows, cols, &x, &R, &C);
-        if (s == FP8_OK && ends_with(a, ".npy") && (rows || cols)) {
+        /* the magic decides, not the name; raw float32 only when asked for */
+        int npy = fp8_npy_sniff(a), s = FP8_OK;
+        if (npy < 0)
+            s = FP8_EIO;
+        else if (npy)
+            s = fp8_npy_read(a, &x, &R, &C);
+        else if (raw)
+            s = fp8_raw_read(a, rows, cols, &x, &R, &C);
+        else
+            s = fp8_error_set(FP8_EINVAL,
+                              "%s: not a .npy file (no \\x93NUMPY magic); pass --raw to read it as raw "
+                              "little-endian float32",
+                              a);
+        if (s == FP8_OK && npy == 1 && (rows || cols)) {
             size_t wr = rows ? rows : R * C / cols, wc = cols ? cols : R * C / rows;
             if (wr * wc != R * C) {
                 fp8_error_set(FP8_EINVAL, "%s: %zu elements do not fill --rows/--cols %zux%zu", a, R * C, wr, wc);

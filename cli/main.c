@@ -38,12 +38,14 @@ const cli_command cli_commands[] = {
      "uses element index i (0, 1, ...) of the value list as the generator's counter.\n",
      cmd_cast},
     {"stats", "every statistic of tensors under a recipe (.npy or raw float32 files)",
-     "usage: fp8prof stats --recipe SPEC [--rows R --cols C] [--role ROLE] [--json] FILE...\n"
+     "usage: fp8prof stats --recipe SPEC [--raw] [--rows R --cols C] [--role ROLE] [--json] FILE...\n"
      "Quantizes each FILE under the recipe and prints every statistic (names and\n"
      "definitions: docs/statistics.md), one block per file, or one JSON object per\n"
      "line with --json (Inf/NaN values as null).  FILE: .npy (float32 or float16, shape\n"
-     "from the header: the last axis is cols) or raw little-endian float32 (shape from\n"
-     "--rows/--cols; default one row).  Files are steps in order: a delayed recipe\n"
+     "from the header: the last axis is cols; known by its magic, not its name).  With\n"
+     "--raw, files without the .npy magic are read as raw little-endian float32 (shape\n"
+     "from --rows/--cols; default one row); without it they are refused.  Files are\n"
+     "steps in order: a delayed recipe\n"
      "carries its amax history from file to file, e.g.\n"
      "  fp8prof stats --recipe e4m3:delayed:history=16 step*.npy\n"
      "ROLE (activation, weight, gradient, output, other) picks the format of hybrid\n"

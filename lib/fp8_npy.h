@@ -22,6 +22,10 @@ int fp8_npy_read(const char *path, float **data, size_t *rows, size_t *cols);
  * divide the element count exactly. */
 int fp8_raw_read(const char *path, size_t rows, size_t cols, float **data, size_t *out_rows, size_t *out_cols);
 
+/* 1 when path begins with the .npy magic (\x93NUMPY), 0 when it does not
+ * (or is shorter), -1 with a message when it cannot be read. */
+int fp8_npy_sniff(const char *path);
+
 /* Write a 2-D float32 array as a version 1.0 .npy file. */
 int fp8_npy_write(const char *path, const float *data, size_t rows, size_t cols);
 

@@ -1,13 +1,15 @@
 /*
  * npy.c — .npy and raw float32 readers (see fp8_npy.h).  The header is a
- * Python dict literal; we parse only the three keys NumPy writes ('descr',
- * 'fortran_order', 'shape') and refuse anything else clearly.
+ * Python dict literal; we accept exactly the three keys NumPy writes
+ * ('descr', 'fortran_order', 'shape') and refuse anything else clearly.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "fp8_error.h"
 #include "fp8_format.h"
@@ -30,18 +32,163 @@ static void swap_bytes(void *p, size_t n, size_t width)
         }
 }
 
-/* value text after 'key': in the header dict */
-static const char *dict_value(const char *hdr, const char *key)
+/* The header is a Python dict literal such as
+ *   {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
+ * parsed as one: quoted keys at the top level, each exactly once, values a
+ * quoted string, True/False or a tuple of non-negative integers.  Every read
+ * stays inside the hlen bytes. */
+typedef struct {
+    const char *p, *end;
+} cursor;
+
+static void skip_space(cursor *c)
 {
-    char pat[32];
-    snprintf(pat, sizeof pat, "'%s'", key);
-    const char *p = strstr(hdr, pat);
-    if (!p)
-        return NULL;
-    p += strlen(pat);
-    while (*p == ' ' || *p == ':')
-        p++;
-    return p;
+    while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r'))
+        c->p++;
+}
+
+static int take(cursor *c, char ch)
+{
+    skip_space(c);
+    if (c->p < c->end && *c->p == ch) {
+        c->p++;
+        return 1;
+    }
+    return 0;
+}
+
+/* a '...' or "..." literal without escapes, copied into out (size n) */
+static int quoted(cursor *c, char *out, size_t n)
+{
+    skip_space(c);
+    if (c->p >= c->end || (*c->p != '\'' && *c->p != '"'))
+        return 0;
+    char q = *c->p++;
+    size_t k = 0;
+    while (c->p < c->end && *c->p != q) {
+        if (*c->p == '\\' || k + 1 >= n)
+            return 0;
+        out[k++] = *c->p++;
+    }
+    if (c->p >= c->end)
+        return 0;
+    c->p++;
+    out[k] = 0;
+    return 1;
+}
+
+typedef struct {
+    char descr[16];
+    int fortran;
+    size_t dims[32], nd;
+    int have_descr, have_fortran, have_shape;
+} npy_header;
+
+/* Parse; on failure write a reason into why (size wn). */
+static int parse_header(const char *h, size_t hlen, npy_header *o, char *why, size_t wn)
+{
+    cursor c = {h, h + hlen};
+    memset(o, 0, sizeof *o);
+    if (!take(&c, '{')) {
+        snprintf(why, wn, "the header is not a dict");
+        return 0;
+    }
+    for (;;) {
+        if (take(&c, '}'))
+            break;
+        char key[32];
+        if (!quoted(&c, key, sizeof key)) {
+            snprintf(why, wn, "a key of the header dict is not a short quoted string");
+            return 0;
+        }
+        if (!take(&c, ':')) {
+            snprintf(why, wn, "no ':' after the header key '%s'", key);
+            return 0;
+        }
+        if (strcmp(key, "descr") == 0) {
+            if (o->have_descr++ || !quoted(&c, o->descr, sizeof o->descr)) {
+                snprintf(why, wn, o->have_descr > 1 ? "'descr' appears twice" : "'descr' is not a short quoted string");
+                return 0;
+            }
+        } else if (strcmp(key, "fortran_order") == 0) {
+            skip_space(&c);
+            if (o->have_fortran++) {
+                snprintf(why, wn, "'fortran_order' appears twice");
+                return 0;
+            }
+            if ((size_t)(c.end - c.p) >= 4 && memcmp(c.p, "True", 4) == 0)
+                o->fortran = 1, c.p += 4;
+            else if ((size_t)(c.end - c.p) >= 5 && memcmp(c.p, "False", 5) == 0)
+                c.p += 5;
+            else {
+                snprintf(why, wn, "'fortran_order' is neither True nor False");
+                return 0;
+            }
+        } else if (strcmp(key, "shape") == 0) {
+            if (o->have_shape++) {
+                snprintf(why, wn, "'shape' appears twice");
+                return 0;
+            }
+            if (!take(&c, '(')) {
+                snprintf(why, wn, "'shape' is not a tuple");
+                return 0;
+            }
+            for (;;) {
+                if (take(&c, ')'))
+                    break;
+                skip_space(&c);
+                if (c.p < c.end && *c.p == '-') {
+                    snprintf(why, wn, "negative dimension in 'shape'");
+                    return 0;
+                }
+                unsigned long long v = 0;
+                const char *start = c.p;
+                while (c.p < c.end && *c.p >= '0' && *c.p <= '9') {
+                    if (v > (ULLONG_MAX - 9) / 10) {
+                        snprintf(why, wn, "a dimension in 'shape' is too large");
+                        return 0;
+                    }
+                    v = v * 10 + (unsigned long long)(*c.p++ - '0');
+                }
+                if (c.p == start) {
+                    snprintf(why, wn, "'shape' holds something other than integers");
+                    return 0;
+                }
+                if (o->nd >= sizeof o->dims / sizeof o->dims[0] || v > SIZE_MAX) {
+                    snprintf(why, wn, "'shape' has more than 32 dimensions or one too large");
+                    return 0;
+                }
+                o->dims[o->nd++] = (size_t)v;
+                if (!take(&c, ',')) {
+                    if (!take(&c, ')')) {
+                        snprintf(why, wn, "'shape' is not a tuple of integers");
+                        return 0;
+                    }
+                    break;
+                }
+            }
+        } else {
+            snprintf(why, wn, "unexpected key '%s' in the header", key);
+            return 0;
+        }
+        if (!take(&c, ',')) {
+            if (!take(&c, '}')) {
+                snprintf(why, wn, "the header dict is not closed");
+                return 0;
+            }
+            break;
+        }
+    }
+    skip_space(&c);
+    if (c.p != c.end) {
+        snprintf(why, wn, "bytes after the header dict");
+        return 0;
+    }
+    if (!o->have_descr || !o->have_fortran || !o->have_shape) {
+        snprintf(why, wn, "the header lacks %s", !o->have_descr ? "'descr'" : !o->have_fortran ? "'fortran_order'" : "'shape'");
+        return 0;
+    }
+    return 1;
 }
 
 int fp8_npy_read(const char *path, float **data, size_t *rows, size_t *cols)
@@ -83,54 +230,42 @@ int fp8_npy_read(const char *path, float **data, size_t *rows, size_t *cols)
     }
     if (fread(hdr, 1, hlen, f) != hlen)
         goto truncated;
-    const char *d = dict_value(hdr, "descr"), *fo = dict_value(hdr, "fortran_order"), *sh = dict_value(hdr, "shape");
-    if (!d || !fo || !sh) {
-        st = FP8_ERROR(FP8_EINVAL, "%s: .npy header lacks descr, fortran_order or shape", path);
+    npy_header H;
+    char why[96];
+    if (!parse_header(hdr, hlen, &H, why, sizeof why)) {
+        st = FP8_ERROR(FP8_EINVAL, "%s: bad .npy header: %s", path, why);
         goto done;
     }
-    char bo = d[1], kind = d[2];
-    int width = d[3] - '0';
-    if (d[0] != '\'' || (bo != '<' && bo != '>' && bo != '|' && bo != '=') || kind != 'f' ||
-        (width != 4 && width != 2) || d[4] != '\'') {
-        char shown[16];
-        size_t k = 0; /* the quoted dtype string */
-        while (k < sizeof shown - 1 && d[k] && !(k > 0 && d[k - 1] == '\'' && k > 1))
-            shown[k] = d[k], k++;
-        shown[k] = 0;
-        st = FP8_ERROR(FP8_EINVAL, "%s: dtype %s is not float32 or float16", path, shown);
+    const char *d = H.descr;
+    char bo = d[0], kind = d[0] ? d[1] : 0;
+    int width = kind ? d[2] - '0' : 0;
+    if ((bo != '<' && bo != '>' && bo != '|' && bo != '=') || kind != 'f' || (width != 4 && width != 2) || d[3]) {
+        st = FP8_ERROR(FP8_EINVAL, "%s: dtype '%s' is not float32 or float16", path, d);
         goto done;
     }
-    int fortran = strncmp(fo, "True", 4) == 0;
-    if (*sh != '(') {
-        st = FP8_ERROR(FP8_EINVAL, "%s: cannot read the shape in the .npy header", path);
-        goto done;
-    }
-    size_t dims[32], nd = 0, numel = 1;
-    for (const char *p = sh + 1; *p && *p != ')';) {
-        while (*p == ' ' || *p == ',')
-            p++;
-        if (*p == ')')
-            break;
-        char *end;
-        errno = 0;
-        unsigned long long v = strtoull(p, &end, 10);
-        if (end == p || errno || nd >= 32) {
-            st = FP8_ERROR(FP8_EINVAL, "%s: bad shape in the .npy header", path);
-            goto done;
-        }
-        dims[nd++] = (size_t)v;
+    int fortran = H.fortran;
+    size_t nd = H.nd, numel = 1, *dims = H.dims;
+    for (size_t k = 0; k < nd; k++) {
+        size_t v = dims[k];
         if (v && numel > SIZE_MAX / 8 / v) {
             st = FP8_ERROR(FP8_EINVAL, "%s: shape too large", path);
             goto done;
         }
-        numel *= (size_t)v;
-        p = end;
+        numel *= v;
     }
     if (numel == 0) {
         st = FP8_ERROR(FP8_EINVAL, "%s: the array is empty", path);
         goto done;
     }
     size_t c = nd ? dims[nd - 1] : 1, r = numel / c;
+    long here = ftell(f);
+    struct stat sb;
+    if (here < 0 || fstat(fileno(f), &sb) != 0 || sb.st_size < here ||
+        (uint64_t)(sb.st_size - here) < (uint64_t)numel * (uint64_t)width) {
+        st = FP8_ERROR(FP8_EINVAL, "%s: file is truncated: the header promises %zu elements of %d bytes", path, numel,
+                       width);
+        goto done;
+    }
     raw = malloc(numel * (size_t)width);
     out = malloc(numel * sizeof *out);
     if (!raw || !out) {
@@ -184,6 +319,17 @@ done:
     free(raw);
     free(out);
     return st;
+}
+
+int fp8_npy_sniff(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return FP8_ERROR(FP8_EIO, "%s: cannot open: %s", path, strerror(errno)), -1;
+    char m[6];
+    size_t got = fread(m, 1, sizeof m, f);
+    fclose(f);
+    return got == sizeof m && memcmp(m, "\x93NUMPY", 6) == 0;
 }
 
 int fp8_raw_read(const char *path, size_t rows, size_t cols, float **data, size_t *out_rows, size_t *out_cols)

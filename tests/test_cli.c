@@ -127,7 +127,9 @@ static void test_stats_command(void)
     FILE *f = fopen("build/s.f32", "wb");
     fwrite(b, 4, 4, f);
     fclose(f);
-    CU_ASSERT_EQUAL(run("%s stats --recipe e4m3:current --rows 2 build/s.f32", NULL, buf, sizeof buf), 0);
+    CU_ASSERT_EQUAL(run("%s stats --recipe e4m3:current --rows 2 build/s.f32 2>&1", NULL, buf, sizeof buf), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "build/s.f32: not a .npy file (no \\x93NUMPY magic); pass --raw"));
+    CU_ASSERT_EQUAL(run("%s stats --recipe e4m3:current --raw --rows 2 build/s.f32", NULL, buf, sizeof buf), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, "(2x2, step 0, e4m3:current:eps=0"));
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, "  scale                    112\n"));
     /* errors */
@@ -138,7 +140,7 @@ static void test_stats_command(void)
     CU_ASSERT_EQUAL(run("%s stats --recipe e4m3:current build/s0.npy build/nope.npy 2>&1", NULL, buf, sizeof buf), 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, "build/s0.npy  (2x2"));
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, "nope.npy: cannot open"));
-    CU_ASSERT_EQUAL(run("%s stats --recipe e4m3:current --rows 3 build/s.f32 2>&1", NULL, buf, sizeof buf), 1);
+    CU_ASSERT_EQUAL(run("%s stats --recipe e4m3:current --raw --rows 3 build/s.f32 2>&1", NULL, buf, sizeof buf), 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, "do not fill"));
 }
 

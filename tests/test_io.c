@@ -5,6 +5,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "fp8.h"
 #include "fp8_npy.h"
@@ -118,9 +119,64 @@ static void test_bad(void)
     CU_ASSERT_PTR_NULL(x);
 }
 
+/* a .npy file whose header dict is given verbatim */
+static void write_dict(const char *path, const char *dict, const void *data, size_t bytes)
+{
+    size_t len = strlen(dict);
+    FILE *f = fopen(path, "wb");
+    fwrite("\x93NUMPY\x01\x00", 1, 8, f);
+    fputc((int)(len & 0xFF), f);
+    fputc((int)(len >> 8), f);
+    fwrite(dict, 1, len, f);
+    fwrite(data, 1, bytes, f);
+    fclose(f);
+}
+
+static void test_header(void)
+{
+    const float v[2] = {1.5f, -3.0f};
+    float *x = NULL;
+    size_t r, c;
+    /* any key order and either quote is a valid dict; no padding either */
+    write_dict("build/t_h1.npy", "{\"shape\": (2,), \"fortran_order\": False, \"descr\": \"<f4\"}", v, sizeof v);
+    CU_ASSERT_EQUAL_FATAL(fp8_npy_read("build/t_h1.npy", &x, &r, &c), FP8_OK);
+    CU_ASSERT(r == 1 && c == 2 && x[0] == 1.5f && x[1] == -3.0f);
+    free(x);
+    x = NULL;
+    /* 'descr' last and cut short: the reader must stay inside the header */
+    write_dict("build/t_h2.npy", "{'fortran_order': False, 'shape': (2,), 'descr': '<", v, sizeof v);
+    expect_bad(fp8_npy_read("build/t_h2.npy", &x, &r, &c), "t_h2.npy: bad .npy header");
+    write_dict("build/t_h3.npy", "{'fortran_order': False, 'shape': (2,), 'descr': '", v, sizeof v);
+    expect_bad(fp8_npy_read("build/t_h3.npy", &x, &r, &c), "bad .npy header");
+    /* a 'shape' inside another value is not the shape */
+    write_dict("build/t_h4.npy", "{'descr': '<f4', 'fortran_order': False, 'note': \"'shape': (1,)\", 'shape': (2,)}", v,
+               sizeof v);
+    expect_bad(fp8_npy_read("build/t_h4.npy", &x, &r, &c), "unexpected key 'note'");
+    write_dict("build/t_h5.npy", "{'descr': \"'shape': (1,)\", 'fortran_order': False, 'shape': (2,)}", v, sizeof v);
+    expect_bad(fp8_npy_read("build/t_h5.npy", &x, &r, &c), "is not float32");
+    write_dict("build/t_h6.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'shape': (1,)}", v, sizeof v);
+    expect_bad(fp8_npy_read("build/t_h6.npy", &x, &r, &c), "'shape' appears twice");
+    /* negative and absurd dimensions */
+    write_dict("build/t_h7.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (-2, 1)}", v, sizeof v);
+    expect_bad(fp8_npy_read("build/t_h7.npy", &x, &r, &c), "negative dimension");
+    write_dict("build/t_h8.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776,)}", v, sizeof v);
+    expect_bad(fp8_npy_read("build/t_h8.npy", &x, &r, &c), "truncated: the header promises 1099511627776 elements");
+    write_dict("build/t_h9.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999999,)}", v,
+               sizeof v);
+    expect_bad(fp8_npy_read("build/t_h9.npy", &x, &r, &c), "too large");
+    write_dict("build/t_h10.npy", "{'descr': '<f4', 'fortran_order': False}", v, sizeof v);
+    expect_bad(fp8_npy_read("build/t_h10.npy", &x, &r, &c), "lacks 'shape'");
+    write_dict("build/t_h11.npy", "{'descr': '<f4', 'fortran_order': Maybe, 'shape': (2,)}", v, sizeof v);
+    expect_bad(fp8_npy_read("build/t_h11.npy", &x, &r, &c), "neither True nor False");
+    write_dict("build/t_h12.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (2,)} junk", v, sizeof v);
+    expect_bad(fp8_npy_read("build/t_h12.npy", &x, &r, &c), "after the header dict");
+    CU_ASSERT_PTR_NULL(x);
+}
+
 void register_io_tests(void)
 {
-    static const char *const names[] = {"good .npy and raw files", "bad files name the file and the fault"};
-    static void (*const fns[])(void) = {test_good, test_bad};
-    add_suite("npy", names, fns, 2);
+    static const char *const names[] = {"good .npy and raw files", "bad files name the file and the fault",
+                                        "the header is parsed as a dict, inside its bytes"};
+    static void (*const fns[])(void) = {test_good, test_bad, test_header};
+    add_suite("npy", names, fns, 3);
 }

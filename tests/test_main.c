@@ -1,13 +1,14 @@
 /*
  * test_main.c — the CUnit runner: one suite per lib module (and the CLI).
- * Exit status is nonzero when any assertion fails.
+ * Exit status is nonzero when any assertion fails.  Arguments name suites
+ * to run alone (test_fp8prof npy cli); none runs them all.
  */
 #include <CUnit/Basic.h>
 #include <stdio.h>
 
 #include "tests.h"
 
-int main(void)
+int main(int argc, char **argv)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
         return 2;
@@ -28,7 +29,19 @@ int main(void)
     register_nvdlfw_tests();
     register_cli_tests();
     CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
+    if (argc > 1) { /* test_fp8prof SUITE...: run only these suites */
+        for (int i = 1; i < argc; i++) {
+            CU_pSuite s = CU_get_suite(argv[i]);
+            if (!s) {
+                fprintf(stderr, "no suite named '%s'\n", argv[i]);
+                CU_cleanup_registry();
+                return 2;
+            }
+            CU_basic_run_suite(s);
+        }
+    } else {
+        CU_basic_run_tests();
+    }
     unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
     unsigned run = CU_get_number_of_tests_run();
     CU_cleanup_registry();
