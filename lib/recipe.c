@@ -7,6 +7,7 @@
  * returns a NaN, zero, negative or infinite scale.
  */
 #include <ctype.h>
+#include <fenv.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -476,7 +477,7 @@ static void canonical(fp8_recipe *r)
         snprintf(r->spec, sizeof r->spec, "%s:%s%s%s", fmt, fp8_recipe_kind_name(r->kind), n ? ":" : "", opts);
 }
 
-int fp8_recipe_parse(const char *spec, fp8_recipe *out)
+static int parse_spec(const char *spec, fp8_recipe *out)
 {
     if (!spec || !*spec)
         return FP8_ERROR(FP8_EINVAL, "empty recipe spec");
@@ -582,6 +583,22 @@ int fp8_recipe_parse(const char *spec, fp8_recipe *out)
     canonical(&r);
     *out = r;
     return FP8_OK;
+}
+
+/* Numbers in a spec are read (strtod) and printed (%.9g) in the default
+ * floating-point environment: under a host's FE_UPWARD 1e-4 would otherwise
+ * read as another double and print as "0.000100000001", and the recipe's
+ * name, its identity in run files, would depend on the caller. */
+int fp8_recipe_parse(const char *spec, fp8_recipe *out)
+{
+    fenv_t host;
+    int saved = fegetenv(&host) == 0;
+    if (saved)
+        fesetenv(FE_DFL_ENV);
+    int st = parse_spec(spec, out);
+    if (saved)
+        fesetenv(&host);
+    return st;
 }
 
 /* ---- state ------------------------------------------------------------------ */

@@ -18,6 +18,13 @@
  * and fp8_probe_apply keeps casting, so the training loop carries on.
  * Thread safety: probes may record from several threads at once (a run
  * serialises its storage; each probe serialises its own recipe states).
+ *
+ * Handles: fp8_probe_close frees the run and every probe declared on it.  A
+ * later call with either handle (or a second close) returns FP8_EINVAL with
+ * "... is not live" / "the run is closed" instead of touching freed memory,
+ * unless the allocator has since given the same address to a new handle;
+ * and fp8_probe_close must not race with other calls on the same run (the
+ * caller joins its recording threads first).
  */
 #ifndef FP8_PROBE_H
 #define FP8_PROBE_H
@@ -60,8 +67,11 @@ fp8_probe_run *fp8_probe_open(const char *path, const fp8_probe_options *opts, c
 /* Declare a probe on a named tensor: its active recipe (may be NULL: record
  * only the shadows; apply then copies) and nshadow (<= 15) shadow recipes, each with
  * its own state (a shadow whose canonical spec repeats the active recipe or
- * an earlier shadow is dropped).  layer may be -1.  NULL with a message on a
- * bad spec. */
+ * an earlier shadow is dropped).  layer may be -1.  One probe per name and
+ * run: declaring a name again fails (with another role or layer it would
+ * merge two tensors; with the same, store each record twice).  NULL with
+ * one message per cause: a bad spec, too many shadows, a bad role, a long
+ * name, a repeated name, a closed run. */
 fp8_probe *fp8_probe_declare(fp8_probe_run *run, const char *name, fp8_role role, int layer, const char *active,
                              const char *const *shadows, int nshadow);
 

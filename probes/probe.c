@@ -18,6 +18,7 @@
 
 #include "fp8_probe.h"
 #include "fp8_store.h"
+#include "live.h"
 
 #define MAX_RECIPES 16 /* active + up to 15 shadows */
 #define BLOCK_AMAX_WIDTH 128 /* elements per block-amax summary, along a row */
@@ -38,6 +39,7 @@ struct fp8_probe {
     pthread_mutex_t lock;
     char name[FP8_NAME_MAX];
     fp8_role role;
+    int layer;
     int tensor_id;
     int nrec, has_active;             /* st[0] is the active recipe when has_active */
     fp8_recipe_state *st[MAX_RECIPES];
@@ -113,6 +115,14 @@ fp8_probe_run *fp8_probe_open(const char *path, const fp8_probe_options *opts, c
     run->opt = o;
     run->last_flush = now_seconds();
     pthread_mutex_init(&run->lock, NULL);
+    if (fp8__live_add(run) != 0) {
+        FP8_ERROR(FP8_ENOMEM, "probe: out of memory");
+        fp8_store_close(run->store);
+        free(run->snapshot_pattern);
+        pthread_mutex_destroy(&run->lock);
+        free(run);
+        return NULL;
+    }
     return run;
 }
 
@@ -120,6 +130,7 @@ static void probe_free(fp8_probe *p)
 {
     if (!p)
         return;
+    fp8__live_remove(p);
     for (int i = 0; i < p->nrec; i++)
         fp8_recipe_state_free(p->st[i]);
     pthread_mutex_destroy(&p->lock);
@@ -131,7 +142,11 @@ fp8_probe *fp8_probe_declare(fp8_probe_run *run, const char *name, fp8_role role
                              const char *const *shadows, int nshadow)
 {
     if (!run || !name || !*name) {
-        FP8_ERROR(FP8_EINVAL, "probe: %s", run ? "empty tensor name" : "no run");
+        FP8_ERROR(FP8_EINVAL, "fp8_probe_declare: %s", !run ? "the run is NULL" : !name ? "the name is NULL" : "empty tensor name");
+        return NULL;
+    }
+    if (!fp8__live_has(run)) {
+        FP8_ERROR(FP8_EINVAL, "fp8_probe_declare '%.60s': the run is closed (or was never opened)", name);
         return NULL;
     }
     if (strlen(name) >= FP8_NAME_MAX) {
@@ -154,6 +169,7 @@ fp8_probe *fp8_probe_declare(fp8_probe_run *run, const char *name, fp8_role role
     pthread_mutex_init(&p->lock, NULL);
     p->run = run;
     p->role = role;
+    p->layer = layer;
     snprintf(p->name, sizeof p->name, "%s", name);
     const char *specs[MAX_RECIPES];
     int n = 0;
@@ -185,8 +201,26 @@ fp8_probe *fp8_probe_declare(fp8_probe_run *run, const char *name, fp8_role role
         p->nrec++;
     }
     pthread_mutex_lock(&run->lock);
-    p->tensor_id = fp8_store_tensor(run->store, name, role, layer);
-    int ok = p->tensor_id >= 0;
+    /* one probe per tensor name: a second would merge two tensors' records
+     * (another role or layer) or write each (tensor, recipe, step) twice */
+    int ok = 1;
+    for (int k = 0; k < run->nprobes && ok; k++) {
+        const fp8_probe *q = run->probes[k];
+        if (strcmp(q->name, name) != 0)
+            continue;
+        ok = 0;
+        if (q->role != role || q->layer != layer)
+            FP8_ERROR(FP8_EINVAL,
+                      "probe '%s' is already declared as role %s, layer %d; declaring it again as role %s, layer %d "
+                      "would merge two tensors' records: give the second another name",
+                      name, fp8_role_name(q->role), q->layer, fp8_role_name(role), layer);
+        else
+            FP8_ERROR(FP8_EINVAL, "probe '%s' is already declared in this run: keep the fp8_probe the first "
+                      "fp8_probe_declare returned", name);
+    }
+    if (ok)
+        p->tensor_id = fp8_store_tensor(run->store, name, role, layer);
+    ok = ok && p->tensor_id >= 0;
     for (int i = 0; ok && i < p->nrec; i++)
         ok = (p->recipe_id[i] = fp8_store_recipe(run->store, p->st[i]->recipe.spec)) >= 0;
     if (ok && run->nprobes == run->cap) {
@@ -197,6 +231,8 @@ fp8_probe *fp8_probe_declare(fp8_probe_run *run, const char *name, fp8_role role
         else
             ok = 0, FP8_ERROR(FP8_ENOMEM, "probe: out of memory");
     }
+    if (ok && fp8__live_add(p) != 0)
+        ok = 0, FP8_ERROR(FP8_ENOMEM, "probe: out of memory");
     if (ok) {
         run->probes[run->nprobes++] = p;
         p->snapshot = run->snapshot_pattern && fnmatch(run->snapshot_pattern, name, 0) == 0;
@@ -207,6 +243,17 @@ fp8_probe *fp8_probe_declare(fp8_probe_run *run, const char *name, fp8_role role
         return NULL;
     }
     return p;
+}
+
+static int dead(const char *fn)
+{
+    return FP8_ERROR(FP8_EINVAL, "%s: the probe is not live: its run was closed (fp8_probe_close frees every probe "
+                     "of the run) or it was never returned by fp8_probe_declare", fn);
+}
+
+static int closed(const char *fn)
+{
+    return FP8_ERROR(FP8_EINVAL, "%s: the run is closed (or was never returned by fp8_probe_open)", fn);
 }
 
 static int recorded_step(const fp8_probe_options *o, int64_t step)
@@ -396,6 +443,8 @@ int fp8_probe_record(fp8_probe *p, int64_t step, const float *x, size_t rows, si
 {
     if (!p || !x)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_record: %s is NULL", p ? "the tensor" : "the probe");
+    if (!fp8__live_has(p))
+        return dead("fp8_probe_record");
     return probe_run(p, step, x, rows, cols, NULL);
 }
 
@@ -403,6 +452,8 @@ int fp8_probe_record_bits(fp8_probe *p, int64_t step, const uint16_t *x, fp8_dty
 {
     if (!p || !x)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_record_bits: %s is NULL", p ? "the tensor" : "the probe");
+    if (!fp8__live_has(p))
+        return dead("fp8_probe_record_bits");
     if (dtype != FP8_DTYPE_BF16 && dtype != FP8_DTYPE_F16)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_record_bits: dtype must be bf16 or fp16");
     if (!rows || !cols || rows > SIZE_MAX / cols / sizeof(float))
@@ -430,6 +481,8 @@ int fp8_probe_apply(fp8_probe *p, int64_t step, const float *x, size_t rows, siz
 {
     if (!p || !x || !out)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_apply: %s is NULL", !p ? "the probe" : !x ? "the tensor" : "out");
+    if (!fp8__live_has(p))
+        return dead("fp8_probe_apply");
     return probe_run(p, step, x, rows, cols, out);
 }
 
@@ -437,6 +490,8 @@ int fp8_probe_cast(fp8_probe *p, const float *x, size_t rows, size_t cols, float
 {
     if (!p || !x || !out)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_cast: %s is NULL", !p ? "the probe" : !x ? "the tensor" : "out");
+    if (!fp8__live_has(p))
+        return dead("fp8_probe_cast");
     if (!p->has_active) {
         if (out != x)
             memcpy(out, x, rows * cols * sizeof *out);
@@ -465,6 +520,8 @@ int fp8_probe_scalar(fp8_probe_run *run, const char *name, int64_t step, double 
 {
     if (!run || !name)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_scalar: %s is NULL", run ? "the name" : "the run");
+    if (!fp8__live_has(run))
+        return closed("fp8_probe_scalar");
     pthread_mutex_lock(&run->lock);
     int st = FP8_OK;
     if (run->io_failed) {
@@ -494,7 +551,9 @@ int fp8_probe_step_end(fp8_probe_run *run, int64_t step)
 {
     (void)step;
     if (!run)
-        return FP8_ERROR(FP8_EINVAL, "fp8_probe_step_end: no run");
+        return FP8_ERROR(FP8_EINVAL, "fp8_probe_step_end: the run is NULL");
+    if (!fp8__live_has(run))
+        return closed("fp8_probe_step_end");
     pthread_mutex_lock(&run->lock);
     for (int k = 0; k < run->nprobes; k++) {
         fp8_probe *p = run->probes[k];
@@ -520,19 +579,24 @@ int fp8_probe_step_end(fp8_probe_run *run, int64_t step)
 int fp8_probe_flush(fp8_probe_run *run)
 {
     if (!run)
-        return FP8_ERROR(FP8_EINVAL, "fp8_probe_flush: no run");
+        return FP8_ERROR(FP8_EINVAL, "fp8_probe_flush: the run is NULL");
+    if (!fp8__live_has(run))
+        return closed("fp8_probe_flush");
     pthread_mutex_lock(&run->lock);
     int st = flush_locked(run);
     pthread_mutex_unlock(&run->lock);
     return st;
 }
 
-uint64_t fp8_probe_dropped(const fp8_probe_run *run) { return run ? run->dropped : 0; }
+uint64_t fp8_probe_dropped(const fp8_probe_run *run) { return run && fp8__live_has(run) ? run->dropped : 0; }
 
 int fp8_probe_close(fp8_probe_run *run)
 {
     if (!run)
         return FP8_OK;
+    if (!fp8__live_has(run))
+        return closed("fp8_probe_close");
+    fp8__live_remove(run); /* from here on, other calls with it are refused */
     pthread_mutex_lock(&run->lock);
     for (int k = 0; k < run->nprobes; k++) { /* a last step whose step_end never came */
         fp8_probe *p = run->probes[k];

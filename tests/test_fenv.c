@@ -11,6 +11,7 @@
 #endif
 
 #include "fp8_format.h"
+#include "fp8_recipe.h"
 #include "tests.h"
 
 #define N 100003
@@ -82,9 +83,36 @@ static void test_environments(void)
     free(c1);
 }
 
+static void test_spec_names(void)
+{
+    /* a recipe's canonical name is its identity in run files: the host's
+     * rounding mode must change neither the numbers read nor the text */
+    const char *specs[] = {"e4m3:current:eps=1e-4", "e4m3:block=1x128:eps=3e-7", "e5m2:rowwise:eps=0.1",
+                           "hybrid:delayed:history=16,margin=1"};
+    const int rmodes[] = {FE_UPWARD, FE_DOWNWARD, FE_TOWARDZERO};
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+        fp8_recipe a, b;
+        CU_ASSERT_EQUAL_FATAL(fp8_recipe_parse(specs[i], &a), FP8_OK);
+        for (size_t m = 0; m < 3; m++) {
+            fesetround(rmodes[m]);
+            int st = fp8_recipe_parse(specs[i], &b);
+            int mode = fegetround();
+            fesetround(FE_TONEAREST);
+            CU_ASSERT_EQUAL(st, FP8_OK);
+            CU_ASSERT_EQUAL(mode, rmodes[m]); /* the host's mode is given back */
+            CU_ASSERT_STRING_EQUAL(a.spec, b.spec);
+            CU_ASSERT(a.eps == b.eps);
+        }
+    }
+    fp8_recipe r;
+    CU_ASSERT_EQUAL(fp8_recipe_parse("e4m3:current:eps=1e-4", &r), FP8_OK);
+    CU_ASSERT_STRING_EQUAL(r.spec, "e4m3:current:eps=0.0001");
+}
+
 void register_fenv_tests(void)
 {
-    static const char *const names[] = {"FTZ/DAZ and all rounding modes give the same bits"};
-    static void (*const fns[])(void) = {test_environments};
-    add_suite("fenv", names, fns, 1);
+    static const char *const names[] = {"FTZ/DAZ and all rounding modes give the same bits",
+                                        "recipe names do not depend on the rounding mode"};
+    static void (*const fns[])(void) = {test_environments, test_spec_names};
+    add_suite("fenv", names, fns, 2);
 }
