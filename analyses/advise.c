@@ -88,7 +88,10 @@ int an_advise(an_ctx *c)
             fp8_role role = (fp8_role)a->run->tensor_role[t];
             int best = -1, choice = -1, ncand = 0;
             uint64_t rows = 0, cols = 0;
-            for (int r = 0; r < R; r++) {
+            size_t nr;
+            const int *rs = an_tensor_recipes(a, t, &nr);
+            for (size_t i = 0; i < nr; i++) {
+                int r = rs[i];
                 size_t n;
                 const size_t *ix = an_series(a, t, r, &n);
                 const an_sstats *s = an_series_cached(a, t, r);
@@ -101,7 +104,8 @@ int an_advise(an_ctx *c)
             if (best < 0)
                 continue;
             double cb = INFINITY, bsq = an_series_cached(a, t, best)->sqnr_p50;
-            for (int r = 0; r < R; r++) {
+            for (size_t i = 0; i < nr; i++) {
+                int r = rs[i];
                 const an_sstats *s = an_series_cached(a, t, r);
                 if (!s || !s->records || !a->recipe_ok[r] || an_canon(a, t, r) != r || (int)s->events >= c->min_events ||
                     !(s->sqnr_p50 >= bsq - c->sqnr_margin_db))

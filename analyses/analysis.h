@@ -22,18 +22,23 @@ typedef struct {
     char label[64];          /* file name without directory and .h5       */
     fp8_recipe *recipes;     /* parsed specs, [nrecipes]                  */
     int *recipe_ok;          /* the spec parsed                            */
-    /* series: record indices grouped by (tensor, recipe), steps ascending:
-     * series (t, r) is order[start[t*R+r] .. start[t*R+r+1]) */
+    /* the (tensor, recipe) pairs with records or every-step rows: tensor
+     * t's are tpair[t] .. tpair[t+1], recipes ascending in pair_recipe
+     * (an_pair finds one); everything below is indexed by pair */
+    size_t *tpair, npairs;
+    int *pair_recipe;
+    /* series: record indices grouped by pair, steps ascending: series of
+     * pair k is order[start[k] .. start[k+1]) */
     size_t *start, *order;
     int *active;             /* per tensor: the active recipe id, -1 none  */
     int64_t record_every;    /* most common step gap between records       */
     struct an_sstats_cache *cache; /* compare.c: per-series statistics, lazily */
     /* every-step rows (schema 3 /steps) grouped like the records:
-     * rows of (t, r) are sorder[sstart[t*R+r] .. sstart[t*R+r+1]) */
+     * rows of pair k are sorder[sstart[k] .. sstart[k+1]) */
     size_t *sstart, *sorder;
     /* warm-up: per tensor, the first step that is not warm-up (docs/analyses.md) */
     int64_t *warm_end;
-    int *canon;              /* per tensor x recipe: the recipe with the same numerics
+    int *canon;              /* per pair: the recipe with the same numerics
                                 on this tensor that stands for both (factors.h)      */
     struct an_contrasts *contrasts; /* contrasts.c: one-factor comparisons, lazily */
 } an_run;
@@ -133,7 +138,14 @@ static inline int an_is_warm(const an_run *a, int t, int64_t step) { return step
 /* The recipe that stands for r on tensor t: the first (plain before hybrid)
  * recipe recorded on t with the same factors (factors.h), e.g. e4m3:delayed
  * for hybrid:delayed on an activation. */
-static inline int an_canon(const an_run *a, int t, int r) { return a->canon[(size_t)t * (size_t)a->run->nrecipes + (size_t)r]; }
+int an_canon(const an_run *a, int t, int r);
+
+/* The pair id of tensor t and recipe r, -1 when the run has no data for it. */
+int an_pair(const an_run *a, int t, int r);
+
+/* The recipes with records or every-step rows on tensor t, ascending; loop
+ * over these, not over every recipe of the run. */
+const int *an_tensor_recipes(const an_run *a, int t, size_t *n);
 
 /* An overflow at one cast of a per-tensor scale: amax * scale (float32, as
  * the cast computes it) encodes past the format's max, or an Inf input. */
@@ -155,6 +167,18 @@ int an_delayed_recipe(const an_run *a, int t);
 /* A short label for recipe r ("hybrid:delayed h=1024 max m=0",
  * "e4m3:block 1x128", ...), stable for tables and legends. */
 const char *an_recipe_label(const an_run *a, int r, char *buf, size_t n);
+
+/* Names (tensor names, recipe specs: n strings stride bytes apart from
+ * base) found by binary search; the lowest index among equal names. */
+typedef struct {
+    const char *base;
+    size_t stride;
+    int n;
+    int *ord;
+} an_names;
+int an_names_init(an_names *x, const char *base, size_t stride, int n); /* 0, -1 out of memory */
+int an_names_find(const an_names *x, const char *key);                  /* index or -1 */
+void an_names_free(an_names *x);
 
 /* The element format tensor t uses under recipe r. */
 const fp8_format *an_format(const an_run *a, int t, int r);

@@ -60,51 +60,138 @@ static int cmp_series(const void *a, const void *b)
     return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
 }
 
-static int index_run(an_run *a)
+/* The (tensor, recipe) pairs that have records or every-step rows, sorted;
+ * a hash from the pair's key to its id while building.  Everything indexed
+ * per pair costs what the file holds, never tensors x recipes (a run with
+ * 100,000 recipes over 10,000 tensors has 10^9 such cells). */
+static uint64_t pair_key(uint32_t t, uint32_t r) { return (uint64_t)t << 32 | r; }
+
+typedef struct {
+    uint64_t *key; /* UINT64_MAX = empty */
+    size_t *id;
+    size_t cap;
+} pair_hash;
+
+static size_t ph_slot(const pair_hash *h, uint64_t k)
+{
+    size_t i = (size_t)((k * 0x9E3779B97F4A7C15ull) >> 17) & (h->cap - 1);
+    while (h->key[i] != UINT64_MAX && h->key[i] != k)
+        i = (i + 1) & (h->cap - 1);
+    return i;
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return (a > b) - (a < b);
+}
+
+static int index_pairs(an_run *a, pair_hash *h)
 {
     const fp8_run *r = a->run;
-    size_t T = (size_t)r->ntensors, R = (size_t)r->nrecipes, n = r->nrecords;
-    a->start = calloc(T * R + 1, sizeof *a->start);
+    size_t n = r->nrecords + r->nsteps, cap = 16;
+    while (cap < 2 * n + 2)
+        cap *= 2;
+    h->cap = cap;
+    h->key = malloc(cap * sizeof *h->key);
+    h->id = malloc(cap * sizeof *h->id);
+    uint64_t *uniq = malloc((n + 1) * sizeof *uniq);
+    a->tpair = calloc((size_t)r->ntensors + 2, sizeof *a->tpair);
+    if (!h->key || !h->id || !uniq || !a->tpair) {
+        free(uniq);
+        return -1;
+    }
+    memset(h->key, 0xFF, cap * sizeof *h->key);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t k = i < r->nrecords ? pair_key(r->summaries[i].tensor, r->summaries[i].recipe)
+                                     : pair_key(r->steps[i - r->nrecords].tensor, r->steps[i - r->nrecords].recipe);
+        size_t sl = ph_slot(h, k);
+        if (h->key[sl] == UINT64_MAX)
+            h->key[sl] = k, uniq[m++] = k;
+    }
+    qsort(uniq, m, sizeof *uniq, cmp_u64);
+    a->npairs = m;
+    a->pair_recipe = malloc((m + 1) * sizeof *a->pair_recipe);
+    if (!a->pair_recipe) {
+        free(uniq);
+        return -1;
+    }
+    for (size_t i = 0; i < m; i++) {
+        h->id[ph_slot(h, uniq[i])] = i;
+        a->pair_recipe[i] = (int)(uint32_t)uniq[i];
+        a->tpair[(uniq[i] >> 32) + 1]++;
+    }
+    for (int t = 0; t < r->ntensors; t++)
+        a->tpair[t + 1] += a->tpair[t];
+    free(uniq);
+    return 0;
+}
+
+int an_pair(const an_run *a, int t, int r)
+{
+    if (t < 0 || r < 0 || t >= a->run->ntensors || r >= a->run->nrecipes || !a->tpair)
+        return -1;
+    size_t lo = a->tpair[t], hi = a->tpair[t + 1];
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (a->pair_recipe[mid] < r)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < a->tpair[t + 1] && a->pair_recipe[lo] == r ? (int)lo : -1;
+}
+
+const int *an_tensor_recipes(const an_run *a, int t, size_t *n)
+{
+    if (t < 0 || t >= a->run->ntensors || !a->tpair) {
+        *n = 0;
+        return NULL;
+    }
+    *n = a->tpair[t + 1] - a->tpair[t];
+    return a->pair_recipe + a->tpair[t];
+}
+
+static int index_run(an_run *a, const pair_hash *h)
+{
+    const fp8_run *r = a->run;
+    size_t T = (size_t)r->ntensors, R = (size_t)r->nrecipes, n = r->nrecords, P = a->npairs;
+    a->start = calloc(P + 2, sizeof *a->start);
     a->order = malloc((n + 1) * sizeof *a->order);
     a->active = malloc((T + 1) * sizeof *a->active);
     a->recipes = calloc(R + 1, sizeof *a->recipes);
     a->recipe_ok = calloc(R + 1, sizeof *a->recipe_ok);
-    size_t *fill = calloc(T * R + 1, sizeof *fill);
-    if (!a->start || !a->order || !a->active || !a->recipes || !a->recipe_ok || !fill) {
-        free(fill);
+    size_t *fill = calloc(P + 1, sizeof *fill), *pid = malloc((n + 1) * sizeof *pid);
+    if (!a->start || !a->order || !a->active || !a->recipes || !a->recipe_ok || !fill || !pid) {
+        free(fill), free(pid);
         return -1;
     }
     for (size_t r0 = 0; r0 < R; r0++)
         a->recipe_ok[r0] = fp8_recipe_parse(r->recipe_spec[r0], &a->recipes[r0]) == FP8_OK;
     for (size_t t = 0; t < T; t++)
         a->active[t] = -1;
-    /* counting sort by series, then steps within each series */
-    size_t *cnt = calloc(T * R + 1, sizeof *cnt);
-    if (!cnt) {
-        free(fill);
-        return -1;
-    }
+    /* counting sort by pair, then steps within each series */
     for (size_t i = 0; i < n; i++) {
         const fp8_summary *s = &r->summaries[i];
-        cnt[(size_t)s->tensor * R + s->recipe]++;
+        pid[i] = h->id[ph_slot(h, pair_key(s->tensor, s->recipe))];
+        a->start[pid[i] + 1]++;
         if (s->active && a->active[s->tensor] < 0)
             a->active[s->tensor] = (int)s->recipe;
     }
-    for (size_t k = 0; k < T * R; k++)
-        a->start[k + 1] = a->start[k] + cnt[k];
-    for (size_t i = 0; i < n; i++) {
-        size_t k = (size_t)r->summaries[i].tensor * R + r->summaries[i].recipe;
-        a->order[a->start[k] + fill[k]++] = i;
-    }
-    free(cnt);
+    for (size_t k = 0; k < P; k++)
+        a->start[k + 1] += a->start[k];
+    for (size_t i = 0; i < n; i++)
+        a->order[a->start[pid[i]] + fill[pid[i]]++] = i;
     free(fill);
+    free(pid);
     /* sort each series by step where the file did not already have it in order,
      * and drop repeated steps (an older writer stored a shadow equal to the
      * active recipe twice): compact in place, keeping the active copy */
     sort_recs = r->summaries;
     size_t out = 0, gaps[8] = {0};
     int64_t gapv[8] = {0};
-    for (size_t k = 0; k < T * R; k++) {
+    for (size_t k = 0; k < P; k++) {
         size_t b = a->start[k], e = a->start[k + 1], sorted = 1;
         for (size_t i = b + 1; i < e && sorted; i++)
             sorted = r->summaries[a->order[i]].step > r->summaries[a->order[i - 1]].step;
@@ -125,7 +212,7 @@ static int index_run(an_run *a)
             a->order[out++] = a->order[i];
         }
     }
-    a->start[T * R] = out;
+    a->start[P] = out;
     a->record_every = 1;
     size_t best = 0;
     for (int j = 0; j < 8; j++)
@@ -144,31 +231,49 @@ static int cmp_steprow(const void *a, const void *b)
 /* The every-step rows grouped by (tensor, recipe) in step order (a repeated
  * step keeps its first row), the canonical recipe of each tensor x recipe,
  * and each tensor's warm-up end. */
-static int index_series(an_run *a)
+static const an_factors *sort_fac;
+static const fp8_recipe *sort_rec;
+static const int *sort_pr;
+
+/* pairs of one tensor by numerics, then plain before hybrid, then recipe id */
+static int cmp_numerics(const void *x, const void *y)
+{
+    size_t i = *(const size_t *)x, j = *(const size_t *)y;
+    int c = an_factors_cmp(&sort_fac[i], &sort_fac[j]);
+    if (c)
+        return c;
+    int hi = sort_rec[sort_pr[i]].hybrid, hj = sort_rec[sort_pr[j]].hybrid;
+    if (hi != hj)
+        return hi - hj;
+    return (sort_pr[i] > sort_pr[j]) - (sort_pr[i] < sort_pr[j]);
+}
+
+static int index_series(an_run *a, const pair_hash *h)
 {
     const fp8_run *r = a->run;
-    size_t T = (size_t)r->ntensors, R = (size_t)r->nrecipes, n = r->nsteps;
-    a->sstart = calloc(T * R + 1, sizeof *a->sstart);
+    size_t T = (size_t)r->ntensors, n = r->nsteps, P = a->npairs;
+    a->sstart = calloc(P + 2, sizeof *a->sstart);
     a->sorder = malloc((n + 1) * sizeof *a->sorder);
     a->warm_end = malloc((T + 1) * sizeof *a->warm_end);
-    a->canon = malloc((T * R + 1) * sizeof *a->canon);
-    size_t *fill = calloc(T * R + 1, sizeof *fill);
-    if (!a->sstart || !a->sorder || !a->warm_end || !a->canon || !fill) {
-        free(fill);
+    a->canon = malloc((P + 1) * sizeof *a->canon);
+    size_t *fill = calloc(P + 1, sizeof *fill), *pid = malloc((n + 1) * sizeof *pid);
+    if (!a->sstart || !a->sorder || !a->warm_end || !a->canon || !fill || !pid) {
+        free(fill), free(pid);
         return -1;
     }
-    for (size_t i = 0; i < n; i++)
-        a->sstart[(size_t)r->steps[i].tensor * R + r->steps[i].recipe + 1]++;
-    for (size_t k = 0; k < T * R; k++)
-        a->sstart[k + 1] += a->sstart[k];
     for (size_t i = 0; i < n; i++) {
-        size_t k = (size_t)r->steps[i].tensor * R + r->steps[i].recipe;
-        a->sorder[a->sstart[k] + fill[k]++] = i;
+        pid[i] = h->id[ph_slot(h, pair_key(r->steps[i].tensor, r->steps[i].recipe))];
+        a->sstart[pid[i] + 1]++;
     }
+    for (size_t k = 0; k < P; k++)
+        a->sstart[k + 1] += a->sstart[k];
+    for (size_t i = 0; i < n; i++)
+        a->sorder[a->sstart[pid[i]] + fill[pid[i]]++] = i;
     free(fill);
+    free(pid);
     sort_steps = r->steps;
     size_t out = 0;
-    for (size_t k = 0; k < T * R; k++) {
+    for (size_t k = 0; k < P; k++) {
         size_t b = a->sstart[k], e = a->sstart[k + 1], sorted = 1;
         for (size_t i = b + 1; i < e && sorted; i++)
             sorted = r->steps[a->sorder[i]].step > r->steps[a->sorder[i - 1]].step;
@@ -179,50 +284,46 @@ static int index_series(an_run *a)
             if (i == b || r->steps[a->sorder[i]].step != r->steps[a->sorder[out - 1]].step)
                 a->sorder[out++] = a->sorder[i];
     }
-    a->sstart[T * R] = out;
-    /* canonical recipes: same factors on this tensor, plain before hybrid */
-    an_factors *f = malloc((R + 1) * sizeof *f);
-    if (!f)
+    a->sstart[P] = out;
+    /* canonical recipes: among a tensor's recipes with the same factors, the
+     * plain one before the hybrid, then the lowest id (a sort per tensor,
+     * not a pairwise search) */
+    an_factors *f = malloc((P + 1) * sizeof *f);
+    size_t *ord = malloc((P + 1) * sizeof *ord);
+    if (!f || !ord) {
+        free(f), free(ord);
         return -1;
+    }
     for (size_t t = 0; t < T; t++) {
-        for (size_t q = 0; q < R; q++) {
-            a->canon[t * R + q] = (int)q;
-            if (a->recipe_ok[q])
-                an_factors_of(&a->recipes[q], (fp8_role)r->tensor_role[t], &f[q]);
-        }
-        for (size_t q = 0; q < R; q++) {
-            size_t nq, ns;
-            an_series(a, (int)t, (int)q, &nq);
-            an_steps(a, (int)t, (int)q, &ns);
-            if (!a->recipe_ok[q] || (!nq && !ns))
-                continue;
-            int best = (int)q;
-            for (size_t o = 0; o < R; o++) {
-                size_t no, nso;
-                an_series(a, (int)t, (int)o, &no);
-                an_steps(a, (int)t, (int)o, &nso);
-                if (o == q || !a->recipe_ok[o] || (!no && !nso) || !an_factors_equal(&f[q], &f[o]))
-                    continue;
-                int ob = a->recipes[best].hybrid, oo = a->recipes[o].hybrid;
-                if ((ob && !oo) || (ob == oo && (int)o < best))
-                    best = (int)o;
+        size_t b = a->tpair[t], e = a->tpair[t + 1], m = 0;
+        for (size_t k = b; k < e; k++) {
+            a->canon[k] = a->pair_recipe[k];
+            if (a->recipe_ok[a->pair_recipe[k]]) {
+                an_factors_of(&a->recipes[a->pair_recipe[k]], (fp8_role)r->tensor_role[t], &f[k]);
+                ord[m++] = k;
             }
-            a->canon[t * R + q] = best;
+        }
+        sort_fac = f, sort_rec = a->recipes, sort_pr = a->pair_recipe;
+        qsort(ord, m, sizeof *ord, cmp_numerics);
+        for (size_t i = 0, g = 0; i < m; i++) {
+            if (i > 0 && an_factors_cmp(&f[ord[i]], &f[ord[g]]) != 0)
+                g = i;
+            a->canon[ord[i]] = a->pair_recipe[ord[g]];
         }
     }
     free(f);
+    free(ord);
     /* warm-up: up to the first step with a real amax, on tensors with a delayed recipe */
     for (size_t t = 0; t < T; t++) {
         a->warm_end[t] = INT64_MIN;
         int delayed = 0, src = -1;
         size_t best = 0;
-        for (size_t q = 0; q < R; q++) {
-            size_t nq, ns;
-            an_series(a, (int)t, (int)q, &nq);
-            an_steps(a, (int)t, (int)q, &ns);
-            delayed |= (nq || ns) && a->recipe_ok[q] && a->recipes[q].kind == FP8_RECIPE_DELAYED;
+        for (size_t k = a->tpair[t]; k < a->tpair[t + 1]; k++) {
+            int q = a->pair_recipe[k];
+            size_t ns = a->sstart[k + 1] - a->sstart[k];
+            delayed |= a->recipe_ok[q] && a->recipes[q].kind == FP8_RECIPE_DELAYED;
             if (ns > best)
-                best = ns, src = (int)q;
+                best = ns, src = q;
         }
         if (!delayed)
             continue;
@@ -251,14 +352,19 @@ static int index_series(an_run *a)
 
 const size_t *an_steps(const an_run *a, int t, int r, size_t *n)
 {
-    size_t R = (size_t)a->run->nrecipes;
-    if (!a->sstart || t < 0 || r < 0 || t >= a->run->ntensors || r >= a->run->nrecipes) {
+    int k = a->sstart ? an_pair(a, t, r) : -1;
+    if (k < 0) {
         *n = 0;
         return NULL;
     }
-    size_t k = (size_t)t * R + (size_t)r;
     *n = a->sstart[k + 1] - a->sstart[k];
     return a->sorder + a->sstart[k];
+}
+
+int an_canon(const an_run *a, int t, int r)
+{
+    int k = an_pair(a, t, r);
+    return k < 0 || !a->canon ? r : a->canon[k];
 }
 
 int an_overflows_at(const fp8_format *f, const fp8_cast_mode *mode, float amax, float scale, unsigned nonfinite)
@@ -304,7 +410,10 @@ int an_open(an_ctx *c, const char *const *paths, int n)
             fprintf(stderr, "fp8prof: %s: the run is empty (no records, no scalars)\n", paths[i]);
             return 1;
         }
-        if (index_run(a) || index_series(a)) {
+        pair_hash h = {0};
+        int bad = index_pairs(a, &h) || index_run(a, &h) || index_series(a, &h);
+        free(h.key), free(h.id);
+        if (bad) {
             fprintf(stderr, "fp8prof: %s: out of memory indexing the run\n", paths[i]);
             return 1;
         }
@@ -386,6 +495,7 @@ void an_close(an_ctx *c)
         fp8_run_free(a->run);
         free(a->recipes), free(a->recipe_ok), free(a->start), free(a->order), free(a->active);
         free(a->sstart), free(a->sorder), free(a->warm_end), free(a->canon);
+        free(a->tpair), free(a->pair_recipe);
     }
     free(c->runs);
     for (int i = 0; i < c->nfindings; i++)
@@ -396,12 +506,11 @@ void an_close(an_ctx *c)
 
 const size_t *an_series(const an_run *a, int t, int r, size_t *n)
 {
-    size_t R = (size_t)a->run->nrecipes;
-    if (t < 0 || r < 0 || t >= a->run->ntensors || r >= a->run->nrecipes) {
+    int k = a->start ? an_pair(a, t, r) : -1;
+    if (k < 0) {
         *n = 0;
         return NULL;
     }
-    size_t k = (size_t)t * R + (size_t)r;
     *n = a->start[k + 1] - a->start[k];
     return a->order + a->start[k];
 }
@@ -412,10 +521,11 @@ int an_input_recipe(const an_run *a, int t)
     if (a->active[t] >= 0 && (an_series(a, t, a->active[t], &n), n > 0))
         return a->active[t];
     int best = -1;
-    size_t bn = 0;
-    for (int r = 0; r < a->run->nrecipes; r++)
-        if (an_series(a, t, r, &n), n > bn)
-            bn = n, best = r;
+    size_t bn = 0, nr;
+    const int *rs = an_tensor_recipes(a, t, &nr);
+    for (size_t i = 0; i < nr; i++)
+        if (an_series(a, t, rs[i], &n), n > bn)
+            bn = n, best = rs[i];
     return best;
 }
 
@@ -431,7 +541,10 @@ size_t an_snapshots(const an_run *a, int t, size_t *idx)
 int an_delayed_recipe(const an_run *a, int t)
 {
     int d = -1;
-    for (int r = 0; r < a->run->nrecipes; r++) {
+    size_t nr;
+    const int *rs = an_tensor_recipes(a, t, &nr);
+    for (size_t i = 0; i < nr; i++) {
+        int r = rs[i];
         size_t n;
         an_series(a, t, r, &n);
         if (n && a->recipe_ok[r] && a->recipes[r].kind == FP8_RECIPE_DELAYED && (d < 0 || r == a->active[t]))
@@ -533,4 +646,46 @@ void an_thresholds(const fp8_format *f, double scale_inv, double *over, double *
     /* below half the smallest subnormal, a value rounds to zero; the tie
      * goes to the even code, zero */
     *under = f->min_subnormal / 2 * scale_inv;
+}
+
+/* ---- names looked up by sorting, not by scanning ---------------------- */
+
+static const an_names *sort_names;
+static int cmp_name(const void *x, const void *y)
+{
+    int i = *(const int *)x, j = *(const int *)y;
+    int c = strcmp(sort_names->base + (size_t)i * sort_names->stride, sort_names->base + (size_t)j * sort_names->stride);
+    return c ? c : (i > j) - (i < j);
+}
+
+int an_names_init(an_names *x, const char *base, size_t stride, int n)
+{
+    x->base = base, x->stride = stride, x->n = n;
+    x->ord = malloc(((size_t)n + 1) * sizeof *x->ord);
+    if (!x->ord)
+        return -1;
+    for (int i = 0; i < n; i++)
+        x->ord[i] = i;
+    sort_names = x;
+    qsort(x->ord, (size_t)n, sizeof *x->ord, cmp_name);
+    return 0;
+}
+
+int an_names_find(const an_names *x, const char *key)
+{
+    int lo = 0, hi = x->n;
+    while (lo < hi) { /* the first entry >= key: the lowest index of equal names */
+        int mid = lo + (hi - lo) / 2;
+        if (strcmp(x->base + (size_t)x->ord[mid] * x->stride, key) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < x->n && strcmp(x->base + (size_t)x->ord[lo] * x->stride, key) == 0 ? x->ord[lo] : -1;
+}
+
+void an_names_free(an_names *x)
+{
+    free(x->ord);
+    x->ord = NULL;
 }

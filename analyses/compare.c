@@ -127,27 +127,29 @@ int an_series_stats(const an_run *a, int t, int r, an_sstats *o)
 }
 
 struct an_sstats_cache {
-    an_sstats *st;
+    an_sstats *st; /* per pair (an_pair) */
     unsigned char *ok;
+    an_sstats none; /* a series without data */
 };
 
 const an_sstats *an_series_cached(an_run *a, int t, int r)
 {
-    size_t R = (size_t)a->run->nrecipes, T = (size_t)a->run->ntensors;
-    if (t < 0 || r < 0 || (size_t)t >= T || (size_t)r >= R)
+    if (t < 0 || r < 0 || t >= a->run->ntensors || r >= a->run->nrecipes)
         return NULL;
     if (!a->cache) {
         a->cache = calloc(1, sizeof *a->cache);
         if (!a->cache)
             return NULL;
-        a->cache->st = calloc(T * R + 1, sizeof *a->cache->st);
-        a->cache->ok = calloc(T * R + 1, 1);
-        if (!a->cache->st || !a->cache->ok) {
+        a->cache->st = calloc(a->npairs + 1, sizeof *a->cache->st);
+        a->cache->ok = calloc(a->npairs + 1, 1);
+        if (!a->cache->st || !a->cache->ok || an_series_stats(a, -1, -1, &a->cache->none) != 0) {
             an_series_cache_free(a);
             return NULL;
         }
     }
-    size_t k = (size_t)t * R + (size_t)r;
+    int k = an_pair(a, t, r);
+    if (k < 0)
+        return &a->cache->none;
     if (!a->cache->ok[k]) {
         if (an_series_stats(a, t, r, &a->cache->st[k]) != 0)
             return NULL;
@@ -179,9 +181,12 @@ an_verdict an_tensor_verdict(const an_ctx *c, an_run *a, int t, an_vinfo *vi)
     memset(vi, 0, sizeof *vi);
     vi->D = vi->C = vi->B = -1;
     vi->d_timing = vi->p_timing = vi->d_gran = vi->p_gran = vi->under_c = vi->under_b = NAN;
-    int R = a->run->nrecipes, D = -1;
+    int D = -1;
     fp8_role role = (fp8_role)a->run->tensor_role[t];
-    for (int r = 0; r < R; r++) { /* the active recipe when delayed, else the first delayed */
+    size_t nr;
+    const int *rs = an_tensor_recipes(a, t, &nr);
+    for (size_t ri = 0; ri < nr; ri++) { /* the active recipe when delayed, else the first delayed */
+        int r = rs[ri];
         size_t n;
         an_series(a, t, r, &n);
         if (!n || !a->recipe_ok[r] || a->recipes[r].kind != FP8_RECIPE_DELAYED)
@@ -197,9 +202,9 @@ an_verdict an_tensor_verdict(const an_ctx *c, an_run *a, int t, an_vinfo *vi)
     an_factors fd, fr;
     an_factors_of(&a->recipes[D], role, &fd);
     size_t nc;
-    const an_contrast *v = an_run_contrasts(c, a, &nc);
+    const an_contrast *v = an_tensor_contrasts(c, a, t, &nc);
     for (size_t i = 0; v && i < nc; i++)
-        if (v[i].t == t && v[i].factor == AN_F_TIMING && v[i].a == D) {
+        if (v[i].factor == AN_F_TIMING && v[i].a == D) {
             an_factors_of(&a->recipes[v[i].b], role, &fr);
             if (fr.timing == 2) {
                 vi->C = v[i].b, vi->d_timing = v[i].d.mean, vi->p_timing = v[i].padj;
@@ -219,7 +224,7 @@ an_verdict an_tensor_verdict(const an_ctx *c, an_run *a, int t, an_vinfo *vi)
     if (sc)
         vi->events_c = sc->events, vi->under_c = sc->underflow_rate;
     for (size_t i = 0; v && i < nc; i++)
-        if (v[i].t == t && v[i].factor == AN_F_GRANULARITY && v[i].a == vi->C &&
+        if (v[i].factor == AN_F_GRANULARITY && v[i].a == vi->C &&
             (vi->B < 0 || v[i].d.mean > vi->d_gran)) {
             vi->B = v[i].b, vi->d_gran = v[i].d.mean, vi->p_gran = v[i].padj;
         }
@@ -269,14 +274,56 @@ typedef struct {
     int te_known, active;
 } group;
 
-static group *group_for(group *g, int *ng, int cap, int role, const char *label)
+/* The groups of a run, found by (role, label) through a hash of their
+ * indices: a run with many distinct recipes costs its size, not its square. */
+typedef struct {
+    group *g;
+    int n, cap;
+    int *slot; /* -1 empty */
+    size_t nslot;
+} group_set;
+
+static size_t group_hash(int role, const char *label)
 {
-    for (int i = 0; i < *ng; i++)
-        if (g[i].role == role && !strcmp(g[i].label, label))
-            return &g[i];
-    if (*ng == cap)
-        return NULL;
-    group *G = &g[(*ng)++];
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)role;
+    for (const unsigned char *p = (const unsigned char *)label; *p; p++)
+        h = (h ^ *p) * 1099511628211ull;
+    return (size_t)h;
+}
+
+static group *group_for(group_set *S, int role, const char *label)
+{
+    if (2 * (size_t)(S->n + 1) > S->nslot) { /* grow the index (and rebuild it) */
+        size_t ns = S->nslot ? 2 * S->nslot : 64;
+        int *sl = malloc(ns * sizeof *sl);
+        if (!sl)
+            return NULL;
+        for (size_t i = 0; i < ns; i++)
+            sl[i] = -1;
+        for (int i = 0; i < S->n; i++) {
+            size_t h = group_hash(S->g[i].role, S->g[i].label) & (ns - 1);
+            while (sl[h] >= 0)
+                h = (h + 1) & (ns - 1);
+            sl[h] = i;
+        }
+        free(S->slot);
+        S->slot = sl, S->nslot = ns;
+    }
+    size_t h = group_hash(role, label) & (S->nslot - 1);
+    for (; S->slot[h] >= 0; h = (h + 1) & (S->nslot - 1)) {
+        group *G = &S->g[S->slot[h]];
+        if (G->role == role && !strcmp(G->label, label))
+            return G;
+    }
+    if (S->n == S->cap) {
+        int cap = S->cap ? 2 * S->cap : 64;
+        group *g = realloc(S->g, (size_t)cap * sizeof *g);
+        if (!g)
+            return NULL;
+        S->g = g, S->cap = cap;
+    }
+    S->slot[h] = S->n;
+    group *G = &S->g[S->n++];
     memset(G, 0, sizeof *G);
     G->role = role, G->te_known = 1;
     snprintf(G->label, sizeof G->label, "%s", label);
@@ -456,13 +503,7 @@ int an_compare(an_ctx *c)
             fprintf(c->md, "Run `%s`: no records.\n\n", a->label);
             continue;
         }
-        int cap = (FP8_NROLE + 1) * (R + 1) * 2;
-        group *grp = calloc((size_t)cap, sizeof *grp);
-        if (!grp) {
-            rc = 1;
-            goto done;
-        }
-        int ngrp = 0;
+        group_set gs = {0};
         char lab[96];
         int warm_tensors = 0;
         int64_t warm_lo = INT64_MAX, warm_hi = INT64_MIN;
@@ -473,7 +514,10 @@ int an_compare(an_ctx *c)
                 warm_lo = a->warm_end[t] < warm_lo ? a->warm_end[t] : warm_lo;
                 warm_hi = a->warm_end[t] > warm_hi ? a->warm_end[t] : warm_hi;
             }
-            for (int r = 0; r < R; r++) {
+            size_t nr;
+            const int *rs = an_tensor_recipes(a, t, &nr);
+            for (size_t ri2 = 0; ri2 < nr; ri2++) {
+                int r = rs[ri2];
                 const an_sstats *s = an_series_cached(a, t, r);
                 if (!s || (!s->records && !s->warm_records) || !a->recipe_ok[r])
                     continue;
@@ -495,8 +539,13 @@ int an_compare(an_ctx *c)
                             s->warm_numel > 0 ? s->warm_underflows / s->warm_numel : NAN);
                 if (canon != r)
                     continue;
-                group *G = group_for(grp, &ngrp, cap, (int)role, lab);
-                group *A = group_for(grp, &ngrp, cap, FP8_NROLE, lab);
+                group *G = group_for(&gs, (int)role, lab);
+                group *A = group_for(&gs, FP8_NROLE, lab);
+                if (!G || !A) {
+                    free(gs.g), free(gs.slot);
+                    rc = 1;
+                    goto done;
+                }
                 if (G)
                     group_add(G, s), G->active |= r == a->active[t];
                 if (A)
@@ -508,8 +557,8 @@ int an_compare(an_ctx *c)
         fprintf(c->md, "| role | recipe | tensors | overflow events / steps | overflow %% | TE overflows%% | "
                        "underflow %% | subnormal %% | SQNR dB |\n|---|---|---|---|---|---|---|---|---|\n");
         for (int role = 0; role <= FP8_NROLE; role++)
-            for (int i = 0; i < ngrp; i++) {
-                group *G = &grp[i];
+            for (int i = 0; i < gs.n; i++) {
+                group *G = &gs.g[i];
                 if (G->role != role || !G->records)
                     continue;
                 const char *gname = role == FP8_NROLE ? "all" : fp8_role_name((fp8_role)role);
@@ -541,8 +590,8 @@ int an_compare(an_ctx *c)
             char worst[200] = "";
             double worst_rate = -1;
             for (int role = 0; role < FP8_NROLE; role++)
-                for (int i = 0; i < ngrp; i++) {
-                    group *G = &grp[i];
+                for (int i = 0; i < gs.n; i++) {
+                    group *G = &gs.g[i];
                     if (G->role != role || !G->warm_steps || !strstr(G->label, "delayed"))
                         continue;
                     double wn = G->warm_numel > 0 ? G->warm_numel : 1;
@@ -612,8 +661,8 @@ int an_compare(an_ctx *c)
             an_finding(c, "verdict", "`%s` %d / %d / %d%s", a->label, nverd[1], nverd[2], nverd[3],
                        nverd[0] ? " (+ n/a)" : "");
         /* recipes that overflow at nearly every step: a systematic clip */
-        for (int i = 0; i < ngrp; i++) {
-            group *G = &grp[i];
+        for (int i = 0; i < gs.n; i++) {
+            group *G = &gs.g[i];
             if (G->role != FP8_NROLE || G->event_steps < 10 || (double)G->events < 0.9 * (double)G->event_steps ||
                 !(G->over / (G->numel > 0 ? G->numel : 1) > 1e-4))
                 continue;
@@ -651,7 +700,7 @@ int an_compare(an_ctx *c)
                 c->risk_events[k] += (int)vi.events_d;
             }
         }
-        free(grp);
+        free(gs.g), free(gs.slot);
     }
     for (int k = 0; k < c->nclip; k++)
         an_finding(c, "risk", "`%s` overflows at almost every step of every tensor in %d run%s (%.3g..%.3g%% of "

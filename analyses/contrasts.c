@@ -10,14 +10,16 @@
 #include "contrasts.h"
 
 struct an_contrasts {
-    an_contrast *v;
+    an_contrast *v;  /* in tensor order */
     size_t n;
+    size_t *tstart;  /* tensor t's contrasts are v[tstart[t] .. tstart[t+1]) */
 };
 
 void an_contrasts_free(an_run *a)
 {
     if (a->contrasts) {
         free(a->contrasts->v);
+        free(a->contrasts->tstart);
         free(a->contrasts);
         a->contrasts = NULL;
     }
@@ -47,34 +49,40 @@ static size_t paired(const an_run *a, int t, int ra, int rb, double *d, int64_t 
 
 static int compute(const an_ctx *c, an_run *a)
 {
-    int T = a->run->ntensors, R = a->run->nrecipes;
-    size_t cap = 64, n = 0;
+    int T = a->run->ntensors;
+    size_t cap = 64, n = 0, maxr = 1;
+    for (int t = 0; t < T; t++)
+        maxr = a->tpair[t + 1] - a->tpair[t] > maxr ? a->tpair[t + 1] - a->tpair[t] : maxr;
     an_contrast *v = malloc(cap * sizeof *v);
     double *d = malloc((a->run->nrecords + 1) * sizeof *d);
-    an_factors *f = malloc(((size_t)R + 1) * sizeof *f);
+    an_factors *f = malloc(maxr * sizeof *f);
     if (!v || !d || !f) {
         free(v), free(d), free(f);
         return -1;
     }
     for (int t = 0; t < T; t++) {
         fp8_role role = (fp8_role)a->run->tensor_role[t];
-        for (int r = 0; r < R; r++)
-            if (a->recipe_ok[r])
-                an_factors_of(&a->recipes[r], role, &f[r]);
-        for (int x = 0; x < R; x++) {
+        size_t nr;
+        const int *rs = an_tensor_recipes(a, t, &nr);
+        for (size_t i = 0; i < nr; i++)
+            if (a->recipe_ok[rs[i]])
+                an_factors_of(&a->recipes[rs[i]], role, &f[i]);
+        for (size_t ix = 0; ix < nr; ix++) {
+            int x = rs[ix];
             size_t nx;
             an_series(a, t, x, &nx);
             if (!nx || !a->recipe_ok[x] || an_canon(a, t, x) != x)
                 continue;
-            for (int y = x + 1; y < R; y++) {
+            for (size_t iy = ix + 1; iy < nr; iy++) {
+                int y = rs[iy];
                 size_t ny;
                 an_series(a, t, y, &ny);
                 if (!ny || !a->recipe_ok[y] || an_canon(a, t, y) != y)
                     continue;
-                int k = an_factors_one(&f[x], &f[y]);
+                int k = an_factors_one(&f[ix], &f[iy]);
                 if (k < 0)
                     continue;
-                int from = an_factors_from_first((an_factor)k, &f[x], &f[y]) ? x : y, to = from == x ? y : x;
+                int from = an_factors_from_first((an_factor)k, &f[ix], &f[iy]) ? x : y, to = from == x ? y : x;
                 size_t m = paired(a, t, from, to, d, NULL);
                 if (!m)
                     continue;
@@ -111,6 +119,15 @@ static int compute(const an_ctx *c, an_run *a)
     }
     a->contrasts->v = v;
     a->contrasts->n = n;
+    a->contrasts->tstart = calloc((size_t)T + 2, sizeof *a->contrasts->tstart);
+    if (!a->contrasts->tstart) {
+        an_contrasts_free(a);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) /* computed tensor by tensor: already in order */
+        a->contrasts->tstart[v[i].t + 1]++;
+    for (int t = 0; t < T; t++)
+        a->contrasts->tstart[t + 1] += a->contrasts->tstart[t];
     return 0;
 }
 
@@ -123,21 +140,64 @@ const an_contrast *an_run_contrasts(const an_ctx *c, an_run *a, size_t *n)
     return a->contrasts->v;
 }
 
+const an_contrast *an_tensor_contrasts(const an_ctx *c, an_run *a, int t, size_t *n)
+{
+    size_t all;
+    const an_contrast *v = an_run_contrasts(c, a, &all);
+    *n = 0;
+    if (!v || t < 0 || t >= a->run->ntensors)
+        return NULL;
+    *n = a->contrasts->tstart[t + 1] - a->contrasts->tstart[t];
+    return v + a->contrasts->tstart[t];
+}
+
 const an_contrast *an_find_contrast(const an_ctx *c, an_run *run, int t, int a, int b, int *flip)
 {
     size_t n;
-    const an_contrast *v = an_run_contrasts(c, run, &n);
+    const an_contrast *v = an_tensor_contrasts(c, run, t, &n);
     for (size_t i = 0; i < n; i++)
-        if (v[i].t == t && ((v[i].a == a && v[i].b == b) || (v[i].a == b && v[i].b == a))) {
+        if ((v[i].a == a && v[i].b == b) || (v[i].a == b && v[i].b == a)) {
             *flip = v[i].a != a;
             return &v[i];
         }
     return NULL;
 }
 
+static int cmp_size(const void *x, const void *y)
+{
+    size_t a = *(const size_t *)x, b = *(const size_t *)y;
+    return (a > b) - (a < b);
+}
+
 static int cmp_i64(const void *x, const void *y)
 {
     int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return (a > b) - (a < b);
+}
+
+typedef struct {
+    int factor, role;
+    char la[96], lb[96];
+    size_t i; /* contrast index */
+} gkey;
+
+static int cmp_gkey(const void *x, const void *y)
+{
+    const gkey *p = x, *q = y;
+    int c;
+    if (p->factor != q->factor)
+        return p->factor < q->factor ? -1 : 1;
+    if (p->role != q->role)
+        return p->role < q->role ? -1 : 1;
+    if ((c = strcmp(p->la, q->la)) != 0 || (c = strcmp(p->lb, q->lb)) != 0)
+        return c;
+    return (p->i > q->i) - (p->i < q->i);
+}
+
+static const size_t *sort_first; /* qsort has no context argument */
+static int cmp_first(const void *x, const void *y)
+{
+    size_t a = sort_first[*(const size_t *)x], b = sort_first[*(const size_t *)y];
     return (a > b) - (a < b);
 }
 
@@ -148,65 +208,77 @@ int an_contrast_groups(const an_ctx *c, an_run *a, an_cgroup **out, size_t *ng)
     const an_contrast *v = an_run_contrasts(c, a, &nc);
     if (!v && nc)
         return -1;
+    /* groups by sorting the contrasts' keys (factor, role, labels), in the
+     * order of their first contrast: linear-logarithmic in contrasts, never
+     * contrasts x groups */
+    gkey *key = malloc((nc + 1) * sizeof *key);
+    size_t *first = malloc((nc + 1) * sizeof *first), *gorder = malloc((nc + 1) * sizeof *gorder);
+    size_t *gbeg = malloc((nc + 2) * sizeof *gbeg);
     an_cgroup *g = calloc(nc + 1, sizeof *g);
-    int *gi = malloc((nc + 1) * sizeof *gi);
-    /* the run's distinct recorded steps, for per-step group means */
-    size_t ns = 0;
-    int64_t *steps = malloc((a->run->nrecords + 1) * sizeof *steps);
-    double *d = malloc((a->run->nrecords + 1) * sizeof *d);
-    int64_t *ds = malloc((a->run->nrecords + 1) * sizeof *ds);
-    if (!g || !gi || !steps || !d || !ds) {
-        free(g), free(gi), free(steps), free(d), free(ds);
+    size_t ns = 0, nrec = a->run->nrecords;
+    int64_t *steps = malloc((nrec + 1) * sizeof *steps), *ds = malloc((nrec + 1) * sizeof *ds);
+    double *d = malloc((nrec + 1) * sizeof *d);
+    if (!key || !first || !gorder || !gbeg || !g || !steps || !ds || !d) {
+        free(key), free(first), free(gorder), free(gbeg), free(g), free(steps), free(ds), free(d);
         return -1;
     }
-    for (size_t i = 0; i < a->run->nrecords; i++)
-        steps[i] = a->run->summaries[i].step;
-    qsort(steps, a->run->nrecords, sizeof *steps, cmp_i64);
-    for (size_t i = 0; i < a->run->nrecords; i++)
-        if (!ns || steps[i] != steps[ns - 1])
-            steps[ns++] = steps[i];
-    size_t n = 0;
     for (size_t i = 0; i < nc; i++) {
         an_factors fa, fb;
         fp8_role role = (fp8_role)a->run->tensor_role[v[i].t];
         an_factors_of(&a->recipes[v[i].a], role, &fa);
         an_factors_of(&a->recipes[v[i].b], role, &fb);
-        char la[96], lb[96];
-        an_factors_label(&fa, la, sizeof la);
-        an_factors_label(&fb, lb, sizeof lb);
-        size_t k = 0;
-        while (k < n && !(g[k].factor == v[i].factor && g[k].role == (int)role && !strcmp(g[k].la, la) &&
-                          !strcmp(g[k].lb, lb)))
-            k++;
-        if (k == n) {
-            g[n].factor = v[i].factor, g[n].role = (int)role;
-            snprintf(g[n].la, sizeof g[n].la, "%s", la);
-            snprintf(g[n].lb, sizeof g[n].lb, "%s", lb);
-            g[n].ra = v[i].a, g[n].rb = v[i].b;
+        key[i].factor = v[i].factor, key[i].role = (int)role, key[i].i = i;
+        an_factors_label(&fa, key[i].la, sizeof key[i].la);
+        an_factors_label(&fb, key[i].lb, sizeof key[i].lb);
+    }
+    qsort(key, nc, sizeof *key, cmp_gkey);
+    size_t n = 0; /* groups; members of sorted group k are key[gbeg[k] .. gbeg[k+1]) */
+    for (size_t i = 0; i < nc; i++)
+        if (i == 0 || key[i].factor != key[i - 1].factor || key[i].role != key[i - 1].role ||
+            strcmp(key[i].la, key[i - 1].la) || strcmp(key[i].lb, key[i - 1].lb)) {
+            gbeg[n] = i;
+            first[n] = key[i].i; /* members are in contrast order: the first is the smallest */
+            gorder[n] = n;
             n++;
         }
-        gi[i] = (int)k;
-    }
+    gbeg[n] = nc;
+    sort_first = first;
+    qsort(gorder, n, sizeof *gorder, cmp_first);
+    /* the run's distinct recorded steps, for per-step group means */
+    for (size_t i = 0; i < nrec; i++)
+        steps[i] = a->run->summaries[i].step;
+    qsort(steps, nrec, sizeof *steps, cmp_i64);
+    for (size_t i = 0; i < nrec; i++)
+        if (!ns || steps[i] != steps[ns - 1])
+            steps[ns++] = steps[i];
     double *sum = calloc(ns + 1, sizeof *sum), *cnt = calloc(ns + 1, sizeof *cnt), *per = malloc((ns + 1) * sizeof *per);
-    int rc = !sum || !cnt || !per;
-    for (size_t k = 0; k < n && !rc; k++) {
-        an_cgroup *G = &g[k];
-        memset(sum, 0, ns * sizeof *sum), memset(cnt, 0, ns * sizeof *cnt);
-        size_t pos = 0;
+    size_t *touched = malloc((ns + 1) * sizeof *touched);
+    int rc = !sum || !cnt || !per || !touched;
+    for (size_t o = 0; o < n && !rc; o++) {
+        size_t k = gorder[o];
+        an_cgroup *G = &g[o];
+        const an_contrast *x0 = &v[key[gbeg[k]].i];
+        G->factor = key[gbeg[k]].factor, G->role = key[gbeg[k]].role;
+        snprintf(G->la, sizeof G->la, "%s", key[gbeg[k]].la);
+        snprintf(G->lb, sizeof G->lb, "%s", key[gbeg[k]].lb);
+        G->ra = x0->a, G->rb = x0->b;
+        size_t pos = 0, nonzero = 0, nt = 0;
         double ua = 0, ub = 0, oa = 0, ob = 0, na = 0, nb = 0;
-        for (size_t i = 0; i < nc; i++) {
-            if (gi[i] != (int)k)
-                continue;
-            const an_contrast *x = &v[i];
+        for (size_t m0 = gbeg[k]; m0 < gbeg[k + 1]; m0++) {
+            const an_contrast *x = &v[key[m0].i];
             G->tensors++;
-            int s = an_contrast_sign(x);
-            G->to_better += s > 0, G->from_better += s < 0, G->neither += s == 0;
-            pos += x->d.mean > 0;
+            int sg = an_contrast_sign(x);
+            G->to_better += sg > 0, G->from_better += sg < 0, G->neither += sg == 0;
+            pos += x->d.mean > 0, nonzero += x->d.mean != 0;
             size_t m = paired(a, x->t, x->a, x->b, d, ds);
             for (size_t j = 0; j < m; j++) {
                 const int64_t *q = bsearch(&ds[j], steps, ns, sizeof *steps, cmp_i64);
-                if (q)
-                    sum[q - steps] += d[j], cnt[q - steps] += 1;
+                if (!q)
+                    continue;
+                size_t sj = (size_t)(q - steps);
+                if (cnt[sj] == 0)
+                    touched[nt++] = sj;
+                sum[sj] += d[j], cnt[sj] += 1;
             }
             const an_sstats *sa = an_series_cached(a, x->t, x->a), *sb = an_series_cached(a, x->t, x->b);
             if (sa && sb) {
@@ -217,20 +289,19 @@ int an_contrast_groups(const an_ctx *c, an_run *a, an_cgroup **out, size_t *ng)
                 na += sa->numel, nb += sb->numel;
             }
         }
-        size_t nonzero = 0;
-        for (size_t i = 0; i < nc; i++)
-            if (gi[i] == (int)k && v[i].d.mean != 0)
-                nonzero++;
         G->sign_p = an_sign_test(pos, nonzero);
         G->under_a = na > 0 ? ua / na : NAN, G->under_b = nb > 0 ? ub / nb : NAN;
         G->over_a = na > 0 ? oa / na : NAN, G->over_b = nb > 0 ? ob / nb : NAN;
-        size_t m = 0;
-        for (size_t j = 0; j < ns; j++)
-            if (cnt[j] > 0)
-                per[m++] = sum[j] / cnt[j];
-        an_mean_ci(per, m, c->boot, c->seed, &G->d);
+        /* per-step means in step order; only the touched steps are reset */
+        qsort(touched, nt, sizeof *touched, cmp_size);
+        for (size_t j = 0; j < nt; j++) {
+            per[j] = sum[touched[j]] / cnt[touched[j]];
+            sum[touched[j]] = 0, cnt[touched[j]] = 0;
+        }
+        an_mean_ci(per, nt, c->boot, c->seed, &G->d);
     }
-    free(sum), free(cnt), free(per), free(gi), free(steps), free(d), free(ds);
+    free(sum), free(cnt), free(per), free(touched);
+    free(key), free(first), free(gorder), free(gbeg), free(steps), free(ds), free(d);
     if (rc) {
         free(g);
         return -1;

@@ -33,6 +33,9 @@ typedef struct {
 /* Every contrast of the run (computed once, kept in the run). */
 const an_contrast *an_run_contrasts(const an_ctx *c, an_run *a, size_t *n);
 
+/* Tensor t's contrasts (a slice of the run's, which are in tensor order). */
+const an_contrast *an_tensor_contrasts(const an_ctx *c, an_run *a, int t, size_t *n);
+
 /* Verdict on one contrast: 1 the "to" side is better, -1 the "from" side,
  * 0 no difference detected (Holm-adjusted p >= alpha). */
 static inline int an_contrast_sign(const an_contrast *x)

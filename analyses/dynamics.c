@@ -246,10 +246,11 @@ static int snapshot_ratios(const an_run *a, int t, pool *P, int64_t *lag, size_t
 static size_t tensor_series(const an_run *a, int t, double *r, double *xs, double *ys, size_t *q, int64_t *lag)
 {
     int src = -1;
-    size_t best = 0, n, m = 0;
-    for (int k = 0; k < a->run->nrecipes; k++)
-        if (an_steps(a, t, k, &n), n > best)
-            best = n, src = k;
+    size_t best = 0, n, m = 0, nr;
+    const int *rs = an_tensor_recipes(a, t, &nr);
+    for (size_t i = 0; i < nr; i++)
+        if (an_steps(a, t, rs[i], &n), n > best)
+            best = n, src = rs[i];
     *q = 0;
     if (src >= 0) {
         const size_t *ix = an_steps(a, t, src, &n);
@@ -388,9 +389,10 @@ int an_dynamics(an_ctx *c)
         int T = a->run->ntensors;
         size_t cap = 1024;
         for (int t = 0; t < T; t++) {
-            size_t n;
-            for (int r = 0; r < a->run->nrecipes; r++)
-                if (an_steps(a, t, r, &n), n + 1 > cap)
+            size_t n, nr;
+            const int *rs = an_tensor_recipes(a, t, &nr);
+            for (size_t i = 0; i < nr; i++)
+                if (an_steps(a, t, rs[i], &n), n + 1 > cap)
                     cap = n + 1;
             if (an_series(a, t, an_input_recipe(a, t), &n), n + 1 > cap)
                 cap = n + 1;

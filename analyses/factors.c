@@ -103,6 +103,24 @@ int an_factors_equal(const an_factors *a, const an_factors *b)
     return strcmp(a->cast, b->cast) == 0;
 }
 
+int an_factors_cmp(const an_factors *a, const an_factors *b)
+{
+    int c;
+    if ((c = strcmp(a->format, b->format)) != 0)
+        return c;
+    if (a->timing != b->timing)
+        return a->timing < b->timing ? -1 : 1;
+    if ((c = strcmp(a->gran, b->gran)) != 0 || (c = strcmp(a->enc, b->enc)) != 0)
+        return c;
+    if (a->eps != b->eps)
+        return a->eps < b->eps ? -1 : 1;
+    /* the delayed settings count only between two delayed recipes, and
+     * then timing is 1 on both */
+    if (a->timing == 1 && (c = strcmp(a->delayed, b->delayed)) != 0)
+        return c;
+    return strcmp(a->cast, b->cast);
+}
+
 int an_factors_one(const an_factors *a, const an_factors *b)
 {
     if (strcmp(a->cast, b->cast) != 0)

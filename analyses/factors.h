@@ -48,6 +48,9 @@ void an_factors_of(const fp8_recipe *r, fp8_role role, an_factors *f);
 /* 1 when a and b are the same numerics (every factor equal). */
 int an_factors_equal(const an_factors *a, const an_factors *b);
 
+/* A total order on numerics: 0 exactly when an_factors_equal. */
+int an_factors_cmp(const an_factors *a, const an_factors *b);
+
 /* The one factor in which a and b differ, or -1 (none, or more than one). */
 int an_factors_one(const an_factors *a, const an_factors *b);
 

@@ -174,6 +174,14 @@ static void amax_figure(figset *F, const an_run *a, int t)
     draw(F, "amax", name, vars, "compare", cap);
 }
 
+#define MAX_HEAT 12 /* overflow heat maps per run */
+
+static int cmp_int(const void *x, const void *y)
+{
+    int a = *(const int *)x, b = *(const int *)y;
+    return (a > b) - (a < b);
+}
+
 /* layer x step heat map of overflow % (what=0) or underflow % (1) under recipe r */
 static void heat_figure(figset *F, const an_run *a, int r, int what)
 {
@@ -313,7 +321,10 @@ static void exphist_figure(figset *F, const an_run *a, int t)
     if (!f)
         return;
     int nw = 0;
-    for (int r = 0; r < a->run->nrecipes; r++) {
+    size_t nr;
+    const int *rs = an_tensor_recipes(a, t, &nr);
+    for (size_t ri = 0; ri < nr; ri++) {
+        int r = rs[ri];
         size_t m;
         const size_t *rx = an_series(a, t, r, &m);
         const fp8_format *fmt = an_format(a, t, r);
@@ -418,17 +429,36 @@ int an_figures(an_ctx *c, an_figure *figs, int max, int *failed)
         int act = -1;
         for (int t = 0; t < a->run->ntensors && act < 0; t++)
             act = a->active[t];
-        for (int r = 0; r < a->run->nrecipes; r++) {
-            int any = 0;
-            for (int t = 0; t < a->run->ntensors && !any; t++) {
-                size_t n;
-                const size_t *ix = an_series(a, t, r, &n);
-                for (size_t i = 0; i < n && !any; i++)
-                    any = an_rec(a, ix[i])->overflows > 0;
+        /* recipes by their records with overflows (one pass); at most
+         * MAX_HEAT maps: the active recipe's, then the most overflowing */
+        size_t R = (size_t)a->run->nrecipes, *novf = calloc(R + 1, sizeof *novf);
+        int *pick = malloc((R + 1) * sizeof *pick), npick = 0;
+        if (novf && pick) {
+            for (size_t i = 0; i < a->run->nrecords; i++) {
+                const fp8_summary *x = an_rec(a, i);
+                if (x->overflows > 0 && x->overflows != UINT64_MAX && x->recipe < R)
+                    novf[x->recipe]++;
             }
-            if (any || r == act)
-                heat_figure(&F, a, r, 0);
+            if (act >= 0)
+                pick[npick++] = act;
+            for (int k = npick; k < MAX_HEAT; k++) {
+                int m = -1;
+                for (size_t r = 0; r < R; r++) {
+                    int taken = 0;
+                    for (int j = 0; j < npick && !taken; j++)
+                        taken = pick[j] == (int)r;
+                    if (!taken && novf[r] && (m < 0 || novf[r] > novf[m]))
+                        m = (int)r;
+                }
+                if (m < 0)
+                    break;
+                pick[npick++] = m;
+            }
+            qsort(pick, (size_t)npick, sizeof *pick, cmp_int);
+            for (int k = 0; k < npick; k++)
+                heat_figure(&F, a, pick[k], 0);
         }
+        free(novf), free(pick);
         if (act >= 0)
             heat_figure(&F, a, act, 1);
         if (nt)
@@ -436,13 +466,17 @@ int an_figures(an_ctx *c, an_figure *figs, int max, int *failed)
         /* block scales: the tensor with the largest block spread */
         int bt = -1;
         double bs = 0;
-        for (int t = 0; t < a->run->ntensors; t++)
-            for (int r = 0; r < a->run->nrecipes; r++) {
+        for (int t = 0; t < a->run->ntensors; t++) {
+            size_t nr;
+            const int *rs = an_tensor_recipes(a, t, &nr);
+            for (size_t ri2 = 0; ri2 < nr; ri2++) {
+                int r = rs[ri2];
                 const an_sstats *s = NULL;
                 if (a->recipe_ok[r] && (a->recipes[r].kind == FP8_RECIPE_BLOCK || a->recipes[r].kind == FP8_RECIPE_MX) &&
                     (s = an_series_cached(&c->runs[ri], t, r)) && s->records && s->block_spread > bs)
                     bs = s->block_spread, bt = t;
             }
+        }
         if (bt >= 0)
             blockscale_figure(&F, a, bt);
         if (file_has_rows(c->outdir, "replay_settings.tsv")) {

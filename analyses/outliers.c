@@ -138,14 +138,6 @@ static int channels(const an_run *a, int t, an_outl *o, FILE *f)
     return ok ? 0 : -1;
 }
 
-static int find_tensor(const an_run *a, const char *name)
-{
-    for (int t = 0; t < a->run->ntensors; t++)
-        if (strcmp(a->run->tensor_name[t], name) == 0)
-            return t;
-    return -1;
-}
-
 /* The same tensors of runs a and b side by side, with the overflow events
  * of every recipe both recorded. */
 static void versus(an_ctx *c, const an_run *a, const an_run *b, FILE *fc_b, FILE *fv)
@@ -156,8 +148,16 @@ static void versus(an_ctx *c, const an_run *a, const an_run *b, FILE *fc_b, FILE
     double ev_a = 0, ev_b = 0, kmax_a = 0, kmax_b = 0, drop = 0, rise = 0;
     const char *kname = NULL, *dname = NULL, *rname = NULL;
     size_t drop_a = 0, drop_b = 0, rise_a = 0, rise_b = 0;
+    an_names bt, bs;
+    bs.ord = NULL;
+    if (an_names_init(&bt, (const char *)b->run->tensor_name, FP8_NAME_MAX, b->run->ntensors) ||
+        an_names_init(&bs, (const char *)b->run->recipe_spec, FP8_SPEC_MAX, b->run->nrecipes)) {
+        an_names_free(&bt);
+        fprintf(c->md, "(out of memory matching the runs' tensors)\n\n");
+        return;
+    }
     for (int t = 0; t < a->run->ntensors; t++) {
-        int u = find_tensor(b, a->run->tensor_name[t]);
+        int u = an_names_find(&bt, a->run->tensor_name[t]);
         an_outl oa, ob;
         if (u < 0 || an_tensor_outliers(a, t, &oa) || !oa.steps || an_tensor_outliers(b, u, &ob))
             continue;
@@ -166,11 +166,10 @@ static void versus(an_ctx *c, const an_run *a, const an_run *b, FILE *fc_b, FILE
             continue;
         if (oa.maxrms_max > kmax_a)
             kmax_a = oa.maxrms_max, kmax_b = ob.maxrms_max, kname = a->run->tensor_name[t];
-        for (int r = 0; r < a->run->nrecipes; r++) {
-            int s = -1;
-            for (int q = 0; q < b->run->nrecipes; q++)
-                if (strcmp(a->run->recipe_spec[r], b->run->recipe_spec[q]) == 0)
-                    s = q;
+        size_t nr;
+        const int *rs = an_tensor_recipes(a, t, &nr);
+        for (size_t ri = 0; ri < nr; ri++) {
+            int r = rs[ri], s = an_names_find(&bs, a->run->recipe_spec[r]);
             an_sstats sa, sb;
             if (s < 0 || an_series_stats(a, t, r, &sa) || an_series_stats(b, u, s, &sb) || !sa.records || !sb.records)
                 continue;
@@ -194,6 +193,7 @@ static void versus(an_ctx *c, const an_run *a, const an_run *b, FILE *fc_b, FILE
                         oa.nchan ? chtxt : "-", lab, sa.events, sb.events, 100 * sa.overflow_rate, 100 * sb.overflow_rate);
         }
     }
+    an_names_free(&bt), an_names_free(&bs);
     fprintf(c->md, "\nRows: tensors with overflow events or snapshots; values `%s` / `%s`. All pairs: "
                    "`outliers_vs.tsv`.\n\n", a->label, b->label);
     if (kname) {

@@ -295,10 +295,11 @@ static int load_tensor(const an_run *a, int t, int in, const chist *hall, tserie
 {
     memset(s, 0, sizeof *s);
     int src = -1;
-    size_t best = 0, n;
-    for (int r = 0; r < a->run->nrecipes; r++)
-        if (an_steps(a, t, r, &n), n > best)
-            best = n, src = r;
+    size_t best = 0, n, nrs;
+    const int *rs = an_tensor_recipes(a, t, &nrs);
+    for (size_t i = 0; i < nrs; i++)
+        if (an_steps(a, t, rs[i], &n), n > best)
+            best = n, src = rs[i];
     size_t nr;
     const size_t *rx = an_series(a, t, in, &nr);
     *from_steps = src >= 0;
@@ -498,8 +499,16 @@ int an_replay(an_ctx *c)
             goto done;
         }
         /* ground truth per recorded delayed recipe */
-        double tr_steps[64] = {0}, tr_match[64] = {0}, tr_out[64] = {0}, tr_recs[64] = {0};
-        double tr_ov[64] = {0}, tr_ovest[64] = {0}, tr_un[64] = {0}, tr_unest[64] = {0};
+        double *tr_all = calloc(8 * ((size_t)R + 1), sizeof *tr_all);
+        if (!tr_all) {
+            fprintf(stderr, "fp8prof: replay: out of memory\n");
+            free(input), free(h), free(pool);
+            rc = 1;
+            goto done;
+        }
+        size_t R1 = (size_t)R + 1;
+        double *tr_steps = tr_all, *tr_match = tr_all + R1, *tr_out = tr_all + 2 * R1, *tr_recs = tr_all + 3 * R1;
+        double *tr_ov = tr_all + 4 * R1, *tr_ovest = tr_all + 5 * R1, *tr_un = tr_all + 6 * R1, *tr_unest = tr_all + 7 * R1;
         for (int t = 0; t < T; t++) {
             if (input[t] < 0)
                 continue;
@@ -543,7 +552,10 @@ int an_replay(an_ctx *c)
             else /* every step was warm-up */
                 fprintf(ft, "-\t-\t-\t0\tnan\n");
             /* ground truth: each delayed recipe recorded on this tensor, its own settings */
-            for (int r = 0; r < R && r < 64; r++) {
+            size_t nrs;
+            const int *rs = an_tensor_recipes(a, t, &nrs);
+            for (size_t ri2 = 0; ri2 < nrs; ri2++) {
+                int r = rs[ri2];
                 size_t n, nsr;
                 const size_t *ix = an_series(a, t, r, &n);
                 const size_t *sx = an_steps(a, t, r, &nsr);
@@ -613,7 +625,7 @@ int an_replay(an_ctx *c)
         }
         free(h), free(pool);
         if (rc) {
-            free(input);
+            free(input), free(tr_all);
             goto done;
         }
         int front[NSET], nf = 0;
@@ -690,7 +702,7 @@ int an_replay(an_ctx *c)
         int best = choose(sets, NSET, -1), b1 = choose(sets, NSET, 0);
         if (best < 0 || b1 < 0) {
             fprintf(c->md, "No tensor has steps after warm-up: nothing to choose from.\n\n");
-            free(input);
+            free(input), free(tr_all);
             continue;
         }
         size_t te_tensors = with_ev[i1024];
@@ -717,7 +729,7 @@ int an_replay(an_ctx *c)
                    sets[b1].events_half[1], te->events_half[1]);
         int anytruth = 0;
         double match_all = 0, steps_all = 0;
-        for (int r = 0; r < R && r < 64; r++)
+        for (int r = 0; r < R; r++)
             match_all += tr_match[r], steps_all += tr_steps[r];
         FILE *j = an_json(c, AN_J_REPLAY);
         if (j) {
@@ -734,7 +746,7 @@ int an_replay(an_ctx *c)
                     hist_lens[b1 / (2 * NM)], algo_name(b1), b1 % NM, sets[b1].events_half[1], te->events_half[1]);
         }
         match_all = steps_all = 0;
-        for (int r = 0; r < R && r < 64; r++) {
+        for (int r = 0; r < R; r++) {
             if (tr_steps[r] == 0)
                 continue;
             char lab[96];
@@ -759,7 +771,7 @@ int an_replay(an_ctx *c)
             an_finding(c, "replaycheck", "`%s`: replayed scales equal the recorded ones at %.2f%% of %.0f recipe-steps",
                        a->label, 100 * match_all / steps_all, steps_all);
         fprintf(c->md, "\n");
-        free(input);
+        free(input), free(tr_all);
     }
 done:
     if (an_data_close(c, (FILE *[]){fs, ft, fg, ff}, 4))

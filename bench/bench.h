@@ -7,5 +7,6 @@ int bench_probe(void);
 int bench_train(void);
 int bench_report(void);
 int bench_import(void);
+int bench_readers(void);
 double bench_now(void);
 #endif

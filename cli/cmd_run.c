@@ -41,20 +41,34 @@ static const char *cnt(uint64_t v, char *buf, size_t n)
     return buf;
 }
 
+static const fp8_run *sort_run; /* qsort has no context argument */
+
+static int by_tensor_recipe(const void *pa, const void *pb)
+{
+    const fp8_summary *a = &sort_run->summaries[*(const size_t *)pa], *b = &sort_run->summaries[*(const size_t *)pb];
+    if (a->tensor != b->tensor)
+        return a->tensor < b->tensor ? -1 : 1;
+    if (a->recipe != b->recipe)
+        return a->recipe < b->recipe ? -1 : 1;
+    return *(const size_t *)pa < *(const size_t *)pb ? -1 : *(const size_t *)pa > *(const size_t *)pb;
+}
+
 int cmd_info(int argc, char **argv)
 {
     if (argc != 2)
         return cli_usage_error("info takes one RUN.h5");
-    fp8_run *r = load_or_complain(argv[1]);
-    if (!r)
+    fp8_run *r = fp8_run_load_summary(argv[1], NULL); /* no histograms: ~220 bytes a record */
+    if (!r) {
+        fprintf(stderr, "fp8prof: %s\n", fp8_error_message());
         return 1;
+    }
     printf("run %s (schema %d)\n", argv[1], r->schema);
     for (int i = 0; i < r->nmeta; i++)
         printf("  %-20s %s\n", r->meta_key[i], r->meta_value[i]);
     int64_t lo = INT64_MAX, hi = INT64_MIN;
     for (size_t i = 0; i < r->nrecords; i++) {
-        lo = r->records[i].step < lo ? r->records[i].step : lo;
-        hi = r->records[i].step > hi ? r->records[i].step : hi;
+        lo = r->summaries[i].step < lo ? r->summaries[i].step : lo;
+        hi = r->summaries[i].step > hi ? r->summaries[i].step : hi;
     }
     printf("records %zu, steps %lld..%lld, tensors %d, recipes %d, scalars %zu (%d series), snapshots %zu\n",
            r->nrecords, r->nrecords ? (long long)lo : 0LL, r->nrecords ? (long long)hi : 0LL, r->ntensors,
@@ -64,23 +78,33 @@ int cmd_info(int argc, char **argv)
         printf("  [%d] %s\n", k, r->recipe_spec[k]);
     printf("%-40s %-10s %6s %5s %12s %12s %10s\n", "tensor", "role", "recipe", "recs", "max overflow%",
            "max underflow%", "min SQNR dB");
-    for (int t = 0; t < r->ntensors; t++)
-        for (int k = 0; k < r->nrecipes; k++) {
-            size_t n = 0;
-            double mo = 0, mu = 0, ms = INFINITY;
-            for (size_t i = 0; i < r->nrecords; i++) {
-                const fp8_record *rec = &r->records[i];
-                if ((int)rec->tensor != t || (int)rec->recipe != k)
-                    continue;
-                n++;
-                mo = fmax(mo, pct(rec->stats.overflows, rec->stats.numel));
-                mu = fmax(mu, pct(rec->stats.underflows, rec->stats.numel));
-                ms = fmin(ms, rec->stats.sqnr_db);
-            }
-            if (n)
-                printf("%-40s %-10s %6d %5zu %12.4f %12.4f %10.2f\n", r->tensor_name[t],
-                       fp8_role_name((fp8_role)r->tensor_role[t]), k, n, mo, mu, ms);
+    /* one pass over the records in (tensor, recipe) order: sorting an index
+     * costs N log N whatever the number of tensors and recipes */
+    size_t *ord = malloc((r->nrecords ? r->nrecords : 1) * sizeof *ord);
+    if (!ord) {
+        fprintf(stderr, "fp8prof: info: out of memory for %zu records\n", r->nrecords);
+        fp8_run_free(r);
+        return 1;
+    }
+    for (size_t i = 0; i < r->nrecords; i++)
+        ord[i] = i;
+    sort_run = r;
+    qsort(ord, r->nrecords, sizeof *ord, by_tensor_recipe);
+    for (size_t a = 0, b; a < r->nrecords; a = b) {
+        const fp8_summary *first = &r->summaries[ord[a]];
+        double mo = 0, mu = 0, ms = INFINITY;
+        for (b = a; b < r->nrecords && r->summaries[ord[b]].tensor == first->tensor &&
+                    r->summaries[ord[b]].recipe == first->recipe;
+             b++) {
+            const fp8_summary *rec = &r->summaries[ord[b]];
+            mo = fmax(mo, pct(rec->overflows, rec->numel));
+            mu = fmax(mu, pct(rec->underflows, rec->numel));
+            ms = fmin(ms, rec->sqnr_db);
         }
+        printf("%-40s %-10s %6u %5zu %12.4f %12.4f %10.2f\n", r->tensor_name[first->tensor],
+               fp8_role_name((fp8_role)r->tensor_role[first->tensor]), (unsigned)first->recipe, b - a, mo, mu, ms);
+    }
+    free(ord);
     fp8_run_free(r);
     return 0;
 }

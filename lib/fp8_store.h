@@ -37,6 +37,8 @@ fp8_store *fp8_store_create(const char *path, const char *const *kv, int nkv);
  * The same name returns the same id. */
 int fp8_store_tensor(fp8_store *s, const char *name, fp8_role role, int layer);
 int fp8_store_recipe(fp8_store *s, const char *spec);
+/* The id of a registered tensor, -1 when name is not registered. */
+int fp8_store_find_tensor(const fp8_store *s, const char *name);
 int fp8_store_scalar_name(fp8_store *s, const char *name);
 
 /* Buffer one record (copied) / one scalar value. */

@@ -40,6 +40,9 @@ struct fp8_store {
     disk_tensor *tensors; /* every registered tensor (for lookups) */
     disk_recipe *recipes;
     disk_name *names;
+    int regcap[3];        /* allocated rows of tensors, recipes, names   */
+    int *idx[3];          /* open-addressing hash of their rows (-1 empty) */
+    size_t idxcap[3];
     int failed;           /* a write failed: later flushes refuse     */
     int snaps_off, bamax_off; /* no space for snapshots / block amaxes: dropped from then on, the rest goes on */
     /* the last exponent histogram stored, for records of the same tensor
@@ -106,6 +109,8 @@ static void store_free(fp8_store *s)
     free(s->tensors);
     free(s->recipes);
     free(s->names);
+    for (int k = 0; k < 3; k++)
+        free(s->idx[k]);
     free(s);
 }
 
@@ -192,27 +197,86 @@ fail:
     return NULL;
 }
 
+/* The registries (tensors, recipes, scalar names) are found by a hash of
+ * their names: registering n names costs O(n), not O(n^2). */
+static size_t name_hash(const char *p)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    return (size_t)h;
+}
+
+static const char *reg_name(const fp8_store *s, int which, int i)
+{
+    return which == D_TENSORS ? s->tensors[i].name : which == D_RECIPES ? s->recipes[i].spec : s->names[i].name;
+}
+
+static int reg_slot(int which) { return which == D_TENSORS ? 0 : which == D_RECIPES ? 1 : 2; }
+
+static int *reg_count(fp8_store *s, int which)
+{
+    return which == D_TENSORS ? &s->ntensors : which == D_RECIPES ? &s->nrecipes : &s->nnames;
+}
+
+/* the row named name, or -1; *at gets the empty slot where it would go */
+static int reg_find(const fp8_store *s, int which, const char *name, size_t *at)
+{
+    int k = reg_slot(which);
+    if (!s->idxcap[k])
+        return -1;
+    size_t h = name_hash(name) & (s->idxcap[k] - 1);
+    for (; s->idx[k][h] >= 0; h = (h + 1) & (s->idxcap[k] - 1))
+        if (strcmp(reg_name(s, which, s->idx[k][h]), name) == 0)
+            return s->idx[k][h];
+    if (at)
+        *at = h;
+    return -1;
+}
+
+static int reg_index_grow(fp8_store *s, int which)
+{
+    int k = reg_slot(which), n = *reg_count(s, which);
+    size_t cap = s->idxcap[k] ? 2 * s->idxcap[k] : 64;
+    int *ix = malloc(cap * sizeof *ix);
+    if (!ix)
+        return -1;
+    for (size_t i = 0; i < cap; i++)
+        ix[i] = -1;
+    for (int i = 0; i < n; i++) {
+        size_t h = name_hash(reg_name(s, which, i)) & (cap - 1);
+        while (ix[h] >= 0)
+            h = (h + 1) & (cap - 1);
+        ix[h] = i;
+    }
+    free(s->idx[k]);
+    s->idx[k] = ix, s->idxcap[k] = cap;
+    return 0;
+}
+
 static int find_or_add(fp8_store *s, int which, const char *name, size_t maxlen, int role, int layer)
 {
     if (!s || !name || !*name)
         return FP8_ERROR(FP8_EINVAL, "run file: empty name"), -1;
     if (strlen(name) >= maxlen)
         return FP8_ERROR(FP8_EINVAL, "run file: name '%.40s...' longer than %zu bytes", name, maxlen - 1), -1;
-    int *count = which == D_TENSORS ? &s->ntensors : which == D_RECIPES ? &s->nrecipes : &s->nnames;
-    for (int i = 0; i < *count; i++) {
-        const char *have = which == D_TENSORS ? s->tensors[i].name
-                         : which == D_RECIPES ? s->recipes[i].spec : s->names[i].name;
-        if (strcmp(have, name) == 0)
-            return i;
-    }
+    int k = reg_slot(which), *count = reg_count(s, which);
+    int found = reg_find(s, which, name, NULL);
+    if (found >= 0)
+        return found;
+    if (2 * ((size_t)*count + 1) > s->idxcap[k] && reg_index_grow(s, which) != 0)
+        return FP8_ERROR(FP8_ENOMEM, "run file: out of memory"), -1;
     void **arr = which == D_TENSORS ? (void **)&s->tensors : which == D_RECIPES ? (void **)&s->recipes
                                                                                  : (void **)&s->names;
     size_t esz = s->buf[which].elem;
-    void *grown = realloc(*arr, (size_t)(*count + 1) * esz);
-    if (!grown)
-        return FP8_ERROR(FP8_ENOMEM, "run file: out of memory"), -1;
-    *arr = grown;
-    char *slot = (char *)grown + (size_t)*count * esz;
+    if (*count == s->regcap[k]) {
+        int cap = s->regcap[k] ? 2 * s->regcap[k] : 16;
+        void *grown = realloc(*arr, (size_t)cap * esz);
+        if (!grown)
+            return FP8_ERROR(FP8_ENOMEM, "run file: out of memory"), -1;
+        *arr = grown, s->regcap[k] = cap;
+    }
+    char *slot = (char *)*arr + (size_t)*count * esz;
     memset(slot, 0, esz);
     strcpy(slot, name); /* name is the first member of each registry row */
     if (which == D_TENSORS) {
@@ -221,7 +285,15 @@ static int find_or_add(fp8_store *s, int which, const char *name, size_t maxlen,
     }
     if (buf_push(&s->buf[which], slot) != FP8_OK)
         return -1;
+    size_t at;
+    reg_find(s, which, name, &at);
+    s->idx[k][at] = *count;
     return (*count)++;
+}
+
+int fp8_store_find_tensor(const fp8_store *s, const char *name)
+{
+    return s && name ? reg_find(s, D_TENSORS, name, NULL) : -1;
 }
 
 int fp8_store_tensor(fp8_store *s, const char *name, fp8_role role, int layer)

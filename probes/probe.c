@@ -60,6 +60,8 @@ struct fp8_probe_run {
     char *snapshot_pattern;
     fp8_probe **probes;
     int nprobes, cap;
+    fp8_probe **tensor_probe; /* [ntensor_probe]: the probe of each tensor id, NULL none */
+    int ntensor_probe;
     int64_t steps_since_flush;
     double last_flush;
     int io_failed;
@@ -203,11 +205,9 @@ fp8_probe *fp8_probe_declare(fp8_probe_run *run, const char *name, fp8_role role
     pthread_mutex_lock(&run->lock);
     /* one probe per tensor name: a second would merge two tensors' records
      * (another role or layer) or write each (tensor, recipe, step) twice */
-    int ok = 1;
-    for (int k = 0; k < run->nprobes && ok; k++) {
-        const fp8_probe *q = run->probes[k];
-        if (strcmp(q->name, name) != 0)
-            continue;
+    int ok = 1, known = fp8_store_find_tensor(run->store, name);
+    const fp8_probe *q = known >= 0 && known < run->ntensor_probe ? run->tensor_probe[known] : NULL;
+    if (q) {
         ok = 0;
         if (q->role != role || q->layer != layer)
             FP8_ERROR(FP8_EINVAL,
@@ -231,10 +231,22 @@ fp8_probe *fp8_probe_declare(fp8_probe_run *run, const char *name, fp8_role role
         else
             ok = 0, FP8_ERROR(FP8_ENOMEM, "probe: out of memory");
     }
+    if (ok && p->tensor_id >= run->ntensor_probe) { /* tensor id -> its probe, for the check above */
+        int cap = 2 * p->tensor_id + 16;
+        fp8_probe **grown = realloc(run->tensor_probe, (size_t)cap * sizeof *grown);
+        if (grown) {
+            for (int k = run->ntensor_probe; k < cap; k++)
+                grown[k] = NULL;
+            run->tensor_probe = grown, run->ntensor_probe = cap;
+        } else {
+            ok = 0, FP8_ERROR(FP8_ENOMEM, "probe: out of memory");
+        }
+    }
     if (ok && fp8__live_add(p) != 0)
         ok = 0, FP8_ERROR(FP8_ENOMEM, "probe: out of memory");
     if (ok) {
         run->probes[run->nprobes++] = p;
+        run->tensor_probe[p->tensor_id] = p;
         p->snapshot = run->snapshot_pattern && fnmatch(run->snapshot_pattern, name, 0) == 0;
     }
     pthread_mutex_unlock(&run->lock);
@@ -613,6 +625,7 @@ int fp8_probe_close(fp8_probe_run *run)
     for (int k = 0; k < run->nprobes; k++)
         probe_free(run->probes[k]);
     free(run->probes);
+    free(run->tensor_probe);
     free(run->snapshot_pattern);
     pthread_mutex_unlock(&run->lock);
     pthread_mutex_destroy(&run->lock);

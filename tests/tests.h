@@ -21,6 +21,7 @@ void register_inference_tests(void);
 void register_verdicts_tests(void);
 void register_hostile_tests(void);
 void register_nvdlfw_tests(void);
+void register_index_tests(void);
 
 /* pipe + fork: the child keeps fd[1] (to write), the parent fd[0] (to
  * read); returns fork's pid, -1 on failure. */
