@@ -39,17 +39,18 @@ DEPS     := $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(DATA_OBJ:.o=.d) $(TEST_OBJ:.o=.d
 MAKEFLAGS += --no-builtin-rules
 .SUFFIXES:
 
-.PHONY: all test asan demo bench check-exhaustive clean help deps-check datasets
+.PHONY: all test asan demo bench check-exhaustive clean help deps-check datasets fuzz fuzz-build
 all: $(BUILD)/libfp8prof.a $(BUILD)/libfp8prof.so $(BUILD)/fp8prof
 
 help:
 	@echo "make            library (static+shared) and build/fp8prof"
-	@echo "make demo       five short FP8 training runs and their report (build/demo/report/index.html)"
+	@echo "make demo       six short FP8 training runs and their report (build/demo/report/index.html)"
 	@echo "make test       the whole CUnit suite"
 	@echo "make asan       the suite under AddressSanitizer + UBSan"
 	@echo "make bench      speed numbers next to same-run references"
 	@echo "make check-exhaustive  every float32 through every format and mode"
 	@echo "make datasets   the standard set of training runs into datasets/runs/"
+	@echo "make fuzz       libFuzzer on the .npy, TE log and run-file readers, FUZZ_SECONDS each (needs clang)"
 
 $(BUILD)/plots/scripts.c: $(GP_SRC) plots/embed.sh
 	@mkdir -p $(dir $@)
@@ -62,10 +63,14 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
 
+# VEC_CC / VEC_SAN: the vector loops use GCC vector extensions; the fuzz
+# build (clang) compiles them with gcc, uninstrumented
+VEC_CC  ?= $(CC)
+VEC_SAN ?= $(SAN)
 define isa_rule
 $(BUILD)/lib/%_$(1).o: lib/%.c
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(CFLAGS_ALL) $$(ISA_FLAGS_$(1)) -DFP8_ISA=$(1) -MMD -MP -c $$< -o $$@
+	$$(VEC_CC) $$(filter-out $$(SAN),$$(CFLAGS_ALL)) $$(VEC_SAN) $$(ISA_FLAGS_$(1)) -DFP8_ISA=$(1) -MMD -MP -c $$< -o $$@
 endef
 $(foreach i,$(ISAS),$(eval $(call isa_rule,$(i))))
 
@@ -93,6 +98,23 @@ test: $(BUILD)/test_fp8prof $(BUILD)/fp8prof
 
 asan:
 	$(MAKE) BUILD=build/asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" test
+
+# fuzzing: clang's libFuzzer with ASan + UBSan, one target per reader;
+# corpora grow in build/fuzz/corpus/, crashes land in build/fuzz/crash-*
+FUZZ_SECONDS ?= 60
+FUZZ_SAN := -fsanitize=address,undefined,fuzzer-no-link -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+fuzz:
+	@command -v clang >/dev/null || { echo "make fuzz needs clang with libFuzzer (apt-get install clang)"; exit 1; }
+	$(MAKE) BUILD=build/fuzz CC=clang VEC_CC=gcc VEC_SAN= OPT=-O1 SAN="$(FUZZ_SAN)" fuzz-build
+	tests/fuzz/run.sh build/fuzz $(FUZZ_SECONDS)
+
+.PRECIOUS: $(BUILD)/tests/fuzz/%.o
+FUZZ_COMMON := $(BUILD)/tests/fuzz/fuzz_common.o $(DATA_OBJ) $(BUILD)/libfp8prof.a
+fuzz-build: $(BUILD)/fuzz_npy $(BUILD)/fuzz_nvdlfw $(BUILD)/fuzz_run $(BUILD)/fuzz-seeds
+$(BUILD)/fuzz_%: $(BUILD)/tests/fuzz/fuzz_%.o $(FUZZ_COMMON)
+	$(CC) -fsanitize=fuzzer -o $@ $^ $(LDLIBS_ALL)
+$(BUILD)/fuzz-seeds: $(BUILD)/tests/fuzz/seeds.o $(BUILD)/libfp8prof.a
+	$(CC) -o $@ $^ $(LDLIBS_ALL)
 
 demo: $(BUILD)/fp8prof
 	datasets/demo.sh $(BUILD)/fp8prof $(BUILD)/demo
