@@ -67,13 +67,21 @@ const cli_command cli_commands[] = {
      cmd_export},
     {"import-nvdlfw", "TransformerEngine debug logs into a run file",
      "usage: fp8prof import-nvdlfw LOGDIR -o RUN.h5\n"
-     "Reads LOGDIR/nvdlfw_inspect_statistics_logs/*.log (every rank).  Lines it cannot\n"
-     "parse are listed with file and line number, and the exit status is then 1.\n",
+     "Reads TransformerEngine's FileLogger logs: LOGDIR/nvdlfw_inspect_statistics_logs/\n"
+     "*.log and LOGDIR/rank_<r>/nvdlfw_inspect_statistics_logs/*.log (every rank; ranks\n"
+     "other than 0 get '@rank<r>' on their tensor names).  activation, gradient,\n"
+     "weight, output, wgrad and dgrad tensors; recipe-prefixed statistics become\n"
+     "shadow recipes te:<recipe>; statistics a log lacks stay absent (docs/schema.md).\n"
+     "Lines it cannot parse are listed with file and line number, and the exit status\n"
+     "is then 1.  RUN.h5 is written under a temporary name and must not be a log.\n",
      cmd_import_nvdlfw},
     {"watch", "follow a run while it is written",
-     "usage: fp8prof watch RUN.h5 [--interval SECONDS] [--once]\n"
+     "usage: fp8prof watch RUN.h5 [--interval SECONDS] [--idle SECONDS] [--once]\n"
      "Prints, for every new step, the tensors with the worst overflow, underflow and\n"
-     "SQNR.  --once prints the latest step and exits.  Ctrl-C stops.\n",
+     "SQNR (the first look shows the latest step only).  Ends when the writer closes\n"
+     "the file, after --idle SECONDS without a new step (a writer killed mid-run leaves\n"
+     "its file marked open), or on Ctrl-C.  --once prints the latest step and exits.\n"
+     "--interval: 0.05 to 3600 seconds between reads (default 2).\n",
      cmd_watch},
     {"synth", "write a synthetic run (for tests, benchmarks, a first look)",
      "usage: fp8prof synth [--steps N] [--tensors K] [--rows R --cols C] [--seed S]\n"

@@ -3,10 +3,12 @@
  * ways, so TransformerEngine users' scripts (BioNeMo's FP8 analyzer among
  * them) read our runs and our analyses read their GPU runs.
  *
- * Log layout: DIR/nvdlfw_inspect_statistics_logs/nvdlfw_inspect_globalrank-<r>.log,
- * one line per value: "<layer>_<tensor>_<stat> iteration=NNNNNN value=V"
- * (6-digit iteration, 4 decimals).  Our tensor "a.b.c.input" is layer
- * "a.b.c", tensor "input".  Statistic names and conversions: docs/schema.md.
+ * Log layout: DIR/nvdlfw_inspect_statistics_logs/nvdlfw_inspect_globalrank-<r>.log
+ * (or DIR/rank_<r>/nvdlfw_inspect_statistics_logs/), one line per value as
+ * the FileLogger writes it: "<date> <time>,<ms> - INFO - <layer>_<tensor>_<stat>
+ * \t iteration=NNNNNN \t value=V".  Our tensor "a.b.c.input" is TE's layer
+ * "a.b.c", tensor "activation" (grad_output: gradient; weight, output, wgrad,
+ * dgrad keep their names).  Names, recipes and conversions: docs/schema.md.
  */
 #ifndef FP8_NVDLFW_H
 #define FP8_NVDLFW_H
