@@ -223,9 +223,10 @@ static int load_series(hid_t file, fp8_run *r, const unsigned char *keep, int64_
     for (size_t i = 0; i < n; i++) {
         const disk_step *d = (const disk_step *)rows + i;
         if (d->tensor >= (uint32_t)r->ntensors || d->recipe >= (uint32_t)r->nrecipes) {
-            free(rows), free(bix);
-            return FP8_ERROR(FP8_EINVAL, "%s: /steps row %zu names tensor %u and recipe %u; the file has %d and %d",
-                             r->path, i, d->tensor, d->recipe, r->ntensors, r->nrecipes);
+            int e = FP8_ERROR(FP8_EINVAL, "%s: /steps row %zu names tensor %u and recipe %u; the file has %d and %d",
+                              r->path, i, d->tensor, d->recipe, r->ntensors, r->nrecipes);
+            free(rows), free(bix); /* d points into rows: the message first */
+            return e;
         }
         if (!keep[d->tensor] || d->step < step_min || d->step > step_max)
             continue;
@@ -240,11 +241,13 @@ static int load_series(hid_t file, fp8_run *r, const unsigned char *keep, int64_
         uint64_t per_row = d->block ? d->cols / d->block + (d->cols % d->block != 0) : 0;
         if (d->tensor >= (uint32_t)r->ntensors || !d->block || !d->rows || !d->cols || d->rows > UINT64_MAX / per_row ||
             d->count != d->rows * per_row || d->offset > len_bam || d->count > len_bam - d->offset) {
-            free(rows), free(bix);
-            return FP8_ERROR(FP8_EINVAL, "%s: /block_amax_index row %zu is inconsistent (tensor %u, %llux%llu, block %u, "
-                                         "count %llu at %llu of %llu)", r->path, i, d->tensor, (unsigned long long)d->rows,
-                             (unsigned long long)d->cols, d->block, (unsigned long long)d->count,
-                             (unsigned long long)d->offset, (unsigned long long)len_bam);
+            int e = FP8_ERROR(FP8_EINVAL,
+                              "%s: /block_amax_index row %zu is inconsistent (tensor %u, %llux%llu, block %u, count %llu "
+                              "at %llu of %llu)",
+                              r->path, i, d->tensor, (unsigned long long)d->rows, (unsigned long long)d->cols, d->block,
+                              (unsigned long long)d->count, (unsigned long long)d->offset, (unsigned long long)len_bam);
+            free(rows), free(bix); /* d points into bix: the message first */
+            return e;
         }
         if (!keep[d->tensor] || d->step < step_min || d->step > step_max)
             continue;
