@@ -28,6 +28,10 @@ void register_index_tests(void);
 #include <sys/types.h>
 pid_t fork_piped(int fd[2]);
 
+/* Assert that st is an error whose fp8_error_message() contains words. */
+void expect_error_at(int st, const char *words, const char *file, int line);
+#define EXPECT_ERROR(st, words) expect_error_at((st), (words), __FILE__, __LINE__)
+
 /* Add a suite with the given tests; aborts the run on registry failure. */
 void add_suite(const char *name, const char *const *names, void (*const *fns)(void), int n);
 

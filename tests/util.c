@@ -1,8 +1,10 @@
 /* util.c — test helpers. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
+#include "fp8_error.h"
 #include "tests.h"
 
 void add_suite(const char *name, const char *const *names, void (*const *fns)(void), int n)
@@ -29,4 +31,14 @@ pid_t fork_piped(int fd[2])
     else
         close(fd[1]);
     return pid;
+}
+
+void expect_error_at(int st, const char *words, const char *file, int line)
+{
+    CU_assertImplementation(st != 0, (unsigned)line, "status is an error", file, "", CU_FALSE);
+    const char *m = fp8_error_message();
+    int has = m && strstr(m, words) != NULL;
+    if (!has)
+        fprintf(stderr, "\n  %s:%d: message '%s' lacks '%s'\n", file, line, m ? m : "(none)", words);
+    CU_assertImplementation(has, (unsigned)line, "the message names the fault", file, "", CU_FALSE);
 }
