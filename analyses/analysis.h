@@ -43,6 +43,9 @@ typedef struct {
     struct an_contrasts *contrasts; /* contrasts.c: one-factor comparisons, lazily */
 } an_run;
 
+/* The questions of the report's summary, one line each (keys.h). */
+enum { AN_Q_WHERE = 0, AN_Q_JIT, AN_Q_BLOCKS, AN_Q_FORMAT, AN_Q_DYNAMICS, AN_Q_REPLAY, AN_Q_OUTLIERS, AN_Q_LOSS, AN_NQ };
+
 /* One line for the report's summary ("a busy reader can act on"). */
 #define AN_MAX_FINDINGS 256
 typedef struct {
@@ -50,6 +53,11 @@ typedef struct {
     int nruns;
     const char *outdir;      /* data files and figures go here             */
     FILE *md;                /* Markdown section of the analysis           */
+    char *key[AN_NQ];        /* the summary's line per question (an_key), NULL: unanswered */
+    char key_section[AN_NQ][128];
+    char *key_missing[AN_NQ]; /* why a question is unanswered, when an analysis knows */
+    struct an_frow *frows;   /* compare's factor groups of every run (keys.c) */
+    size_t nfrows, capfrows;
     char *findings[AN_MAX_FINDINGS];
     char topic[AN_MAX_FINDINGS][16];
     /* compare: tensors a delayed recipe overflowed on, across runs */
@@ -164,9 +172,13 @@ size_t an_snapshots(const an_run *a, int t, size_t *idx);
  * delayed, else the first delayed recipe with records on it; -1 none. */
 int an_delayed_recipe(const an_run *a, int t);
 
-/* A short label for recipe r ("hybrid:delayed h=1024 max m=0",
- * "e4m3:block 1x128", ...), stable for tables and legends. */
+/* The canonical label of recipe r (factors.h: "e4m3 delayed h=1024,max,m=0",
+ * "e4m3 block 1x128", "mxfp8 floor"), the same in every table, legend and
+ * figure: on tensor t (its role resolves hybrid formats and weight block
+ * shapes), or whatever the tensor ("hybrid (e4m3 forward, e5m2 gradients)
+ * delayed ...", "e4m3 block 1x128 (weights 128x128)"). */
 const char *an_recipe_label(const an_run *a, int r, char *buf, size_t n);
+const char *an_recipe_label_on(const an_run *a, int t, int r, char *buf, size_t n);
 
 /* Names (tensor names, recipe specs: n strings stride bytes apart from
  * base) found by binary search; the lowest index among equal names. */

@@ -500,6 +500,12 @@ void an_close(an_ctx *c)
     free(c->runs);
     for (int i = 0; i < c->nfindings; i++)
         free(c->findings[i]);
+    for (int q = 0; q < AN_NQ; q++) {
+        free(c->key[q]), free(c->key_missing[q]);
+        c->key[q] = c->key_missing[q] = NULL;
+    }
+    free(c->frows);
+    c->frows = NULL, c->nfrows = c->capfrows = 0;
     c->runs = NULL;
     c->nruns = c->nfindings = 0;
 }
@@ -553,33 +559,36 @@ int an_delayed_recipe(const an_run *a, int t)
     return d;
 }
 
-const char *an_recipe_label(const an_run *a, int r, char *buf, size_t n)
+/* The canonical label (factors.h) of recipe r on a tensor of role role;
+ * role < 0: whatever the tensor (hybrid named as such, a weight block
+ * shape noted). */
+static const char *label_role(const an_run *a, int r, int role, char *buf, size_t n)
 {
     if (r < 0 || r >= a->run->nrecipes || !a->recipe_ok[r]) {
         snprintf(buf, n, "%s", r >= 0 && r < a->run->nrecipes ? a->run->recipe_spec[r] : "?");
         return buf;
     }
     const fp8_recipe *p = &a->recipes[r];
-    char fmt[40];
-    if (p->hybrid)
-        snprintf(fmt, sizeof fmt, "hybrid");
+    an_factors f;
+    an_factors_of(p, role < 0 ? FP8_ROLE_ACTIVATION : (fp8_role)role, &f);
+    char lab[160];
+    an_factors_label(&f, lab, sizeof lab);
+    if (role < 0 && p->hybrid && strncmp(lab, f.format, strlen(f.format)) == 0)
+        snprintf(buf, n, "hybrid (e4m3 forward, e5m2 gradients)%s", lab + strlen(f.format));
     else
-        snprintf(fmt, sizeof fmt, "%s", p->fwd.name);
-    switch (p->kind) {
-    case FP8_RECIPE_DELAYED:
-        snprintf(buf, n, "%s:delayed h=%d %s m=%d%s", fmt, p->history_len, p->algo_most_recent ? "recent" : "max",
-                 p->margin, p->pow2 ? " pow2" : "");
-        break;
-    case FP8_RECIPE_BLOCK:
-        snprintf(buf, n, "%s:block %dx%d%s", fmt, p->block_rows, p->block_cols, p->ue8m0 ? " ue8m0" : "");
-        break;
-    case FP8_RECIPE_MX:
-        snprintf(buf, n, "mx%s", fmt);
-        break;
-    default:
-        snprintf(buf, n, "%s:%s%s", fmt, fp8_recipe_kind_name(p->kind), p->pow2 ? " pow2" : "");
+        snprintf(buf, n, "%s", lab);
+    if (role < 0 && p->kind == FP8_RECIPE_BLOCK && p->wblock_rows) {
+        size_t l = strlen(buf);
+        snprintf(buf + l, n > l ? n - l : 0, " (weights %dx%d)", p->wblock_rows, p->wblock_cols);
     }
     return buf;
+}
+
+const char *an_recipe_label(const an_run *a, int r, char *buf, size_t n) { return label_role(a, r, -1, buf, n); }
+
+const char *an_recipe_label_on(const an_run *a, int t, int r, char *buf, size_t n)
+{
+    return label_role(a, r, t >= 0 && t < a->run->ntensors ? a->run->tensor_role[t] : -1, buf, n);
 }
 
 const fp8_format *an_format(const an_run *a, int t, int r)

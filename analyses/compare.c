@@ -17,6 +17,7 @@
 #include "compare.h"
 #include "contrasts.h"
 #include "factors.h"
+#include "keys.h"
 
 static int per_tensor_scale(const fp8_recipe *p)
 {
@@ -406,6 +407,7 @@ static void write_factors(an_ctx *c, an_run *a, FILE *fc, FILE *ff)
             const an_cgroup *G = &g[i];
             if (G->factor != k)
                 continue;
+            an_frow_add(c, G, (int)(a - c->runs));
             if (!any)
                 fprintf(c->md, "**%s**\n\n| role | from → to | tensors | ΔSQNR dB [95%% CI] | to / from / neither "
                                "better | sign p | overflow events from → to | underflow %% from → to |\n"
@@ -466,6 +468,10 @@ static void write_factors(an_ctx *c, an_run *a, FILE *fc, FILE *ff)
 
 int an_compare(an_ctx *c)
 {
+    an_span q_risk = {0, 0, 0}; /* the summary's first question, over the runs */
+    int q_with = 0;
+    double q_under = -1;
+    char q_under_lab[200] = "", q_top[300] = "";
     FILE *ft = an_data(c, "compare_tensors.tsv"), *fg = an_data(c, "compare_groups.tsv"),
          *fw = an_data(c, "compare_warmup.tsv"), *fc = an_data(c, "compare_contrasts.tsv"),
          *ff = an_data(c, "compare_factors.tsv"), *fv = an_data(c, "compare_verdicts.tsv");
@@ -620,7 +626,7 @@ int an_compare(an_ctx *c)
         /* verdicts */
         fprintf(c->md, "**Verdict rule** (U = %.3g%%, G = %.3g dB, M = %.3g dB, E = %d): %s.\n\n", 100 * c->underflow_max,
                 c->block_gain_db, c->sqnr_margin_db, c->min_events, an_verdict_rule);
-        int nverd[4] = {0}, at_risk = 0;
+        int nverd[4] = {0}, at_risk = 0, material = 0, with_delayed = 0;
         char risk[1024] = "", na_why[160] = "";
         size_t rl = 0;
         for (int t = 0; t < T; t++) {
@@ -629,6 +635,8 @@ int an_compare(an_ctx *c)
             nverd[v]++;
             if (v == AN_VERDICT_NA && !na_why[0])
                 snprintf(na_why, sizeof na_why, "%s", vi.why);
+            with_delayed += vi.D >= 0;
+            material += vi.D >= 0 && (int)vi.events_d >= c->min_events;
             char ld[96] = "-", lc[96] = "-", lb[96] = "-";
             fp8_role role = (fp8_role)a->run->tensor_role[t];
             an_factors f;
@@ -657,6 +665,19 @@ int an_compare(an_ctx *c)
             fprintf(c->md, "\nDelayed scaling overflowed materially on %s%s.\n", risk, at_risk == 5 ? ", ..." : "");
         fprintf(c->md, "\nPer tensor: `compare_verdicts.tsv` (with the deciding rule); every statistic: "
                        "`compare_tensors.tsv`; every comparison: `compare_contrasts.tsv`.\n\n");
+        if (with_delayed) {
+            an_span_add(&q_risk, material);
+            q_with = with_delayed > q_with ? with_delayed : q_with;
+        }
+        /* the most flushed after warm-up: a delayed group of one role */
+        for (int i = 0; i < gs.n; i++) {
+            group *G = &gs.g[i];
+            double u = G->numel > 0 ? G->under / G->numel : NAN;
+            if (G->role < FP8_NROLE && strstr(G->label, " delayed ") && u > q_under) {
+                q_under = u;
+                snprintf(q_under_lab, sizeof q_under_lab, "%s under %s", fp8_role_name((fp8_role)G->role), G->label);
+            }
+        }
         if (nverd[1] + nverd[2] + nverd[3] > 0)
             an_finding(c, "verdict", "`%s` %d / %d / %d%s", a->label, nverd[1], nverd[2], nverd[3],
                        nverd[0] ? " (+ n/a)" : "");
@@ -728,14 +749,33 @@ int an_compare(an_ctx *c)
                                    c->risk_name[b], c->risk_runs[b], c->risk_seen[b], c->risk_events[b]);
         }
         free(used);
-        if (shown)
+        if (shown) {
             an_finding(c, "risk", "delayed scaling overflowed materially (>= %d events after warm-up) on %d tensor%s of "
                                   "%d; most often %s",
                        c->min_events, runs_with, runs_with == 1 ? "" : "s", c->nrisk, txt);
+            int b = 0; /* the most frequent, again, for the one-line summary */
+            for (int k = 1; k < c->nrisk; k++)
+                if (c->risk_runs[k] > c->risk_runs[b] ||
+                    (c->risk_runs[k] == c->risk_runs[b] && c->risk_events[k] > c->risk_events[b]))
+                    b = k;
+            snprintf(q_top, sizeof q_top, ", most often `%s` (%d of %d runs)", c->risk_name[b], c->risk_runs[b],
+                     c->risk_seen[b]);
+        }
         else
             an_finding(c, "risk", "no delayed recipe overflowed materially (>= %d events after warm-up) on any of %d "
                                   "tensors", c->min_events, c->nrisk);
     }
+    if (q_risk.n) {
+        char sp[64], und[320] = "";
+        if (q_under >= 0)
+            snprintf(und, sizeof und, "; the most flushed to zero after warm-up: %s, %.3g%% of values", q_under_lab,
+                     100 * q_under);
+        an_key(c, AN_Q_WHERE, "Recipes compared",
+               "delayed scaling overflowed at %d or more steps after warm-up on %s of %d tensors%s%s%s", c->min_events,
+               an_span_fmt(&q_risk, "%.0f", sp, sizeof sp), q_with, q_risk.n > 1 ? " (range over the runs)" : "", q_top,
+               und);
+    }
+    an_keys_factors(c);
 done:
     if (an_data_close(c, (FILE *[]){ft, fg, fw, fc, ff, fv}, 6))
         rc = 1;

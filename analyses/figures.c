@@ -164,7 +164,7 @@ static void amax_figure(figset *F, const an_run *a, int t)
         return;
     char ttl[512];
     snprintf(ttl, sizeof ttl, "%s — %s: amax and the range of %s (%zu overflow events after warm-up)", a->label,
-             a->run->tensor_name[t], d >= 0 ? an_recipe_label(a, d, lab, sizeof lab) : "no delayed recipe", events);
+             a->run->tensor_name[t], d >= 0 ? an_recipe_label_on(a, t, d, lab, sizeof lab) : "no delayed recipe", events);
     snprintf(vars, sizeof vars, "data = %s\nttl = %s\n", plot_quote(data, q1, sizeof q1), plot_quote(ttl, q2, sizeof q2));
     char cap[512];
     snprintf(cap, sizeof cap, "%s, `%s`: amax at %s (black) and the representable range of the delayed scale it was "
@@ -335,7 +335,7 @@ static void exphist_figure(figset *F, const an_run *a, int t)
             double o1, u1, o2, u2;
             an_thresholds(fmt, y->nscales > 1 ? y->scale_inv_min : y->scale_inv, &o1, &u1);
             an_thresholds(fmt, y->nscales > 1 ? y->scale_inv_max : y->scale_inv, &o2, &u2);
-            fprintf(f, "%s%s\t%.9g\t%.9g\t%.3f\n", an_recipe_label(a, r, lab, sizeof lab),
+            fprintf(f, "%s%s\t%.9g\t%.9g\t%.3f\n", an_recipe_label_on(a, t, r, lab, sizeof lab),
                     y->nscales > 1 ? " (union of blocks)" : "", log2(u1), log2(o2), 0.9 - 0.12 * nw);
             nw++;
         }
@@ -391,7 +391,7 @@ static void blockscale_figure(figset *F, const an_run *a, int t)
             dup |= full->records[j].recipe == r->recipe;
         if (dup)
             continue;
-        fprintf(f, "%s%s\n", nr ? "\n\n" : "", an_recipe_label(a, (int)r->recipe, lab, sizeof lab));
+        fprintf(f, "%s%s\n", nr ? "\n\n" : "", an_recipe_label_on(a, t, (int)r->recipe, lab, sizeof lab));
         for (int b = 0; b < FP8_SCALE_BINS; b++)
             if (r->stats.scale_hist[b])
                 fprintf(f, "%s\t%d\t%llu\n", lab, b - 127, (unsigned long long)r->stats.scale_hist[b]);

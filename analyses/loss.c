@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "keys.h"
 
 static int scalar_id(const fp8_run *r, const char *name)
 {
@@ -184,6 +185,11 @@ int an_loss(an_ctx *c)
     double *bv = NULL, *nv = NULL;
     aligned noise = {0};
     const char *lname = c->loss_name ? c->loss_name : "loss";
+    an_span q_tail = {0, 0, 0};
+    int q_runs = 0, q_within = 0, q_div = 0;
+    double q_floor = NAN;
+    char q_off[300] = "";
+    size_t q_offl = 0;
     if (!fc || !fd || !fv || !fs) {
         rc = 1;
         goto done;
@@ -323,6 +329,17 @@ int an_loss(an_ctx *c)
                     fprintf(j, ", \"from_step\": %lld", (long long)(up_at >= 0 ? up_at : dn_at));
                 fputs("}", j);
             }
+            if (ri != c->baseline && ri != c->noise) {
+                q_runs++;
+                an_span_add(&q_tail, 100 * tail);
+                q_floor = nfloor;
+                int within = c->noise >= 0 && up_at < 0 && dn_at < 0 && fabs(tail) <= nfloor;
+                q_within += within;
+                q_div += up_at >= 0;
+                if (!within && q_offl < sizeof q_off - 80)
+                    q_offl += (size_t)snprintf(q_off + q_offl, sizeof q_off - q_offl, "%s`%s` %+.2f%%", q_offl ? ", " : "",
+                                               a->label, 100 * tail);
+            }
             if (ri != c->baseline && ri != c->noise)
                 an_finding(c, "loss", "`%s` %s (%+.2f%% over the last %zu steps; noise floor %s)", a->label, verdict,
                            100 * tail, k, nft);
@@ -333,6 +350,22 @@ int an_loss(an_ctx *c)
             break;
     }
     fprintf(c->md, "\n");
+    if (q_runs) {
+        char a1[64];
+        if (c->noise >= 0)
+            an_key(c, AN_Q_LOSS, "Loss against the baseline",
+                   "%d of %d run%s within the noise floor over the last steps (%s%% from `%s`; two seeds of the baseline "
+                   "differ by %.2f%% there)%s%s%s",
+                   q_within, q_runs, q_runs == 1 ? "" : "s", an_span_fmt(&q_tail, "%+.2f", a1, sizeof a1),
+                   c->runs[c->baseline].label, 100 * q_floor, q_off[0] ? "; outside: " : "", q_off,
+                   q_div ? "; some diverge (see the section)" : "");
+        else
+            an_key(c, AN_Q_LOSS, "Loss against the baseline",
+                   "%s%% from `%s` over the last steps; no second seed of the baseline, so no noise floor to judge "
+                   "it against%s",
+                   an_span_fmt(&q_tail, "%+.2f", a1, sizeof a1), c->runs[c->baseline].label,
+                   q_div ? "; some diverge (see the section)" : "");
+    }
 done:
     aligned_free(&noise);
     free(bs), free(bv), free(ns), free(nv);

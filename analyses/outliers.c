@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "keys.h"
 #include "compare.h"
 #include "fp8_error.h"
 #include "outliers.h"
@@ -140,7 +141,7 @@ static int channels(const an_run *a, int t, an_outl *o, FILE *f)
 
 /* The same tensors of runs a and b side by side, with the overflow events
  * of every recipe both recorded. */
-static void versus(an_ctx *c, const an_run *a, const an_run *b, FILE *fc_b, FILE *fv)
+static void versus(an_ctx *c, const an_run *a, const an_run *b, FILE *fc_b, FILE *fv, char *key, size_t keyn)
 {
     fprintf(c->md, "### `%s` versus `%s`\n\n| tensor | kurtosis | max/RMS max | top channel × median | recipe | "
                    "overflow events | overflow %% |\n|---|---|---|---|---|---|---|\n",
@@ -174,7 +175,7 @@ static void versus(an_ctx *c, const an_run *a, const an_run *b, FILE *fc_b, FILE
             if (s < 0 || an_series_stats(a, t, r, &sa) || an_series_stats(b, u, s, &sb) || !sa.records || !sb.records)
                 continue;
             char lab[96], chtxt[64];
-            an_recipe_label(a, r, lab, sizeof lab);
+            an_recipe_label_on(a, t, r, lab, sizeof lab);
             snprintf(chtxt, sizeof chtxt, "%.1f / %.1f", oa.chan_ratio, ob.chan_ratio);
             fprintf(fv, "%s\t%s\t%s\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%s\t%zu\t%zu\t%.9g\t%.9g\n", a->label, b->label,
                     a->run->tensor_name[t], oa.kurt_p50, ob.kurt_p50, oa.maxrms_max, ob.maxrms_max, oa.chan_ratio,
@@ -202,6 +203,8 @@ static void versus(an_ctx *c, const an_run *a, const an_run *b, FILE *fc_b, FILE
             snprintf(dtxt, sizeof dtxt, "; largest drop `%s` %zu → %zu", dname, drop_a, drop_b);
         if (rname)
             snprintf(rtxt, sizeof rtxt, "; largest rise `%s` %zu → %zu", rname, rise_a, rise_b);
+        snprintf(key, keyn, "`%s` → `%s` (Smooth SwiGLU): overflow events of the active delayed recipe %.0f → %.0f%s%s",
+                 a->label, b->label, ev_a, ev_b, dtxt, rtxt);
         an_finding(c, "smooth", "`%s` → `%s`: overflow events of the active delayed recipe %.0f → %.0f over the shared "
                                 "tensors%s%s; max/RMS of `%s` %.1f → %.1f",
                    a->label, b->label, ev_a, ev_b, dtxt, rtxt, kname, kmax_a, kmax_b);
@@ -215,6 +218,8 @@ int an_outliers(an_ctx *c)
     int rc = 0;
     an_ctx vc;
     an_defaults(&vc);
+    char q_smooth[600] = "", q_run[64] = "", q_tensor[FP8_NAME_MAX] = "";
+    double q_maxrms = -1, q_k0 = NAN, q_k1 = NAN;
     if (!ft || !fc || !fv) {
         rc = 1;
         goto done;
@@ -278,6 +283,11 @@ int an_outliers(an_ctx *c)
         }
         free(shown);
         fprintf(c->md, "\n");
+        if (worst >= 0 && ol[worst].maxrms_max > q_maxrms) {
+            q_maxrms = ol[worst].maxrms_max, q_k0 = ol[worst].kurt_first, q_k1 = ol[worst].kurt_last;
+            snprintf(q_run, sizeof q_run, "%s", a->label);
+            snprintf(q_tensor, sizeof q_tensor, "%s", a->run->tensor_name[worst]);
+        }
         if (worst >= 0)
             an_finding(c, "outliers", "`%s`: `%s` max/RMS up to %.0f, kurtosis %.1f → %.1f", a->label,
                        a->run->tensor_name[worst], ol[worst].maxrms_max, ol[worst].kurt_first, ol[worst].kurt_last);
@@ -289,9 +299,18 @@ int an_outliers(an_ctx *c)
         if (an_open(&vc, vp, 1))
             rc = 1;
         else
-            versus(c, &c->runs[0], &vc.runs[0], fc, fv); /* b's channels are not written yet */
+            versus(c, &c->runs[0], &vc.runs[0], fc, fv, q_smooth, sizeof q_smooth); /* b's channels are not written yet */
     } else if (!rc && c->vs_a >= 0 && c->vs_b >= 0 && c->vs_a < c->nruns && c->vs_b < c->nruns) {
-        versus(c, &c->runs[c->vs_a], &c->runs[c->vs_b], NULL, fv);
+        versus(c, &c->runs[c->vs_a], &c->runs[c->vs_b], NULL, fv, q_smooth, sizeof q_smooth);
+    }
+    if (q_maxrms >= 0 || q_smooth[0]) {
+        char o[400] = "";
+        if (q_maxrms >= 0)
+            snprintf(o, sizeof o, "the largest max/RMS is %.0f, on `%s` in `%s` (kurtosis %.1f at the first step, %.1f "
+                                  "at the last)",
+                     q_maxrms, q_tensor, q_run, q_k0, q_k1);
+        an_key(c, AN_Q_OUTLIERS, "Outliers", "%s%s%s%s", o, o[0] && q_smooth[0] ? "; " : "", q_smooth,
+               q_smooth[0] || c->nruns < 2 ? "" : "; no pair of runs with and without Smooth SwiGLU to compare");
     }
 done:
     an_close(&vc);

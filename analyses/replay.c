@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "keys.h"
 #include "compare.h"
 #include "fp8_error.h"
 #include "replay.h"
@@ -450,6 +451,9 @@ static const char *algo_name(int k) { return (k / NM) % 2 ? "most_recent" : "max
 
 int an_replay(an_ctx *c)
 {
+    an_span q_te = {0, 0, 0}, q_b1 = {0, 0, 0}, q_te2 = {0, 0, 0};
+    char q_set[160] = "";
+    size_t q_setl = 0;
     FILE *fs = an_data(c, "replay_settings.tsv"), *ft = an_data(c, "replay_tensors.tsv"),
          *fg = an_data(c, "replay_truth.tsv"), *ff = an_data(c, "replay_front.tsv");
     int rc = 0;
@@ -617,7 +621,7 @@ int an_replay(an_ctx *c)
                 tr_recs[r] += (double)recs, tr_ov[r] += ovt, tr_ovest[r] += ove, tr_un[r] += unt, tr_unest[r] += une;
                 char lab[96];
                 fprintf(fg, "%s\t%s\t%s\t%zu\t%zu\t%zu\t%.0f\t%.0f\t%.0f\t%.9g\t%.0f\t%.0f\t%.0f\t%.9g\t%zu\n", a->label,
-                        an_recipe_label(a, r, lab, sizeof lab), a->run->tensor_name[t], checked, match, recs, ovt, ovl, ovh,
+                        an_recipe_label_on(a, t, r, lab, sizeof lab), a->run->tensor_name[t], checked, match, recs, ovt, ovl, ovh,
                         ove, unt, unl, unh, une, outside);
                 free(sc);
             }
@@ -721,6 +725,14 @@ int an_replay(an_ctx *c)
                     ? "The first-half choice holds up out of sample."
                     : "The first-half choice does worse than TE's default out of sample: the ranking is not stable "
                       "on this run.");
+        an_span_add(&q_te, (double)te->events), an_span_add(&q_b1, (double)sets[b1].events_half[1]);
+        an_span_add(&q_te2, (double)te->events_half[1]);
+        {
+            char one[48];
+            snprintf(one, sizeof one, "%d/%s/%d", hist_lens[b1 / (2 * NM)], algo_name(b1), b1 % NM);
+            if (!strstr(q_set, one) && q_setl < sizeof q_set - 60)
+                q_setl += (size_t)snprintf(q_set + q_setl, sizeof q_set - q_setl, "%s%s", q_setl ? ", " : "", one);
+        }
         an_finding(c, "replay", "`%s`: TE default (1024/max/0) %zu overflow events on %zu of %d tensors after warm-up "
                                 "(every step); fewest: history %d, %s, margin %d with %zu (flushed <= %.3g%%); chosen on "
                                 "the first half, %s/%d has %zu events in the second half vs TE's %zu",
@@ -772,6 +784,15 @@ int an_replay(an_ctx *c)
                        a->label, 100 * match_all / steps_all, steps_all);
         fprintf(c->md, "\n");
         free(input), free(tr_all);
+    }
+    if (q_te.n) {
+        char a1[48], a2[48], a3[48];
+        an_key(c, AN_Q_REPLAY, "Delayed scaling replayed (history, algorithm, margin)",
+               "TE's default (history 1024, max, margin 0) overflows at %s tensor-steps after warm-up%s; the setting "
+               "with the fewest events on the first half of the steps (history/algorithm/margin %s) had %s in the "
+               "second half, against %s for TE's default",
+               an_span_fmt(&q_te, "%.0f", a1, sizeof a1), q_te.n > 1 ? " (range over the runs)" : "", q_set,
+               an_span_fmt(&q_b1, "%.0f", a2, sizeof a2), an_span_fmt(&q_te2, "%.0f", a3, sizeof a3));
     }
 done:
     if (an_data_close(c, (FILE *[]){fs, ft, fg, ff}, 4))

@@ -1,7 +1,8 @@
 /*
  * report.c — `fp8prof report`: every analysis and figure over the runs,
- * put together as DIR/report.md and DIR/index.html (figures inline, opens
- * from disk), headed by a summary of the findings.
+ * put together as DIR/report.md and DIR/index.html (one self-contained
+ * page: report_html.c): a summary of one line per question with the link to
+ * its evidence, the contents, then every section.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -10,7 +11,9 @@
 #include <unistd.h>
 
 #include "analysis.h"
+#include "keys.h"
 #include "report.h"
+#include "report_html.h"
 
 #define meta an_meta
 
@@ -24,130 +27,6 @@ static void progress(const an_ctx *c, int k, int n, const char *what, double t0)
     if (tty && k == n)
         fprintf(stderr, "\n");
     fflush(stderr);
-}
-
-/* ---- a small Markdown to HTML converter for what the analyses write ------- */
-
-static void html_inline(FILE *f, const char *s)
-{
-    int code = 0, bold = 0;
-    for (; *s; s++) {
-        if (*s == '`') {
-            fputs(code ? "</code>" : "<code>", f);
-            code = !code;
-        } else if (!code && s[0] == '*' && s[1] == '*') {
-            fputs(bold ? "</b>" : "<b>", f);
-            bold = !bold;
-            s++;
-        } else if (!code && s[0] == '*' && s[1] != ' ' && strchr(s + 1, '*')) {
-            const char *e = strchr(s + 1, '*');
-            fputs("<i>", f);
-            for (const char *q = s + 1; q < e; q++)
-                fputc(*q == '<' ? '[' : *q, f);
-            fputs("</i>", f);
-            s = e;
-        } else if (*s == '<')
-            fputs("&lt;", f);
-        else if (*s == '>')
-            fputs("&gt;", f);
-        else if (*s == '&')
-            fputs("&amp;", f);
-        else
-            fputc(*s, f);
-    }
-    if (code)
-        fputs("</code>", f);
-    if (bold)
-        fputs("</b>", f);
-}
-
-static void md_to_html(const char *md, FILE *f)
-{
-    fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>fp8prof report</title>\n"
-          "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
-          "table{border-collapse:collapse;margin:1em 0;font-size:90%}td,th{border:1px solid #ccc;padding:3px 8px;"
-          "text-align:left}th{background:#f0f0f0}code{background:#f4f4f4;padding:0 3px}figure{margin:1.5em 0}"
-          "img{max-width:100%;border:1px solid #ddd}figcaption{font-size:90%;color:#444}h2{border-bottom:1px solid "
-          "#ccc;margin-top:2em}</style></head><body>\n",
-          f);
-    const char *p = md;
-    int in_table = 0, in_list = 0, in_par = 0, table_row = 0;
-    char line[8192];
-    while (*p) {
-        size_t n = strcspn(p, "\n");
-        size_t m = n < sizeof line - 1 ? n : sizeof line - 1;
-        memcpy(line, p, m);
-        line[m] = 0;
-        p += n + (p[n] == '\n');
-        int is_table = line[0] == '|', is_item = line[0] == '-' && line[1] == ' ';
-        if (!is_table && in_table)
-            fputs("</table>\n", f), in_table = 0;
-        if (!is_item && in_list)
-            fputs("</ul>\n", f), in_list = 0;
-        if ((is_table || is_item || line[0] == '#' || line[0] == 0 || line[0] == '!') && in_par)
-            fputs("</p>\n", f), in_par = 0;
-        if (line[0] == 0)
-            continue;
-        if (line[0] == '#') {
-            int lv = 0;
-            while (line[lv] == '#')
-                lv++;
-            fprintf(f, "<h%d>", lv);
-            html_inline(f, line + lv + 1);
-            fprintf(f, "</h%d>\n", lv);
-        } else if (is_table) {
-            if (strncmp(line, "|---", 4) == 0)
-                continue;
-            if (!in_table)
-                fputs("<table>\n", f), in_table = 1, table_row = 0;
-            const char *cell = "td";
-            if (table_row++ == 0)
-                cell = "th";
-            fputs("<tr>", f);
-            char *s = line + 1;
-            while (*s) {
-                char *e = strchr(s, '|');
-                if (!e)
-                    break;
-                *e = 0;
-                fprintf(f, "<%s>", cell);
-                html_inline(f, s);
-                fprintf(f, "</%s>", cell);
-                s = e + 1;
-            }
-            fputs("</tr>\n", f);
-        } else if (is_item) {
-            if (!in_list)
-                fputs("<ul>\n", f), in_list = 1;
-            fputs("<li>", f);
-            html_inline(f, line + 2);
-            fputs("</li>\n", f);
-        } else if (line[0] == '!' && line[1] == '[') {
-            char *cap = line + 2, *ce = strstr(cap, "](");
-            if (!ce)
-                continue;
-            *ce = 0;
-            char *src = ce + 2, *se = strchr(src, ')');
-            if (se)
-                *se = 0;
-            fprintf(f, "<figure><img src=\"%s\" alt=\"figure\"><figcaption>", src);
-            html_inline(f, cap);
-            fputs("</figcaption></figure>\n", f);
-        } else {
-            if (!in_par)
-                fputs("<p>", f), in_par = 1;
-            else
-                fputc(' ', f);
-            html_inline(f, line);
-        }
-    }
-    if (in_table)
-        fputs("</table>\n", f);
-    if (in_list)
-        fputs("</ul>\n", f);
-    if (in_par)
-        fputs("</p>\n", f);
-    fputs("</body></html>\n", f);
 }
 
 /* ---- the report ------------------------------------------------------------ */
@@ -215,53 +94,111 @@ int an_report(an_ctx *c, int nsteps_done_before, double t0)
         time_t tt = time(NULL);
         char date[64];
         strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&tt));
-        fprintf(f, "# fp8prof report\n\n%d run%s, written %s. Data files (tab-separated) and figures (PNG, SVG, "
-                   "gnuplot script) are beside this file.\n\n",
+        fprintf(f, "# fp8prof report\n\n%d run%s, written %s. Every number below is defined in docs/analyses.md and "
+                   "docs/statistics.md; the data files (tab-separated) and figures (PNG, SVG, gnuplot script) are "
+                   "beside this file.\n\n",
                 c->nruns, c->nruns == 1 ? "" : "s", date);
-        fprintf(f, "| run | recipe | steps | tensors | recipes | records | recorded every |\n|---|---|---|---|---|---|---|\n");
-        for (int i = 0; i < c->nruns; i++) {
-            const an_run *a = &c->runs[i];
-            const char *r = meta(a, "recipe"), *s = meta(a, "steps");
-            fprintf(f, "| %s%s | %s%s | %s | %d | %d | %zu | %lld |\n", a->label, i == c->baseline ? " (baseline)" : "",
-                    r ? r : "-", meta(a, "smooth_swiglu") && strcmp(meta(a, "smooth_swiglu"), "yes") == 0 ? " + Smooth SwiGLU" : "",
-                    s ? s : "-", a->run->ntensors, a->run->nrecipes, a->run->nrecords, (long long)a->record_every);
-        }
-        fprintf(f, "\n## Summary\n\n");
-        if (!c->nfindings)
-            fprintf(f, "No findings: the runs hold no records the analyses could use.\n");
-        static const char *topics[][2] = {
-            {"risk", "At risk"},
-            {"warmup", "Warm-up (left out of every rate, count and verdict below; its cost)"},
-            {"timing", "What just-in-time scaling buys (delayed → current; same format, granularity, encoding; "
-                       "ΔSQNR dB [95% CI] (tensors better / worse / neither))"},
-            {"granularity", "What finer scale groups buy (same format, timing, encoding)"},
-            {"format", "E5M2 → E4M3 (same scaling)"},
-            {"encoding", "Scale encoding (fp32 → power-of-two / UE8M0; MX rounding rules)"},
-            {"verdict", "Verdicts per run (delayed is safe / needs JIT / needs block scaling)"},
-            {"replay", "Delayed scaling replayed (history, algorithm, margin)"},
-            {"replaycheck", "Replay checked against the recorded recipes"},
-            {"dynamics", "Block vs tensor amax volatility (the per-tensor-delayed / per-block-JIT claim)"},
-            {"outliers", "Outliers"},
-            {"smooth", "What Smooth SwiGLU changed"},
-            {"loss", "Loss against the baseline"},
-            {"advise", "E4M3 vs E5M2, per scaling kind (sign test over tensors; flushed values E4M3 vs E5M2)"}};
-        for (size_t k = 0; k < sizeof topics / sizeof topics[0]; k++) {
-            int any = 0;
-            for (int i = 0; i < c->nfindings; i++)
-                if (strcmp(c->topic[i], topics[k][0]) == 0) {
-                    fprintf(f, "%s%s", any ? "; " : "- **", any ? "" : topics[k][1]);
-                    if (!any)
-                        fprintf(f, "**: ");
-                    fprintf(f, "%s", c->findings[i]);
-                    any = 1;
-                }
-            if (any)
-                fprintf(f, ".\n");
+        /* the summary: one line per question, its key number and evidence */
+        fprintf(f, "## Summary\n\n");
+        static const char *unanswered[AN_NQ] = {
+            "no delayed recipe was recorded",
+            "no two recipes differ in the timing alone (record e.g. `e4m3:delayed` and `e4m3:current`)",
+            "no per-tensor current recipe has a finer-grouped partner (record e.g. `e4m3:current` and "
+            "`e4m3:block=1x128`)",
+            "no two recipes differ in the element format alone (record e.g. `e5m2:current` and `e4m3:current`)",
+            "no block amaxes one step apart were recorded (probe option block_amax_every, trainer "
+            "--block-amax-every)",
+            "no tensor has steps after warm-up",
+            "no records to measure",
+            "fewer than two runs carry the loss series"};
+        for (int q = 0; q < AN_NQ; q++) {
+            char slug[160];
+            if (c->key[q]) {
+                an_slug(c->key_section[q], slug, sizeof slug);
+                fprintf(f, "- **%s**: %s ([evidence](#%s)).\n", an_key_title(q), c->key[q], slug);
+            } else {
+                fprintf(f, "- **%s**: not measured: %s.\n", an_key_title(q),
+                        c->key_missing[q] ? c->key_missing[q] : unanswered[q]);
+            }
         }
         if (failed)
             fprintf(f, "- %d figure%s could not be drawn (gnuplot failed; messages on stderr).\n", failed,
                     failed == 1 ? "" : "s");
         fprintf(f, "\n");
+        /* contents: the sections' headings, as written below */
+        fprintf(f, "## Contents\n\n- [Runs](#runs)\n- [Every finding, by topic](#every-finding-by-topic)\n");
+        for (int k = 0; k < NA; k++)
+            for (const char *q = sec[k]; q && *q; q += strcspn(q, "\n") + (q[strcspn(q, "\n")] == '\n'))
+                if (q[0] == '#' && q[1] == '#' && q[2] == ' ') {
+                    char h[256], slug[256];
+                    size_t hl = strcspn(q + 3, "\n");
+                    snprintf(h, sizeof h, "%.*s", (int)(hl < 255 ? hl : 255), q + 3);
+                    an_slug(h, slug, sizeof slug);
+                    fprintf(f, "- [%s](#%s)\n", h, slug);
+                }
+        fprintf(f, "\n## Runs\n\n| run | recipe (canonical name) | steps | tensors | recipes | records | "
+                   "statistics every |\n|---|---|---|---|---|---|---|\n");
+        for (int i = 0; i < c->nruns; i++) {
+            const an_run *a = &c->runs[i];
+            const char *r = meta(a, "recipe"), *s = meta(a, "steps");
+            char lab[200] = "-";
+            fp8_recipe pr;
+            if (r && (!strcmp(r, "bf16") || !strcmp(r, "fp32")))
+                snprintf(lab, sizeof lab, "%s (no FP8%s)", r, a->run->nrecipes ? "; recipes recorded as shadows only" : "");
+            else if (r && fp8_recipe_parse(r, &pr) == FP8_OK) {
+                int k = 0; /* the run's own id of it, for the canonical label */
+                while (k < a->run->nrecipes && strcmp(a->run->recipe_spec[k], pr.spec) != 0)
+                    k++;
+                if (k < a->run->nrecipes)
+                    an_recipe_label(a, k, lab, sizeof lab);
+                else
+                    snprintf(lab, sizeof lab, "%s", r);
+            } else if (r)
+                snprintf(lab, sizeof lab, "%s", r);
+            fprintf(f, "| %s%s | %s%s%s%s | %s | %d | %d | %zu | %lld |\n", a->label, i == c->baseline ? " (baseline)" : "",
+                    lab, r && strcmp(lab, r) ? " (`" : "", r && strcmp(lab, r) ? r : "", r && strcmp(lab, r) ? "`)" : "",
+                    s ? s : "-", a->run->ntensors, a->run->nrecipes, a->run->nrecords,
+                    a->run->nrecords ? (long long)a->record_every : 0LL);
+        }
+        int nsw = 0;
+        for (int i = 0; i < c->nruns; i++) {
+            const char *sw = meta(&c->runs[i], "smooth_swiglu");
+            if (sw && strcmp(sw, "yes") == 0)
+                fprintf(f, "%s`%s`", nsw++ ? ", " : "\nRuns with Smooth SwiGLU: ", c->runs[i].label);
+        }
+        if (nsw)
+            fprintf(f, ".");
+        fprintf(f, "\n\n## Every finding, by topic\n\n");
+        if (!c->nfindings)
+            fprintf(f, "No findings: the runs hold no records the analyses could use.\n");
+        static const char *topics[][2] = {
+            {"risk", "At risk"},
+            {"warmup", "Warm-up (left out of every rate, count and verdict; its cost)"},
+            {"timing", "Delayed → current scaling (same format, granularity, encoding): ΔSQNR dB [95% CI] (tensors "
+                       "better / worse / neither)"},
+            {"granularity", "Finer scale groups (same format, timing, encoding)"},
+            {"format", "E5M2 → E4M3 (same scaling)"},
+            {"encoding", "Scale encoding (fp32 → power-of-two / UE8M0; MX rounding rules)"},
+            {"verdict", "Verdicts per run (delayed is safe / needs JIT / needs block scaling)"},
+            {"replay", "Delayed scaling replayed (history, algorithm, margin)"},
+            {"replaycheck", "Replay checked against the recorded recipes"},
+            {"dynamics", "Block vs tensor amax volatility"},
+            {"outliers", "Outliers"},
+            {"smooth", "What Smooth SwiGLU changed"},
+            {"loss", "Loss against the baseline"},
+            {"advise", "E4M3 vs E5M2 per scaling kind (sign test over tensors; flushed values E4M3 vs E5M2)"}};
+        for (size_t k = 0; k < sizeof topics / sizeof topics[0]; k++) {
+            int any = 0;
+            for (int i = 0; i < c->nfindings; i++)
+                if (strcmp(c->topic[i], topics[k][0]) == 0) {
+                    if (!any)
+                        fprintf(f, "### %s\n\n", topics[k][1]);
+                    fprintf(f, "- %s\n", c->findings[i]);
+                    any = 1;
+                }
+            if (any)
+                fprintf(f, "\n");
+        }
         for (int k = 0; k < NA; k++) {
             if (sec[k])
                 fwrite(sec[k], 1, secn[k], f);
@@ -279,7 +216,10 @@ int an_report(an_ctx *c, int nsteps_done_before, double t0)
             rc = 1;
         } else {
             fwrite(md, 1, mdn, o);
-            md_to_html(md, h);
+            int missing = an_report_html(md, c->outdir, h);
+            if (missing)
+                fprintf(stderr, "fp8prof: report: %d figure%s missing from index.html (not drawn)\n", missing,
+                        missing == 1 ? "" : "s");
         }
         if (o && fclose(o) != 0)
             rc = 1;
