@@ -39,7 +39,7 @@ DEPS     := $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(DATA_OBJ:.o=.d) $(TEST_OBJ:.o=.d
 MAKEFLAGS += --no-builtin-rules
 .SUFFIXES:
 
-.PHONY: all test asan demo bench check-exhaustive clean help deps-check datasets fuzz fuzz-build
+.PHONY: all test asan demo bench check-exhaustive clean help deps-check datasets fuzz fuzz-build check-report
 all: $(BUILD)/libfp8prof.a $(BUILD)/libfp8prof.so $(BUILD)/fp8prof
 
 help:
@@ -50,6 +50,7 @@ help:
 	@echo "make bench      speed numbers next to same-run references"
 	@echo "make check-exhaustive  every float32 through every format and mode"
 	@echo "make datasets   the standard set of training runs into datasets/runs/"
+	@echo "make check-report  the demo report in headless Chromium: broken images, dead links, page errors (needs chromium)"
 	@echo "make fuzz       libFuzzer on the .npy, TE log and run-file readers, FUZZ_SECONDS each (needs clang)"
 
 $(BUILD)/plots/scripts.c: $(GP_SRC) plots/embed.sh
@@ -115,6 +116,10 @@ $(BUILD)/fuzz_%: $(BUILD)/tests/fuzz/fuzz_%.o $(FUZZ_COMMON)
 	$(CC) -fsanitize=fuzzer -o $@ $^ $(LDLIBS_ALL)
 $(BUILD)/fuzz-seeds: $(BUILD)/tests/fuzz/seeds.o $(BUILD)/libfp8prof.a
 	$(CC) -o $@ $^ $(LDLIBS_ALL)
+
+check-report: $(BUILD)/fp8prof
+	@test -f $(BUILD)/demo/report/index.html || $(MAKE) demo
+	tests/check_report.sh $(BUILD)/demo/report/index.html $(BUILD)/check-report
 
 demo: $(BUILD)/fp8prof
 	datasets/demo.sh $(BUILD)/fp8prof $(BUILD)/demo

@@ -202,9 +202,13 @@ int an_report(an_ctx *c, int nsteps_done_before, double t0)
         for (int k = 0; k < NA; k++) {
             if (sec[k])
                 fwrite(sec[k], 1, secn[k], f);
+            int nfig = 0; /* the section's figures under a heading of their own */
             for (int i = 0; i < nf; i++)
-                if (strcmp(figs[i].section, steps[k].name) == 0)
+                if (strcmp(figs[i].section, steps[k].name) == 0) {
+                    if (!nfig++)
+                        fprintf(f, "### Figures: %s\n\n", steps[k].name);
                     fprintf(f, "![%s](%s.png)\n\n", figs[i].caption, figs[i].name);
+                }
         }
         fprintf(f, "---\nDefinitions of every statistic: docs/statistics.md; of every analysis and rule: "
                    "docs/analyses.md.\n");

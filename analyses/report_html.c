@@ -309,7 +309,14 @@ int an_report_html(const char *md, const char *dir, FILE *f)
             char *src = ce + 2, *se = strchr(src, ')');
             if (se)
                 *se = 0;
-            fputs("<figure><img alt=\"", f);
+            char fid[200];
+            snprintf(fid, sizeof fid, "%s", src);
+            char *dot = strrchr(fid, '.');
+            if (dot)
+                *dot = 0;
+            fputs("<figure id=\"fig-", f);
+            esc(f, fid, strlen(fid));
+            fputs("\"><img alt=\"", f);
             esc(f, src, strlen(src));
             fputs("\" src=\"", f);
             if (embed(f, dir, src) != 0) {
