@@ -75,6 +75,7 @@ typedef struct {
     const char *vs;          /* outliers --vs: a second run's path         */
     int vs_a, vs_b;          /* outliers: compare loaded runs vs_a and vs_b (-1: off) */
     int baseline;            /* loss: the baseline run (default 0)        */
+    int baseline_set;        /* set by an option: the report keeps it     */
     int noise;               /* loss: a second baseline (another seed) whose difference
                                 to the baseline is the noise floor; -1: look for one
                                 (same /meta recipe as the baseline, another seed) */
@@ -150,6 +151,10 @@ int an_canon(const an_run *a, int t, int r);
 
 /* The pair id of tensor t and recipe r, -1 when the run has no data for it. */
 int an_pair(const an_run *a, int t, int r);
+
+/* 1 when tensor t has records or every-step rows (a --tensor pattern
+ * leaves the others registered but empty). */
+static inline int an_has_data(const an_run *a, int t) { return a->tpair && a->tpair[t + 1] > a->tpair[t]; }
 
 /* The recipes with records or every-step rows on tensor t, ascending; loop
  * over these, not over every recipe of the run. */
@@ -237,7 +242,7 @@ typedef struct {
     char caption[512];
     char section[32];    /* which analysis it illustrates             */
 } an_figure;
-#define AN_MAX_FIGURES 48
+#define AN_MAX_FIGURES 96
 /* Draws what the runs support; returns the number drawn, *failed gets the
  * number gnuplot failed on (messages printed). */
 int an_figures(an_ctx *c, an_figure *figs, int max, int *failed);

@@ -511,7 +511,9 @@ int an_compare(an_ctx *c)
         }
         group_set gs = {0};
         char lab[96];
-        int warm_tensors = 0;
+        int warm_tensors = 0, shown_t = 0;
+        for (int t = 0; t < T; t++)
+            shown_t += an_has_data(a, t);
         int64_t warm_lo = INT64_MAX, warm_hi = INT64_MIN;
         for (int t = 0; t < T; t++) {
             fp8_role role = (fp8_role)a->run->tensor_role[t];
@@ -558,7 +560,12 @@ int an_compare(an_ctx *c)
                     group_add(A, s), A->active |= r == a->active[t];
             }
         }
-        fprintf(c->md, "### Run `%s` (%d tensors, %d recipes, statistics every %lld steps%s)\n\n", a->label, T, R,
+        char tcount[64];
+        if (shown_t < T)
+            snprintf(tcount, sizeof tcount, "%d of its %d tensors (--tensor)", shown_t, T);
+        else
+            snprintf(tcount, sizeof tcount, "%d tensors", T);
+        fprintf(c->md, "### Run `%s` (%s, %d recipes, statistics every %lld steps%s)\n\n", a->label, tcount, R,
                 (long long)a->record_every, a->run->nsteps ? ", amax and scales at every step" : "");
         fprintf(c->md, "| role | recipe | tensors | overflow events / steps | overflow %% | TE overflows%% | "
                        "underflow %% | subnormal %% | SQNR dB |\n|---|---|---|---|---|---|---|---|---|\n");
@@ -630,6 +637,8 @@ int an_compare(an_ctx *c)
         char risk[1024] = "", na_why[160] = "";
         size_t rl = 0;
         for (int t = 0; t < T; t++) {
+            if (!an_has_data(a, t))
+                continue; /* not selected (--tensor): not counted */
             an_vinfo vi;
             an_verdict v = an_tensor_verdict(c, a, t, &vi);
             nverd[v]++;
@@ -704,6 +713,8 @@ int an_compare(an_ctx *c)
         /* tensors on which delayed scaling overflowed materially, across runs */
         for (int t = 0; t < T; t++) {
             an_vinfo vi;
+            if (!an_has_data(a, t))
+                continue;
             an_tensor_verdict(c, a, t, &vi);
             if (vi.D < 0)
                 continue;

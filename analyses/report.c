@@ -43,16 +43,19 @@ int an_report(an_ctx *c, int nsteps_done_before, double t0)
     char *sec[NA] = {0};
     size_t secn[NA] = {0};
     int rc = 0;
-    /* the baseline: a run recorded without FP8 (bf16/fp32), else the first */
-    c->baseline = 0;
-    for (int i = 0; i < c->nruns; i++) {
+    /* the baseline: --baseline, else a run recorded without FP8 (/meta
+     * recipe bf16 or fp32), else the first */
+    if (!c->baseline_set)
+        c->baseline = 0;
+    for (int i = 0; i < c->nruns && !c->baseline_set; i++) {
         const char *r = meta(&c->runs[i], "recipe");
         if (r && (strcmp(r, "bf16") == 0 || strcmp(r, "fp32") == 0)) {
             c->baseline = i;
             break;
         }
     }
-    /* Smooth SwiGLU: a run with it and one without, same recipe */
+    /* Smooth SwiGLU (unless --smooth named the pair): a run with it and one
+     * without, same /meta recipe and steps */
     for (int i = 0; i < c->nruns && c->vs_a < 0; i++)
         for (int j = 0; j < c->nruns; j++) {
             const char *si = meta(&c->runs[i], "smooth_swiglu"), *sj = meta(&c->runs[j], "smooth_swiglu");
@@ -155,9 +158,17 @@ int an_report(an_ctx *c, int nsteps_done_before, double t0)
                     snprintf(lab, sizeof lab, "%s", r);
             } else if (r)
                 snprintf(lab, sizeof lab, "%s", r);
-            fprintf(f, "| %s%s | %s%s%s%s | %s | %d | %d | %zu | %lld |\n", a->label, i == c->baseline ? " (baseline)" : "",
+            char shown[48];
+            int with = 0;
+            for (int t = 0; t < a->run->ntensors; t++)
+                with += an_has_data(a, t);
+            if (with < a->run->ntensors)
+                snprintf(shown, sizeof shown, "%d of %d", with, a->run->ntensors);
+            else
+                snprintf(shown, sizeof shown, "%d", a->run->ntensors);
+            fprintf(f, "| %s%s | %s%s%s%s | %s | %s | %d | %zu | %lld |\n", a->label, i == c->baseline ? " (baseline)" : "",
                     lab, r && strcmp(lab, r) ? " (`" : "", r && strcmp(lab, r) ? r : "", r && strcmp(lab, r) ? "`)" : "",
-                    s ? s : "-", a->run->ntensors, a->run->nrecipes, a->run->nrecords,
+                    s ? s : "-", shown, a->run->nrecipes, a->run->nrecords,
                     a->run->nrecords ? (long long)a->record_every : 0LL);
         }
         int nsw = 0;

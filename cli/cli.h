@@ -12,7 +12,7 @@ typedef struct {
 int cmd_formats(int argc, char **argv);
 int cmd_table(int argc, char **argv);
 int cmd_cast(int argc, char **argv);
-int cmd_demo(int argc, char **argv);
+int cmd_tour(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_export(int argc, char **argv);

@@ -13,9 +13,52 @@
 
 /* Shared options of the analyses and the report; the run paths are
  * collected into paths[] (at most max).  0, or a usage error status. */
-static int analysis_options(const char *cmd, int argc, char **argv, an_ctx *c, const char **paths, int max, int *n)
+/* Names of runs given to --baseline, --noise and --smooth, resolved once
+ * the runs are open. */
+typedef struct {
+    const char *baseline, *noise, *smooth;
+} run_names;
+
+static int find_run(const char *cmd, const char *opt, const an_ctx *c, const char *const *paths, const char *name)
+{
+    for (int i = 0; i < c->nruns; i++)
+        if (strcmp(c->runs[i].label, name) == 0 || strcmp(paths[i], name) == 0)
+            return i;
+    fprintf(stderr, "fp8prof: %s: %s '%s' is none of the runs (", cmd, opt, name);
+    for (int i = 0; i < c->nruns; i++)
+        fprintf(stderr, "%s%s", i ? ", " : "", c->runs[i].label);
+    fprintf(stderr, ")\n");
+    return -1;
+}
+
+static int resolve_names(const char *cmd, an_ctx *c, const char *const *paths, const run_names *nm)
+{
+    if (nm->baseline) {
+        if ((c->baseline = find_run(cmd, "--baseline", c, paths, nm->baseline)) < 0)
+            return 2;
+        c->baseline_set = 1;
+    }
+    if (nm->noise && (c->noise = find_run(cmd, "--noise", c, paths, nm->noise)) < 0)
+        return 2;
+    if (nm->smooth) {
+        char a[1024];
+        snprintf(a, sizeof a, "%s", nm->smooth);
+        char *comma = strchr(a, ',');
+        if (!comma)
+            return cli_usage_error("%s: --smooth needs WITHOUT,WITH (two runs, e.g. delayed,delayed-smooth)", cmd);
+        *comma = 0;
+        if ((c->vs_a = find_run(cmd, "--smooth", c, paths, a)) < 0 ||
+            (c->vs_b = find_run(cmd, "--smooth", c, paths, comma + 1)) < 0)
+            return 2;
+    }
+    return 0;
+}
+
+static int analysis_options(const char *cmd, int argc, char **argv, an_ctx *c, const char **paths, int max, int *n,
+                            run_names *nm)
 {
     *n = 0;
+    memset(nm, 0, sizeof *nm);
     c->outdir = "fp8prof-out";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -43,6 +86,12 @@ static int analysis_options(const char *cmd, int argc, char **argv, an_ctx *c, c
             rc = cli_number(cmd, a, argv[++i], 0, 1, 0, &c->underflow_max);
         else if (strcmp(a, "--loss") == 0)
             c->loss_name = argv[++i];
+        else if (strcmp(a, "--baseline") == 0)
+            nm->baseline = argv[++i];
+        else if (strcmp(a, "--noise") == 0)
+            nm->noise = argv[++i];
+        else if (strcmp(a, "--smooth") == 0)
+            nm->smooth = argv[++i];
         else if (strcmp(a, "--min-events") == 0) {
             if (!(rc = cli_number(cmd, a, argv[++i], 1, 1e9, 1, &d)))
                 c->min_events = (int)d;
@@ -70,12 +119,17 @@ static int run_one(const char *cmd, int (*fn)(an_ctx *), int argc, char **argv)
     an_ctx c;
     an_defaults(&c);
     const char *paths[64];
-    int n, rc = analysis_options(cmd, argc, argv, &c, paths, 64, &n);
+    run_names nm;
+    int n, rc = analysis_options(cmd, argc, argv, &c, paths, 64, &n, &nm);
     if (rc)
         return rc;
     if (an_open(&c, paths, n)) {
         an_close(&c);
         return 1;
+    }
+    if ((rc = resolve_names(cmd, &c, paths, &nm)) != 0) {
+        an_close(&c);
+        return rc;
     }
     rc = fn(&c);
     if (rc == 0 || rc == 3) {
@@ -101,7 +155,8 @@ int cmd_report(int argc, char **argv)
     an_ctx c;
     an_defaults(&c);
     const char *paths[64];
-    int n, rc = analysis_options("report", argc, argv, &c, paths, 64, &n);
+    run_names nm;
+    int n, rc = analysis_options("report", argc, argv, &c, paths, 64, &n, &nm);
     if (rc)
         return rc;
     double t0 = an_now();
@@ -109,6 +164,10 @@ int cmd_report(int argc, char **argv)
     if (an_open(&c, paths, n)) {
         an_close(&c);
         return 1;
+    }
+    if ((rc = resolve_names("report", &c, paths, &nm)) != 0) {
+        an_close(&c);
+        return rc;
     }
     rc = an_report(&c, 1, t0);
     if (!rc)

@@ -218,12 +218,12 @@ static void demo_recipes(void)
     free(x);
 }
 
-int cmd_demo(int argc, char **argv)
+int cmd_tour(int argc, char **argv)
 {
     (void)argc;
     (void)argv;
-    printf("fp8prof demo — number formats and scaling recipes (training runs and reports arrive with later "
-           "issues)\n\n");
+    printf("fp8prof tour — number formats and scaling recipes (the full demo, training runs and their report: "
+           "make demo)\n\n");
     char *fa[] = {"formats", NULL};
     cmd_formats(1, fa);
     const char *fmts[] = {"e4m3", "e5m2", "e2m1"};

@@ -12,7 +12,10 @@
 
 #define OPTS "Options: -o DIR (data files; default fp8prof-out), --tensor PATTERN, --boot N (1000),\n"\
      "--seed N, --sqnr-margin DB (1), --block-gain DB (3), --underflow-max F (0.01),\n"\
-     "--min-events N (3), --loss NAME (loss), --diverge F (0.02), --diverge-steps N (20).\n"\
+     "--min-events N (3), --loss NAME (loss), --diverge F (0.02), --diverge-steps N (20),\n"\
+     "--baseline RUN and --noise RUN (the loss baseline and its second seed; default from\n"\
+     "/meta: docs/schema.md), --smooth WITHOUT,WITH (the Smooth SwiGLU pair).  RUN: a file\n"\
+     "name without .h5, or the path as given.\n"\
      "Definitions: docs/analyses.md.\n"
 
 const cli_command cli_commands[] = {
@@ -175,10 +178,12 @@ const cli_command cli_commands[] = {
      "to each budget given; lists every breach.  Exit 0: within budget; 1: a budget is\n"
      "broken; 2: usage error or nothing to check.  Definitions: docs/analyses.md.\n",
      cmd_check},
-    {"demo", "the main job on built-in defaults",
-     "usage: fp8prof demo\n"
-     "Shows the format table and what casting does to a handful of values.\n",
-     cmd_demo},
+    {"tour", "a first look: the formats and what casting and the recipes do to a few values",
+     "usage: fp8prof tour\n"
+     "Shows the format table, what casting does to a handful of values and how each\n"
+     "recipe scales a small tensor.  The full demo (six training runs and their\n"
+     "report) is `make demo`.\n",
+     cmd_tour},
     {NULL, NULL, NULL, NULL},
 };
 

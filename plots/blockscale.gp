@@ -1,6 +1,7 @@
 # blockscale.gp — how the per-block scales of a tensor spread: histogram of
 # log2(scale_inv) over its blocks at one step, one colour per recipe.
-# inputs: out, data (tsv: recipe log2_scale_inv blocks; blank lines between recipes), nrec, ttl
+# inputs: out, data (one block per recipe: a line "label", then rows
+# log2_scale_inv<TAB>blocks<TAB>rgb; two blank lines between), nrec, ttl
 set datafile separator "\t"
 do for [k=1:2] {
     if (k == 1) { set terminal pngcairo size 1000,560 font ",10" } else { set terminal svg size 1000,560 dynamic font ",10" }
@@ -10,8 +11,9 @@ do for [k=1:2] {
     set ylabel "blocks"
     set grid
     set key below noenhanced
-    set style fill transparent solid 0.5 border
-    set boxwidth 0.8 absolute
-    plot for [i=0:nrec-1] data index i using ($2 + 0.1 * i):3 with boxes title columnheader(1)
+    set style fill solid 0.7 border lc rgb "#333333"
+    set boxwidth 0.9 / nrec absolute
+    # the recipes' bars side by side within each binade, one colour each
+    plot for [i=0:nrec-1] data index i using ($1 - 0.45 + (i + 0.5) * 0.9 / nrec):2:3 with boxes lc rgb variable title columnheader(1)
     unset output
 }

@@ -1,24 +1,37 @@
-# exphist.gp — a tensor's |x| exponent histogram against each recipe's
-# representable window after scaling: [log2 of the flush threshold, log2 of
-# the overflow threshold] in tensor units.
-# inputs: out, data (tsv: log2_lo count), windows (tsv: label lo hi level), ttl
+# exphist.gp — a tensor's |x| exponent histogram (top) and, below it, one row
+# per recipe: the window of |x| it represents after scaling, from the flush
+# threshold to the overflow threshold (log2, tensor units).
+# inputs: out, data (tsv: log2_lo count), windows (tsv: row label lo hi rgb),
+# nw (rows), wt (the rows' names as a gnuplot tic list), xlo, xhi, ttl
 set datafile separator "\t"
 do for [k=1:2] {
-    if (k == 1) { set terminal pngcairo size 1000,560 font ",10" } else { set terminal svg size 1000,560 dynamic font ",10" }
+    if (k == 1) { set terminal pngcairo size 1000,640 font ",10" } else { set terminal svg size 1000,640 dynamic font ",10" }
     set output out.(k == 1 ? ".png" : ".svg")
-    set title ttl noenhanced
-    set xlabel "log2 |x|  (binade [2^k, 2^{k+1}))"
-    set ylabel "values per binade"
-    set y2label "representable window per recipe"
-    set logscale y
-    set y2range [0:1]
-    unset y2tics
+    set multiplot title ttl noenhanced
+    set lmargin at screen 0.30
+    set rmargin at screen 0.97
+    set xrange [xlo:xhi]
     set grid x
-    set key below
+    # top: the histogram
+    set tmargin at screen 0.90
+    set bmargin at screen 0.50
+    set ylabel "values per binade (log)"
+    set logscale y
+    set format x ""
+    unset key
     set style fill solid 0.6 border lc rgb "#444444"
     set boxwidth 0.9
-    plot data using ($1 + 0.5):2 with boxes lc rgb "#4477aa" title "|x| per binade", \
-         windows using 2:4:($3 - $2):(0):(column(0) + 1) axes x1y2 with vectors nohead lw 6 lc variable title "window (see labels)", \
-         windows using 2:($4 + 0.03):1 axes x1y2 with labels left offset 0,0.3 noenhanced notitle
+    plot data using ($1 + 0.5):2 with boxes lc rgb "#4477aa" notitle
+    # bottom: one row per recipe, named on the left
+    unset logscale y
+    set tmargin at screen 0.47
+    set bmargin at screen 0.10
+    set format x "%g"
+    set xlabel "log2 |x|   (binade [2^k, 2^{k+1}))"
+    set ylabel ""
+    set yrange [nw + 0.5:0.5]
+    eval "set ytics ".wt." noenhanced"
+    plot windows using 3:1:($4 - $3):(0):5 with vectors nohead lw 8 lc rgb variable notitle
+    unset multiplot
     unset output
 }

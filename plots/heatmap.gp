@@ -1,8 +1,9 @@
 # heatmap.gp — layer x step map of a percentage (overflow % or underflow %
 # of the layer's elements under one recipe), like BioNeMo's FP8 analyzer.
-# Log colour scale (a step-0 burst must not hide the rest); white = 0.
-# inputs: out, data (tsv: step layer value, blank line between steps), ttl, cblab,
-# logcb (1: log colour scale; 0 when every value is 0)
+# inputs: out, data (tsv: step layer value, blank line between steps), ttl,
+# cblab, mode (0: all zero; 1: log colour scale, white = 0; 2: underflow
+# bands at BioNeMo's 0.5 / 2 / 4 % thresholds), cbmin, cbmax, cbt (the
+# colour bar's tics, a gnuplot tic list)
 set datafile separator "\t"
 do for [k=1:2] {
     if (k == 1) { set terminal pngcairo size 1000,560 font ",10" } else { set terminal svg size 1000,560 dynamic font ",10" }
@@ -10,13 +11,28 @@ do for [k=1:2] {
     set title ttl noenhanced
     set xlabel "training step"
     set ylabel "layer"
-    set cblabel cblab
-    set palette defined (0 "#ffffff", 1 "#fdd49e", 2 "#fc8d59", 3 "#d7301f", 4 "#7f0000")
-    if (logcb) { set logscale cb; set format cb "10^{%T}"; set cbrange [*:*] } else { set cbrange [0:1] }
+    set cblabel cblab noenhanced
+    if (mode == 2) {
+        set palette defined (0 "#ffffff", 0.5 "#fee391", 2 "#fe9929", 4 "#d7301f", cbmax "#67000d")
+        set cbrange [0:cbmax]
+        eval "set cbtics ".cbt
+    } else {
+        if (mode == 1) {
+            set palette defined (0 "#fff5eb", 1 "#fdae6b", 2 "#e6550d", 3 "#7f2704")
+            set logscale cb
+            set cbrange [cbmin:cbmax]
+            eval "set cbtics ".cbt
+        } else {
+            set palette defined (0 "#ffffff", 1 "#ffffff")
+            set cbrange [0:1]
+            set cbtics ("0" 0)
+        }
+    }
     set ytics 1
     set autoscale xfix
     set autoscale yfix
     unset key
-    plot data using 1:2:3 with image
+    # zeros stay white on the log scale (no colour for log 0)
+    plot data using 1:2:(mode == 1 && $3 <= 0 ? 1/0 : $3) with image
     unset output
 }

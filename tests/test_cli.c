@@ -327,6 +327,29 @@ static void test_analysis_commands(void)
     CU_ASSERT_EQUAL(run("%s dynamics build/t_an_cli.h5 --tensor 'nope*' 2>&1", NULL, buf, sizeof buf), 1);
     CU_ASSERT(strstr(buf, "no tensor matches 'nope*'") != NULL);
     CU_ASSERT_EQUAL(run("%s advise build/t_an_cli.h5 --sqnr-margin -1 2>&1", NULL, buf, sizeof buf), 2);
+    /* runs named by option: --baseline, --smooth; a name that is no run */
+    CU_ASSERT_EQUAL(run("cp build/t_an_cli.h5 build/t_an_cli2.h5 && %s compare build/t_an_cli.h5 build/t_an_cli2.h5 "
+                        "--baseline t_an_cli3 -o build/t_an_cli 2>&1",
+                        NULL, buf, sizeof buf), 2);
+    CU_ASSERT(strstr(buf, "--baseline 't_an_cli3' is none of the runs (t_an_cli, t_an_cli2)") != NULL);
+    CU_ASSERT_EQUAL(run("%s outliers build/t_an_cli.h5 build/t_an_cli2.h5 --smooth t_an_cli2 -o build/t_an_cli 2>&1",
+                        NULL, buf, sizeof buf), 2);
+    CU_ASSERT(strstr(buf, "--smooth needs WITHOUT,WITH") != NULL);
+    CU_ASSERT_EQUAL(run("%s outliers build/t_an_cli.h5 build/t_an_cli2.h5 --smooth t_an_cli,build/t_an_cli2.h5 "
+                        "-o build/t_an_cli 2>/dev/null",
+                        NULL, buf, sizeof buf), 0);
+    CU_ASSERT(strstr(buf, "### `t_an_cli` versus `t_an_cli2`") != NULL);
+    /* the report: the summary's questions, each answered or saying why not */
+    CU_ASSERT_EQUAL(run("%s report build/t_an_cli.h5 build/t_an_cli2.h5 --baseline t_an_cli2 -o build/t_an_cli/rep2 "
+                        ">/dev/null 2>&1 && grep -c '^- \\*\\*' build/t_an_cli/rep2/report.md",
+                        NULL, buf, sizeof buf), 0);
+    CU_ASSERT(atoi(buf) >= 8);
+    CU_ASSERT_EQUAL(run("grep -c 't_an_cli2 (baseline)' build/t_an_cli/rep2/report.md", NULL, buf, sizeof buf), 0);
+    /* self-contained: every figure is a data URI, none a file */
+    CU_ASSERT_EQUAL(run("grep -c '<img alt=\"[^\"]*\" src=\"data:image/' build/t_an_cli/rep2/index.html", NULL, buf,
+                        sizeof buf), 0);
+    CU_ASSERT(atoi(buf) >= 1);
+    CU_ASSERT_EQUAL(run("grep -c 'src=\"fig_' build/t_an_cli/rep2/index.html", NULL, buf, sizeof buf), 1);
 }
 
 void register_cli_tests(void)
