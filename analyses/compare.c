@@ -569,23 +569,49 @@ int an_compare(an_ctx *c)
                 (long long)a->record_every, a->run->nsteps ? ", amax and scales at every step" : "");
         fprintf(c->md, "| role | recipe | tensors | overflow events / steps | overflow %% | TE overflows%% | "
                        "underflow %% | subnormal %% | SQNR dB |\n|---|---|---|---|---|---|---|---|---|\n");
-        for (int role = 0; role <= FP8_NROLE; role++)
-            for (int i = 0; i < gs.n; i++) {
+        /* rows whose numbers are all equal (e.g. the same weights under
+         * delayed and current scaling) are printed once, labels joined */
+        int merged = 0;
+        for (int role = 0; role <= FP8_NROLE; role++) {
+            char (*cells)[200] = calloc((size_t)gs.n + 1, sizeof *cells);
+            char (*labs)[400] = calloc((size_t)gs.n + 1, sizeof *labs);
+            int nrow = 0;
+            const char *gname = role == FP8_NROLE ? "all" : fp8_role_name((fp8_role)role);
+            for (int i = 0; cells && labs && i < gs.n; i++) {
                 group *G = &gs.g[i];
                 if (G->role != role || !G->records)
                     continue;
-                const char *gname = role == FP8_NROLE ? "all" : fp8_role_name((fp8_role)role);
                 double n = G->numel > 0 ? G->numel : 1;
                 char te[32] = "-"; /* TE defines its count for delayed scaling only */
                 if (G->te_known && strstr(G->label, " delayed "))
                     snprintf(te, sizeof te, "%.4f", 100 * G->te / n);
-                fprintf(c->md, "| %s | %s%s | %d | %zu / %zu | %.4f | %s | %.4f | %.4f | %.2f |\n", gname, G->label,
-                        G->active ? " (active)" : "", G->tensors, G->events, G->event_steps, 100 * G->over / n, te,
-                        100 * G->under / n, 100 * G->sub / n, G->sqnr_n ? G->sqnr_sum / G->sqnr_n : NAN);
+                char row[200], rlab[200];
+                snprintf(row, sizeof row, "%d | %zu / %zu | %.4f | %s | %.4f | %.4f | %.2f", G->tensors, G->events,
+                         G->event_steps, 100 * G->over / n, te, 100 * G->under / n, 100 * G->sub / n,
+                         G->sqnr_n ? G->sqnr_sum / G->sqnr_n : NAN);
+                snprintf(rlab, sizeof rlab, "%s%s", G->label, G->active ? " (active)" : "");
                 fprintf(fg, "%s\t%s\t%s\t%d\t%zu\t%zu\t%zu\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\n", a->label, gname, G->label,
                         G->tensors, G->records, G->events, G->event_steps, G->over / n, G->te_known ? G->te / n : NAN,
                         G->under / n, G->sub / n, G->sqnr_n ? G->sqnr_sum / G->sqnr_n : NAN);
+                int k = 0;
+                while (k < nrow && strcmp(cells[k], row) != 0)
+                    k++;
+                if (k < nrow) {
+                    size_t l = strlen(labs[k]);
+                    snprintf(labs[k] + l, sizeof labs[k] - l, " = %s", rlab);
+                    merged++;
+                } else {
+                    snprintf(cells[nrow], sizeof cells[0], "%s", row);
+                    snprintf(labs[nrow++], sizeof labs[0], "%s", rlab);
+                }
             }
+            for (int k = 0; k < nrow; k++)
+                fprintf(c->md, "| %s | %s | %s |\n", gname, labs[k], cells[k]);
+            free(cells), free(labs);
+        }
+        if (merged)
+            fprintf(c->md, "\nRecipes joined by = behave identically on these tensors: every number in their rows is "
+                           "equal (`compare_groups.tsv` lists them apart).\n");
         fprintf(c->md, "\n");
         /* warm-up, on its own */
         if (warm_tensors) {
