@@ -575,9 +575,10 @@ int an_compare(an_ctx *c)
         for (int role = 0; role <= FP8_NROLE; role++) {
             char (*cells)[200] = calloc((size_t)gs.n + 1, sizeof *cells);
             char (*labs)[400] = calloc((size_t)gs.n + 1, sizeof *labs);
+            char (*tes)[120] = calloc((size_t)gs.n + 1, sizeof *tes);
             int nrow = 0;
             const char *gname = role == FP8_NROLE ? "all" : fp8_role_name((fp8_role)role);
-            for (int i = 0; cells && labs && i < gs.n; i++) {
+            for (int i = 0; cells && labs && tes && i < gs.n; i++) {
                 group *G = &gs.g[i];
                 if (G->role != role || !G->records)
                     continue;
@@ -586,8 +587,9 @@ int an_compare(an_ctx *c)
                 if (G->te_known && strstr(G->label, " delayed "))
                     snprintf(te, sizeof te, "%.4f", 100 * G->te / n);
                 char row[200], rlab[200];
-                snprintf(row, sizeof row, "%d | %zu / %zu | %.4f | %s | %.4f | %.4f | %.2f", G->tensors, G->events,
-                         G->event_steps, 100 * G->over / n, te, 100 * G->under / n, 100 * G->sub / n,
+                /* compared without the TE column, which only delayed recipes define */
+                snprintf(row, sizeof row, "%d | %zu / %zu | %.4f | %%s | %.4f | %.4f | %.2f", G->tensors, G->events,
+                         G->event_steps, 100 * G->over / n, 100 * G->under / n, 100 * G->sub / n,
                          G->sqnr_n ? G->sqnr_sum / G->sqnr_n : NAN);
                 snprintf(rlab, sizeof rlab, "%s%s", G->label, G->active ? " (active)" : "");
                 fprintf(fg, "%s\t%s\t%s\t%d\t%zu\t%zu\t%zu\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\n", a->label, gname, G->label,
@@ -599,15 +601,21 @@ int an_compare(an_ctx *c)
                 if (k < nrow) {
                     size_t l = strlen(labs[k]);
                     snprintf(labs[k] + l, sizeof labs[k] - l, " = %s", rlab);
+                    l = strlen(tes[k]);
+                    snprintf(tes[k] + l, sizeof tes[k] - l, " / %s", te);
                     merged++;
                 } else {
                     snprintf(cells[nrow], sizeof cells[0], "%s", row);
+                    snprintf(tes[nrow], sizeof tes[0], "%s", te);
                     snprintf(labs[nrow++], sizeof labs[0], "%s", rlab);
                 }
             }
-            for (int k = 0; k < nrow; k++)
-                fprintf(c->md, "| %s | %s | %s |\n", gname, labs[k], cells[k]);
-            free(cells), free(labs);
+            for (int k = 0; k < nrow; k++) {
+                char line[400];
+                snprintf(line, sizeof line, cells[k], tes[k]);
+                fprintf(c->md, "| %s | %s | %s |\n", gname, labs[k], line);
+            }
+            free(cells), free(labs), free(tes);
         }
         if (merged)
             fprintf(c->md, "\nRecipes joined by = behave identically on these tensors: every number in their rows is "

@@ -23,6 +23,7 @@
 #include "contrasts.h"
 #include "factors.h"
 #include "fp8_probe.h"
+#include "keys.h"
 #include "tests.h"
 
 typedef void (*gen_fn)(gsl_rng *r, int64_t step, int tensor, float *x, size_t rows, size_t cols);
@@ -562,6 +563,50 @@ static void test_summary_json_and_check(void)
                        sizeof out), 2);
 }
 
+/* ---- the report summary's lines follow the scenarios ------------------------ */
+
+static void test_summary_lines(void)
+{
+    /* the scenario runs of the tests above (written there) */
+    const char *pd[] = {"build/t_vd/drift.h5"}, *pw[] = {"build/t_vd/wide.h5"}, *pb[] = {"build/t_vd/blocks.h5"};
+    an_ctx c = open_runs(pd, 1, "build/t_vd/drift");
+    CU_ASSERT_EQUAL_FATAL(an_compare(&c), 0);
+    /* one tensor, drifting: delayed overflows at nearly every step; current is better */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c.key[AN_Q_WHERE]);
+    CU_ASSERT(strstr(c.key[AN_Q_WHERE], "after warm-up on 1 of 1 tensors") != NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c.key[AN_Q_JIT]);
+    CU_ASSERT(strstr(c.key[AN_Q_JIT], "activations, e4m3 delayed h=16,max,m=0 → e4m3 current: +") != NULL);
+    CU_ASSERT(strstr(c.key[AN_Q_JIT], "95% CI above 0 in the run") != NULL);
+    CU_ASSERT_PTR_NULL(c.key[AN_Q_FORMAT]); /* no two recipes differ in the format alone */
+    close_runs(&c);
+    c = open_runs(pw, 1, "build/t_vd/wide");
+    CU_ASSERT_EQUAL_FATAL(an_compare(&c), 0);
+    /* the wide gradient: E4M3 ~+6 dB, flushing ~40% (E5M2 ~0) */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c.key[AN_Q_FORMAT]);
+    const char *g = strstr(c.key[AN_Q_FORMAT], "gradients +");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    double lo = atof(g + 10);
+    CU_ASSERT(lo > 5.0 && lo < 7.0);
+    const char *fl = strstr(c.key[AN_Q_FORMAT], "E4M3 flushes ");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fl);
+    double pct = atof(fl + 13);
+    CU_ASSERT(pct > 35 && pct < 45);
+    close_runs(&c);
+    /* constant amax: the delayed and current rows are equal in every number,
+     * so the table prints them once, joined */
+    c = open_runs(pb, 1, "build/t_vd/blocks");
+    fclose(c.md);
+    char *md = NULL;
+    size_t mdn = 0;
+    c.md = open_memstream(&md, &mdn);
+    CU_ASSERT_EQUAL_FATAL(an_compare(&c), 0);
+    fflush(c.md);
+    CU_ASSERT(strstr(md, "| activation | e4m3 delayed h=1024,max,m=0 (active) = e4m3 current |") != NULL);
+    CU_ASSERT(strstr(md, "behave identically") != NULL);
+    close_runs(&c);
+    free(md);
+}
+
 void register_verdicts_tests(void)
 {
     static const char *const names[] = {"timing only: a drifting tensor needs JIT",
@@ -573,10 +618,11 @@ void register_verdicts_tests(void)
                                         "dynamics: moving blocks support the claim, blocks moving with the tensor do not",
                                         "loss: two-sided rule against a noise floor; exact tail length",
                                         "minimum evidence for needs JIT; E5M2's tie is an overflow",
-                                        "summary.json and check exit statuses"};
+                                        "summary.json and check exit statuses",
+                                        "the report summary's lines follow the scenarios; equal rows merge"};
     static void (*const fns[])(void) = {test_timing_only,    test_granularity_only, test_format_only,
                                         test_warmup_only,    test_replay_every_k,   test_confound_refused,
                                         test_dynamics_claim, test_loss_noise_floor, test_minimum_evidence,
-                                        test_summary_json_and_check};
-    add_suite("verdicts", names, fns, 10);
+                                        test_summary_json_and_check, test_summary_lines};
+    add_suite("verdicts", names, fns, 11);
 }
