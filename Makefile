@@ -39,7 +39,8 @@ DEPS     := $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(DATA_OBJ:.o=.d) $(TEST_OBJ:.o=.d
 MAKEFLAGS += --no-builtin-rules
 .SUFFIXES:
 
-.PHONY: all test asan demo bench check-exhaustive clean help deps-check datasets fuzz fuzz-build check-report
+.PHONY: all test asan demo bench check-exhaustive clean help deps-check datasets fuzz fuzz-build check-report \
+        install uninstall python-test
 all: $(BUILD)/libfp8prof.a $(BUILD)/libfp8prof.so $(BUILD)/fp8prof
 
 help:
@@ -50,6 +51,8 @@ help:
 	@echo "make bench      speed numbers next to same-run references"
 	@echo "make check-exhaustive  every float32 through every format and mode"
 	@echo "make datasets   the standard set of training runs into datasets/runs/"
+	@echo "make install    PREFIX=/usr/local DESTDIR=: library, headers, fp8prof.pc, fp8prof, the Python package"
+	@echo "make uninstall  removes what make install put there"
 	@echo "make check-report  the demo report in headless Chromium: broken images, dead links, page errors (needs chromium)"
 	@echo "make fuzz       libFuzzer on the .npy, TE log and run-file readers, FUZZ_SECONDS each (needs clang)"
 
@@ -79,7 +82,7 @@ $(BUILD)/libfp8prof.a: $(LIB_OBJ)
 	ar rcs $@ $^
 
 $(BUILD)/libfp8prof.so: $(LIB_OBJ)
-	$(CC) -shared -o $@ $^ $(LDLIBS_ALL)
+	$(CC) -shared -Wl,-soname,libfp8prof.so.$(SOVERSION) -o $@ $^ $(LDLIBS_ALL)
 
 $(BUILD)/fp8prof: $(CLI_OBJ) $(DATA_OBJ) $(BUILD)/libfp8prof.a
 	$(CC) -o $@ $(CLI_OBJ) $(DATA_OBJ) $(BUILD)/libfp8prof.a $(LDLIBS_ALL)
@@ -99,6 +102,41 @@ test: $(BUILD)/test_fp8prof $(BUILD)/fp8prof
 
 asan:
 	$(MAKE) BUILD=build/asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" test
+
+# install: the library (static + versioned shared), the public headers under
+# include/fp8prof/, pkg-config's fp8prof.pc, the command and the Python
+# package (for Debian's /usr/bin/python3)
+VERSION   := 1.0.0
+SOVERSION := 1
+PREFIX    ?= /usr/local
+DESTDIR   ?=
+LIBDIR    ?= $(PREFIX)/lib
+INCDIR    ?= $(PREFIX)/include/fp8prof
+PCDIR     ?= $(LIBDIR)/pkgconfig
+PYTHON    ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
+PYDIR     ?= $(PREFIX)/lib/python3/dist-packages
+PUB_HDR   := lib/fp8.h lib/fp8_error.h lib/fp8_format.h lib/fp8_recipe.h lib/fp8_stats.h lib/fp8_store.h \
+             lib/fp8_npy.h lib/fp8_nvdlfw.h lib/fp8_file.h probes/fp8_probe.h
+PY_SRC    := $(wildcard python/fp8prof/*.py)
+install: all
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR) $(DESTDIR)$(PCDIR) $(DESTDIR)$(PREFIX)/bin \
+	           $(DESTDIR)$(PYDIR)/fp8prof
+	install -m 644 $(BUILD)/libfp8prof.a $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(BUILD)/libfp8prof.so $(DESTDIR)$(LIBDIR)/libfp8prof.so.$(VERSION)
+	ln -sf libfp8prof.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libfp8prof.so.$(SOVERSION)
+	ln -sf libfp8prof.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libfp8prof.so
+	install -m 644 $(PUB_HDR) $(DESTDIR)$(INCDIR)/
+	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCDIR@|$(INCDIR)|; s|@VERSION@|$(VERSION)|' \
+	    -e 's|@PRIVATE@|$(PKG_LIBS) -lpthread -lm|' fp8prof.pc.in > $(DESTDIR)$(PCDIR)/fp8prof.pc
+	install -m 755 $(BUILD)/fp8prof $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 $(PY_SRC) $(DESTDIR)$(PYDIR)/fp8prof/
+	echo 'LIBRARY = "$(LIBDIR)/libfp8prof.so.$(SOVERSION)"' > $(DESTDIR)$(PYDIR)/fp8prof/_installed.py
+
+uninstall:
+	rm -f $(DESTDIR)$(LIBDIR)/libfp8prof.a $(DESTDIR)$(LIBDIR)/libfp8prof.so \
+	      $(DESTDIR)$(LIBDIR)/libfp8prof.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libfp8prof.so.$(VERSION) \
+	      $(DESTDIR)$(PCDIR)/fp8prof.pc $(DESTDIR)$(PREFIX)/bin/fp8prof
+	rm -rf $(DESTDIR)$(INCDIR) $(DESTDIR)$(PYDIR)/fp8prof
 
 # fuzzing: clang's libFuzzer with ASan + UBSan, one target per reader;
 # corpora grow in build/fuzz/corpus/, crashes land in build/fuzz/crash-*

@@ -13,28 +13,8 @@
 
 #include "cli.h"
 #include "fp8.h"
+#include "fp8_layout.h"
 #include "fp8_npy.h"
-
-typedef enum { T_U64, T_F64 } stat_type;
-
-typedef struct {
-    const char *name;
-    stat_type type;
-    size_t off;
-} stat_field;
-
-#define U(f) {#f, T_U64, offsetof(fp8_stats, f)}
-#define D(f) {#f, T_F64, offsetof(fp8_stats, f)}
-/* the names are the fields of fp8_stats, defined in docs/statistics.md */
-static const stat_field fields[] = {
-    U(numel), U(finite), U(nan_count), U(inf_count), U(zero_count), D(amax), D(min), D(max), D(mean), D(std),
-    D(l1), D(l2), D(min_nonzero), D(dynamic_range), D(kurtosis), U(overflows), U(underflows), U(subnormals),
-    U(err_excluded), D(sq_err), D(mse), D(rel_err), D(sqnr_db), D(cosine), D(max_abs_err), U(nscales), D(scale),
-    D(scale_inv), D(global_scale_inv), D(scale_inv_min), D(scale_inv_max), D(scale_inv_mean), D(scale_inv_std),
-    U(nblocks), U(blocks_with_overflow), U(blocks_with_underflow), D(max_block_dynamic_range),
-};
-#undef U
-#undef D
 
 static void json_double(double v)
 {
@@ -51,10 +31,14 @@ static void print_json(const char *file, size_t rows, size_t cols, int step, con
         printf(*p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
     printf("\", \"rows\": %zu, \"cols\": %zu, \"step\": %d, \"recipe\": \"%s\", \"format\": \"%s\"", rows, cols, step,
            spec, s->format->name);
-    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
-        const char *p = (const char *)s + fields[i].off;
+    size_t nf;
+    const fp8_field *fields = fp8_stats_fields(&nf); /* names: docs/statistics.md */
+    for (size_t i = 0; i < nf; i++) {
+        if (fields[i].count != 1)
+            continue; /* classes and histograms below */
+        const char *p = (const char *)s + fields[i].offset;
         printf(", \"%s\": ", fields[i].name);
-        if (fields[i].type == T_U64)
+        if (fields[i].type == FP8_FIELD_U64)
             printf("%llu", (unsigned long long)*(const uint64_t *)(const void *)p);
         else
             json_double(*(const double *)(const void *)p);
@@ -74,9 +58,13 @@ static void print_json(const char *file, size_t rows, size_t cols, int step, con
 static void print_text(const char *file, size_t rows, size_t cols, int step, const char *spec, const fp8_stats *s)
 {
     printf("%s  (%zux%zu, step %d, %s, elements %s)\n", file, rows, cols, step, spec, s->format->name);
-    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
-        const char *p = (const char *)s + fields[i].off;
-        if (fields[i].type == T_U64)
+    size_t nf;
+    const fp8_field *fields = fp8_stats_fields(&nf);
+    for (size_t i = 0; i < nf; i++) {
+        if (fields[i].count != 1)
+            continue;
+        const char *p = (const char *)s + fields[i].offset;
+        if (fields[i].type == FP8_FIELD_U64)
             printf("  %-24s %llu\n", fields[i].name, (unsigned long long)*(const uint64_t *)(const void *)p);
         else
             printf("  %-24s %.9g\n", fields[i].name, *(const double *)(const void *)p);

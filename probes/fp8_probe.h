@@ -60,6 +60,16 @@ typedef struct {
 /* The defaults above. */
 fp8_probe_options fp8_probe_defaults(void);
 
+/* For bindings: the struct's size, the defaults written into *o, and one
+ * option set by name from text ("every", "start", "end", "exp_hist",
+ * "flush_steps", "flush_seconds", "snapshot_pattern", "snapshot_every",
+ * "snapshot_pairs", "snapshot_codes", "series", "block_amax_every").
+ * snapshot_pattern keeps the pointer: the text must outlive fp8_probe_open.
+ * FP8_EINVAL naming an unknown key or a value that is not a number. */
+size_t fp8_probe_options_size(void);
+void fp8_probe_defaults_into(fp8_probe_options *o);
+int fp8_probe_option_set(fp8_probe_options *o, const char *key, const char *value);
+
 /* Create the run file with metadata pairs kv[2i] = kv[2i+1] (nkv pairs).
  * opts may be NULL (defaults).  NULL on failure. */
 fp8_probe_run *fp8_probe_open(const char *path, const fp8_probe_options *opts, const char *const *kv, int nkv);
@@ -98,6 +108,12 @@ int fp8_probe_scalar(fp8_probe_run *run, const char *name, int64_t step, double 
 /* End of step: every recipe state that saw a tensor this step takes its
  * end-of-step update (delayed scaling's history roll); flushes when due. */
 int fp8_probe_step_end(fp8_probe_run *run, int64_t step);
+
+/* Training (1, the default) or evaluation (0) passes.  In evaluation,
+ * fp8_probe_record records nothing and fp8_probe_apply only casts with the
+ * current state (as fp8_probe_cast), so evaluation forwards neither add
+ * records nor move delayed scaling's history. */
+int fp8_probe_set_training(fp8_probe_run *run, int training);
 
 /* Flush now. */
 int fp8_probe_flush(fp8_probe_run *run);

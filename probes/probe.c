@@ -10,6 +10,7 @@
  */
 #include <fnmatch.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -66,6 +67,7 @@ struct fp8_probe_run {
     double last_flush;
     int io_failed;
     uint64_t dropped;
+    int eval; /* fp8_probe_set_training(run, 0): record nothing, apply only casts */
 };
 
 static double now_seconds(void)
@@ -91,6 +93,64 @@ fp8_probe_options fp8_probe_defaults(void)
     o.series = 1;
     o.block_amax_every = 0;
     return o;
+}
+
+size_t fp8_probe_options_size(void) { return sizeof(fp8_probe_options); }
+
+void fp8_probe_defaults_into(fp8_probe_options *o)
+{
+    if (o)
+        *o = fp8_probe_defaults();
+}
+
+int fp8_probe_option_set(fp8_probe_options *o, const char *key, const char *value)
+{
+    if (!o || !key || !value)
+        return FP8_ERROR(FP8_EINVAL, "probe option: NULL argument");
+    if (strcmp(key, "snapshot_pattern") == 0) {
+        o->snapshot_pattern = value;
+        return FP8_OK;
+    }
+    char *end;
+    double v = strtod(value, &end);
+    if (end == value || *end || v != v)
+        return FP8_ERROR(FP8_EINVAL, "probe option %s: '%s' is not a number", key, value);
+    static const struct {
+        const char *k;
+        size_t off;
+        int kind; /* 0 int64, 1 int, 2 double */
+    } keys[] = {
+        {"every", offsetof(fp8_probe_options, every), 0},
+        {"start", offsetof(fp8_probe_options, start), 0},
+        {"end", offsetof(fp8_probe_options, end), 0},
+        {"exp_hist", offsetof(fp8_probe_options, exp_hist), 1},
+        {"flush_steps", offsetof(fp8_probe_options, flush_steps), 0},
+        {"flush_seconds", offsetof(fp8_probe_options, flush_seconds), 2},
+        {"snapshot_every", offsetof(fp8_probe_options, snapshot_every), 0},
+        {"snapshot_pairs", offsetof(fp8_probe_options, snapshot_pairs), 1},
+        {"snapshot_codes", offsetof(fp8_probe_options, snapshot_codes), 1},
+        {"series", offsetof(fp8_probe_options, series), 1},
+        {"block_amax_every", offsetof(fp8_probe_options, block_amax_every), 0},
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (strcmp(key, keys[i].k) == 0) {
+            char *p = (char *)o + keys[i].off;
+            if (keys[i].kind != 2 && (v != floor(v) || fabs(v) > 9e18))
+                return FP8_ERROR(FP8_EINVAL, "probe option %s: '%s' is not an integer", key, value);
+            if (keys[i].kind == 0) {
+                int64_t x = (int64_t)v;
+                memcpy(p, &x, sizeof x);
+            } else if (keys[i].kind == 1) {
+                int x = (int)v;
+                memcpy(p, &x, sizeof x);
+            } else {
+                memcpy(p, &v, sizeof v);
+            }
+            return FP8_OK;
+        }
+    return FP8_ERROR(FP8_EINVAL, "probe option: unknown key '%s' (every, start, end, exp_hist, flush_steps, "
+                                 "flush_seconds, snapshot_pattern, snapshot_every, snapshot_pairs, snapshot_codes, "
+                                 "series, block_amax_every)", key);
 }
 
 fp8_probe_run *fp8_probe_open(const char *path, const fp8_probe_options *opts, const char *const *kv, int nkv)
@@ -457,6 +517,8 @@ int fp8_probe_record(fp8_probe *p, int64_t step, const float *x, size_t rows, si
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_record: %s is NULL", p ? "the tensor" : "the probe");
     if (!fp8__live_has(p))
         return dead("fp8_probe_record");
+    if (__atomic_load_n(&p->run->eval, __ATOMIC_RELAXED))
+        return FP8_OK;
     return probe_run(p, step, x, rows, cols, NULL);
 }
 
@@ -466,6 +528,8 @@ int fp8_probe_record_bits(fp8_probe *p, int64_t step, const uint16_t *x, fp8_dty
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_record_bits: %s is NULL", p ? "the tensor" : "the probe");
     if (!fp8__live_has(p))
         return dead("fp8_probe_record_bits");
+    if (__atomic_load_n(&p->run->eval, __ATOMIC_RELAXED))
+        return FP8_OK;
     if (dtype != FP8_DTYPE_BF16 && dtype != FP8_DTYPE_F16)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_record_bits: dtype must be bf16 or fp16");
     if (!rows || !cols || rows > SIZE_MAX / cols / sizeof(float))
@@ -495,6 +559,8 @@ int fp8_probe_apply(fp8_probe *p, int64_t step, const float *x, size_t rows, siz
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_apply: %s is NULL", !p ? "the probe" : !x ? "the tensor" : "out");
     if (!fp8__live_has(p))
         return dead("fp8_probe_apply");
+    if (__atomic_load_n(&p->run->eval, __ATOMIC_RELAXED))
+        return fp8_probe_cast(p, x, rows, cols, out);
     return probe_run(p, step, x, rows, cols, out);
 }
 
@@ -598,6 +664,16 @@ int fp8_probe_flush(fp8_probe_run *run)
     int st = flush_locked(run);
     pthread_mutex_unlock(&run->lock);
     return st;
+}
+
+int fp8_probe_set_training(fp8_probe_run *run, int training)
+{
+    if (!run)
+        return FP8_ERROR(FP8_EINVAL, "fp8_probe_set_training: the run is NULL");
+    if (!fp8__live_has(run))
+        return closed("fp8_probe_set_training");
+    __atomic_store_n(&run->eval, !training, __ATOMIC_RELAXED);
+    return FP8_OK;
 }
 
 uint64_t fp8_probe_dropped(const fp8_probe_run *run) { return run && fp8__live_has(run) ? run->dropped : 0; }

@@ -518,6 +518,59 @@ static void test_api_misuse(void)
     fp8_run_free(r);
 }
 
+static void test_eval_and_options(void)
+{
+    /* options by name, as bindings set them */
+    fp8_probe_options o;
+    CU_ASSERT_EQUAL(fp8_probe_options_size(), sizeof o);
+    fp8_probe_defaults_into(&o);
+    CU_ASSERT_EQUAL(fp8_probe_option_set(&o, "every", "3"), FP8_OK);
+    CU_ASSERT_EQUAL(o.every, 3);
+    CU_ASSERT_EQUAL(fp8_probe_option_set(&o, "flush_seconds", "0.5"), FP8_OK);
+    CU_ASSERT(o.flush_seconds == 0.5);
+    CU_ASSERT_EQUAL(fp8_probe_option_set(&o, "exp_hist", "0"), FP8_OK);
+    CU_ASSERT_EQUAL(o.exp_hist, 0);
+    EXPECT_ERROR(fp8_probe_option_set(&o, "evry", "3"), "unknown key 'evry'");
+    EXPECT_ERROR(fp8_probe_option_set(&o, "every", "three"), "'three' is not a number");
+    EXPECT_ERROR(fp8_probe_option_set(&o, "every", "2.5"), "not an integer");
+    o.every = 1;
+    /* evaluation passes between training steps change nothing: the same
+     * records and casts as a run without them */
+    fp8_probe_run *ra = fp8_probe_open("build/t_eval_a.h5", &o, NULL, 0);
+    fp8_probe_run *rb = fp8_probe_open("build/t_eval_b.h5", &o, NULL, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ra);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(rb);
+    fp8_probe *pa = fp8_probe_declare(ra, "x", FP8_ROLE_ACTIVATION, 0, "e4m3:delayed:history=4", NULL, 0);
+    fp8_probe *pb = fp8_probe_declare(rb, "x", FP8_ROLE_ACTIVATION, 0, "e4m3:delayed:history=4", NULL, 0);
+    float x[256], ya[256], yb[256], big[256], yc[256];
+    int same = 1, cast_ok = 1;
+    for (int64_t s = 0; s < 12; s++) {
+        fill(x, 256, (uint64_t)s + 1, 1.0f + (float)s);
+        CU_ASSERT_EQUAL(fp8_probe_apply(pa, s, x, 1, 256, ya), FP8_OK);
+        CU_ASSERT_EQUAL(fp8_probe_apply(pb, s, x, 1, 256, yb), FP8_OK);
+        same &= memcmp(ya, yb, sizeof ya) == 0;
+        fp8_probe_step_end(ra, s);
+        /* run b evaluates a tensor 100x larger: no record, no history entry */
+        fill(big, 256, 99, 100.0f);
+        fp8_probe_set_training(rb, 0);
+        CU_ASSERT_EQUAL(fp8_probe_apply(pb, s, big, 1, 256, yb), FP8_OK);
+        CU_ASSERT_EQUAL(fp8_probe_cast(pb, big, 1, 256, yc), FP8_OK);
+        cast_ok &= memcmp(yb, yc, sizeof yb) == 0;
+        CU_ASSERT_EQUAL(fp8_probe_record(pb, s, big, 1, 256), FP8_OK);
+        fp8_probe_set_training(rb, 1);
+        fp8_probe_step_end(rb, s);
+    }
+    CU_ASSERT(same);    /* the large evaluation tensors never reached the history */
+    CU_ASSERT(cast_ok); /* apply in evaluation is the cast with the current state */
+    CU_ASSERT_EQUAL(fp8_probe_close(ra), FP8_OK);
+    CU_ASSERT_EQUAL(fp8_probe_close(rb), FP8_OK);
+    fp8_run *a = fp8_run_load("build/t_eval_a.h5"), *b = fp8_run_load("build/t_eval_b.h5");
+    CU_ASSERT_FATAL(a && b);
+    CU_ASSERT_EQUAL(a->nrecords, 12);
+    CU_ASSERT_EQUAL(b->nrecords, 12); /* no record from the evaluation passes */
+    fp8_run_free(a), fp8_run_free(b);
+}
+
 void register_probe_tests(void)
 {
     static const char *const names[] = {"a training loop: apply in place, shadows, late tensors, snapshots",
@@ -526,9 +579,10 @@ void register_probe_tests(void)
                                         "snapshots as FP8 codes + group scales decode exactly",
                                         "a delayed shadow keeps its history on unrecorded steps",
                                         "every-step series and block amaxes, whatever the statistics cadence",
-                                        "misuse: a name declared twice, handles after close, one message per cause"};
+                                        "misuse: a name declared twice, handles after close, one message per cause",
+                                        "evaluation passes change nothing; options by name"};
     static void (*const fns[])(void) = {test_loop, test_window_and_bits, test_threads, test_disk_full,
                                         test_code_snapshots, test_shadow_history, test_series_and_block_amax,
-                                        test_api_misuse};
-    add_suite("probe", names, fns, 8);
+                                        test_api_misuse, test_eval_and_options};
+    add_suite("probe", names, fns, 9);
 }
