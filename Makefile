@@ -97,8 +97,17 @@ BENCH_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard bench/*.c)) $(BUILD)/tests/r
 $(BUILD)/bench_fp8prof: $(BENCH_OBJ) $(BUILD)/libfp8prof.a
 	$(CC) -o $@ $^ $(LDLIBS_ALL)
 
-test: $(BUILD)/test_fp8prof $(BUILD)/fp8prof
+test: $(BUILD)/test_fp8prof $(BUILD)/fp8prof $(BUILD)/libfp8prof.so
 	FP8PROF=$(BUILD)/fp8prof $(BUILD)/test_fp8prof
+ifeq ($(SAN),)
+	$(MAKE) --no-print-directory python-test
+endif
+
+# the Python package against the C engine and independent references (not
+# under the sanitizers: the interpreter would have to load their runtimes first)
+python-test: $(BUILD)/fp8prof $(BUILD)/libfp8prof.so
+	FP8PROF=$(BUILD)/fp8prof FP8PROF_LIB=$(abspath $(BUILD)/libfp8prof.so) PYTHONPATH=python \
+	    $(PYTHON) -m unittest discover -s python/tests
 
 asan:
 	$(MAKE) BUILD=build/asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" test

@@ -137,6 +137,9 @@ typedef struct fp8_recipe_state {
  * scaling starts with scale 1 and a zero history, as TE does. */
 fp8_recipe_state *fp8_recipe_state_alloc(const fp8_recipe *r, fp8_role role);
 void fp8_recipe_state_free(fp8_recipe_state *st);
+/* Parse spec and allocate its state for a tensor of role name ("activation",
+ * ...): NULL with the parse error's message. */
+fp8_recipe_state *fp8_recipe_state_new(const char *spec, const char *role);
 
 /* Delayed scaling: note this step's amax in history slot 0 (max with what
  * the slot already holds: a tensor may be cast more than once per step).
