@@ -123,7 +123,10 @@ LIBDIR    ?= $(PREFIX)/lib
 INCDIR    ?= $(PREFIX)/include/fp8prof
 PCDIR     ?= $(LIBDIR)/pkgconfig
 PYTHON    ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
-PYDIR     ?= $(PREFIX)/lib/python3/dist-packages
+# where Debian's python3 looks: /usr/lib/python3/dist-packages for /usr,
+# <prefix>/lib/python3.X/dist-packages for any other prefix (/usr/local)
+PYVER      = $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+PYDIR     ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3/dist-packages,$(PREFIX)/lib/python$(PYVER)/dist-packages)
 PUB_HDR   := lib/fp8.h lib/fp8_error.h lib/fp8_format.h lib/fp8_recipe.h lib/fp8_stats.h lib/fp8_store.h \
              lib/fp8_npy.h lib/fp8_nvdlfw.h lib/fp8_file.h probes/fp8_probe.h
 PY_SRC    := $(wildcard python/fp8prof/*.py)
@@ -171,8 +174,13 @@ check-report: $(BUILD)/fp8prof
 demo: $(BUILD)/fp8prof
 	datasets/demo.sh $(BUILD)/fp8prof $(BUILD)/demo
 
-bench: $(BUILD)/bench_fp8prof $(BUILD)/fp8prof
+bench: $(BUILD)/bench_fp8prof $(BUILD)/fp8prof $(BUILD)/libfp8prof.so
+ifneq ($(BENCH),python)
 	$(BUILD)/bench_fp8prof $(BENCH)
+endif
+ifneq ($(filter $(BENCH),python ""),)
+	FP8PROF_LIB=$(abspath $(BUILD)/libfp8prof.so) $(PYTHON) bench/bench_python.py $(BUILD)
+endif
 
 datasets: $(BUILD)/fp8prof
 	datasets/make_datasets.sh $(BUILD)/fp8prof datasets/runs

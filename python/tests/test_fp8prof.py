@@ -254,6 +254,32 @@ class TestTorch(unittest.TestCase):
         r.close()
 
 
+@unittest.skipIf(torch is None, "torch not installed (apt-get install python3-torch)")
+class TestTorchRun(unittest.TestCase):
+    def test_real_training_run_reports(self):
+        """datasets/torch_llama.py, record-only and apply, through fp8prof report unchanged."""
+        here = os.path.dirname(os.path.abspath(__file__))
+        script = os.path.join(here, "..", "..", "datasets", "torch_llama.py")
+        for extra, name in (([], "tl_rec"), (["--apply"], "tl_apply")):
+            run = os.path.join(TMP, name + ".h5")
+            subprocess.run(["/usr/bin/python3", script, "-o", run, "--steps", "12", "--layers", "1", "--dim", "32",
+                            "--ctx", "32", "--every", "2"] + extra, check=True, capture_output=True)
+            r = fp8prof.open_run(run)
+            names = set(r.tensors["name"])
+            self.assertIn("layers.0.mlp.w2.grad_output", names)
+            self.assertIn("lm_head.weight", names)
+            self.assertEqual(len(names), 6 * 3)  # qkv, out, w1, w3, w2, lm_head
+            self.assertEqual(r.meta["recipe"], "hybrid:delayed" if extra else "bf16")
+            self.assertEqual(int((r.records["active"] == 1).sum() > 0), 1 if extra else 0)
+            r.close()
+            out = os.path.join(TMP, name + "_rep")
+            rep = subprocess.run([FP8PROF, "report", run, "-o", out], capture_output=True, text=True)
+            self.assertEqual(rep.returncode, 0, rep.stderr[-500:])
+            with open(os.path.join(out, "report.md")) as f:
+                md = f.read()
+            self.assertIn("**What just-in-time scaling buys**: ", md)
+
+
 class TestInstall(unittest.TestCase):
     def test_pkg_config_program(self):
         dest = os.path.abspath(os.path.join(TMP, "install"))
@@ -278,14 +304,18 @@ class TestInstall(unittest.TestCase):
         self.assertEqual(out.strip(), "500")  # e4m3 current: amax maps to 448, back to 500 exactly
         # the installed Python package finds the installed library
         code = "import fp8prof, numpy; print(fp8prof.cast(numpy.array([300.0], numpy.float32), 'e4m3')[0])"
+        pkg = [d for d, _, files in os.walk(dest) if d.endswith("/fp8prof") and "__init__.py" in files]
+        self.assertEqual(len(pkg), 1)
+        self.assertIn("/usr/local/lib/python3.", pkg[0])  # where Debian's python3 looks for /usr/local
         py = subprocess.run(["/usr/bin/python3", "-c", code], check=True, capture_output=True, text=True,
-                            env={"PYTHONPATH": dest + "/usr/local/lib/python3/dist-packages",
+                            env={"PYTHONPATH": os.path.dirname(pkg[0]),
                                  "LD_LIBRARY_PATH": dest + "/usr/local/lib", "PATH": os.environ.get("PATH", "")})
         self.assertEqual(py.stdout.strip(), "121")
         subprocess.run(["make", "-s", "uninstall", "DESTDIR=" + dest, "PREFIX=/usr/local", "BUILD=" + BUILD],
                        check=True, capture_output=True)
         self.assertFalse(os.path.exists(dest + "/usr/local/lib/libfp8prof.so"))
         self.assertFalse(os.path.exists(dest + "/usr/local/include/fp8prof"))
+        self.assertFalse(os.path.exists(pkg[0]))
 
 
 if __name__ == "__main__":
