@@ -8,5 +8,6 @@ int bench_train(void);
 int bench_report(void);
 int bench_import(void);
 int bench_readers(void);
+int bench_gemm(void);
 double bench_now(void);
 #endif

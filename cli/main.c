@@ -178,6 +178,18 @@ const cli_command cli_commands[] = {
      "to each budget given; lists every breach.  Exit 0: within budget; 1: a budget is\n"
      "broken; 2: usage error or nothing to check.  Definitions: docs/analyses.md.\n",
      cmd_check},
+    {"gemm-error", "an FP8 GEMM with a limited-precision accumulator against the exact product",
+     "usage: fp8prof gemm-error [--format e4m3] [--k 4096] [--acc-bits 14] [--promote N] [--m 64 --n 64]\n"
+     "                          [--round] [--seed S] [--json]\n"
+     "       fp8prof gemm-error --sweep -o DIR [--format F] [--acc-bits B] [--m M --n N]\n"
+     "Gaussian operands cast to FORMAT with per-tensor current scales, multiplied with an\n"
+     "accumulator that keeps B significant bits (dropped bits truncated, or --round to\n"
+     "nearest), promoted to FP32 every N products (0: never); the relative error against\n"
+     "the exact product of the same FP8 operands, Frobenius and largest element (outputs of\n"
+     "at least a tenth of the rms), beside float32 accumulation.  --sweep: K from 128 to\n"
+     "16384 without promotion, with promotion every 128 and in float32: a table,\n"
+     "DIR/gemm_error.tsv and DIR/fig_gemm_error.png.  The model: docs/gemm.md.\n",
+     cmd_gemm_error},
     {"tour", "a first look: the formats and what casting and the recipes do to a few values",
      "usage: fp8prof tour\n"
      "Shows the format table, what casting does to a handful of values and how each\n"

@@ -26,6 +26,7 @@ int main(int argc, char **argv)
     register_inference_tests();
     register_verdicts_tests();
     register_index_tests();
+    register_gemm_tests();
     register_hostile_tests();
     register_nvdlfw_tests();
     register_cli_tests();
