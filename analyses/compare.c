@@ -17,6 +17,7 @@
 #include "compare.h"
 #include "contrasts.h"
 #include "factors.h"
+#include "gemm_error.h"
 #include "keys.h"
 
 static int per_tensor_scale(const fp8_recipe *p)
@@ -474,9 +475,10 @@ int an_compare(an_ctx *c)
     char q_under_lab[200] = "", q_top[300] = "";
     FILE *ft = an_data(c, "compare_tensors.tsv"), *fg = an_data(c, "compare_groups.tsv"),
          *fw = an_data(c, "compare_warmup.tsv"), *fc = an_data(c, "compare_contrasts.tsv"),
-         *ff = an_data(c, "compare_factors.tsv"), *fv = an_data(c, "compare_verdicts.tsv");
+         *ff = an_data(c, "compare_factors.tsv"), *fv = an_data(c, "compare_verdicts.tsv"),
+         *fge = an_data(c, "gemm_error.tsv");
     int rc = 0;
-    if (!ft || !fg || !fw || !fc || !ff || !fv) {
+    if (!ft || !fg || !fw || !fc || !ff || !fv || !fge) {
         rc = 1;
         goto done;
     }
@@ -485,6 +487,7 @@ int an_compare(an_ctx *c)
                 "relerr_p50\trelerr_p95\tscale_log2_step_sd\tscale_changes\tblock_scale_spread_bits\n");
     fprintf(fg, "run\trole\trecipe\ttensors\trecords\toverflow_events\tevent_steps\toverflow_rate\tte_overflow_rate\t"
                 "underflow_rate\tsubnormal_rate\tsqnr_p50_mean_db\n");
+    fprintf(fge, "run\tlinear\tgemm\tsteps\tsqnr_db_median\n");
     fprintf(fw, "run\ttensor\trole\trecipe\twarmup_end_step\twarmup_steps\twarmup_events\twarmup_overflow_rate\t"
                 "warmup_underflow_rate\n");
     fprintf(fc, "run\ttensor\trole\tfactor\tfrom\tto\tsteps\tblock_len\tdelta_sqnr_db\tci95_lo\tci95_hi\tp\tp_holm\t"
@@ -661,6 +664,11 @@ int an_compare(an_ctx *c)
                         (long long)warm_hi, warm_tensors);
             }
         }
+        /* the FP8 GEMMs' output error, when the run recorded it */
+        if (fge && an_gemm_error(c, a, fge) != 0) {
+            rc = 1;
+            goto done;
+        }
         /* like-for-like comparisons */
         fprintf(c->md, "#### Like for like: one factor at a time\n\n");
         write_factors(c, a, fc, ff);
@@ -822,7 +830,7 @@ int an_compare(an_ctx *c)
     }
     an_keys_factors(c);
 done:
-    if (an_data_close(c, (FILE *[]){ft, fg, fw, fc, ff, fv}, 6))
+    if (an_data_close(c, (FILE *[]){ft, fg, fw, fc, ff, fv, fge}, 7))
         rc = 1;
     return rc;
 }

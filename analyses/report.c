@@ -197,7 +197,8 @@ int an_report(an_ctx *c, int nsteps_done_before, double t0)
             {"outliers", "Outliers"},
             {"smooth", "What Smooth SwiGLU changed"},
             {"loss", "Loss against the baseline"},
-            {"advise", "E4M3 vs E5M2 per scaling kind (sign test over tensors; flushed values E4M3 vs E5M2)"}};
+            {"advise", "E4M3 vs E5M2 per scaling kind (sign test over tensors; flushed values E4M3 vs E5M2)"},
+            {"gemm", "FP8 GEMM output error (SQNR against the same GEMM in FP32)"}};
         for (size_t k = 0; k < sizeof topics / sizeof topics[0]; k++) {
             int any = 0;
             for (int i = 0; i < c->nfindings; i++)

@@ -78,6 +78,8 @@ int cmd_train(int argc, char **argv)
             rc = cli_number("train", a, v, 1, 1e7, 1, &d), o.record_every = (long)d;
         else if (!strcmp(a, "--snapshot-every"))
             rc = cli_number("train", a, v, 2, 1e7, 1, &d), o.snapshot_every = (long)d;
+        else if (!strcmp(a, "--gemm-error-every"))
+            rc = cli_number("train", a, v, 0, 1e7, 1, &d), o.gemm_every = (long)d;
         else if (!strcmp(a, "--block-amax-every"))
             rc = cli_number("train", a, v, 0, 1e7, 1, &d), o.block_amax_every = (long)d;
         else

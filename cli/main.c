@@ -98,7 +98,7 @@ const cli_command cli_commands[] = {
      "                     [--steps N] [--layers L --dim D --heads H --ctx T --batch B]\n"
      "                     [--lr LR --warmup W --weight-decay WD] [--seed S] [--data FILE ...]\n"
      "                     [--val-every K] [--record-every N] [--snapshot-every K]\n"
-     "                     [--block-amax-every K] [--fp8-head] [--quiet] -o RUN.h5\n"
+     "                     [--block-amax-every K] [--gemm-error-every K] [--fp8-head] [--quiet] -o RUN.h5\n"
      "Defaults: hybrid:delayed; 6 shadows that change one factor at a time (format,\n"
      "timing, granularity): e4m3/e5m2 x delayed/current and e4m3/e5m2:block=1x128:eps=0\n"
      "(--shadow replaces them, --shadow none for none; up to 15; make demo records 12);\n"
@@ -108,7 +108,9 @@ const cli_command cli_commands[] = {
      "steps, snapshots of *.mlp.w2.input at steps 50k and 50k+1 (--snapshot-every),\n"
      "probe statistics every 10 steps (every tensor's amax and every recipe's scale are\n"
      "stored at every step), 1x128-block amaxes of every tensor at steps 10k and 10k+1\n"
-     "(--block-amax-every; 0: off).  Every linear layer's GEMM operands go\n"
+     "(--block-amax-every; 0: off); each FP8 GEMM's output SQNR against the same GEMM in\n"
+     "FP32 (fprop, dgrad, wgrad) as scalars gemm_sqnr_db/<linear>/<gemm>, at the steps with\n"
+     "statistics (--gemm-error-every; 0: off).  Every linear layer's GEMM operands go\n"
      "through the probes (FP8 casts, FP32 accumulation); embedding, norms, attention and\n"
      "the head stay FP32 (--fp8-head casts the head too).  Ctrl-C ends the run cleanly.\n",
      cmd_train},

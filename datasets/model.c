@@ -31,11 +31,19 @@ typedef struct {
     float *attn_norm, *wqkv, *wo, *mlp_norm, *w1, *w3, *w2;
 } layer_params;
 
+/* a linear layer's unquantized operands of the last forward and its name,
+ * for the GEMM output error (gemm_error) */
+typedef struct {
+    const float *x, *w;
+    char name[48];
+} lin_src;
+
 typedef struct {
     float *x, *n1, *rstd1, *qkv, *q, *k, *v, *att, *ao, *xm, *n2, *rstd2, *g, *u, *h, *hs, *s;
     float *q_in[NLIN], *q_w[NLIN];       /* kept casts of each linear's input and weight */
     float *w2s;                          /* W2 / s (smooth SwiGLU)                       */
     fp8_probe *p_in[NLIN], *p_w[NLIN], *p_g[NLIN];
+    lin_src src[NLIN];
 } layer_acts;
 
 struct model {
@@ -51,6 +59,10 @@ struct model {
     layer_acts *la;
     float *xf, *nf, *rstdf, *logits, *probs, *q_nf, *q_head;
     fp8_probe *p_head_in, *p_head_w, *p_head_g;
+    lin_src head_src;
+    fp8_probe_run *run;
+    long gemm_every;           /* GEMM output error every N steps (0: off) */
+    float *gemm_a, *gemm_b;    /* its scratch: the FP8 GEMM's output and the reference */
     int *tokens, *targets;
     long step;
     int train;
@@ -184,6 +196,7 @@ model *model_create(const model_config *cfg, unsigned long seed, model_precision
             a->q_in[j] = zalloc(N * in_cols[j]);
             a->q_w[j] = zalloc(out_rows[j] * in_cols[j]);
             ok = a->q_in[j] && a->q_w[j];
+            snprintf(a->src[j].name, sizeof a->src[j].name, "layers.%zu.%s", l, lin_names[j]);
             if (ok && run && (prec == PREC_FP8 || nshadow > 0)) {
                 char name[FP8_NAME_MAX];
                 snprintf(name, sizeof name, "layers.%zu.%s.input", l, lin_names[j]);
@@ -207,6 +220,14 @@ model *model_create(const model_config *cfg, unsigned long seed, model_precision
     ok = ok && m->xf && m->nf && m->rstdf && m->logits && m->probs && m->q_nf && m->q_head && m->tokens &&
          m->targets && m->d_x && m->d_tmp && m->d_n && m->d_ao && m->d_qkv && m->d_h && m->d_g && m->d_u && m->d_q &&
          m->d_logits && m->d_quant && m->d_w2;
+    snprintf(m->head_src.name, sizeof m->head_src.name, "head");
+    m->run = run;
+    if (ok && run && prec == PREC_FP8) { /* the GEMM output error's scratch */
+        size_t g = N * (V > H ? (V > 3 * C ? V : 3 * C) : (H > 3 * C ? H : 3 * C));
+        g = g > V * C ? g : V * C;
+        m->gemm_a = zalloc(g), m->gemm_b = zalloc(g);
+        ok = m->gemm_a && m->gemm_b;
+    }
     if (ok && run && (prec == PREC_FP8 || nshadow > 0) && fp8_head) {
         m->p_head_in = fp8_probe_declare(run, "head.input", FP8_ROLE_ACTIVATION, (int)L, recipe, shadows, nshadow);
         m->p_head_w = fp8_probe_declare(run, "head.weight", FP8_ROLE_WEIGHT, (int)L, recipe, shadows, nshadow);
@@ -238,26 +259,69 @@ void model_free(model *m)
                      m->d_logits, m->d_quant, m->d_w2};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         free(bufs[i]);
-    free(m->tokens), free(m->targets), free(m->lp), free(m->lg), free(m->la);
+    free(m->tokens), free(m->targets), free(m->lp), free(m->lg), free(m->la), free(m->gemm_a), free(m->gemm_b);
     free(m);
+}
+
+/* 20 log10(||ref|| / ||y - ref||): the FP8 GEMM's output against the same
+ * GEMM on the unquantized operands */
+static double sqnr_db(const float *y, const float *ref, size_t n)
+{
+    double s = 0, e = 0;
+    for (size_t i = 0; i < n; i++)
+        s += (double)ref[i] * ref[i], e += ((double)y[i] - ref[i]) * ((double)y[i] - ref[i]);
+    return e > 0 ? 10 * log10(s / e) : INFINITY;
+}
+
+static int gemm_due(const model *m)
+{
+    return m->prec == PREC_FP8 && m->train && m->run && m->gemm_every > 0 && m->gemm_a && m->step % m->gemm_every == 0;
+}
+
+static void gemm_record(model *m, const lin_src *s, const char *gemm, double db)
+{
+    char name[FP8_NAME_MAX];
+    snprintf(name, sizeof name, "gemm_sqnr_db/%s/%s", s->name, gemm);
+    fp8_probe_scalar(m->run, name, m->step, db);
 }
 
 /* y[N,OC] = cast(x) cast(w)^T, keeping the casts for the backward */
 static void fp8_linear_forward(model *m, float *y, const float *x, const float *w, float *qx, float *qw,
-                               fp8_probe *px, fp8_probe *pw, size_t N, size_t C, size_t OC)
+                               fp8_probe *px, fp8_probe *pw, size_t N, size_t C, size_t OC, lin_src *s)
 {
     cast_operand(m, px, x, N, C, qx);
     cast_operand(m, pw, w, OC, C, qw);
     linear_forward(y, qx, qw, N, C, OC);
+    s->x = x, s->w = w;
+    if (gemm_due(m)) {
+        linear_forward(m->gemm_b, x, w, N, C, OC);
+        gemm_record(m, s, "fprop", sqnr_db(y, m->gemm_b, N * OC));
+    }
 }
 
 /* dx += cast(dy) qw; dw += cast(dy)^T qx */
 static void fp8_linear_backward(model *m, float *dx, float *dw, const float *dy, const float *qx, const float *qw,
-                                fp8_probe *pg, size_t N, size_t C, size_t OC)
+                                fp8_probe *pg, size_t N, size_t C, size_t OC, const lin_src *s)
 {
     cast_operand(m, pg, dy, N, OC, m->d_quant);
     linear_backward(dx, dw, m->d_quant, qx, qw, N, C, OC);
+    if (gemm_due(m) && s->x && s->w) {
+        /* dgrad and wgrad on their own (the ones above accumulate into
+         * buffers other branches share): FP8 operands against unquantized */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)C, (int)OC, 1.0f, m->d_quant, (int)OC, qw,
+                    (int)C, 0.0f, m->gemm_a, (int)C);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)C, (int)OC, 1.0f, dy, (int)OC, s->w,
+                    (int)C, 0.0f, m->gemm_b, (int)C);
+        gemm_record(m, s, "dgrad", sqnr_db(m->gemm_a, m->gemm_b, N * C));
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)OC, (int)C, (int)N, 1.0f, m->d_quant, (int)OC, qx,
+                    (int)C, 0.0f, m->gemm_a, (int)C);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)OC, (int)C, (int)N, 1.0f, dy, (int)OC, s->x, (int)C,
+                    0.0f, m->gemm_b, (int)C);
+        gemm_record(m, s, "wgrad", sqnr_db(m->gemm_a, m->gemm_b, OC * C));
+    }
 }
+
+void model_set_gemm_error(model *m, long every) { m->gemm_every = every; }
 
 float model_forward(model *m, const int *tokens, const int *targets, long step, int train)
 {
@@ -274,7 +338,7 @@ float model_forward(model *m, const int *tokens, const int *targets, long step, 
         /* attention block */
         rmsnorm_forward(a->n1, a->rstd1, a->x, p->attn_norm, N, C);
         fp8_linear_forward(m, a->qkv, a->n1, p->wqkv, a->q_in[L_QKV], a->q_w[L_QKV], a->p_in[L_QKV], a->p_w[L_QKV], N,
-                           C, 3 * C);
+                           C, 3 * C, &a->src[L_QKV]);
         for (size_t n = 0; n < N; n++) {
             memcpy(a->q + n * C, a->qkv + n * 3 * C, C * sizeof(float));
             memcpy(a->k + n * C, a->qkv + n * 3 * C + C, C * sizeof(float));
@@ -284,13 +348,13 @@ float model_forward(model *m, const int *tokens, const int *targets, long step, 
         rope_forward(a->k, B, T, NH, C / NH);
         attention_forward(a->ao, a->att, a->q, a->k, a->v, B, T, C, NH);
         fp8_linear_forward(m, m->d_tmp, a->ao, p->wo, a->q_in[L_OUT], a->q_w[L_OUT], a->p_in[L_OUT], a->p_w[L_OUT], N,
-                           C, C);
+                           C, C, &a->src[L_OUT]);
         for (size_t i = 0; i < N * C; i++)
             a->xm[i] = a->x[i] + m->d_tmp[i];
         /* feed-forward block */
         rmsnorm_forward(a->n2, a->rstd2, a->xm, p->mlp_norm, N, C);
-        fp8_linear_forward(m, a->g, a->n2, p->w1, a->q_in[L_W1], a->q_w[L_W1], a->p_in[L_W1], a->p_w[L_W1], N, C, H);
-        fp8_linear_forward(m, a->u, a->n2, p->w3, a->q_in[L_W3], a->q_w[L_W3], a->p_in[L_W3], a->p_w[L_W3], N, C, H);
+        fp8_linear_forward(m, a->g, a->n2, p->w1, a->q_in[L_W1], a->q_w[L_W1], a->p_in[L_W1], a->p_w[L_W1], N, C, H, &a->src[L_W1]);
+        fp8_linear_forward(m, a->u, a->n2, p->w3, a->q_in[L_W3], a->q_w[L_W3], a->p_in[L_W3], a->p_w[L_W3], N, C, H, &a->src[L_W3]);
         swiglu_forward(a->h, a->g, a->u, N * H);
         const float *hin = a->h, *w2 = p->w2;
         if (m->smooth) {
@@ -310,13 +374,14 @@ float model_forward(model *m, const int *tokens, const int *targets, long step, 
             hin = a->hs, w2 = a->w2s;
         }
         float *xnext = l + 1 < L ? m->la[l + 1].x : m->xf;
-        fp8_linear_forward(m, m->d_tmp, hin, w2, a->q_in[L_W2], a->q_w[L_W2], a->p_in[L_W2], a->p_w[L_W2], N, H, C);
+        fp8_linear_forward(m, m->d_tmp, hin, w2, a->q_in[L_W2], a->q_w[L_W2], a->p_in[L_W2], a->p_w[L_W2], N, H, C, &a->src[L_W2]);
         for (size_t i = 0; i < N * C; i++)
             xnext[i] = a->xm[i] + m->d_tmp[i];
     }
     rmsnorm_forward(m->nf, m->rstdf, m->xf, m->norm_f, N, C);
     if (m->fp8_head && m->prec != PREC_FP32)
-        fp8_linear_forward(m, m->logits, m->nf, m->head, m->q_nf, m->q_head, m->p_head_in, m->p_head_w, N, C, V);
+        fp8_linear_forward(m, m->logits, m->nf, m->head, m->q_nf, m->q_head, m->p_head_in, m->p_head_w, N, C, V,
+                           &m->head_src);
     else
         linear_forward(m->logits, m->nf, m->head, N, C, V);
     m->loss = crossentropy_forward(m->probs, m->logits, targets, N, V);
@@ -334,7 +399,7 @@ void model_backward(model *m, long step)
     crossentropy_backward(m->d_logits, m->probs, m->targets, N, V);
     memset(m->d_n, 0, N * C * sizeof(float));
     if (m->fp8_head && m->prec != PREC_FP32)
-        fp8_linear_backward(m, m->d_n, m->dhead, m->d_logits, m->q_nf, m->q_head, m->p_head_g, N, C, V);
+        fp8_linear_backward(m, m->d_n, m->dhead, m->d_logits, m->q_nf, m->q_head, m->p_head_g, N, C, V, &m->head_src);
     else
         linear_backward(m->d_n, m->dhead, m->d_logits, m->nf, m->head, N, C, V);
     memset(m->d_x, 0, N * C * sizeof(float));
@@ -349,7 +414,7 @@ void model_backward(model *m, long step)
         if (m->smooth) {
             /* y = h' W2'^T: dh' = dy W2', dh = dh' * s; dW2' = dy^T h', dW2 = dW2' / s */
             memset(m->d_w2, 0, C * H * sizeof(float));
-            fp8_linear_backward(m, m->d_h, m->d_w2, m->d_x, a->q_in[L_W2], a->q_w[L_W2], a->p_g[L_W2], N, H, C);
+            fp8_linear_backward(m, m->d_h, m->d_w2, m->d_x, a->q_in[L_W2], a->q_w[L_W2], a->p_g[L_W2], N, H, C, &a->src[L_W2]);
             for (size_t c = 0; c < C; c++)
                 for (size_t i = 0; i < H; i++)
                     g->w2[c * H + i] += m->d_w2[c * H + i] / a->s[i]; /* W2' = W2 / s */
@@ -357,19 +422,19 @@ void model_backward(model *m, long step)
                 for (size_t i = 0; i < H; i++)
                     m->d_h[n * H + i] *= a->s[i];
         } else {
-            fp8_linear_backward(m, m->d_h, g->w2, m->d_x, a->q_in[L_W2], a->q_w[L_W2], a->p_g[L_W2], N, H, C);
+            fp8_linear_backward(m, m->d_h, g->w2, m->d_x, a->q_in[L_W2], a->q_w[L_W2], a->p_g[L_W2], N, H, C, &a->src[L_W2]);
         }
         memset(m->d_g, 0, N * H * sizeof(float));
         memset(m->d_u, 0, N * H * sizeof(float));
         swiglu_backward(m->d_g, m->d_u, m->d_h, a->g, a->u, N * H);
         memset(m->d_n, 0, N * C * sizeof(float));
-        fp8_linear_backward(m, m->d_n, g->w1, m->d_g, a->q_in[L_W1], a->q_w[L_W1], a->p_g[L_W1], N, C, H);
-        fp8_linear_backward(m, m->d_n, g->w3, m->d_u, a->q_in[L_W3], a->q_w[L_W3], a->p_g[L_W3], N, C, H);
+        fp8_linear_backward(m, m->d_n, g->w1, m->d_g, a->q_in[L_W1], a->q_w[L_W1], a->p_g[L_W1], N, C, H, &a->src[L_W1]);
+        fp8_linear_backward(m, m->d_n, g->w3, m->d_u, a->q_in[L_W3], a->q_w[L_W3], a->p_g[L_W3], N, C, H, &a->src[L_W3]);
         /* d_xm = d_x + rmsnorm backward */
         rmsnorm_backward(m->d_x, g->mlp_norm, m->d_n, a->xm, p->mlp_norm, a->rstd2, N, C);
         /* attention block: xm = x + ao Wo^T */
         memset(m->d_ao, 0, N * C * sizeof(float));
-        fp8_linear_backward(m, m->d_ao, g->wo, m->d_x, a->q_in[L_OUT], a->q_w[L_OUT], a->p_g[L_OUT], N, C, C);
+        fp8_linear_backward(m, m->d_ao, g->wo, m->d_x, a->q_in[L_OUT], a->q_w[L_OUT], a->p_g[L_OUT], N, C, C, &a->src[L_OUT]);
         float *dq = m->d_q, *dk = m->d_q + N * C, *dv = m->d_q + 2 * N * C;
         memset(m->d_q, 0, 3 * N * C * sizeof(float));
         attention_backward(dq, dk, dv, m->d_ao, a->att, a->q, a->k, a->v, B, T, C, NH);
@@ -381,7 +446,7 @@ void model_backward(model *m, long step)
             memcpy(m->d_qkv + n * 3 * C + 2 * C, dv + n * C, C * sizeof(float));
         }
         memset(m->d_n, 0, N * C * sizeof(float));
-        fp8_linear_backward(m, m->d_n, g->wqkv, m->d_qkv, a->q_in[L_QKV], a->q_w[L_QKV], a->p_g[L_QKV], N, C, 3 * C);
+        fp8_linear_backward(m, m->d_n, g->wqkv, m->d_qkv, a->q_in[L_QKV], a->q_w[L_QKV], a->p_g[L_QKV], N, C, 3 * C, &a->src[L_QKV]);
         rmsnorm_backward(m->d_x, g->attn_norm, m->d_n, a->x, p->attn_norm, a->rstd1, N, C);
     }
     embedding_backward(m->dwte, m->d_x, m->tokens, N, C);

@@ -32,6 +32,11 @@ typedef struct model model;
 model *model_create(const model_config *cfg, unsigned long seed, model_precision prec, const char *recipe,
                     const char *const *shadows, int nshadow, fp8_probe_run *run, int smooth_swiglu, int fp8_head);
 void model_free(model *m);
+/* Every `every` training steps (0: never; FP8 models with a run only),
+ * record each linear layer's GEMM output error: the SQNR of its FP8 GEMM's
+ * output (fprop, dgrad, wgrad) against the same GEMM on the unquantized
+ * operands, as scalars "gemm_sqnr_db/<linear>/<gemm>" (docs/analyses.md). */
+void model_set_gemm_error(model *m, long every);
 
 /* Forward over tokens[B*T] with targets[B*T]; returns the mean loss.  step
  * labels the probes' records.  With train = 0 no probe records (validation). */

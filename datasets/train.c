@@ -47,6 +47,7 @@ train_options train_defaults(void)
         o.shadows[k] = factorial[k];
     o.val_every = 50;
     o.record_every = 10;
+    o.gemm_every = -1;
     o.snapshot_every = 50;
     o.block_amax_every = 10;
     return o;
@@ -186,6 +187,8 @@ int train_run(const train_options *o)
     }
     model *m = model_create(&o->model, o->seed, prec, prec == PREC_FP8 ? o->recipe : NULL, o->shadows, o->nshadow,
                             run, o->smooth_swiglu, o->fp8_head);
+    if (m)
+        model_set_gemm_error(m, o->gemm_every < 0 ? o->record_every : o->gemm_every);
     if (!m) {
         fprintf(stderr, "fp8prof: train: %s\n", fp8_error_message());
         fp8_probe_close(run);

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "fp8_store.h"
 #include "model.h"
@@ -144,13 +145,71 @@ static void test_fp8_tracks_bf16(void)
     model_free(h);
 }
 
+/* The GEMM output error: one scalar per linear, GEMM and step; its size
+ * follows the element format's mantissa (about 6 dB a bit): E4M3 (3 bits)
+ * near 30 dB, E5M10 (10 bits) some 40 dB above. */
+static double gemm_median(const char *path, const char *gemm, int *count)
+{
+    fp8_run *r = fp8_run_load(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    double v[256];
+    int n = 0;
+    *count = 0;
+    for (size_t i = 0; i < r->nscalars; i++) {
+        const char *name = r->scalar_name[r->scalar_id[i]];
+        if (strncmp(name, "gemm_sqnr_db/", 13) != 0)
+            continue;
+        (*count)++;
+        if (strcmp(strrchr(name, '/') + 1, gemm) == 0 && n < 256)
+            v[n++] = r->scalar_value[i];
+    }
+    fp8_run_free(r);
+    for (int i = 1; i < n; i++) /* insertion sort for the median */
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1], v[j - 1] = t;
+        }
+    return n ? v[n / 2] : NAN;
+}
+
+static void test_gemm_error(void)
+{
+    const char *specs[2] = {"e4m3:current", "e5m10:current"}, *paths[2] = {"build/t_gemm_e4.h5", "build/t_gemm_e10.h5"};
+    double fprop[2], dgrad[2];
+    for (int k = 0; k < 2; k++) {
+        fp8_probe_run *run = fp8_probe_open(paths[k], NULL, NULL, 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(run);
+        model *f = model_create(&tiny, 9, PREC_FP8, specs[k], NULL, 0, run, 0, 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        model_set_gemm_error(f, 1);
+        int x[16], y[16];
+        for (int t = 0; t < 3; t++) {
+            batch(x, y, 16, t * 5);
+            model_forward(f, x, y, t, 1);
+            model_backward(f, t);
+            model_adamw(f, 3e-3f, 0.9f, 0.95f, 1e-8f, 0.0f, t + 1);
+            fp8_probe_step_end(run, t);
+        }
+        model_free(f);
+        CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
+        int count;
+        fprop[k] = gemm_median(paths[k], "fprop", &count);
+        CU_ASSERT_EQUAL(count, 3 * 2 * 5 * 3); /* steps x layers x linears x {fprop, dgrad, wgrad} */
+        dgrad[k] = gemm_median(paths[k], "dgrad", &count);
+    }
+    CU_ASSERT(fprop[0] > 18 && fprop[0] < 45);
+    CU_ASSERT(fprop[1] - fprop[0] > 30); /* seven more mantissa bits */
+    CU_ASSERT(dgrad[1] - dgrad[0] > 30);
+}
+
 void register_model_tests(void)
 {
     static const char *const names[] = {"whole-model gradient vs finite differences",
                                         "loss falls over 50 steps; same seed, same bits",
                                         "Smooth SwiGLU leaves the function unchanged (fp32)",
-                                        "FP8 (hybrid delayed) tracks bf16 within 5% over 20 steps"};
+                                        "FP8 (hybrid delayed) tracks bf16 within 5% over 20 steps",
+                                        "GEMM output error: per linear, GEMM and step; ~6 dB a mantissa bit"};
     static void (*const fns[])(void) = {test_gradient, test_loss_falls_and_determinism, test_smooth_swiglu_invariant,
-                                        test_fp8_tracks_bf16};
-    add_suite("model", names, fns, 4);
+                                        test_fp8_tracks_bf16, test_gemm_error};
+    add_suite("model", names, fns, 5);
 }
