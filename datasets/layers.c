@@ -5,6 +5,7 @@
  */
 #include <cblas.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "layers.h"
@@ -74,18 +75,46 @@ void linear_backward(float *dinp, float *dw, const float *dout, const float *inp
                     1.0f, dw, (int)C);
 }
 
+/* cos and sin of theta(t, i) = 10000^(-2i/hs) t, computed once per (T, hs)
+ * with the same expression as before: the same floats, without a pow, a
+ * cos and a sin per element and call */
+static float *rope_table(size_t T, size_t hs)
+{
+    static float *tab;
+    static size_t tT, ths;
+    if (tab && tT == T && ths == hs)
+        return tab;
+    float *n = malloc(T * hs * sizeof *n); /* [t][i]: cos at 2i, sin at 2i+1 */
+    if (!n)
+        return NULL;
+    for (size_t t = 0; t < T; t++)
+        for (size_t i = 0; i < hs / 2; i++) {
+            double theta = pow(10000.0, -2.0 * (double)i / (double)hs) * (double)t;
+            n[t * hs + 2 * i] = (float)cos(theta), n[t * hs + 2 * i + 1] = (float)sin(theta);
+        }
+    free(tab);
+    tab = n, tT = T, ths = hs;
+    return tab;
+}
+
 static void rope_apply(float *x, size_t B, size_t T, size_t NH, size_t hs, float sign)
 {
+    const float *tab = rope_table(T, hs);
     for (size_t b = 0; b < B; b++)
         for (size_t t = 0; t < T; t++)
             for (size_t h = 0; h < NH; h++) {
                 float *v = x + ((b * T + t) * NH + h) * hs;
                 for (size_t i = 0; i < hs / 2; i++) {
-                    double theta = pow(10000.0, -2.0 * (double)i / (double)hs) * (double)t;
-                    float c = (float)cos(theta), s = sign * (float)sin(theta);
+                    float c, sn;
+                    if (tab) {
+                        c = tab[t * hs + 2 * i], sn = sign * tab[t * hs + 2 * i + 1];
+                    } else {
+                        double theta = pow(10000.0, -2.0 * (double)i / (double)hs) * (double)t;
+                        c = (float)cos(theta), sn = sign * (float)sin(theta);
+                    }
                     float a = v[2 * i], bb = v[2 * i + 1];
-                    v[2 * i] = a * c - bb * s;
-                    v[2 * i + 1] = a * s + bb * c;
+                    v[2 * i] = a * c - bb * sn;
+                    v[2 * i + 1] = a * sn + bb * c;
                 }
             }
 }
@@ -95,8 +124,8 @@ void rope_forward(float *x, size_t B, size_t T, size_t NH, size_t hs) { rope_app
 /* a rotation's transpose is the rotation by the opposite angle */
 void rope_backward(float *dx, size_t B, size_t T, size_t NH, size_t hs) { rope_apply(dx, B, T, NH, hs, -1.0f); }
 
-void attention_forward(float *out, float *att, const float *q, const float *k, const float *v, size_t B, size_t T,
-                       size_t C, size_t NH)
+void attention_forward_ref(float *out, float *att, const float *q, const float *k, const float *v, size_t B,
+                           size_t T, size_t C, size_t NH)
 {
     size_t hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
@@ -132,8 +161,8 @@ void attention_forward(float *out, float *att, const float *q, const float *k, c
             }
 }
 
-void attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *att, const float *q,
-                        const float *k, const float *v, size_t B, size_t T, size_t C, size_t NH)
+void attention_backward_ref(float *dq, float *dk, float *dv, const float *dout, const float *att, const float *q,
+                            const float *k, const float *v, size_t B, size_t T, size_t C, size_t NH)
 {
     size_t hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
@@ -169,6 +198,72 @@ void attention_backward(float *dq, float *dk, float *dv, const float *dout, cons
                     }
                 }
             }
+}
+
+/* The same attention on sgemm, one (batch, head) at a time: S = scale Q K^T
+ * (the full T x T; the masked half is ignored), the causal softmax in place,
+ * O = A V; backward dV += A^T dO, dA = dO V^T, dS = A (dA - rowsum(A dA))
+ * scale, dQ += dS K, dK += dS^T Q.  Operands are strided views of the
+ * [B,T,C] tensors (leading dimension C). */
+void attention_forward(float *out, float *att, const float *q, const float *k, const float *v, size_t B, size_t T,
+                       size_t C, size_t NH)
+{
+    size_t hs = C / NH;
+    float scale = 1.0f / sqrtf((float)hs);
+    for (size_t b = 0; b < B; b++)
+        for (size_t h = 0; h < NH; h++) {
+            const size_t off = b * T * C + h * hs;
+            float *A = att + (b * NH + h) * T * T;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)T, (int)T, (int)hs, scale, q + off, (int)C,
+                        k + off, (int)C, 0.0f, A, (int)T);
+            for (size_t t = 0; t < T; t++) {
+                float *a = A + t * T, mx = -INFINITY, sum = 0;
+                for (size_t u = 0; u <= t; u++)
+                    mx = fmaxf(mx, a[u]);
+                for (size_t u = 0; u <= t; u++) {
+                    a[u] = expf(a[u] - mx);
+                    sum += a[u];
+                }
+                for (size_t u = 0; u < T; u++)
+                    a[u] = u <= t ? a[u] / sum : 0.0f;
+            }
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)T, (int)hs, (int)T, 1.0f, A, (int)T, v + off,
+                        (int)C, 0.0f, out + off, (int)C);
+        }
+}
+
+void attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *att, const float *q,
+                        const float *k, const float *v, size_t B, size_t T, size_t C, size_t NH)
+{
+    size_t hs = C / NH;
+    float scale = 1.0f / sqrtf((float)hs);
+    float *dA = malloc(T * T * sizeof *dA);
+    if (!dA) { /* no memory for the scratch: the loops need none */
+        attention_backward_ref(dq, dk, dv, dout, att, q, k, v, B, T, C, NH);
+        return;
+    }
+    for (size_t b = 0; b < B; b++)
+        for (size_t h = 0; h < NH; h++) {
+            const size_t off = b * T * C + h * hs;
+            const float *A = att + (b * NH + h) * T * T;
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)T, (int)hs, (int)T, 1.0f, A, (int)T, dout + off,
+                        (int)C, 1.0f, dv + off, (int)C);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)T, (int)T, (int)hs, 1.0f, dout + off, (int)C,
+                        v + off, (int)C, 0.0f, dA, (int)T);
+            for (size_t t = 0; t < T; t++) {
+                const float *a = A + t * T;
+                float *d = dA + t * T, sum_ad = 0;
+                for (size_t u = 0; u <= t; u++)
+                    sum_ad += a[u] * d[u];
+                for (size_t u = 0; u < T; u++)
+                    d[u] = u <= t ? a[u] * (d[u] - sum_ad) * scale : 0.0f;
+            }
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)T, (int)hs, (int)T, 1.0f, dA, (int)T, k + off,
+                        (int)C, 1.0f, dq + off, (int)C);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)T, (int)hs, (int)T, 1.0f, dA, (int)T, q + off,
+                        (int)C, 1.0f, dk + off, (int)C);
+        }
+    free(dA);
 }
 
 void swiglu_forward(float *out, const float *g, const float *u, size_t n)

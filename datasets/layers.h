@@ -30,9 +30,14 @@ void linear_backward(float *dinp, float *dw, const float *dout, const float *inp
 void rope_forward(float *x, size_t B, size_t T, size_t NH, size_t hs);
 void rope_backward(float *dx, size_t B, size_t T, size_t NH, size_t hs);
 
-/* causal multi-head attention: q, k, v, out [B,T,C]; att [B,NH,T,T] probabilities */
+/* causal multi-head attention: q, k, v, out [B,T,C]; att [B,NH,T,T] probabilities
+ * (on sgemm); the _ref versions are the plain loops they are tested against */
 void attention_forward(float *out, float *att, const float *q, const float *k, const float *v, size_t B, size_t T,
                        size_t C, size_t NH);
+void attention_forward_ref(float *out, float *att, const float *q, const float *k, const float *v, size_t B,
+                           size_t T, size_t C, size_t NH);
+void attention_backward_ref(float *dq, float *dk, float *dv, const float *dout, const float *att, const float *q,
+                            const float *k, const float *v, size_t B, size_t T, size_t C, size_t NH);
 void attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *att, const float *q,
                         const float *k, const float *v, size_t B, size_t T, size_t C, size_t NH);
 

@@ -147,6 +147,42 @@ static void test_attention(void)
     free(c.out), free(c.att), free(c.q), free(c.k), free(c.v), free(c.r), free(dq), free(dk), free(dv);
 }
 
+/* the sgemm attention against the plain loops it replaced, at the trainer's
+ * shape (head size 24, T 128): equal within float rounding */
+static double max_rel(const float *a, const float *b, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++)
+        num = fmax(num, fabs((double)a[i] - b[i])), den = fmax(den, fabs((double)b[i]));
+    return den > 0 ? num / den : num;
+}
+
+static void test_attention_vs_loops(void)
+{
+    size_t B = 2, T = 128, C = 96, NH = 4, n = B * T * C, na = B * NH * T * T;
+    float *q = rvec(n, 3), *k = rvec(n, 3), *v = rvec(n, 1), *dout = rvec(n, 1);
+    float *o1 = calloc(n, 4), *o2 = calloc(n, 4), *a1 = calloc(na, 4), *a2 = calloc(na, 4);
+    float *g1[3], *g2[3];
+    for (int i = 0; i < 3; i++)
+        g1[i] = rvec(n, 1), g2[i] = calloc(n, 4), memcpy(g2[i], g1[i], n * 4); /* both accumulate onto the same */
+    attention_forward(o1, a1, q, k, v, B, T, C, NH);
+    attention_forward_ref(o2, a2, q, k, v, B, T, C, NH);
+    CU_ASSERT(max_rel(o1, o2, n) < 1e-5);
+    CU_ASSERT(max_rel(a1, a2, na) < 1e-5);
+    for (size_t i = 0; i < na; i++) /* the masked half is exactly zero in both */
+        if (a2[i] == 0.0f && a1[i] != 0.0f) {
+            CU_FAIL("masked probability not zero");
+            break;
+        }
+    attention_backward(g1[0], g1[1], g1[2], dout, a1, q, k, v, B, T, C, NH);
+    attention_backward_ref(g2[0], g2[1], g2[2], dout, a2, q, k, v, B, T, C, NH);
+    for (int i = 0; i < 3; i++)
+        CU_ASSERT(max_rel(g1[i], g2[i], n) < 1e-5);
+    free(q), free(k), free(v), free(dout), free(o1), free(o2), free(a1), free(a2);
+    for (int i = 0; i < 3; i++)
+        free(g1[i]), free(g2[i]);
+}
+
 /* ---- swiglu ---- */
 typedef struct { float *out, *g, *u, *r; size_t n; } sw_ctx;
 static double sw_f(void *p)
@@ -209,9 +245,11 @@ static void test_embedding(void)
 
 void register_layers_tests(void)
 {
-    static const char *const names[] = {"rmsnorm", "linear (cblas_sgemm)", "rope", "causal attention", "swiglu",
+    static const char *const names[] = {"rmsnorm", "linear (cblas_sgemm)", "rope", "causal attention",
+                                        "attention on sgemm = the plain loops", "swiglu",
                                         "cross-entropy", "embedding"};
-    static void (*const fns[])(void) = {test_rmsnorm, test_linear, test_rope, test_attention, test_swiglu,
+    static void (*const fns[])(void) = {test_rmsnorm, test_linear, test_rope, test_attention, test_attention_vs_loops,
+                                        test_swiglu,
                                         test_crossentropy, test_embedding};
-    add_suite("layers", names, fns, 7);
+    add_suite("layers", names, fns, 8);
 }
