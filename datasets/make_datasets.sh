@@ -17,7 +17,9 @@ run bf16 --recipe bf16
 run hybrid-delayed --recipe hybrid:delayed
 run e4m3-current --recipe e4m3:current
 run e4m3-block --recipe e4m3:block=1x128:weights=128x128
-run mxfp8 --recipe mxfp8
+# MXFP8's scale rule, the only difference: OCP's floor against round-up (rceil)
+run mxfp8-floor --recipe mxfp8:floor
+run mxfp8-rceil --recipe mxfp8:rceil
 run hybrid-delayed-smooth --recipe hybrid:delayed --smooth-swiglu
 if [ "${3:-}" != "--short" ]; then
     # higher learning rate and weight decay: the regime where SwiGLU channels align
