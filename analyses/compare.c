@@ -354,13 +354,14 @@ static const char *factor_title(int k)
                               "Timing (delayed → current scaling; same format, granularity and scale encoding)",
                               "Granularity (coarser → finer scale groups; same format, timing and encoding)",
                               "Scale encoding (fp32 → power-of-two / UE8M0 / E8M0 rounding rules)",
-                              "Amax floor (eps)", "Delayed-scaling settings (history, algorithm, margin)"};
+                              "Amax floor (eps)", "Delayed-scaling settings (history, algorithm, margin)",
+                              "Cast options (nearest → stochastic rounding, saturation, NVFP4's Hadamard transform)"};
     return k >= 0 && k < AN_NFACTOR ? t[k] : "?";
 }
 
 static const char *factor_topic(int k)
 {
-    static const char *t[] = {"format", "timing", "granularity", "encoding", "floor", "delayedset"};
+    static const char *t[] = {"format", "timing", "granularity", "encoding", "floor", "delayedset", "cast"};
     return k >= 0 && k < AN_NFACTOR ? t[k] : "?";
 }
 

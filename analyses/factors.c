@@ -58,7 +58,10 @@ void an_factors_of(const fp8_recipe *r0, fp8_role role, an_factors *f)
     }
     case FP8_RECIPE_NVFP4:
         f->timing = 2;
-        snprintf(f->gran, sizeof f->gran, "1x%d", r.group);
+        if (r.tile2d) /* weights=RxC on the weight role: 2D tiles */
+            snprintf(f->gran, sizeof f->gran, "%dx%d", r.wblock_rows, r.wblock_cols);
+        else
+            snprintf(f->gran, sizeof f->gran, "1x%d", r.group);
         snprintf(f->enc, sizeof f->enc, "e4m3x2");
         f->eps = 0;
         break;
@@ -70,6 +73,9 @@ void an_factors_of(const fp8_recipe *r0, fp8_role role, an_factors *f)
         n += (size_t)snprintf(f->cast + n, sizeof f->cast - n, "%sround=zero", n ? "," : "");
     if (r.cast.round == FP8_ROUND_STOCHASTIC && n < sizeof f->cast)
         n += (size_t)snprintf(f->cast + n, sizeof f->cast - n, "%sstochastic", n ? "," : "");
+    /* sr_grad shows as stochastic on the gradient role (fp8_recipe_for_role) */
+    if (r.rht_active && n < sizeof f->cast)
+        n += (size_t)snprintf(f->cast + n, sizeof f->cast - n, "%srht", n ? "," : "");
     if (r.torchao && n < sizeof f->cast)
         snprintf(f->cast + n, sizeof f->cast - n, "%storchao", n ? "," : "");
 }
@@ -90,6 +96,8 @@ static int differs(an_factor k, const an_factors *a, const an_factors *b)
     case AN_F_DELAYED:
         /* only between two delayed recipes: a timing change brings its own */
         return a->timing == 1 && b->timing == 1 && strcmp(a->delayed, b->delayed) != 0;
+    case AN_F_CAST:
+        return strcmp(a->cast, b->cast) != 0;
     default:
         return 0;
     }
@@ -100,7 +108,7 @@ int an_factors_equal(const an_factors *a, const an_factors *b)
     for (int k = 0; k < AN_NFACTOR; k++)
         if (differs((an_factor)k, a, b))
             return 0;
-    return strcmp(a->cast, b->cast) == 0;
+    return 1;
 }
 
 int an_factors_cmp(const an_factors *a, const an_factors *b)
@@ -121,9 +129,31 @@ int an_factors_cmp(const an_factors *a, const an_factors *b)
     return strcmp(a->cast, b->cast);
 }
 
+/* options of a cast string ("stochastic,rht") in one and not the other */
+static int cast_options_apart(const char *a, const char *b)
+{
+    int n = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        const char *s = pass ? b : a, *other = pass ? a : b;
+        while (*s) {
+            size_t len = strcspn(s, ",");
+            int found = 0;
+            for (const char *o = other; *o;) {
+                size_t ol = strcspn(o, ",");
+                if (ol == len && strncmp(o, s, len) == 0)
+                    found = 1;
+                o += ol + (o[ol] == ',');
+            }
+            n += !found;
+            s += len + (s[len] == ',');
+        }
+    }
+    return n;
+}
+
 int an_factors_one(const an_factors *a, const an_factors *b)
 {
-    if (strcmp(a->cast, b->cast) != 0)
+    if (cast_options_apart(a->cast, b->cast) > 1) /* one cast option at a time */
         return -1;
     int which = -1;
     for (int k = 0; k < AN_NFACTOR; k++)
@@ -195,6 +225,10 @@ int an_factors_from_first(an_factor k, const an_factors *a, const an_factors *b)
             return ma < mb;
         return strcmp(a->delayed, b->delayed) <= 0;
     }
+    case AN_F_CAST: /* fewer options (nearest-even, saturating, no transform) first */
+        if (strlen(a->cast) != strlen(b->cast))
+            return strlen(a->cast) < strlen(b->cast);
+        return strcmp(a->cast, b->cast) <= 0;
     default:
         return 1;
     }
@@ -202,7 +236,7 @@ int an_factors_from_first(an_factor k, const an_factors *a, const an_factors *b)
 
 const char *an_factor_name(an_factor k)
 {
-    static const char *n[] = {"format", "timing", "granularity", "scale_encoding", "amax_floor", "delayed_settings"};
+    static const char *n[] = {"format", "timing", "granularity", "scale_encoding", "amax_floor", "delayed_settings", "cast_options"};
     return (unsigned)k < AN_NFACTOR ? n[k] : "?";
 }
 
@@ -228,6 +262,9 @@ const char *an_factor_level(an_factor k, const an_factors *f, char *buf, size_t 
     case AN_F_DELAYED:
         snprintf(buf, n, "%s", f->delayed);
         break;
+    case AN_F_CAST:
+        snprintf(buf, n, "%s", f->cast[0] ? f->cast : "nearest");
+        break;
     default:
         snprintf(buf, n, "?");
     }
@@ -240,6 +277,8 @@ const char *an_factors_label(const an_factors *f, char *buf, size_t n)
     int mx = strcmp(f->gran, "1x32") == 0 && (strcmp(f->enc, "ue8m0") == 0 || strncmp(f->enc, "e8m0-", 5) == 0);
     if (strcmp(f->enc, "e4m3x2") == 0 && strcmp(f->format, "e2m1") == 0 && strcmp(f->gran, "1x16") == 0)
         l = (size_t)snprintf(buf, n, "nvfp4");
+    else if (strcmp(f->enc, "e4m3x2") == 0 && strcmp(f->format, "e2m1") == 0)
+        l = (size_t)snprintf(buf, n, "nvfp4 %s", f->gran);
     else if (mx && f->eps == 0) {
         const char *name = !strcmp(f->format, "e4m3")   ? "mxfp8"
                            : !strcmp(f->format, "e5m2") ? "mxfp8-e5m2"

@@ -28,6 +28,7 @@ typedef enum {
     AN_F_ENCODING,
     AN_F_FLOOR,
     AN_F_DELAYED,
+    AN_F_CAST, /* element-cast options: rounding, saturation, NVFP4's transform */
     AN_NFACTOR
 } an_factor;
 

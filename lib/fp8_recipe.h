@@ -87,6 +87,15 @@ typedef struct {
     /* mx / nvfp4 */
     int group;               /* elements per block along a row (32 / 16)     */
     fp8_mx_round mx_round;
+
+    /* nvfp4 as trained in 2025 (NVIDIA's NVFP4 recipe): weights=16x16 (2D
+     * scale tiles for weights, reusing wblock_rows/cols), sr_grad (stochastic
+     * rounding of gradients), rht (a 16x16 random Hadamard transform of
+     * gradients before the cast, signs from rht_seed).  tile2d and
+     * rht_active are the role-resolved switches fp8_recipe_for_role sets. */
+    int sr_grad, rht;
+    uint64_t rht_seed;
+    int tile2d, rht_active;
 } fp8_recipe;
 
 /* Parse a spec.  On error returns FP8_EINVAL; the message names the bad

@@ -105,8 +105,15 @@ static void make_layout(const fp8_recipe *r, size_t R, size_t C, layout *L)
         L->nbc = (C + L->seg - 1) / L->seg;
         L->ngroups = ((R + L->br - 1) / L->br) * L->nbc;
         break;
-    case FP8_RECIPE_MX:
     case FP8_RECIPE_NVFP4:
+        if (r->tile2d) { /* weights=RxC: 2D scale tiles (the weight's role) */
+            L->seg = (size_t)r->wblock_cols, L->br = (size_t)r->wblock_rows;
+            L->nbc = (C + L->seg - 1) / L->seg;
+            L->ngroups = ((R + L->br - 1) / L->br) * L->nbc;
+            break;
+        }
+        __attribute__((fallthrough)); /* otherwise 1 x group along rows, as MX */
+    case FP8_RECIPE_MX:
         L->seg = (size_t)r->group, L->br = 1;
         L->nbc = (C + L->seg - 1) / L->seg;
         L->ngroups = R * L->nbc;
@@ -530,7 +537,81 @@ int fp8_quantize_codes(fp8_recipe_state *st, const float *x, size_t rows, size_t
     return quantize_impl(st, x, rows, cols, out, stats, options, codes, group_scale_inv);
 }
 
+/* ---- NVFP4's random Hadamard transform ---------------------------------- */
+
+/* The 16 random signs of seed (splitmix64), as +-1. */
+static void rht_signs(uint64_t seed, float d[16])
+{
+    uint64_t z = seed + 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    for (int i = 0; i < 16; i++)
+        d[i] = (z >> i) & 1 ? -1.0f : 1.0f;
+}
+
+/* v <- H16 v / 4 (H16 the Sylvester Hadamard matrix: orthonormal after /4,
+ * symmetric, its own inverse) */
+static void wht16(float *v)
+{
+    for (int len = 1; len < 16; len <<= 1)
+        for (int i = 0; i < 16; i += 2 * len)
+            for (int j = i; j < i + len; j++) {
+                float a = v[j], b = v[j + len];
+                v[j] = a + b, v[j + len] = a - b;
+            }
+    for (int i = 0; i < 16; i++)
+        v[i] *= 0.25f;
+}
+
+/* forward: y = H (d . x) / 4 on every whole group of 16 along each row;
+ * inverse: x = d . (H y / 4).  A row's last partial group is left alone. */
+static void rht_apply(float *x, size_t rows, size_t cols, const float d[16], int inverse)
+{
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j = 0; j + 16 <= cols; j += 16) {
+            float *v = x + i * cols + j;
+            if (!inverse)
+                for (int k = 0; k < 16; k++)
+                    v[k] *= d[k];
+            wht16(v);
+            if (inverse)
+                for (int k = 0; k < 16; k++)
+                    v[k] *= d[k];
+        }
+}
+
+static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
+                         fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv);
+
+/* NVFP4 with rht on this role: the cast and every statistic are of the
+ * transformed tensor (the transform is orthonormal: errors, SQNR and norms
+ * are those of the original), x_hat is transformed back. */
 static int quantize_impl(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
+                         fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv)
+{
+    if (!st || !x || !st->recipe.rht_active || rows == 0 || cols == 0 || rows > SIZE_MAX / cols / sizeof(float))
+        return quantize_core(st, x, rows, cols, out, stats, options, codes, group_scale_inv);
+    float *y = malloc(rows * cols * sizeof *y), d[16];
+    if (!y)
+        return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: out of memory for the Hadamard transform of %zux%zu", rows, cols);
+    memcpy(y, x, rows * cols * sizeof *y);
+    rht_signs(st->recipe.rht_seed, d);
+    fp8__fenv fe;
+    fp8__fenv_enter(&fe);
+    rht_apply(y, rows, cols, d, 0);
+    fp8__fenv_leave(&fe);
+    int rc = quantize_core(st, y, rows, cols, out, stats, options, codes, group_scale_inv);
+    if (rc == FP8_OK && out) {
+        fp8__fenv_enter(&fe);
+        rht_apply(out, rows, cols, d, 1);
+        fp8__fenv_leave(&fe);
+    }
+    free(y);
+    return rc;
+}
+
+static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
                          fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv)
 {
     if (!st || !x)

@@ -7,6 +7,7 @@
  * returns a NaN, zero, negative or infinite scale.
  */
 #include <ctype.h>
+#include <errno.h>
 #include <fenv.h>
 #include <float.h>
 #include <math.h>
@@ -49,6 +50,12 @@ void fp8_recipe_for_role(fp8_recipe *r, fp8_role role)
     if (r->kind == FP8_RECIPE_BLOCK && role == FP8_ROLE_WEIGHT && r->wblock_rows > 0) {
         r->block_rows = r->wblock_rows;
         r->block_cols = r->wblock_cols;
+    }
+    if (r->kind == FP8_RECIPE_NVFP4) {
+        r->tile2d = role == FP8_ROLE_WEIGHT && r->wblock_rows > 0;
+        r->rht_active = r->rht && role == FP8_ROLE_GRADIENT;
+        if (r->sr_grad && role == FP8_ROLE_GRADIENT)
+            r->cast.round = FP8_ROUND_STOCHASTIC;
     }
 }
 
@@ -368,6 +375,36 @@ static int apply_option(const char *spec, fp8_recipe *r, char *item)
         r->ue8m0 = 0;
         return 0;
     }
+    if (kind == FP8_RECIPE_NVFP4) {
+        if (strcmp(k, "sr_grad") == 0) {
+            NOVAL();
+            r->sr_grad = 1;
+            return 0;
+        }
+        if (strcmp(k, "rht") == 0) {
+            r->rht = 1;
+            r->rht_seed = 0;
+            if (val) {
+                char *end;
+                errno = 0;
+                unsigned long long v = strtoull(val, &end, 10);
+                if (end == val || *end || errno || val[0] == '-')
+                    return bad(spec, "rht seed '%s' is not a non-negative integer", val);
+                r->rht_seed = v;
+            }
+            return 0;
+        }
+    }
+    if (kind == FP8_RECIPE_NVFP4 && strcmp(k, "weights") == 0) {
+        NEEDVAL();
+        char *x = strchr(val, 'x');
+        if (!x)
+            return bad(spec, "weights tile '%s' is not RxC (e.g. 16x16)", val);
+        *x = 0;
+        if (parse_int(val, 1, 1 << 20, &r->wblock_rows) || parse_int(x + 1, 1, 1 << 20, &r->wblock_cols))
+            return bad(spec, "weights tile is not RxC with positive integers (got '%s')", val);
+        return 0;
+    }
     if (kind == FP8_RECIPE_BLOCK) {
         if (strcmp(k, "ue8m0") == 0) {
             NOVAL();
@@ -456,6 +493,12 @@ static void canonical(fp8_recipe *r)
     }
     case FP8_RECIPE_NVFP4:
         ADD("group=%d", r->group);
+        if (r->wblock_rows)
+            ADD(",weights=%dx%d", r->wblock_rows, r->wblock_cols);
+        if (r->sr_grad)
+            ADD(",sr_grad");
+        if (r->rht)
+            ADD(",rht=%llu", (unsigned long long)r->rht_seed);
         break;
     default:
         break;

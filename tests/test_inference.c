@@ -174,16 +174,38 @@ static void test_factors(void)
     f_of("mxfp8", FP8_ROLE_ACTIVATION, &b);
     CU_ASSERT_EQUAL(an_factors_one(&a, &b), AN_F_ENCODING);
     CU_ASSERT_STRING_EQUAL(an_factors_label(&b, l2, sizeof l2), "mxfp8 floor");
-    /* encoding: fp32 -> ue8m0; a cast option makes recipes incomparable */
+    /* encoding: fp32 -> ue8m0; a cast option is a factor of its own */
     f_of("e4m3:block=1x128:eps=0", FP8_ROLE_ACTIVATION, &a);
     f_of("e4m3:block=1x128:ue8m0,eps=0", FP8_ROLE_ACTIVATION, &b);
     CU_ASSERT_EQUAL(an_factors_one(&a, &b), AN_F_ENCODING);
     CU_ASSERT(an_factors_from_first(AN_F_ENCODING, &a, &b));
     f_of("e4m3:block=1x128:ue8m0,eps=0,nosat", FP8_ROLE_ACTIVATION, &a);
-    CU_ASSERT_EQUAL(an_factors_one(&a, &b), -1);
+    CU_ASSERT_EQUAL(an_factors_one(&a, &b), AN_F_CAST);
+    CU_ASSERT(!an_factors_from_first(AN_F_CAST, &a, &b)); /* saturating first */
+    f_of("e4m3:block=1x128:eps=0", FP8_ROLE_ACTIVATION, &b);
+    CU_ASSERT_EQUAL(an_factors_one(&a, &b), -1); /* encoding and cast */
+    f_of("e4m3:block=1x128:ue8m0,eps=0,nosat", FP8_ROLE_ACTIVATION, &b);
     CU_ASSERT_STRING_EQUAL(an_factors_label(&a, l1, sizeof l1), "e4m3 block 1x128 ue8m0 (nosat)");
     f_of("nvfp4", FP8_ROLE_ACTIVATION, &a);
     CU_ASSERT_STRING_EQUAL(an_factors_label(&a, l1, sizeof l1), "nvfp4");
+    /* the 2025 options, resolved per role: activations are plain nvfp4,
+     * weights differ in granularity, gradients in cast options only */
+    f_of("nvfp4:weights=16x16,sr_grad,rht=7", FP8_ROLE_ACTIVATION, &b);
+    CU_ASSERT(an_factors_equal(&a, &b));
+    f_of("nvfp4:weights=16x16,sr_grad,rht=7", FP8_ROLE_WEIGHT, &b);
+    CU_ASSERT_STRING_EQUAL(an_factors_label(&b, l2, sizeof l2), "nvfp4 16x16");
+    f_of("nvfp4", FP8_ROLE_WEIGHT, &a);
+    CU_ASSERT_EQUAL(an_factors_one(&a, &b), AN_F_GRANULARITY);
+    CU_ASSERT(an_factors_from_first(AN_F_GRANULARITY, &b, &a)); /* 256 elements per scale before 16 */
+    f_of("nvfp4:weights=16x16,sr_grad,rht=7", FP8_ROLE_GRADIENT, &b);
+    CU_ASSERT_STRING_EQUAL(an_factors_label(&b, l2, sizeof l2), "nvfp4 (stochastic,rht)");
+    f_of("nvfp4", FP8_ROLE_GRADIENT, &a);
+    CU_ASSERT_EQUAL(an_factors_one(&a, &b), -1); /* two cast options at once */
+    f_of("nvfp4:rht", FP8_ROLE_GRADIENT, &a);
+    CU_ASSERT_EQUAL(an_factors_one(&a, &b), AN_F_CAST); /* + stochastic */
+    CU_ASSERT(an_factors_from_first(AN_F_CAST, &a, &b));
+    f_of("nvfp4:sr_grad", FP8_ROLE_GRADIENT, &b);
+    CU_ASSERT_EQUAL(an_factors_one(&a, &b), -1); /* rht -> stochastic: two apart */
 }
 
 void register_inference_tests(void)

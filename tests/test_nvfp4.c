@@ -1,0 +1,209 @@
+/*
+ * test_nvfp4.c — suite "nvfp4": NVFP4 as trained in 2025 against a slow
+ * reference written from the recipe's definition (TE NVFP4BlockScaling):
+ * two-level scales (global S_enc = 448*6/amax, per-block E4M3 decode scale),
+ * E2M1 elements by a table, 2D 16x16 weight tiles, a 16x16 random Hadamard
+ * transform of gradients (an explicit matrix in double), and stochastic
+ * rounding of gradients (unbiased, and only on gradients).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fp8.h"
+#include "tests.h"
+
+/* E2M1 magnitudes by code 0..7, and the nearest one (ties to the even code) */
+static const float e2m1[8] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
+
+static float e2m1_nearest(float v)
+{
+    float a = fabsf(v);
+    if (a >= 6)
+        return copysignf(6, v);
+    int best = 0;
+    for (int c = 1; c < 8; c++) {
+        float dc = fabsf(a - e2m1[c]), db = fabsf(a - e2m1[best]);
+        if (dc < db || (dc == db && (c % 2) == 0))
+            best = c;
+    }
+    return copysignf(e2m1[best], v);
+}
+
+/* the reference: x_hat of x (rows x cols) with groups of gr x gc */
+static void ref_nvfp4(const float *x, size_t rows, size_t cols, size_t gr, size_t gc, float *out)
+{
+    const fp8_format *e4m3 = fp8_format_find("e4m3", NULL);
+    fp8_cast_mode mode = {FP8_ROUND_NEAREST, FP8_SATURATE, 0, 0};
+    float gamax = 0;
+    for (size_t i = 0; i < rows * cols; i++)
+        gamax = fmaxf(gamax, fabsf(x[i]));
+    float S_enc = gamax > 0 ? (448.0f * 6.0f) / gamax : 1.0f, sg = 1.0f / S_enc;
+    for (size_t i0 = 0; i0 < rows; i0 += gr)
+        for (size_t j0 = 0; j0 < cols; j0 += gc) {
+            float bamax = 0;
+            for (size_t i = i0; i < i0 + gr && i < rows; i++)
+                for (size_t j = j0; j < j0 + gc && j < cols; j++)
+                    bamax = fmaxf(bamax, fabsf(x[i * cols + j]));
+            float dec = (bamax / 6.0f) * S_enc;
+            float sb;
+            fp8_format_qdq_array(e4m3, &mode, 1.0f, &dec, 1, &sb, NULL); /* the decode scale stored as E4M3 */
+            for (size_t i = i0; i < i0 + gr && i < rows; i++)
+                for (size_t j = j0; j < j0 + gc && j < cols; j++) {
+                    size_t k = i * cols + j;
+                    out[k] = sb > 0 ? e2m1_nearest(x[k] * (S_enc / sb)) * (sb * sg) : copysignf(0, x[k]);
+                }
+        }
+}
+
+static float *tensor(size_t n, uint64_t seed)
+{
+    float *x = malloc(n * sizeof *x);
+    uint64_t s = seed;
+    for (size_t i = 0; i < n; i++) {
+        double u = (double)(test_rand(&s) >> 11) / 9007199254740992.0;
+        x[i] = (float)((u - 0.5) * pow(2.0, (double)(test_rand(&s) % 12) - 6)); /* 12 binades */
+    }
+    x[5] = 40.0f; /* an outlier */
+    return x;
+}
+
+static void quantize(const char *spec, const char *role, const float *x, size_t rows, size_t cols, float *out,
+                     fp8_stats *st)
+{
+    fp8_recipe_state *s = fp8_recipe_state_new(spec, role);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_EQUAL(fp8_quantize(s, x, rows, cols, out, st), FP8_OK);
+    fp8_recipe_state_free(s);
+}
+
+static void test_two_level_and_2d(void)
+{
+    size_t R = 48, C = 80, n = R * C;
+    float *x = tensor(n, 11), *a = malloc(n * 4), *b = malloc(n * 4);
+    fp8_stats st;
+    /* 1x16 blocks, any role */
+    quantize("nvfp4", "activation", x, R, C, a, &st);
+    ref_nvfp4(x, R, C, 1, 16, b);
+    CU_ASSERT_EQUAL(memcmp(a, b, n * 4), 0);
+    CU_ASSERT_EQUAL(st.nscales, R * 5);
+    /* weights=16x16: 2D tiles for weights only */
+    quantize("nvfp4:weights=16x16", "weight", x, R, C, a, &st);
+    ref_nvfp4(x, R, C, 16, 16, b);
+    CU_ASSERT_EQUAL(memcmp(a, b, n * 4), 0);
+    CU_ASSERT_EQUAL(st.nscales, 3 * 5);
+    quantize("nvfp4:weights=16x16", "gradient", x, R, C, a, &st);
+    ref_nvfp4(x, R, C, 1, 16, b);
+    CU_ASSERT_EQUAL(memcmp(a, b, n * 4), 0);
+    free(x), free(a), free(b);
+}
+
+/* H16 diag(d) / 4 as an explicit matrix, in double */
+static void rht_ref(const float *x, size_t rows, size_t cols, const float d[16], int inverse, float *y)
+{
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j0 = 0; j0 < cols; j0 += 16) {
+            if (j0 + 16 > cols) {
+                for (size_t j = j0; j < cols; j++)
+                    y[i * cols + j] = x[i * cols + j];
+                continue;
+            }
+            for (int r = 0; r < 16; r++) {
+                double s = 0;
+                for (int c = 0; c < 16; c++) {
+                    double h = __builtin_popcount((unsigned)(r & c)) % 2 ? -1 : 1; /* Sylvester: (-1)^<r,c> */
+                    s += inverse ? h * x[i * cols + j0 + c] : h * d[c] * x[i * cols + j0 + c];
+                }
+                y[i * cols + j0 + r] = (float)(inverse ? d[r] * s / 4 : s / 4);
+            }
+        }
+}
+
+static void test_hadamard(void)
+{
+    size_t R = 32, C = 72, n = R * C; /* 4 whole groups and a partial one per row */
+    float *x = tensor(n, 5), *a = malloc(n * 4), *y = malloc(n * 4), *q = malloc(n * 4), *b = malloc(n * 4);
+    /* the signs of seed 7 (splitmix64's first output, bit i of it) */
+    uint64_t z = 7 + 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull, z = (z ^ (z >> 27)) * 0x94D049BB133111EBull, z ^= z >> 31;
+    float d[16];
+    for (int i = 0; i < 16; i++)
+        d[i] = (z >> i) & 1 ? -1.0f : 1.0f;
+    fp8_stats st, st0;
+    quantize("nvfp4:rht=7", "gradient", x, R, C, a, &st);
+    rht_ref(x, R, C, d, 0, y);
+    ref_nvfp4(y, R, C, 1, 16, q);
+    rht_ref(q, R, C, d, 1, b);
+    /* the transform in float butterflies against the matrix in double: a
+     * few elements may round the other way at an E2M1 tie */
+    size_t differ = 0;
+    double e = 0, s = 0;
+    for (size_t i = 0; i < n; i++) {
+        differ += fabsf(a[i] - b[i]) > 1e-5f * 40.0f;
+        e += ((double)a[i] - x[i]) * ((double)a[i] - x[i]), s += (double)x[i] * x[i];
+    }
+    CU_ASSERT(differ <= n / 200);
+    /* the statistics' SQNR is the original tensor's (the transform is orthonormal) */
+    CU_ASSERT_DOUBLE_EQUAL(st.sqnr_db, 10 * log10(s / e), 0.01);
+    /* other roles and other seeds: not this transform */
+    quantize("nvfp4:rht=7", "activation", x, R, C, a, &st0);
+    ref_nvfp4(x, R, C, 1, 16, b);
+    CU_ASSERT_EQUAL(memcmp(a, b, n * 4), 0);
+    /* the outlier spread by the transform: fewer values flushed within its block */
+    quantize("nvfp4", "gradient", x, R, C, a, &st0);
+    CU_ASSERT(st.underflows != st0.underflows);
+    free(x), free(a), free(y), free(q), free(b);
+}
+
+static void test_stochastic_gradients(void)
+{
+    size_t n = 1 << 16;
+    float *x = malloc(n * 4), *a = malloc(n * 4), *b = malloc(n * 4);
+    /* every block of 16: a 6 (the block amax: scales 1, the global amax 6
+     * too) and fifteen 1.3, between E2M1's 1 and 1.5 (nearest: 1.5) */
+    for (size_t i = 0; i < n; i++)
+        x[i] = i % 16 == 0 ? 6.0f : 1.3f;
+    fp8_stats st;
+    /* activations: nearest, exactly the plain recipe */
+    quantize("nvfp4:sr_grad", "activation", x, 1, n, a, &st);
+    quantize("nvfp4", "activation", x, 1, n, b, &st);
+    CU_ASSERT_EQUAL(memcmp(a, b, n * 4), 0);
+    CU_ASSERT_EQUAL(b[1], 1.5f);
+    /* gradients: each value 1 or 1.5, 1.5 with probability 0.6: the mean 1.3 */
+    quantize("nvfp4:sr_grad", "gradient", x, 1, n, a, &st);
+    double sum = 0;
+    size_t m = 0, ones = 0, bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i % 16 == 0)
+            continue;
+        sum += a[i], m++;
+        ones += a[i] == 1.0f;
+        bad += a[i] != 1.0f && a[i] != 1.5f;
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT(ones > m / 4 && ones < m / 2); /* about 40 % */
+    double mean = sum / (double)m, se = sqrt(0.24) * 0.5 / sqrt((double)m);
+    CU_ASSERT(fabs(mean - 1.3) < 5 * se);
+    free(x), free(a), free(b);
+}
+
+static void test_specs(void)
+{
+    fp8_recipe r;
+    CU_ASSERT_EQUAL(fp8_recipe_parse("nvfp4:rht,sr_grad,weights=16x16", &r), FP8_OK);
+    CU_ASSERT_STRING_EQUAL(r.spec, "nvfp4:group=16,weights=16x16,sr_grad,rht=0");
+    CU_ASSERT_EQUAL(fp8_recipe_parse("nvfp4:rht=-1", &r), FP8_EINVAL);
+    EXPECT_ERROR(fp8_recipe_parse("nvfp4:sr_grad=1", &r), "takes no value");
+    EXPECT_ERROR(fp8_recipe_parse("nvfp4:weights=16", &r), "not RxC");
+    EXPECT_ERROR(fp8_recipe_parse("e4m3:current:rht", &r), "unknown option 'rht'");
+}
+
+void register_nvfp4_tests(void)
+{
+    static const char *const names[] = {"two-level scales and 2D weight tiles equal the reference",
+                                        "random Hadamard transform of gradients: the matrix, inverted, orthonormal",
+                                        "stochastic rounding of gradients only: neighbours, unbiased",
+                                        "specs: options, canonical names, errors"};
+    static void (*const fns[])(void) = {test_two_level_and_2d, test_hadamard, test_stochastic_gradients, test_specs};
+    add_suite("nvfp4", names, fns, 4);
+}
