@@ -74,6 +74,8 @@ typedef struct {
     const char *tensor;      /* fnmatch pattern of tensors to analyse      */
     const char *vs;          /* outliers --vs: a second run's path         */
     int vs_a, vs_b;          /* outliers: compare loaded runs vs_a and vs_b (-1: off) */
+    int vs_c;                /* a second Smooth SwiGLU variant: vs_a -> vs_c and
+                                vs_b -> vs_c too (-1: none)                   */
     int baseline;            /* loss: the baseline run (default 0)        */
     int baseline_set;        /* set by an option: the report keeps it     */
     int noise;               /* loss: a second baseline (another seed) whose difference

@@ -29,7 +29,7 @@ void an_defaults(an_ctx *c)
     c->diverge_steps = 20;
     c->boot = 1000;
     c->seed = 1;
-    c->vs_a = c->vs_b = -1;
+    c->vs_a = c->vs_b = c->vs_c = -1;
     c->noise = -1;
     c->loss_name = "loss";
 }

@@ -14,14 +14,43 @@
 
 static const char *gemms[3] = {"fprop", "dgrad", "wgrad"};
 
+/* the run's warm-up: the latest warm-up end of any tensor */
+static int64_t run_warm_end(const an_run *a)
+{
+    int64_t warm = INT64_MIN;
+    for (int t = 0; t < a->run->ntensors; t++)
+        if (a->warm_end[t] != INT64_MIN && a->warm_end[t] != INT64_MAX && a->warm_end[t] > warm)
+            warm = a->warm_end[t];
+    return warm;
+}
+
+double an_gemm_median(const an_run *a, const char *linear, const char *gemm, size_t *n)
+{
+    const fp8_run *r = a->run;
+    char name[256];
+    *n = 0;
+    if ((size_t)snprintf(name, sizeof name, PREFIX "%s/%s", linear, gemm) >= sizeof name)
+        return NAN;
+    int id = -1;
+    for (int i = 0; i < r->nscalar_names && id < 0; i++)
+        if (strcmp(r->scalar_name[i], name) == 0)
+            id = i;
+    double *v = id < 0 ? NULL : malloc((r->nscalars + 1) * sizeof *v);
+    if (!v)
+        return NAN;
+    int64_t warm = run_warm_end(a);
+    for (size_t i = 0; i < r->nscalars; i++)
+        if (r->scalar_id[i] == (uint32_t)id && r->scalar_step[i] >= warm && isfinite(r->scalar_value[i]))
+            v[(*n)++] = r->scalar_value[i];
+    double med = *n ? an_quantile(v, *n, 0.5) : NAN;
+    free(v);
+    return med;
+}
+
 int an_gemm_error(an_ctx *c, an_run *a, FILE *data)
 {
     const fp8_run *r = a->run;
-    /* the run's warm-up: the latest warm-up end of any tensor */
-    int64_t warm = INT64_MIN;
-    for (int t = 0; t < r->ntensors; t++)
-        if (a->warm_end[t] != INT64_MIN && a->warm_end[t] != INT64_MAX && a->warm_end[t] > warm)
-            warm = a->warm_end[t];
+    int64_t warm = run_warm_end(a);
     /* linears named by the scalar names, in order of first appearance */
     int nl = 0;
     char (*lin)[96] = calloc((size_t)r->nscalar_names + 1, sizeof *lin);

@@ -12,4 +12,8 @@
  * has no gemm_sqnr_db scalars.  0, or -1 out of memory. */
 int an_gemm_error(an_ctx *c, an_run *a, FILE *data);
 
+/* The median after warm-up of run a's scalar gemm_sqnr_db/<linear>/<gemm>
+ * (gemm: fprop, dgrad or wgrad), with *n the steps; NAN when none. */
+double an_gemm_median(const an_run *a, const char *linear, const char *gemm, size_t *n);
+
 #endif

@@ -18,6 +18,7 @@
 #include "keys.h"
 #include "compare.h"
 #include "fp8_error.h"
+#include "gemm_error.h"
 #include "outliers.h"
 
 #define TOPK 8
@@ -139,6 +140,46 @@ static int channels(const an_run *a, int t, an_outl *o, FILE *f)
     return ok ? 0 : -1;
 }
 
+/* The down projections' FP8 GEMM output error (trainer scalars) of runs a
+ * and b side by side: what Smooth SwiGLU's per-channel scale costs or saves
+ * where it acts.  Writes the mean fprop SQNR change into *dfprop (NAN when
+ * no linear has both). */
+static void versus_gemm(an_ctx *c, const an_run *a, const an_run *b, double *dfprop)
+{
+    static const char *pfx = "gemm_sqnr_db/", *tail = "mlp.w2/fprop", *g3[3] = {"fprop", "dgrad", "wgrad"};
+    size_t lp = strlen(pfx), lt = strlen(tail);
+    int rows = 0;
+    double sum = 0;
+    *dfprop = NAN;
+    for (int i = 0; i < a->run->nscalar_names; i++) {
+        const char *nm = a->run->scalar_name[i];
+        size_t len = strlen(nm);
+        if (strncmp(nm, pfx, lp) != 0 || len < lp + lt || strcmp(nm + len - lt, tail) != 0)
+            continue;
+        char lin[FP8_NAME_MAX];
+        snprintf(lin, sizeof lin, "%.*s", (int)(len - lp - strlen("/fprop")), nm + lp);
+        double va[3], vb[3];
+        size_t na[3], nb[3];
+        for (int g = 0; g < 3; g++)
+            va[g] = an_gemm_median(a, lin, g3[g], &na[g]), vb[g] = an_gemm_median(b, lin, g3[g], &nb[g]);
+        if (!na[0] || !nb[0])
+            continue;
+        if (!rows++)
+            fprintf(c->md, "FP8 GEMM output SQNR of the down projections, dB (median after warm-up), `%s` / `%s`:\n\n"
+                           "| linear | fprop | dgrad | wgrad |\n|---|---|---|---|\n",
+                    a->label, b->label);
+        fprintf(c->md, "| `%s` |", lin);
+        for (int g = 0; g < 3; g++)
+            fprintf(c->md, na[g] && nb[g] ? " %.2f / %.2f |" : " - |", va[g], vb[g]);
+        fprintf(c->md, "\n");
+        sum += vb[0] - va[0];
+    }
+    if (rows) {
+        *dfprop = sum / rows;
+        fprintf(c->md, "\nMean fprop change over these %d linears: %+.2f dB.\n\n", rows, *dfprop);
+    }
+}
+
 /* The same tensors of runs a and b side by side, with the overflow events
  * of every recipe both recorded. */
 static void versus(an_ctx *c, const an_run *a, const an_run *b, FILE *fc_b, FILE *fv, char *key, size_t keyn)
@@ -147,6 +188,7 @@ static void versus(an_ctx *c, const an_run *a, const an_run *b, FILE *fc_b, FILE
                    "overflow events | overflow %% |\n|---|---|---|---|---|---|---|\n",
             a->label, b->label);
     double ev_a = 0, ev_b = 0, kmax_a = 0, kmax_b = 0, drop = 0, rise = 0;
+    char prev[FP8_NAME_MAX + 256] = "";
     const char *kname = NULL, *dname = NULL, *rname = NULL;
     size_t drop_a = 0, drop_b = 0, rise_a = 0, rise_b = 0;
     an_names bt, bs;
@@ -188,26 +230,36 @@ static void versus(an_ctx *c, const an_run *a, const an_run *b, FILE *fc_b, FILE
                 if (dlt > rise)
                     rise = dlt, rname = a->run->tensor_name[t], rise_a = sa.events, rise_b = sb.events;
             }
-            if (sa.events + sb.events > 0 || oa.nchan)
-                fprintf(c->md, "| %s | %.2f / %.2f | %.1f / %.1f | %s | %s | %zu / %zu | %.4f / %.4f |\n",
-                        a->run->tensor_name[t], oa.kurt_p50, ob.kurt_p50, oa.maxrms_max, ob.maxrms_max,
-                        oa.nchan ? chtxt : "-", lab, sa.events, sb.events, 100 * sa.overflow_rate, 100 * sb.overflow_rate);
+            char row[FP8_NAME_MAX + 256];
+            snprintf(row, sizeof row, "| %s | %.2f / %.2f | %.1f / %.1f | %s | %s | %zu / %zu | %.4f / %.4f |\n",
+                     a->run->tensor_name[t], oa.kurt_p50, ob.kurt_p50, oa.maxrms_max, ob.maxrms_max,
+                     oa.nchan ? chtxt : "-", lab, sa.events, sb.events, 100 * sa.overflow_rate, 100 * sb.overflow_rate);
+            /* recipes with the same numerics on the tensor (the active one
+             * and its twin shadow) give the same row: shown once */
+            if ((sa.events + sb.events > 0 || oa.nchan) && strcmp(row, prev) != 0)
+                fputs(row, c->md);
+            snprintf(prev, sizeof prev, "%s", row);
         }
     }
     an_names_free(&bt), an_names_free(&bs);
     fprintf(c->md, "\nRows: tensors with overflow events or snapshots; values `%s` / `%s`. All pairs: "
                    "`outliers_vs.tsv`.\n\n", a->label, b->label);
+    double dfp;
+    versus_gemm(c, a, b, &dfp);
+    char gtxt[96] = "";
+    if (isfinite(dfp))
+        snprintf(gtxt, sizeof gtxt, "; down-projection fprop GEMM SQNR %+.2f dB", dfp);
     if (kname) {
         char dtxt[256] = "", rtxt[256] = "";
         if (dname)
             snprintf(dtxt, sizeof dtxt, "; largest drop `%s` %zu → %zu", dname, drop_a, drop_b);
         if (rname)
             snprintf(rtxt, sizeof rtxt, "; largest rise `%s` %zu → %zu", rname, rise_a, rise_b);
-        snprintf(key, keyn, "`%s` → `%s` (Smooth SwiGLU): overflow events of the active delayed recipe %.0f → %.0f%s%s",
-                 a->label, b->label, ev_a, ev_b, dtxt, rtxt);
+        snprintf(key, keyn, "`%s` → `%s` (Smooth SwiGLU): overflow events of the active delayed recipe %.0f → %.0f%s%s%s",
+                 a->label, b->label, ev_a, ev_b, dtxt, rtxt, gtxt);
         an_finding(c, "smooth", "`%s` → `%s`: overflow events of the active delayed recipe %.0f → %.0f over the shared "
-                                "tensors%s%s; max/RMS of `%s` %.1f → %.1f",
-                   a->label, b->label, ev_a, ev_b, dtxt, rtxt, kname, kmax_a, kmax_b);
+                                "tensors%s%s; max/RMS of `%s` %.1f → %.1f%s",
+                   a->label, b->label, ev_a, ev_b, dtxt, rtxt, kname, kmax_a, kmax_b, gtxt);
     }
 }
 
@@ -218,7 +270,7 @@ int an_outliers(an_ctx *c)
     int rc = 0;
     an_ctx vc;
     an_defaults(&vc);
-    char q_smooth[600] = "", q_run[64] = "", q_tensor[FP8_NAME_MAX] = "";
+    char q_smooth[1800] = "", q_run[64] = "", q_tensor[FP8_NAME_MAX] = "";
     double q_maxrms = -1, q_k0 = NAN, q_k1 = NAN;
     if (!ft || !fc || !fv) {
         rc = 1;
@@ -302,6 +354,13 @@ int an_outliers(an_ctx *c)
             versus(c, &c->runs[0], &vc.runs[0], fc, fv, q_smooth, sizeof q_smooth); /* b's channels are not written yet */
     } else if (!rc && c->vs_a >= 0 && c->vs_b >= 0 && c->vs_a < c->nruns && c->vs_b < c->nruns) {
         versus(c, &c->runs[c->vs_a], &c->runs[c->vs_b], NULL, fv, q_smooth, sizeof q_smooth);
+        if (c->vs_c >= 0 && c->vs_c < c->nruns) { /* the other variant: against none, and the two variants */
+            char k2[600] = "", k3[600] = "";
+            versus(c, &c->runs[c->vs_a], &c->runs[c->vs_c], NULL, fv, k2, sizeof k2);
+            versus(c, &c->runs[c->vs_b], &c->runs[c->vs_c], NULL, fv, k3, sizeof k3);
+            size_t l = strlen(q_smooth);
+            snprintf(q_smooth + l, sizeof q_smooth - l, "%s%s%s%s", k2[0] ? "; " : "", k2, k3[0] ? "; " : "", k3);
+        }
     }
     if (q_maxrms >= 0 || q_smooth[0]) {
         char o[400] = "";

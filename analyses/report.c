@@ -54,19 +54,24 @@ int an_report(an_ctx *c, int nsteps_done_before, double t0)
             break;
         }
     }
-    /* Smooth SwiGLU (unless --smooth named the pair): a run with it and one
-     * without, same /meta recipe and steps */
+    /* Smooth SwiGLU (unless --smooth named the pair): a run without it and
+     * one with it (folded, "yes" in older files, before published), same
+     * /meta recipe and steps; a run with the other variant is vs_c */
     for (int i = 0; i < c->nruns && c->vs_a < 0; i++)
-        for (int j = 0; j < c->nruns; j++) {
-            const char *si = meta(&c->runs[i], "smooth_swiglu"), *sj = meta(&c->runs[j], "smooth_swiglu");
-            const char *ri = meta(&c->runs[i], "recipe"), *rj = meta(&c->runs[j], "recipe");
-            const char *ti = meta(&c->runs[i], "steps"), *tj = meta(&c->runs[j], "steps");
-            if (si && sj && ri && rj && strcmp(si, "no") == 0 && strcmp(sj, "yes") == 0 && strcmp(ri, rj) == 0 &&
-                (!ti || !tj || strcmp(ti, tj) == 0)) {
-                c->vs_a = i, c->vs_b = j;
-                break;
+        for (int pass = 0; pass < 2; pass++)
+            for (int j = 0; j < c->nruns; j++) {
+                const char *si = meta(&c->runs[i], "smooth_swiglu"), *sj = meta(&c->runs[j], "smooth_swiglu");
+                const char *ri = meta(&c->runs[i], "recipe"), *rj = meta(&c->runs[j], "recipe");
+                const char *ti = meta(&c->runs[i], "steps"), *tj = meta(&c->runs[j], "steps");
+                if (!si || !sj || !ri || !rj || strcmp(si, "no") != 0 || strcmp(ri, rj) != 0 ||
+                    (ti && tj && strcmp(ti, tj) != 0))
+                    continue;
+                int fold = !strcmp(sj, "yes") || !strcmp(sj, "fold"), published = !strcmp(sj, "published");
+                if (c->vs_a < 0 && (pass ? published : fold))
+                    c->vs_a = i, c->vs_b = j;
+                else if (c->vs_a == i && c->vs_c < 0 && j != c->vs_b && published)
+                    c->vs_c = j;
             }
-        }
     FILE *keep = c->md;
     for (int k = 0; k < NA; k++) {
         progress(c, nsteps_done_before + k + 1, total, steps[k].name, t0);
@@ -174,8 +179,9 @@ int an_report(an_ctx *c, int nsteps_done_before, double t0)
         int nsw = 0;
         for (int i = 0; i < c->nruns; i++) {
             const char *sw = meta(&c->runs[i], "smooth_swiglu");
-            if (sw && strcmp(sw, "yes") == 0)
-                fprintf(f, "%s`%s`", nsw++ ? ", " : "\nRuns with Smooth SwiGLU: ", c->runs[i].label);
+            if (sw && strcmp(sw, "no") != 0)
+                fprintf(f, "%s`%s` (%s)", nsw++ ? ", " : "\nRuns with Smooth SwiGLU: ", c->runs[i].label,
+                        strcmp(sw, "published") == 0 ? "as published" : "folded into w2");
         }
         if (nsw)
             fprintf(f, ".");

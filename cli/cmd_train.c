@@ -18,10 +18,16 @@ int cmd_train(int argc, char **argv)
         const char *a = argv[i];
         double d = 0;
         int rc = 0;
-        if (!strcmp(a, "--smooth-swiglu")) {
-            o.smooth_swiglu = 1;
+        if (!strcmp(a, "--smooth-swiglu") || !strcmp(a, "--smooth-swiglu=fold")) {
+            o.smooth_swiglu = SMOOTH_FOLD;
             continue;
         }
+        if (!strcmp(a, "--smooth-swiglu=published")) {
+            o.smooth_swiglu = SMOOTH_PUBLISHED;
+            continue;
+        }
+        if (!strncmp(a, "--smooth-swiglu=", 16))
+            return cli_usage_error("train: --smooth-swiglu=%s: expected fold or published", a + 16);
         if (!strcmp(a, "--fp8-head")) {
             o.fp8_head = 1;
             continue;

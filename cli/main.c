@@ -94,7 +94,7 @@ const cli_command cli_commands[] = {
      "outlier channels, drifting scale, an 8x jump at mid-run, NaN bursts.\n",
      cmd_synth},
     {"train", "train the built-in Llama-style model with emulated FP8, recording probes",
-     "usage: fp8prof train [--recipe SPEC|fp32|bf16] [--shadow SPEC ...] [--smooth-swiglu]\n"
+     "usage: fp8prof train [--recipe SPEC|fp32|bf16] [--shadow SPEC ...] [--smooth-swiglu[=fold|published]]\n"
      "                     [--steps N] [--layers L --dim D --heads H --ctx T --batch B]\n"
      "                     [--lr LR --warmup W --weight-decay WD] [--seed S] [--data FILE ...]\n"
      "                     [--val-every K] [--record-every N] [--snapshot-every K]\n"
@@ -112,7 +112,10 @@ const cli_command cli_commands[] = {
      "FP32 (fprop, dgrad, wgrad) as scalars gemm_sqnr_db/<linear>/<gemm>, at the steps with\n"
      "statistics (--gemm-error-every; 0: off).  Every linear layer's GEMM operands go\n"
      "through the probes (FP8 casts, FP32 accumulation); embedding, norms, attention and\n"
-     "the head stay FP32 (--fp8-head casts the head too).  Ctrl-C ends the run cleanly.\n",
+     "the head stay FP32 (--fp8-head casts the head too).  Smooth SwiGLU scales each\n"
+     "channel of the down projection's input by 1/its amax before the cast and undoes it\n"
+     "either in the weight before the weight's cast (fold, the default) or on the\n"
+     "dequantized activation (published: the paper's s^-1 Q(s h)).  Ctrl-C ends the run cleanly.\n",
      cmd_train},
     {"compare", "recipes side by side after warm-up; one-factor comparisons; a verdict per tensor",
      "usage: fp8prof compare RUN.h5 [MORE.h5 ...] [options]\n"

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# demo.sh — make demo: six comparable short training runs, two at a time,
-# then the report over all of them.  Five runs share the seed, data and
+# demo.sh — make demo: seven comparable short training runs, two at a time,
+# then the report over all of them.  Six runs share the seed, data and
 # batches and evaluate twelve shadow recipes (each pair that differs in one
 # factor — format, timing, granularity, scale encoding — is compared); a
-# second bf16 baseline with another seed measures the loss noise floor.
+# second bf16 baseline with another seed measures the loss noise floor;
+# Smooth SwiGLU runs in both variants (folded into w2, as published).
 # usage: datasets/demo.sh FP8PROF OUTDIR [STEPS]
 set -uo pipefail
 exe=$1
@@ -29,7 +30,7 @@ run() {
         return 1
     fi
 }
-echo "make demo: 6 training runs of $steps steps (built-in Llama-style model, emulated FP8), two at a time"
+echo "make demo: 7 training runs of $steps steps (built-in Llama-style model, emulated FP8), two at a time"
 fail=0
 run bf16 --seed 1 --recipe bf16 & a=$!
 run hybrid-delayed --seed 1 --recipe hybrid:delayed & b=$!
@@ -39,12 +40,13 @@ run e4m3-current --seed 1 --recipe e4m3:current & a=$!
 run e4m3-block --seed 1 --recipe e4m3:block=1x128:weights=128x128 & b=$!
 wait $a || fail=1
 wait $b || fail=1
-run hybrid-delayed-smooth --seed 1 --recipe hybrid:delayed --smooth-swiglu & a=$!
-run bf16-seed2 --seed 2 --recipe bf16 --shadow none --block-amax-every 0 & b=$! # --shadow none: the shadows above are dropped
+run hybrid-delayed-smooth --seed 1 --recipe hybrid:delayed --smooth-swiglu=fold & a=$!
+run hybrid-delayed-smooth-published --seed 1 --recipe hybrid:delayed --smooth-swiglu=published & b=$!
 wait $a || fail=1
 wait $b || fail=1
+run bf16-seed2 --seed 2 --recipe bf16 --shadow none --block-amax-every 0 || fail=1 # --shadow none: the shadows above are dropped
 [ $fail -eq 0 ] || { echo "make demo: a training run failed" >&2; exit 1; }
 echo "make demo: training took $(($(date +%s) - start)) s; the report:"
 "$exe" report "$out/bf16.h5" "$out/hybrid-delayed.h5" "$out/e4m3-current.h5" "$out/e4m3-block.h5" \
-    "$out/hybrid-delayed-smooth.h5" "$out/bf16-seed2.h5" -o "$out/report" >"$out/report.path" || exit 1
+    "$out/hybrid-delayed-smooth.h5" "$out/hybrid-delayed-smooth-published.h5" "$out/bf16-seed2.h5" -o "$out/report" >"$out/report.path" || exit 1
 echo "make demo: $(($(date +%s) - start)) s in all. Open $(cat "$out/report.path")"

@@ -7,8 +7,10 @@
  * dy (gradient) once and computes dx = Q(dy) Q(W) and dW = Q(dy)^T Q(x) from
  * the kept casts.  Products accumulate in FP32.  Smooth SwiGLU (Fishman et
  * al.): h' = h * s per channel, s_i = 1 / max_n |h[n, i]| (a constant for
- * the gradient), and W2' = W2 / s column-wise, so y = Q(h') Q(W2')^T equals
- * h W2^T in exact arithmetic.
+ * the gradient), cast as Q(h'); then either (SMOOTH_FOLD) W2' = W2 / s
+ * column-wise and y = Q(h') Q(W2')^T, or (SMOOTH_PUBLISHED, the paper's
+ * s^-1 Q(s h)) y = (Q(h') / s) Q(W2)^T: the scale undone on the dequantized
+ * activation, W2 cast as it is.  Both equal h W2^T in exact arithmetic.
  */
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
@@ -299,6 +301,26 @@ static void fp8_linear_forward(model *m, float *y, const float *x, const float *
     }
 }
 
+/* Smooth SwiGLU as published: qx = Q(x) / s per column (x = h * s, so the
+ * cast is the smoothed tensor's and qx approximates h), y = qx Q(w)^T; the
+ * exact reference is h w^T (h given). */
+static void fp8_linear_forward_unsmooth(model *m, float *y, const float *x, const float *h, const float *sc,
+                                        const float *w, float *qx, float *qw, fp8_probe *px, fp8_probe *pw, size_t N,
+                                        size_t C, size_t OC, lin_src *s)
+{
+    cast_operand(m, px, x, N, C, qx);
+    for (size_t n = 0; n < N; n++)
+        for (size_t i = 0; i < C; i++)
+            qx[n * C + i] /= sc[i];
+    cast_operand(m, pw, w, OC, C, qw);
+    linear_forward(y, qx, qw, N, C, OC);
+    s->x = h, s->w = w;
+    if (gemm_due(m)) {
+        linear_forward(m->gemm_b, h, w, N, C, OC);
+        gemm_record(m, s, "fprop", sqnr_db(y, m->gemm_b, N * OC));
+    }
+}
+
 /* dx += cast(dy) qw; dw += cast(dy)^T qx */
 static void fp8_linear_backward(model *m, float *dx, float *dw, const float *dy, const float *qx, const float *qw,
                                 fp8_probe *pg, size_t N, size_t C, size_t OC, const lin_src *s)
@@ -368,13 +390,21 @@ float model_forward(model *m, const int *tokens, const int *targets, long step, 
             for (size_t n = 0; n < N; n++)
                 for (size_t i = 0; i < H; i++)
                     a->hs[n * H + i] = a->h[n * H + i] * a->s[i];
-            for (size_t c = 0; c < C; c++)
-                for (size_t i = 0; i < H; i++)
-                    a->w2s[c * H + i] = p->w2[c * H + i] / a->s[i];
-            hin = a->hs, w2 = a->w2s;
+            hin = a->hs;
+            if (m->smooth == SMOOTH_FOLD) {
+                for (size_t c = 0; c < C; c++)
+                    for (size_t i = 0; i < H; i++)
+                        a->w2s[c * H + i] = p->w2[c * H + i] / a->s[i];
+                w2 = a->w2s;
+            }
         }
         float *xnext = l + 1 < L ? m->la[l + 1].x : m->xf;
-        fp8_linear_forward(m, m->d_tmp, hin, w2, a->q_in[L_W2], a->q_w[L_W2], a->p_in[L_W2], a->p_w[L_W2], N, H, C, &a->src[L_W2]);
+        if (m->smooth == SMOOTH_PUBLISHED)
+            fp8_linear_forward_unsmooth(m, m->d_tmp, a->hs, a->h, a->s, p->w2, a->q_in[L_W2], a->q_w[L_W2],
+                                        a->p_in[L_W2], a->p_w[L_W2], N, H, C, &a->src[L_W2]);
+        else
+            fp8_linear_forward(m, m->d_tmp, hin, w2, a->q_in[L_W2], a->q_w[L_W2], a->p_in[L_W2], a->p_w[L_W2], N, H,
+                               C, &a->src[L_W2]);
         for (size_t i = 0; i < N * C; i++)
             xnext[i] = a->xm[i] + m->d_tmp[i];
     }
@@ -411,7 +441,7 @@ void model_backward(model *m, long step)
         layer_params *g = &m->lg[l];
         /* x_next = xm + h W2^T: d_xm = d_x + (FFN path) */
         memset(m->d_h, 0, N * H * sizeof(float));
-        if (m->smooth) {
+        if (m->smooth == SMOOTH_FOLD) {
             /* y = h' W2'^T: dh' = dy W2', dh = dh' * s; dW2' = dy^T h', dW2 = dW2' / s */
             memset(m->d_w2, 0, C * H * sizeof(float));
             fp8_linear_backward(m, m->d_h, m->d_w2, m->d_x, a->q_in[L_W2], a->q_w[L_W2], a->p_g[L_W2], N, H, C, &a->src[L_W2]);
@@ -422,6 +452,9 @@ void model_backward(model *m, long step)
                 for (size_t i = 0; i < H; i++)
                     m->d_h[n * H + i] *= a->s[i];
         } else {
+            /* plain, or published: y = (Q(h s) / s) Q(W2)^T with the kept
+             * cast already unscaled, s a constant and the cast's gradient
+             * passed straight through, so dh and dW2 are the plain ones */
             fp8_linear_backward(m, m->d_h, g->w2, m->d_x, a->q_in[L_W2], a->q_w[L_W2], a->p_g[L_W2], N, H, C, &a->src[L_W2]);
         }
         memset(m->d_g, 0, N * H * sizeof(float));

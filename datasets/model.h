@@ -23,12 +23,17 @@ typedef struct {
 
 typedef enum { PREC_FP32 = 0, PREC_BF16, PREC_FP8 } model_precision;
 
+/* Smooth SwiGLU (Fishman et al. 2024): off, its per-channel scale folded
+ * into the down projection's weight before the weight's cast, or as the
+ * paper writes it, undone on the dequantized activation (model.c). */
+typedef enum { SMOOTH_OFF = 0, SMOOTH_FOLD, SMOOTH_PUBLISHED } model_smooth;
+
 typedef struct model model;
 
 /* Build a model with weights drawn from seed.  prec: fp32, bf16 (operands
  * rounded to bf16), or fp8 (active recipe spec + shadows, recorded in run;
  * run may be NULL for an unrecorded fp8 model only when recipe is given).
- * fp8_head also casts the output head. */
+ * smooth_swiglu: a model_smooth.  fp8_head also casts the output head. */
 model *model_create(const model_config *cfg, unsigned long seed, model_precision prec, const char *recipe,
                     const char *const *shadows, int nshadow, fp8_probe_run *run, int smooth_swiglu, int fp8_head);
 void model_free(model *m);

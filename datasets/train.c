@@ -171,7 +171,10 @@ int train_run(const train_options *o)
     snprintf(shape, sizeof shape, "layers %d dim %d heads %d ctx %d batch %d", o->model.layers, o->model.dim,
              o->model.heads, o->model.ctx, o->model.batch);
     const char *kv[] = {"source", "fp8prof train", "recipe", o->recipe, "model", shape, "seed", seedtxt,
-                        "steps", stepstxt, "data", source, "smooth_swiglu", o->smooth_swiglu ? "yes" : "no",
+                        "steps", stepstxt, "data", source, "smooth_swiglu",
+                        o->smooth_swiglu == SMOOTH_FOLD        ? "fold"
+                        : o->smooth_swiglu == SMOOTH_PUBLISHED ? "published"
+                                                               : "no",
                         "accumulation", "fp32 (cblas_sgemm)"};
     fp8_probe_options po = fp8_probe_defaults();
     po.snapshot_pattern = "*.mlp.w2.input";
@@ -199,7 +202,9 @@ int train_run(const train_options *o)
         printf("data: %s, %zu bytes (train %zu, validation %zu); unigram entropy %.3f nats/byte\n"
                "model: %s, hidden %d, %zu parameters; recipe %s%s\n",
                source, c.n, ntrain, nval, h, shape, model_cfg(m)->hidden, model_num_params(m), o->recipe,
-               o->smooth_swiglu ? " + Smooth SwiGLU" : "");
+               o->smooth_swiglu == SMOOTH_FOLD        ? " + Smooth SwiGLU (folded into w2)"
+               : o->smooth_swiglu == SMOOTH_PUBLISHED ? " + Smooth SwiGLU (as published)"
+                                                      : "");
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937), *vrng = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(rng, o->seed);
     int *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);

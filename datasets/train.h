@@ -17,7 +17,7 @@ typedef struct {
     const char *recipe;       /* "fp32", "bf16" or a recipe spec            */
     const char *shadows[15];
     int nshadow;
-    int smooth_swiglu, fp8_head;
+    int smooth_swiglu, fp8_head; /* smooth_swiglu: a model_smooth */
     const char *const *data;  /* text files; NULL: fortunes, else licenses */
     int ndata;
     const char *out;          /* run file                                  */

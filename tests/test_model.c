@@ -97,17 +97,78 @@ static void test_loss_falls_and_determinism(void)
 
 static void test_smooth_swiglu_invariant(void)
 {
-    model *a = model_create(&tiny, 5, PREC_FP32, NULL, NULL, 0, NULL, 0, 0);
-    model *b = model_create(&tiny, 5, PREC_FP32, NULL, NULL, 0, NULL, 1, 0);
-    int x[16], y[16];
-    batch(x, y, 16, 3);
-    float la = model_forward(a, x, y, 0, 1), lb = model_forward(b, x, y, 0, 1);
-    CU_ASSERT(fabsf(la - lb) <= 1e-5f * fabsf(la));
-    model_backward(a, 0);
-    model_backward(b, 0);
-    CU_ASSERT(fabsf(model_grad_norm(a) - model_grad_norm(b)) <= 1e-4f * model_grad_norm(a));
-    model_free(a);
-    model_free(b);
+    for (int mode = SMOOTH_FOLD; mode <= SMOOTH_PUBLISHED; mode++) {
+        model *a = model_create(&tiny, 5, PREC_FP32, NULL, NULL, 0, NULL, SMOOTH_OFF, 0);
+        model *b = model_create(&tiny, 5, PREC_FP32, NULL, NULL, 0, NULL, mode, 0);
+        int x[16], y[16];
+        batch(x, y, 16, 3);
+        float la = model_forward(a, x, y, 0, 1), lb = model_forward(b, x, y, 0, 1);
+        CU_ASSERT(fabsf(la - lb) <= 1e-5f * fabsf(la));
+        model_backward(a, 0);
+        model_backward(b, 0);
+        CU_ASSERT(fabsf(model_grad_norm(a) - model_grad_norm(b)) <= 1e-4f * model_grad_norm(a));
+        model_free(a);
+        model_free(b);
+    }
+}
+
+/* What each Smooth SwiGLU variant casts, from the records of step 0: the
+ * down projection's input is h * s with s = 1 / channel amax, so its amax is
+ * 1 under both; the weight cast is W2 itself when published (the amax of
+ * the unsmoothed model's weight, bit for bit) and W2 / s when folded
+ * (max over c, i of |W2[c, i]| * amax_i of h, computed here from the
+ * parameters and the SwiGLU output). */
+static double step0_amax(const char *path, const char *tensor)
+{
+    fp8_run *r = fp8_run_load(path);
+    double v = NAN;
+    if (!r)
+        return v;
+    for (size_t i = 0; i < r->nrecords; i++)
+        if (r->records[i].step == 0 && r->records[i].active && strcmp(r->tensor_name[r->records[i].tensor], tensor) == 0)
+            v = r->records[i].stats.amax;
+    fp8_run_free(r);
+    return v;
+}
+
+static void test_smooth_swiglu_variants(void)
+{
+    const char *paths[3] = {"build/t_smooth0.h5", "build/t_smooth1.h5", "build/t_smooth2.h5"};
+    double in[3], w[3], fold_expect = 0;
+    for (int mode = SMOOTH_OFF; mode <= SMOOTH_PUBLISHED; mode++) {
+        fp8_probe_run *run = fp8_probe_open(paths[mode], NULL, NULL, 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(run);
+        model *m = model_create(&tiny, 5, PREC_FP8, "e4m3:current", NULL, 0, run, mode, 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        int x[16], y[16];
+        batch(x, y, 16, 3);
+        model_forward(m, x, y, 0, 1);
+        model_backward(m, 0);
+        if (mode == SMOOTH_FOLD) {
+            const size_t C = 16, H = (size_t)model_cfg(m)->hidden, V = 256, N = 16;
+            const float *w2 = model_params_for_test(m) + V * C + C + V * C + C + 3 * C * C + C * C + C + 2 * H * C;
+            const float *h = model_swiglu_out(m, 0);
+            for (size_t i = 0; i < H; i++) {
+                double hmax = 0;
+                for (size_t n = 0; n < N; n++)
+                    hmax = fmax(hmax, fabs(h[n * H + i]));
+                for (size_t c = 0; c < C; c++)
+                    fold_expect = fmax(fold_expect, fabs(w2[c * H + i]) * hmax);
+            }
+        }
+        fp8_probe_step_end(run, 0);
+        model_free(m);
+        CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
+        in[mode] = step0_amax(paths[mode], "layers.0.mlp.w2.input");
+        w[mode] = step0_amax(paths[mode], "layers.0.mlp.w2.weight");
+    }
+    CU_ASSERT(in[SMOOTH_OFF] < 0.5); /* unsmoothed: small activations at initialization */
+    CU_ASSERT_DOUBLE_EQUAL(in[SMOOTH_FOLD], 1.0, 1e-6);
+    CU_ASSERT_DOUBLE_EQUAL(in[SMOOTH_PUBLISHED], 1.0, 1e-6);
+    CU_ASSERT_EQUAL(w[SMOOTH_PUBLISHED], w[SMOOTH_OFF]);
+    CU_ASSERT_DOUBLE_EQUAL(w[SMOOTH_FOLD], fold_expect, 1e-5 * fold_expect);
+    CU_ASSERT(w[SMOOTH_FOLD] <= in[SMOOTH_OFF] * w[SMOOTH_OFF] * (1 + 1e-6)); /* max|W2| max h bounds it */
+    CU_ASSERT(w[SMOOTH_FOLD] != w[SMOOTH_OFF]);
 }
 
 static void test_fp8_tracks_bf16(void)
@@ -206,10 +267,12 @@ void register_model_tests(void)
 {
     static const char *const names[] = {"whole-model gradient vs finite differences",
                                         "loss falls over 50 steps; same seed, same bits",
-                                        "Smooth SwiGLU leaves the function unchanged (fp32)",
+                                        "Smooth SwiGLU (folded, published) leaves the function unchanged (fp32)",
+                                        "Smooth SwiGLU: what the folded and the published variant cast",
                                         "FP8 (hybrid delayed) tracks bf16 within 5% over 20 steps",
                                         "GEMM output error: per linear, GEMM and step; ~6 dB a mantissa bit"};
-    static void (*const fns[])(void) = {test_gradient, test_loss_falls_and_determinism, test_smooth_swiglu_invariant,
+    static void (*const fns[])(void) = {test_gradient,        test_loss_falls_and_determinism,
+                                        test_smooth_swiglu_invariant, test_smooth_swiglu_variants,
                                         test_fp8_tracks_bf16, test_gemm_error};
-    add_suite("model", names, fns, 5);
+    add_suite("model", names, fns, 6);
 }
