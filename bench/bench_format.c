@@ -99,6 +99,18 @@ int bench_formats(void)
         }
     }
     fp8_format_force_portable(0);
+    /* issue 15: stochastic rounding and e8m0 in the bulk kernel */
+    k.f = fp8_format_find("e4m3", NULL);
+    k.mode.round = FP8_ROUND_STOCHASTIC;
+    k.mode.seed = 7;
+    double sr = best_rate(do_qdq, &k);
+    k.mode.round = FP8_ROUND_NEAREST;
+    k.f = fp8_format_find("e8m0", NULL);
+    double e8 = best_rate(do_encode, &k);
+    printf("%-34s %8.3f Gelem/s  %5.1f%% of memcpy\n", "e4m3 qdq, stochastic rounding", sr, 100 * sr / mc);
+    printf("%-34s %8.3f Gelem/s  %5.1f%% of memcpy\n", "e8m0 encode", e8, 100 * e8 / mc);
+    ok &= bench_target("stochastic_rounding_e4m3", sr, "Gelem/s", 1.0, 0, NULL);
+    ok &= bench_target("e8m0_encode", e8, "Gelem/s", 1.0, 0, NULL);
     printf("\n%s\n", ok ? "all format targets met" : "some format targets missed");
     free(k.x);
     free(k.y);

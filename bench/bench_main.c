@@ -16,6 +16,18 @@ double bench_now(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+int bench_target(const char *name, double value, const char *unit, double goal, int at_most, const char *why)
+{
+    int met = value == value && (at_most ? value <= goal : value >= goal);
+    if (value == value)
+        printf("target %s: %.3g %s (goal %s%.3g) %s\n", name, value, unit, at_most ? "<= " : ">= ", goal,
+               met ? "met" : "MISSED");
+    else
+        printf("target %s: n/a %s (goal %s%.3g) MISSED (%s)\n", name, unit, at_most ? "<= " : ">= ", goal,
+               why ? why : "not measured");
+    return met;
+}
+
 int main(int argc, char **argv)
 {
     static const struct {

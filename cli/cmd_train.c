@@ -84,6 +84,12 @@ int cmd_train(int argc, char **argv)
             rc = cli_number("train", a, v, 1, 1e7, 1, &d), o.record_every = (long)d;
         else if (!strcmp(a, "--snapshot-every"))
             rc = cli_number("train", a, v, 2, 1e7, 1, &d), o.snapshot_every = (long)d;
+        else if (!strcmp(a, "--acc-bits")) {
+            rc = cli_number("train", a, v, 0, 53, 1, &d), o.acc.acc_bits = (int)d;
+            if (!rc && o.acc.acc_bits == 1)
+                return cli_usage_error("train: --acc-bits 1: an accumulator keeps 0 (float32) or 2..53 bits");
+        } else if (!strcmp(a, "--promote"))
+            rc = cli_number("train", a, v, 0, 1e7, 1, &d), o.acc.promote = (int)d;
         else if (!strcmp(a, "--gemm-error-every"))
             rc = cli_number("train", a, v, 0, 1e7, 1, &d), o.gemm_every = (long)d;
         else if (!strcmp(a, "--block-amax-every"))

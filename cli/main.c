@@ -98,7 +98,8 @@ const cli_command cli_commands[] = {
      "                     [--steps N] [--layers L --dim D --heads H --ctx T --batch B]\n"
      "                     [--lr LR --warmup W --weight-decay WD] [--seed S] [--data FILE ...]\n"
      "                     [--val-every K] [--record-every N] [--snapshot-every K]\n"
-     "                     [--block-amax-every K] [--gemm-error-every K] [--fp8-head] [--quiet] -o RUN.h5\n"
+     "                     [--block-amax-every K] [--gemm-error-every K] [--fp8-head] [--quiet]\n"
+     "                     [--acc-bits B --promote N] -o RUN.h5\n"
      "Defaults: hybrid:delayed; 6 shadows that change one factor at a time (format,\n"
      "timing, granularity): e4m3/e5m2 x delayed/current and e4m3/e5m2:block=1x128:eps=0\n"
      "(--shadow replaces them, --shadow none for none; up to 15; make demo records 12);\n"
@@ -115,7 +116,10 @@ const cli_command cli_commands[] = {
      "the head stay FP32 (--fp8-head casts the head too).  Smooth SwiGLU scales each\n"
      "channel of the down projection's input by 1/its amax before the cast and undoes it\n"
      "either in the weight before the weight's cast (fold, the default) or on the\n"
-     "dequantized activation (published: the paper's s^-1 Q(s h)).  Ctrl-C ends the run cleanly.\n",
+     "dequantized activation (published: the paper's s^-1 Q(s h)).  --acc-bits B --promote N:\n"
+     "every FP8 GEMM accumulates in a B-bit truncating accumulator promoted to FP32 every N\n"
+     "products (fp8prof gemm-error's model, docs/gemm.md; B 0: FP32; scalar emulation, about\n"
+     "10^7 products a second: small models only).  Ctrl-C ends the run cleanly.\n",
      cmd_train},
     {"compare", "recipes side by side after warm-up; one-factor comparisons; a verdict per tensor",
      "usage: fp8prof compare RUN.h5 [MORE.h5 ...] [options]\n"

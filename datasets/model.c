@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fp8_gemm.h"
 #include "fp8_store.h"
 #include "layers.h"
 #include "model.h"
@@ -65,6 +66,8 @@ struct model {
     fp8_probe_run *run;
     long gemm_every;           /* GEMM output error every N steps (0: off) */
     float *gemm_a, *gemm_b;    /* its scratch: the FP8 GEMM's output and the reference */
+    fp8_acc_model acc;         /* the FP8 GEMMs' accumulator (model_set_accumulator) */
+    int acc_on;                /* 0: cblas_sgemm, FP32 accumulation           */
     int *tokens, *targets;
     long step;
     int train;
@@ -287,13 +290,91 @@ static void gemm_record(model *m, const lin_src *s, const char *gemm, double db)
     fp8_probe_scalar(m->run, name, m->step, db);
 }
 
+int model_set_accumulator(model *m, const fp8_acc_model *acc)
+{
+    if (!acc || (acc->acc_bits == 0 && acc->promote == 0)) {
+        m->acc_on = 0;
+        return FP8_OK;
+    }
+    if (acc->acc_bits < 0 || acc->acc_bits == 1 || acc->acc_bits > 53 || acc->promote < 0 || acc->round < 0 ||
+        acc->round > 1)
+        return FP8_ERROR(FP8_EINVAL, "model: accumulator bits must be 0 (float32) or 2..53, promotion interval >= 0");
+    if (m->prec != PREC_FP8)
+        return FP8_ERROR(FP8_EINVAL, "model: an accumulator model needs FP8 GEMMs (a recipe, not fp32/bf16)");
+    m->acc = *acc;
+    m->acc_on = 1;
+    return FP8_OK;
+}
+
+static float *transposed(const float *a, size_t rows, size_t cols)
+{
+    float *t = malloc(rows * cols * sizeof *t + 1);
+    if (t)
+        for (size_t i = 0; i < rows; i++)
+            for (size_t j = 0; j < cols; j++)
+                t[j * rows + i] = a[i * cols + j];
+    return t;
+}
+
+/* y[M,N] (= or, accumulate, +=) A[M,K] . B[N,K]^T for an FP8 GEMM: cblas_sgemm
+ * (FP32 accumulation) or, with an accumulator model, fp8_gemm_emulate (the
+ * operands are the dequantized casts; alpha 1). */
+static void fp8_gemm_nt(const model *m, float *y, const float *A, const float *B, size_t M, size_t N, size_t K,
+                        int accumulate)
+{
+    float *tmp = m->acc_on ? malloc(M * N * sizeof *tmp + 1) : NULL;
+    if (!tmp || fp8_gemm_emulate(&m->acc, A, B, M, N, K, 1.0f, tmp) != FP8_OK) {
+        if (m->acc_on) { /* out of memory: this GEMM in FP32, said once */
+            static int said;
+            if (!said++)
+                fprintf(stderr, "fp8prof: train: out of memory for the emulated accumulator; a GEMM ran in FP32\n");
+        }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)N, (int)K, 1.0f, A, (int)K, B, (int)K,
+                    accumulate ? 1.0f : 0.0f, y, (int)N);
+        free(tmp);
+        return;
+    }
+    for (size_t i = 0; i < M * N; i++)
+        y[i] = accumulate ? y[i] + tmp[i] : tmp[i];
+    free(tmp);
+}
+
+/* dgrad and wgrad of an FP8 linear: dx[N,C] (+)= dq[N,OC] qw[OC,C] and
+ * dw[OC,C] (+)= dq^T qx, under the accumulator model (sgemm without one) */
+static void fp8_gemm_backward(const model *m, float *dx, float *dw, const float *dq, const float *qx, const float *qw,
+                              size_t N, size_t C, size_t OC, int accumulate)
+{
+    if (!m->acc_on) {
+        if (dx)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)C, (int)OC, 1.0f, dq, (int)OC, qw,
+                        (int)C, accumulate ? 1.0f : 0.0f, dx, (int)C);
+        if (dw)
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)OC, (int)C, (int)N, 1.0f, dq, (int)OC, qx, (int)C,
+                        accumulate ? 1.0f : 0.0f, dw, (int)C);
+        return;
+    }
+    float *qwT = dx ? transposed(qw, OC, C) : NULL, *dqT = dw ? transposed(dq, N, OC) : NULL,
+          *qxT = dw ? transposed(qx, N, C) : NULL;
+    if ((dx && !qwT) || (dw && (!dqT || !qxT))) { /* out of memory: FP32 */
+        model plain = *m;
+        plain.acc_on = 0;
+        fp8_gemm_backward(&plain, dx, dw, dq, qx, qw, N, C, OC, accumulate);
+    } else {
+        if (dx)
+            fp8_gemm_nt(m, dx, dq, qwT, N, C, OC, accumulate); /* K = OC */
+        if (dw)
+            fp8_gemm_nt(m, dw, dqT, qxT, OC, C, N, accumulate); /* K = N, the tokens */
+    }
+    free(qwT), free(dqT), free(qxT);
+}
+
 /* y[N,OC] = cast(x) cast(w)^T, keeping the casts for the backward */
 static void fp8_linear_forward(model *m, float *y, const float *x, const float *w, float *qx, float *qw,
                                fp8_probe *px, fp8_probe *pw, size_t N, size_t C, size_t OC, lin_src *s)
 {
     cast_operand(m, px, x, N, C, qx);
     cast_operand(m, pw, w, OC, C, qw);
-    linear_forward(y, qx, qw, N, C, OC);
+    fp8_gemm_nt(m, y, qx, qw, N, OC, C, 0);
     s->x = x, s->w = w;
     if (gemm_due(m)) {
         linear_forward(m->gemm_b, x, w, N, C, OC);
@@ -313,7 +394,7 @@ static void fp8_linear_forward_unsmooth(model *m, float *y, const float *x, cons
         for (size_t i = 0; i < C; i++)
             qx[n * C + i] /= sc[i];
     cast_operand(m, pw, w, OC, C, qw);
-    linear_forward(y, qx, qw, N, C, OC);
+    fp8_gemm_nt(m, y, qx, qw, N, OC, C, 0);
     s->x = h, s->w = w;
     if (gemm_due(m)) {
         linear_forward(m->gemm_b, h, w, N, C, OC);
@@ -326,17 +407,15 @@ static void fp8_linear_backward(model *m, float *dx, float *dw, const float *dy,
                                 fp8_probe *pg, size_t N, size_t C, size_t OC, const lin_src *s)
 {
     cast_operand(m, pg, dy, N, OC, m->d_quant);
-    linear_backward(dx, dw, m->d_quant, qx, qw, N, C, OC);
+    fp8_gemm_backward(m, dx, dw, m->d_quant, qx, qw, N, C, OC, 1);
     if (gemm_due(m) && s->x && s->w) {
         /* dgrad and wgrad on their own (the ones above accumulate into
          * buffers other branches share): FP8 operands against unquantized */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)C, (int)OC, 1.0f, m->d_quant, (int)OC, qw,
-                    (int)C, 0.0f, m->gemm_a, (int)C);
+        fp8_gemm_backward(m, m->gemm_a, NULL, m->d_quant, qx, qw, N, C, OC, 0);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)C, (int)OC, 1.0f, dy, (int)OC, s->w,
                     (int)C, 0.0f, m->gemm_b, (int)C);
         gemm_record(m, s, "dgrad", sqnr_db(m->gemm_a, m->gemm_b, N * C));
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)OC, (int)C, (int)N, 1.0f, m->d_quant, (int)OC, qx,
-                    (int)C, 0.0f, m->gemm_a, (int)C);
+        fp8_gemm_backward(m, NULL, m->gemm_a, m->d_quant, qx, qw, N, C, OC, 0);
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)OC, (int)C, (int)N, 1.0f, dy, (int)OC, s->x, (int)C,
                     0.0f, m->gemm_b, (int)C);
         gemm_record(m, s, "wgrad", sqnr_db(m->gemm_a, m->gemm_b, OC * C));
@@ -344,6 +423,7 @@ static void fp8_linear_backward(model *m, float *dx, float *dw, const float *dy,
 }
 
 void model_set_gemm_error(model *m, long every) { m->gemm_every = every; }
+
 
 float model_forward(model *m, const int *tokens, const int *targets, long step, int train)
 {

@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 
+#include "fp8_gemm.h"
 #include "fp8_probe.h"
 
 typedef struct {
@@ -42,6 +43,12 @@ void model_free(model *m);
  * output (fprop, dgrad, wgrad) against the same GEMM on the unquantized
  * operands, as scalars "gemm_sqnr_db/<linear>/<gemm>" (docs/analyses.md). */
 void model_set_gemm_error(model *m, long every);
+/* Train with FP8 GEMMs whose products accumulate under acc (fp8_gemm.h:
+ * acc_bits, promote, round) instead of FP32 (cblas_sgemm), in all three
+ * GEMMs of every FP8 linear (fprop K = in features, dgrad K = out features,
+ * wgrad K = tokens); NULL or {0, 0}: FP32.  FP8_EINVAL on a bad model or a
+ * model without FP8 GEMMs.  Emulation is scalar: ~10^7 products a second. */
+int model_set_accumulator(model *m, const fp8_acc_model *acc);
 
 /* Forward over tokens[B*T] with targets[B*T]; returns the mean loss.  step
  * labels the probes' records.  With train = 0 no probe records (validation). */

@@ -165,7 +165,22 @@ int train_run(const train_options *o)
     size_t ntrain = c.n / 10 * 9, nval = c.n - ntrain;
     double h = unigram_entropy(c.bytes, ntrain);
     model_precision prec = !strcmp(o->recipe, "fp32") ? PREC_FP32 : !strcmp(o->recipe, "bf16") ? PREC_BF16 : PREC_FP8;
-    char seedtxt[32], shape[128], stepstxt[32];
+    char seedtxt[32], shape[128], stepstxt[32], acctxt[160];
+    int acc_on = o->acc.acc_bits || o->acc.promote;
+    if (!acc_on)
+        snprintf(acctxt, sizeof acctxt, "fp32 (cblas_sgemm)");
+    else if (o->acc.acc_bits)
+        snprintf(acctxt, sizeof acctxt, "emulated: %d-bit %s accumulator, %s%.0d%s", o->acc.acc_bits,
+                 o->acc.round ? "nearest-even" : "truncating", o->acc.promote ? "promoted to fp32 every " : "never promoted",
+                 o->acc.promote, o->acc.promote ? " products" : "");
+    else
+        snprintf(acctxt, sizeof acctxt, "emulated: fp32 accumulator, sequential, promoted every %d products",
+                 o->acc.promote);
+    if (acc_on && prec != PREC_FP8) {
+        fprintf(stderr, "fp8prof: train: --acc-bits/--promote model FP8 GEMMs; recipe %s has none\n", o->recipe);
+        free(c.bytes);
+        return 2;
+    }
     snprintf(seedtxt, sizeof seedtxt, "%lu", o->seed);
     snprintf(stepstxt, sizeof stepstxt, "%ld", o->steps);
     snprintf(shape, sizeof shape, "layers %d dim %d heads %d ctx %d batch %d", o->model.layers, o->model.dim,
@@ -175,7 +190,7 @@ int train_run(const train_options *o)
                         o->smooth_swiglu == SMOOTH_FOLD        ? "fold"
                         : o->smooth_swiglu == SMOOTH_PUBLISHED ? "published"
                                                                : "no",
-                        "accumulation", "fp32 (cblas_sgemm)"};
+                        "accumulation", acctxt};
     fp8_probe_options po = fp8_probe_defaults();
     po.snapshot_pattern = "*.mlp.w2.input";
     po.snapshot_every = o->snapshot_every;
@@ -192,6 +207,10 @@ int train_run(const train_options *o)
                             run, o->smooth_swiglu, o->fp8_head);
     if (m)
         model_set_gemm_error(m, o->gemm_every < 0 ? o->record_every : o->gemm_every);
+    if (m && acc_on && model_set_accumulator(m, &o->acc) != FP8_OK) {
+        model_free(m);
+        m = NULL;
+    }
     if (!m) {
         fprintf(stderr, "fp8prof: train: %s\n", fp8_error_message());
         fp8_probe_close(run);

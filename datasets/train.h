@@ -24,6 +24,7 @@ typedef struct {
     long val_every;           /* validation (and snapshots) every K steps  */
     long record_every;        /* probe statistics every N steps (10)       */
     long gemm_every;          /* GEMM output error every N steps (-1: = record_every; 0 off) */
+    fp8_acc_model acc;        /* FP8 GEMM accumulator ({0, 0}: FP32, cblas_sgemm) */
     long snapshot_every;      /* snapshots of *.mlp.w2.input at steps k*K and k*K+1 (50) */
     long block_amax_every;    /* every tensor's 1x128-block amaxes at steps k*K and k*K+1 (10; 0: off) */
     int quiet;                /* no progress output                        */

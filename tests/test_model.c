@@ -263,6 +263,50 @@ static void test_gemm_error(void)
     CU_ASSERT(dgrad[1] - dgrad[0] > 30);
 }
 
+/* Training on the emulated accumulator: with a float32 accumulator (acc_bits
+ * 0, promoted every 4 products) the three GEMMs (their transposes included)
+ * give sgemm's loss and gradient to float rounding; with 4 bits they lose
+ * accuracy the GEMM error shows (K = 16 here: ~4 bits of headroom lost). */
+static void test_accumulator_training(void)
+{
+    const fp8_acc_model accs[3] = {{0, 0, 0}, {0, 4, 0}, {4, 0, 0}};
+    const char *paths[3] = {"build/t_acc0.h5", "build/t_acc1.h5", "build/t_acc2.h5"};
+    float loss[3], gn[3];
+    double fprop[3];
+    for (int k = 0; k < 3; k++) {
+        fp8_probe_run *run = fp8_probe_open(paths[k], NULL, NULL, 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(run);
+        model *f = model_create(&tiny, 9, PREC_FP8, "e4m3:current", NULL, 0, run, 0, 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        CU_ASSERT_EQUAL(model_set_accumulator(f, &accs[k]), FP8_OK);
+        model_set_gemm_error(f, 1);
+        int x[16], y[16];
+        for (int t = 0; t < 2; t++) {
+            batch(x, y, 16, t * 5);
+            loss[k] = model_forward(f, x, y, t, 1);
+            model_backward(f, t);
+            gn[k] = model_grad_norm(f);
+            model_adamw(f, 3e-3f, 0.9f, 0.95f, 1e-8f, 0.0f, t + 1);
+            fp8_probe_step_end(run, t);
+        }
+        model_free(f);
+        CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
+        int count;
+        fprop[k] = gemm_median(paths[k], "fprop", &count);
+    }
+    CU_ASSERT(fabsf(loss[1] - loss[0]) <= 1e-5f * loss[0]);
+    CU_ASSERT(fabsf(gn[1] - gn[0]) <= 1e-4f * gn[0]);
+    CU_ASSERT(fabs(fprop[1] - fprop[0]) < 0.5);
+    CU_ASSERT(fprop[2] < fprop[0] - 6);
+    CU_ASSERT(fabsf(gn[2] - gn[0]) > 1e-3f * gn[0]);
+    /* refused: a bad model, and an accumulator without FP8 GEMMs */
+    model *b = model_create(&tiny, 9, PREC_BF16, NULL, NULL, 0, NULL, 0, 0);
+    const fp8_acc_model bad = {1, 0, 0}, ok = {14, 128, 0};
+    CU_ASSERT_EQUAL(model_set_accumulator(b, &ok), FP8_EINVAL);
+    CU_ASSERT_EQUAL(model_set_accumulator(b, &bad), FP8_EINVAL);
+    model_free(b);
+}
+
 void register_model_tests(void)
 {
     static const char *const names[] = {"whole-model gradient vs finite differences",
@@ -270,9 +314,10 @@ void register_model_tests(void)
                                         "Smooth SwiGLU (folded, published) leaves the function unchanged (fp32)",
                                         "Smooth SwiGLU: what the folded and the published variant cast",
                                         "FP8 (hybrid delayed) tracks bf16 within 5% over 20 steps",
-                                        "GEMM output error: per linear, GEMM and step; ~6 dB a mantissa bit"};
+                                        "GEMM output error: per linear, GEMM and step; ~6 dB a mantissa bit",
+                                        "training on the emulated accumulator: fp32 = sgemm, 4 bits lose accuracy"};
     static void (*const fns[])(void) = {test_gradient,        test_loss_falls_and_determinism,
                                         test_smooth_swiglu_invariant, test_smooth_swiglu_variants,
-                                        test_fp8_tracks_bf16, test_gemm_error};
-    add_suite("model", names, fns, 6);
+                                        test_fp8_tracks_bf16, test_gemm_error, test_accumulator_training};
+    add_suite("model", names, fns, 7);
 }
