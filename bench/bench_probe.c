@@ -8,6 +8,7 @@
  * >= 0.3 Gelem/s end to end with 1 + 3 recipes, one thread.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -16,6 +17,35 @@
 #include "fp8_probe.h"
 
 static const char *shadows[] = {"e4m3:current", "e4m3:block=1x128", "mxfp8"};
+
+static void *spin(void *arg)
+{
+    volatile unsigned long z = 1;
+    for (long i = 0; i < 100000000; i++)
+        z = z * 3 + 1;
+    return arg;
+}
+
+/* what two threads give on this machine for perfectly parallel work */
+static double ref_speedup(void)
+{
+    double one = 1e30, two = 1e30;
+    for (int rep = 0; rep < 3; rep++) { /* best of three each */
+        double t0 = bench_now();
+        spin(NULL);
+        double t = bench_now() - t0;
+        one = t < one ? t : one;
+        pthread_t th;
+        t0 = bench_now();
+        if (pthread_create(&th, NULL, spin, NULL) != 0)
+            return 1.0;
+        spin(NULL);
+        pthread_join(th, NULL);
+        t = bench_now() - t0;
+        two = t < two ? t : two;
+    }
+    return 2 * one / two;
+}
 
 int bench_probe(void)
 {
@@ -71,15 +101,25 @@ int bench_probe(void)
             big[i] = (float)(((double)(z >> 11) * 0x1p-53 - 0.5) * 3.0);
         }
         int steps = lg <= 18 ? 20 : 4;
-        run = fp8_probe_open("build/bench_big.h5", NULL, NULL, 0);
-        fp8_probe *q = fp8_probe_declare(run, "layers.0.mlp.w1.input", FP8_ROLE_ACTIVATION, 0, "e4m3:delayed", shadows, 3);
-        t0 = bench_now();
-        for (int k = 0; k < steps; k++) {
-            fp8_probe_apply(q, k, big, rows, cols, big);
-            fp8_probe_step_end(run, k);
+        double e2e = 0, e2e2 = 0;
+        /* at 2^20, one and two threads, best of three each (this machine's
+         * second core is shared: single runs scatter) */
+        for (int rep = 0; rep < (lg == 20 ? 6 : 1); rep++) {
+            int th = 1 + rep % 2;
+            fp8_probe_options po = fp8_probe_defaults();
+            po.threads = th;
+            run = fp8_probe_open("build/bench_big.h5", &po, NULL, 0);
+            fp8_probe *q =
+                fp8_probe_declare(run, "layers.0.mlp.w1.input", FP8_ROLE_ACTIVATION, 0, "e4m3:delayed", shadows, 3);
+            t0 = bench_now();
+            for (int k = 0; k < steps; k++) {
+                fp8_probe_apply(q, k, big, rows, cols, big);
+                fp8_probe_step_end(run, k);
+            }
+            fp8_probe_close(run);
+            double rate = (double)n * steps / (bench_now() - t0) / 1e9, *best = th == 1 ? &e2e : &e2e2;
+            *best = rate > *best ? rate : *best;
         }
-        fp8_probe_close(run);
-        double e2e = (double)n * steps / (bench_now() - t0) / 1e9;
         stat("build/bench_big.h5", &sb);
         /* the engine alone: the same four recipes, no storage */
         const char *specs[4] = {"e4m3:delayed", shadows[0], shadows[1], shadows[2]};
@@ -96,15 +136,19 @@ int bench_probe(void)
         for (int i = 0; i < 4; i++)
             fp8_recipe_state_free(sts[i]);
         int met = e2e >= 0.3;
-        if (lg == 20)
+        if (lg == 20) {
             met = bench_target("record_1plus3_2^20", e2e, "Gelem/s", 0.3, 0, NULL);
+            printf("2^20 elements, 1+3 recipes, threads=2: %6.3f Gelem/s end to end\n", e2e2);
+            ok &= bench_target("record_threads2_speedup", e2e2 / e2e, "x", 1.7, 0, NULL);
+            printf("  (reference: two independent integer loops on 2 threads vs 1, best of 3: %.2fx on this machine)\n",
+                   ref_speedup());
+        }
         ok &= met;
         printf("2^%d elements, 1+3 recipes: %6.3f Gelem/s end to end (engine alone %6.3f; target >= 0.3: %s)  %6.0f "
                "bytes/record\n",
                lg, e2e, eng, met ? "met" : "MISSED", (double)sb.st_size / (steps * 4));
         free(big);
     }
-    ok &= bench_target("record_threads2_speedup", NAN, "x", 1.7, 0, "no threads= probe option yet");
     printf("\n%s\n", ok ? "all probe targets met" : "some probe targets missed");
     return 0;
 }

@@ -55,6 +55,10 @@ typedef struct {
     int64_t block_amax_every; /* K > 0: at steps kK and kK+1 store every tensor's
                                  1x128-block amaxes (/block_amax; numel/128 floats):
                                  step-to-step block dynamics; 0 (default): off   */
+    int threads;              /* 1 (default): a record's recipes cast one after the
+                                 other; T (<= 16): side by side on T threads when
+                                 the step records and the tensor has >= 2^16
+                                 elements (the same bits either way)           */
 } fp8_probe_options;
 
 /* The defaults above. */
@@ -63,7 +67,8 @@ fp8_probe_options fp8_probe_defaults(void);
 /* For bindings: the struct's size, the defaults written into *o, and one
  * option set by name from text ("every", "start", "end", "exp_hist",
  * "flush_steps", "flush_seconds", "snapshot_pattern", "snapshot_every",
- * "snapshot_pairs", "snapshot_codes", "series", "block_amax_every").
+ * "snapshot_pairs", "snapshot_codes", "series", "block_amax_every",
+ * "threads").
  * snapshot_pattern keeps the pointer: the text must outlive fp8_probe_open.
  * FP8_EINVAL naming an unknown key or a value that is not a number. */
 size_t fp8_probe_options_size(void);

@@ -20,6 +20,7 @@
 #include "fp8_probe.h"
 #include "fp8_store.h"
 #include "live.h"
+#include "parallel.h"
 
 #define MAX_RECIPES 16 /* active + up to 15 shadows */
 #define BLOCK_AMAX_WIDTH 128 /* elements per block-amax summary, along a row */
@@ -92,6 +93,7 @@ fp8_probe_options fp8_probe_defaults(void)
     o.snapshot_pairs = 0;
     o.series = 1;
     o.block_amax_every = 0;
+    o.threads = 1;
     return o;
 }
 
@@ -131,6 +133,7 @@ int fp8_probe_option_set(fp8_probe_options *o, const char *key, const char *valu
         {"snapshot_codes", offsetof(fp8_probe_options, snapshot_codes), 1},
         {"series", offsetof(fp8_probe_options, series), 1},
         {"block_amax_every", offsetof(fp8_probe_options, block_amax_every), 0},
+        {"threads", offsetof(fp8_probe_options, threads), 1},
     };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         if (strcmp(key, keys[i].k) == 0) {
@@ -150,14 +153,16 @@ int fp8_probe_option_set(fp8_probe_options *o, const char *key, const char *valu
         }
     return FP8_ERROR(FP8_EINVAL, "probe option: unknown key '%s' (every, start, end, exp_hist, flush_steps, "
                                  "flush_seconds, snapshot_pattern, snapshot_every, snapshot_pairs, snapshot_codes, "
-                                 "series, block_amax_every)", key);
+                                 "series, block_amax_every, threads)", key);
 }
 
 fp8_probe_run *fp8_probe_open(const char *path, const fp8_probe_options *opts, const char *const *kv, int nkv)
 {
     fp8_probe_options o = opts ? *opts : fp8_probe_defaults();
-    if (o.every < 1 || o.flush_steps < 1 || o.snapshot_every < 1 || o.flush_seconds < 0 || o.block_amax_every < 0) {
-        FP8_ERROR(FP8_EINVAL, "probe options: every, flush_steps and snapshot_every must be >= 1, block_amax_every >= 0");
+    if (o.every < 1 || o.flush_steps < 1 || o.snapshot_every < 1 || o.flush_seconds < 0 || o.block_amax_every < 0 ||
+        o.threads < 1 || o.threads > 16) {
+        FP8_ERROR(FP8_EINVAL, "probe options: every, flush_steps and snapshot_every must be >= 1, block_amax_every >= 0, "
+                              "threads 1..16");
         return NULL;
     }
     fp8_probe_run *run = calloc(1, sizeof *run);
@@ -409,6 +414,89 @@ static void note_block_amax(fp8_probe *p, int64_t step, const float *x, size_t r
     p->bam_has = 1, p->bam_step = step, p->bam_rows = rows, p->bam_cols = cols;
 }
 
+/* One recipe's part of a record: the cast (into out for the active recipe)
+ * with its statistics, or, for a shadow on a step that records nothing, only
+ * a delayed state's move. */
+typedef struct {
+    fp8_probe *p;
+    const float *x;
+    size_t rows, cols;
+    float *out;          /* the active recipe's x_hat (may alias x when serial) */
+    fp8_stats *stats;    /* [nrec] when rec */
+    unsigned flags;
+    int rec, snap_codes;
+    void *codes;
+    float *gsi;
+    fp8_amax_info ai;
+    int st[MAX_RECIPES]; /* each recipe's status */
+} cast_job;
+
+static void cast_recipe(void *ctx, int i)
+{
+    cast_job *j = ctx;
+    fp8_probe *p = j->p;
+    int is_active = p->has_active && i == 0;
+    j->st[i] = FP8_OK;
+    if (!is_active && !j->rec) {
+        /* a shadow on a step that records nothing: no cast, no statistics;
+         * only a delayed state moves, by the tensor's amax (TE's: Inf when
+         * the tensor holds one) */
+        fp8_recipe_state *s = p->st[i];
+        if (s->recipe.kind == FP8_RECIPE_DELAYED)
+            fp8_recipe_state_observe(s, j->ai.inf_count && !s->recipe.finite_amax ? INFINITY : j->ai.amax);
+        return;
+    }
+    /* the exponent histogram describes the input, whatever the recipe:
+     * computed once (by the last recipe), copied to the others */
+    unsigned fl = j->flags | (j->rec && i != p->nrec - 1 ? FP8_STATS_NO_EXP_HIST : 0u);
+    fp8_stats *s = j->rec ? &j->stats[i] : NULL;
+    if (is_active && j->snap_codes)
+        j->st[i] = fp8_quantize_codes(p->st[i], j->x, j->rows, j->cols, j->codes, j->gsi, j->out, s, fl);
+    else
+        j->st[i] = fp8_quantize_ex(p->st[i], j->x, j->rows, j->cols, is_active ? j->out : NULL, s, fl);
+}
+
+/* Every recipe's cast: serially, shadows first (out may alias x), or with
+ * the probe option threads > 1 on a recorded step of a large tensor, side by
+ * side (the active recipe then writes into a buffer of its own when out
+ * overlaps x, copied at the end).  Each recipe has its own state, so the
+ * results are the same bits either way. */
+static int cast_all(cast_job *j, int threads)
+{
+    fp8_probe *p = j->p;
+    size_t n = j->rows * j->cols;
+    float *tmp = NULL, *out = j->out;
+    int par = threads > 1 && j->rec && p->nrec > 1 && n >= ((size_t)1 << 16);
+    if (par && p->has_active && out && out < j->x + n && j->x < out + n) {
+        tmp = malloc(n * sizeof *tmp);
+        if (tmp)
+            j->out = tmp;
+        else
+            par = 0;
+    }
+    int st = FP8_OK;
+    if (par) {
+        fp8__parallel_for(p->nrec, threads, cast_recipe, j);
+        for (int i = 0; i < p->nrec; i++)
+            if (st == FP8_OK)
+                st = j->st[i];
+    } else {
+        for (int i = p->nrec - 1; i >= 0 && st == FP8_OK; i--) {
+            cast_recipe(j, i);
+            st = j->st[i];
+        }
+    }
+    if (tmp) {
+        if (st == FP8_OK)
+            memcpy(out, tmp, n * sizeof *out);
+        free(tmp);
+        j->out = out;
+    }
+    for (int i = 0; st == FP8_OK && j->rec && i < p->nrec - 1; i++)
+        memcpy(j->stats[i].exp_hist, j->stats[p->nrec - 1].exp_hist, sizeof j->stats[i].exp_hist);
+    return st;
+}
+
 /* The core: cast under every recipe (shadows first: out may alias x), then
  * store what this step records. */
 static int probe_run(fp8_probe *p, int64_t step, const float *x, size_t rows, size_t cols, float *out)
@@ -459,27 +547,9 @@ static int probe_run(fp8_probe *p, int64_t step, const float *x, size_t rows, si
     }
     if (bam)
         note_block_amax(p, step, x, rows, cols);
-    for (int i = p->nrec - 1; i >= 0 && st == FP8_OK; i--) {
-        int is_active = p->has_active && i == 0;
-        if (!is_active && !rec) {
-            /* a shadow on a step that records nothing: no cast, no
-             * statistics; only a delayed state moves, by the tensor's amax
-             * (TE's: Inf when the tensor holds one) */
-            fp8_recipe_state *s = p->st[i];
-            if (s->recipe.kind == FP8_RECIPE_DELAYED)
-                fp8_recipe_state_observe(s, ai.inf_count && !s->recipe.finite_amax ? INFINITY : ai.amax);
-            continue;
-        }
-        /* the exponent histogram describes the input, whatever the recipe:
-         * computed once (the first recipe cast), copied to the others */
-        unsigned fl = flags | (rec && i != p->nrec - 1 ? FP8_STATS_NO_EXP_HIST : 0u);
-        if (is_active && snap_codes)
-            st = fp8_quantize_codes(p->st[i], x, rows, cols, codes, gsi, out, rec ? &stats[i] : NULL, fl);
-        else
-            st = fp8_quantize_ex(p->st[i], x, rows, cols, is_active ? out : NULL, rec ? &stats[i] : NULL, fl);
-        if (st == FP8_OK && rec && i != p->nrec - 1)
-            memcpy(stats[i].exp_hist, stats[p->nrec - 1].exp_hist, sizeof stats[i].exp_hist);
-    }
+    cast_job job = {.p = p, .x = x, .rows = rows, .cols = cols, .out = out, .stats = stats, .flags = flags,
+                    .rec = rec, .snap_codes = snap_codes, .codes = codes, .gsi = gsi, .ai = ai};
+    st = cast_all(&job, o->threads);
     if (st == FP8_OK && out && !p->has_active && out != x)
         memcpy(out, x, rows * cols * sizeof *out);
     p->touched = 1;

@@ -571,6 +571,61 @@ static void test_eval_and_options(void)
     fp8_run_free(a), fp8_run_free(b);
 }
 
+/* The option threads=2 casts a record's recipes side by side: the same bits
+ * as one thread, for apply in place (out aliases x: the active recipe then
+ * writes through a buffer of its own) and out of place, every statistic of
+ * every record equal; small tensors and unrecorded steps stay serial. */
+static void test_parallel_recipes(void)
+{
+    const char *paths[2] = {"build/t_par1.h5", "build/t_par2.h5"};
+    const size_t rows = 256, cols = 512, n = rows * cols;
+    float *x = malloc(n * sizeof *x), *y[2] = {malloc(n * sizeof(float)), malloc(n * sizeof(float))},
+          *inplace[2] = {malloc(n * sizeof(float)), malloc(n * sizeof(float))};
+    CU_ASSERT_FATAL(x && y[0] && y[1] && inplace[0] && inplace[1]);
+    int same_out = 1, same_inplace = 1;
+    for (int k = 0; k < 2; k++) {
+        fp8_probe_options o = fp8_probe_defaults();
+        CU_ASSERT_EQUAL(fp8_probe_option_set(&o, "threads", k ? "2" : "1"), FP8_OK);
+        o.every = 2; /* odd steps record nothing: a serial pass moving the delayed state only */
+        fp8_probe_run *run = fp8_probe_open(paths[k], &o, NULL, 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(run);
+        fp8_probe *p = fp8_probe_declare(run, "t", FP8_ROLE_ACTIVATION, 0, "e4m3:delayed:history=4", shadows, 3);
+        fp8_probe *q = fp8_probe_declare(run, "u", FP8_ROLE_GRADIENT, 0, "hybrid:delayed", shadows, 3);
+        CU_ASSERT_FATAL(p && q);
+        for (int64_t s = 0; s < 5; s++) {
+            fill(x, n, (uint64_t)s + 11, 1.0f + 3.0f * (float)s);
+            CU_ASSERT_EQUAL(fp8_probe_apply(p, s, x, rows, cols, y[k]), FP8_OK);
+            memcpy(inplace[k], x, n * sizeof *x);
+            CU_ASSERT_EQUAL(fp8_probe_apply(q, s, inplace[k], rows, cols, inplace[k]), FP8_OK);
+            fp8_probe_step_end(run, s);
+        }
+        CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
+    }
+    same_out = memcmp(y[0], y[1], n * sizeof(float)) == 0;
+    same_inplace = memcmp(inplace[0], inplace[1], n * sizeof(float)) == 0;
+    CU_ASSERT(same_out);
+    CU_ASSERT(same_inplace);
+    fp8_run *a = fp8_run_load(paths[0]), *b = fp8_run_load(paths[1]);
+    CU_ASSERT_FATAL(a && b);
+    CU_ASSERT_EQUAL(a->nrecords, 3 * 2 * 4); /* steps 0, 2, 4 x 2 tensors x 4 recipes */
+    CU_ASSERT_EQUAL(b->nrecords, a->nrecords);
+    int same_stats = 1;
+    for (size_t i = 0; i < a->nrecords && i < b->nrecords; i++)
+        same_stats &= a->records[i].tensor == b->records[i].tensor && a->records[i].recipe == b->records[i].recipe &&
+                      memcmp(&a->records[i].stats.classes, &b->records[i].stats.classes,
+                             sizeof a->records[i].stats.classes) == 0 &&
+                      a->records[i].stats.sqnr_db == b->records[i].stats.sqnr_db &&
+                      a->records[i].stats.amax == b->records[i].stats.amax &&
+                      memcmp(a->records[i].stats.exp_hist, b->records[i].stats.exp_hist,
+                             sizeof a->records[i].stats.exp_hist) == 0;
+    CU_ASSERT(same_stats);
+    fp8_run_free(a), fp8_run_free(b);
+    fp8_probe_options o = fp8_probe_defaults();
+    o.threads = 17;
+    CU_ASSERT_PTR_NULL(fp8_probe_open("build/t_par3.h5", &o, NULL, 0));
+    free(x), free(y[0]), free(y[1]), free(inplace[0]), free(inplace[1]);
+}
+
 void register_probe_tests(void)
 {
     static const char *const names[] = {"a training loop: apply in place, shadows, late tensors, snapshots",
@@ -580,9 +635,10 @@ void register_probe_tests(void)
                                         "a delayed shadow keeps its history on unrecorded steps",
                                         "every-step series and block amaxes, whatever the statistics cadence",
                                         "misuse: a name declared twice, handles after close, one message per cause",
-                                        "evaluation passes change nothing; options by name"};
+                                        "evaluation passes change nothing; options by name",
+                                        "threads=2: a record's recipes side by side, the same bits"};
     static void (*const fns[])(void) = {test_loop, test_window_and_bits, test_threads, test_disk_full,
                                         test_code_snapshots, test_shadow_history, test_series_and_block_amax,
-                                        test_api_misuse, test_eval_and_options};
-    add_suite("probe", names, fns, 9);
+                                        test_api_misuse, test_eval_and_options, test_parallel_recipes};
+    add_suite("probe", names, fns, 10);
 }
