@@ -87,6 +87,8 @@ portable_kernel(const fp8_format *f, const fp8_cast_mode *mode, float scale,
 
 #include "cast_internal.h"
 
+static void sr_fallback(void *ctx, size_t i);
+
 static void vparams_init(vparams *p, const fp8_format *f, const fp8_cast_mode *mode)
 {
     const int clamps = mode->overflow == FP8_SATURATE || f->kind == FP8_KIND_FINITE;
@@ -111,6 +113,9 @@ static void vparams_init(vparams *p, const fp8_format *f, const fp8_cast_mode *m
     p->inf_sat = clamps ? -1 : 0;
     p->ovf_sat = (clamps || mode->round == FP8_ROUND_ZERO) ? -1 : 0;
     p->nearest = mode->round == FP8_ROUND_NEAREST ? -1 : 0;
+    p->stochastic = mode->round == FP8_ROUND_STOCHASTIC;
+    p->seed = mode->seed;
+    p->sr_fallback = sr_fallback;
     /* hot path range: float32 bits of min_normal .. max */
     float lo = (float)f->min_normal, hi = (float)f->max;
     memcpy(&p->lo_bits, &lo, 4);
@@ -142,9 +147,9 @@ static vec_kernel_fn pick_kernel(void)
     return fp8__vec_kernel_base;
 }
 
-static int vector_ok(const fp8_format *f, const fp8_cast_mode *mode)
+static int vector_ok(const fp8_format *f)
 {
-    return !force_portable && mode->round != FP8_ROUND_STOCHASTIC && f->kind != FP8_KIND_E8M0 &&
+    return !force_portable && f->kind != FP8_KIND_E8M0 &&
            f->emin >= -126 && f->code_bytes <= 2;
 }
 
@@ -180,10 +185,34 @@ void fp8__caster_init(fp8__caster *c, const fp8_format *f, const fp8_cast_mode *
     static const fp8_cast_mode dflt;
     c->f = f;
     c->mode = mode ? *mode : dflt;
-    c->vec = vector_ok(f, &c->mode);
+    c->vec = vector_ok(f);
     c->fn = c->vec ? pick_kernel() : NULL;
     if (c->vec)
         vparams_init(&c->p, f, &c->mode);
+}
+
+/* Stochastic rounding: the vector kernel's scalar fallback for a vector of
+ * 16 outside its hot path (kernel_vec.h). */
+typedef struct {
+    const fp8_format *f;
+    const fp8_cast_mode *mode;
+    float scale, scale_inv;
+    const float *x;
+    void *codes;
+    float *out;
+    uint64_t *cnt, index0;
+    size_t nfb; /* elements the fallback cast */
+} sr_ctx;
+
+static void sr_fallback(void *ctx, size_t i)
+{
+    sr_ctx *s = ctx;
+    fp8_cast_mode m = *s->mode;
+    m.offset = s->index0 + i;
+    portable_kernel(s->f, &m, s->scale, s->scale_inv, s->x + i, VL,
+                    s->codes ? (char *)s->codes + i * (size_t)s->f->code_bytes : NULL, s->out ? s->out + i : NULL,
+                    s->cnt);
+    s->nfb += VL;
 }
 
 void fp8__caster_run(const fp8__caster *c, float scale, float scale_inv, const float *x, size_t n,
@@ -195,13 +224,20 @@ void fp8__caster_run(const fp8__caster *c, float scale, float scale_inv, const f
         uint64_t acc[6] = {0};
         const size_t chunk = (size_t)1 << 20; /* keeps 32-bit lane counters safe */
         size_t nv = n - n % VL;
+        vparams p = c->p;
+        sr_ctx sc = {f, &c->mode, scale, scale_inv, NULL, NULL, NULL, cnt, 0, 0};
         for (size_t i = 0; i < nv; i += chunk) {
             size_t m = nv - i < chunk ? nv - i : chunk;
-            c->fn(&c->p, f->code_bytes, scale, scale_inv, x + i, m,
-                  codes ? (char *)codes + i * (size_t)f->code_bytes : NULL, out ? out + i : NULL, acc, NULL, NULL,
-                  0, NULL);
+            char *cd = codes ? (char *)codes + i * (size_t)f->code_bytes : NULL;
+            float *o = out ? out + i : NULL;
+            if (p.stochastic) {
+                p.index0 = offset + i;
+                p.sr_ctx = &sc;
+                sc.x = x + i, sc.codes = cd, sc.out = o, sc.index0 = offset + i;
+            }
+            c->fn(&p, f->code_bytes, scale, scale_inv, x + i, m, cd, o, acc, NULL, NULL, 0, NULL);
         }
-        add_counts(cnt, acc, nv);
+        add_counts(cnt, acc, nv - sc.nfb);
         done = nv;
     }
     if (done < n) {
@@ -216,7 +252,7 @@ void fp8__caster_run_groups(const fp8__caster *c, const float *x, size_t n, size
                             const float *ginv, float *out, void *codes, uint64_t cnt[FP8_NCLASS],
                             unsigned char *gflags, uint64_t offset)
 {
-    if (c->vec && glen % VL == 0 && n % glen == 0) {
+    if (c->vec && !c->p.stochastic && glen % VL == 0 && n % glen == 0) {
         uint64_t acc[6] = {0};
         c->fn(&c->p, c->f->code_bytes, 1.0f, 1.0f, x, n, codes, out, acc, gscale, ginv, glen, gflags);
         add_counts(cnt, acc, n);

@@ -65,6 +65,28 @@ static inline int all_lanes(vi m)
 
 #define SEL(m, a, b) (((a) & (m)) | ((b) & ~(m))) /* m ? a : b, lane-wise */
 
+typedef uint64_t vq __attribute__((vector_size(128)));
+
+/* fp8__random32 (cast_impl.h) of seed and indices index..index+15, the same
+ * bits lane by lane */
+static inline vu random16(uint64_t seed, uint64_t index)
+{
+    vq z;
+    for (int l = 0; l < VL; l++)
+        z[l] = index + (uint64_t)l;
+    z = z * 0x9E3779B97F4A7C15ull + (seed ^ 0xD1B54A32D192ED03ull);
+    const uint64_t add = seed * 0x94D049BB133111EBull;
+    for (int r = 0; r < 2; r++) {
+        z ^= z >> 33;
+        z *= 0xFF51AFD7ED558CCDull;
+        z ^= z >> 33;
+        z *= 0xC4CEB9FE1A85EC53ull;
+        z ^= z >> 33;
+        z += add;
+    }
+    return __builtin_convertvector(z >> 32, vu);
+}
+
 
 void FP8_VEC_NAME(FP8_VEC_KERNEL_ARGS)
 {
@@ -90,6 +112,28 @@ void FP8_VEC_NAME(FP8_VEC_KERNEL_ARGS)
         vu neg = u >> 31;
         vi azero = (vi)(a == 0);
         vi inrange = (vi)(a - p->lo_bits <= p->range_bits) | azero;
+        if (p->stochastic) {
+            if (!all_lanes(inrange)) {
+                p->sr_fallback(p->sr_ctx, i);
+                continue;
+            }
+            /* up with probability rem / 2^rshift: the fraction rem, moved to
+             * the top of 32 bits, plus 32 random bits carries out */
+            vu rem = a & ~p->keep_mask, frac = rem << (32 - p->rshift);
+            vu carry = (vu)(vi)((frac + random16(p->seed, p->index0 + i)) < frac);
+            vu r = (a & p->keep_mask) + (carry & (1u << p->rshift));
+            vu keep_sign = ~(vu)azero | p->negzero_keep;
+            c_round -= (vu)(vi)(rem != 0);
+            if (codes) {
+                vu code = (((r >> p->rshift) - p->rebias) & ~(vu)azero) | ((neg << p->sign_shift) & keep_sign);
+                store_codes(codes, code_bytes, i, code);
+            }
+            if (out) {
+                vf o = (vf)(r | ((neg << 31) & keep_sign)) * scale_inv;
+                memcpy(out + i, &o, sizeof o);
+            }
+            continue;
+        }
         if (all_lanes(inrange)) {
             vu r = (a + (p->round_add + ((a >> p->rshift) & p->round_lsb))) & p->keep_mask;
             vu keep_sign = ~(vu)azero | p->negzero_keep; /* fnuz: no -0 */

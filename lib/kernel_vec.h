@@ -28,6 +28,15 @@ typedef struct {
     int32_t medium_ok;   /* 2^(mbits - emin) fits float32                   */
     uint32_t max_bits;   /* float32 bits of max                             */
     float inv_q, q;      /* 2^(mbits - emin), 2^(emin - mbits): subnormal step */
+    /* stochastic rounding: the hot path adds 2^rshift when the discarded
+     * bits, as a 32-bit fraction, plus 32 random bits (fp8__random32 of
+     * seed and the element's index, index0 + i) carry out; any other vector
+     * of 16 goes to sr_fallback(sr_ctx, i), the scalar cast of elements
+     * i..i+15 (not with gscale) */
+    int32_t stochastic;
+    uint64_t seed, index0;
+    void (*sr_fallback)(void *ctx, size_t i);
+    void *sr_ctx;
 } vparams;
 
 

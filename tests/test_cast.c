@@ -245,15 +245,21 @@ static void test_vector_vs_portable(void)
         fp8_format scratch;
         const fp8_format *f = fp8_format_find(names[fi], &scratch);
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-        for (int mi = 0; mi < 3; mi++)
+        /* the three deterministic modes and stochastic rounding (its hot
+         * path vectorized, the rest through the scalar fallback; a nonzero
+         * offset so that indices are checked too) */
+        static const fp8_cast_mode sr_sat = {FP8_ROUND_STOCHASTIC, FP8_SATURATE, 5, 1000003},
+                                   sr_nosat = {FP8_ROUND_STOCHASTIC, FP8_NO_SATURATE, 6, 0};
+        const fp8_cast_mode *all[5] = {modes[0], modes[1], modes[2], &sr_sat, &sr_nosat};
+        for (int mi = 0; mi < 5; mi++)
             for (size_t si = 0; si < 4; si++) {
                 fp8_counts a, b;
                 fp8_format_force_portable(0);
-                fp8_format_encode_array(f, modes[mi], scales[si], x, N, c1, &a);
-                fp8_format_qdq_array(f, modes[mi], scales[si], x, N, q1, NULL);
+                fp8_format_encode_array(f, all[mi], scales[si], x, N, c1, &a);
+                fp8_format_qdq_array(f, all[mi], scales[si], x, N, q1, NULL);
                 fp8_format_force_portable(1);
-                fp8_format_encode_array(f, modes[mi], scales[si], x, N, c2, &b);
-                fp8_format_qdq_array(f, modes[mi], scales[si], x, N, q2, NULL);
+                fp8_format_encode_array(f, all[mi], scales[si], x, N, c2, &b);
+                fp8_format_qdq_array(f, all[mi], scales[si], x, N, q2, NULL);
                 fp8_format_force_portable(0);
                 CU_ASSERT_EQUAL(memcmp(c1, c2, N * (size_t)f->code_bytes), 0);
                 CU_ASSERT_EQUAL(memcmp(q1, q2, N * 4), 0);
