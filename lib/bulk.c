@@ -114,6 +114,7 @@ static void vparams_init(vparams *p, const fp8_format *f, const fp8_cast_mode *m
     p->ovf_sat = (clamps || mode->round == FP8_ROUND_ZERO) ? -1 : 0;
     p->nearest = mode->round == FP8_ROUND_NEAREST ? -1 : 0;
     p->stochastic = mode->round == FP8_ROUND_STOCHASTIC;
+    p->e8m0 = f->kind == FP8_KIND_E8M0;
     p->seed = mode->seed;
     p->sr_fallback = sr_fallback;
     /* hot path range: float32 bits of min_normal .. max */
@@ -149,8 +150,7 @@ static vec_kernel_fn pick_kernel(void)
 
 static int vector_ok(const fp8_format *f)
 {
-    return !force_portable && f->kind != FP8_KIND_E8M0 &&
-           f->emin >= -126 && f->code_bytes <= 2;
+    return !force_portable && (f->kind == FP8_KIND_E8M0 || f->emin >= -126) && f->code_bytes <= 2;
 }
 
 /* ---- public entry points -------------------------------------------------- */
@@ -230,7 +230,7 @@ void fp8__caster_run(const fp8__caster *c, float scale, float scale_inv, const f
             size_t m = nv - i < chunk ? nv - i : chunk;
             char *cd = codes ? (char *)codes + i * (size_t)f->code_bytes : NULL;
             float *o = out ? out + i : NULL;
-            if (p.stochastic) {
+            if (p.stochastic || p.e8m0) {
                 p.index0 = offset + i;
                 p.sr_ctx = &sc;
                 sc.x = x + i, sc.codes = cd, sc.out = o, sc.index0 = offset + i;
@@ -252,7 +252,7 @@ void fp8__caster_run_groups(const fp8__caster *c, const float *x, size_t n, size
                             const float *ginv, float *out, void *codes, uint64_t cnt[FP8_NCLASS],
                             unsigned char *gflags, uint64_t offset)
 {
-    if (c->vec && !c->p.stochastic && glen % VL == 0 && n % glen == 0) {
+    if (c->vec && !c->p.stochastic && !c->p.e8m0 && glen % VL == 0 && n % glen == 0) {
         uint64_t acc[6] = {0};
         c->fn(&c->p, c->f->code_bytes, 1.0f, 1.0f, x, n, codes, out, acc, gscale, ginv, glen, gflags);
         add_counts(cnt, acc, n);

@@ -111,6 +111,30 @@ void FP8_VEC_NAME(FP8_VEC_KERNEL_ARGS)
         vu a = u & 0x7FFFFFFFu;
         vu neg = u >> 31;
         vi azero = (vi)(a == 0);
+        if (p->e8m0) {
+            /* positive normals below 2^127: the exponent field, + 1 when
+             * rounding goes up; exact when the fraction is 0 */
+            if (!all_lanes((vi)(u - 0x800000u <= 0x7F000000u - 1 - 0x800000u))) {
+                p->sr_fallback(p->sr_ctx, i);
+                continue;
+            }
+            vu frac = u & 0x7FFFFFu, up;
+            if (p->stochastic)
+                up = (vu)(vi)(((frac << 9) + random16(p->seed, p->index0 + i)) < (frac << 9));
+            else if (p->nearest)
+                up = (vu)(vi)(frac >= 0x400000u);
+            else
+                up = uz;
+            vu code = (u >> 23) - up; /* up is -1 or 0 */
+            c_round -= (vu)(vi)(frac != 0);
+            if (codes)
+                store_codes(codes, code_bytes, i, code);
+            if (out) {
+                vf o = (vf)(code << 23) * scale_inv;
+                memcpy(out + i, &o, sizeof o);
+            }
+            continue;
+        }
         vi inrange = (vi)(a - p->lo_bits <= p->range_bits) | azero;
         if (p->stochastic) {
             if (!all_lanes(inrange)) {

@@ -30,10 +30,11 @@ typedef struct {
     float inv_q, q;      /* 2^(mbits - emin), 2^(emin - mbits): subnormal step */
     /* stochastic rounding: the hot path adds 2^rshift when the discarded
      * bits, as a 32-bit fraction, plus 32 random bits (fp8__random32 of
-     * seed and the element's index, index0 + i) carry out; any other vector
-     * of 16 goes to sr_fallback(sr_ctx, i), the scalar cast of elements
-     * i..i+15 (not with gscale) */
-    int32_t stochastic;
+     * seed and the element's index, index0 + i) carry out.  e8m0: positive
+     * normal float32 below 2^127 only, code = exponent field + up.  With
+     * either, any other vector of 16 goes to sr_fallback(sr_ctx, i), the
+     * scalar cast of elements i..i+15 (never with gscale) */
+    int32_t stochastic, e8m0;
     uint64_t seed, index0;
     void (*sr_fallback)(void *ctx, size_t i);
     void *sr_ctx;

@@ -225,7 +225,7 @@ static void test_sampled_vs_reference(void)
  * on random bit patterns and odd lengths. */
 static void test_vector_vs_portable(void)
 {
-    const char *names[] = {"e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz", "e2m1", "e2m3", "e3m2", "fp16", "bf16", "e3m4"};
+    const char *names[] = {"e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz", "e2m1", "e2m3", "e3m2", "fp16", "bf16", "e3m4", "e8m0"};
     const size_t N = 300001;
     float *x = malloc(N * 4), *q1 = malloc(N * 4), *q2 = malloc(N * 4);
     uint16_t *c1 = malloc(N * 2), *c2 = malloc(N * 2);
@@ -234,7 +234,10 @@ static void test_vector_vs_portable(void)
     for (size_t i = 0; i < N; i++)
         x[i] = (i % 3) ? (float)((double)(int64_t)test_rand(&s) * 0x1p-66) : f_from_bits((uint32_t)test_rand(&s));
     const float scales[] = {1.0f, 2.385f, 0x1p-20f, 3.0e10f};
-    for (int pass = 0; pass < 2; pass++) {
+    for (int pass = 0; pass < 3; pass++) {
+    if (pass == 2) /* positive, nonzero: e8m0's hot path (its range has no sign and no zero) */
+        for (size_t i = 0; i < N; i++)
+            x[i] = x[i] == 0 ? 1.5f : fabsf(x[i]);
     if (pass == 1) /* in-range data (the kernel's hot path), with zeros and -0 */
         for (size_t i = 0; i < N; i++) {
             uint64_t r = test_rand(&s);
