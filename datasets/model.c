@@ -368,29 +368,16 @@ static void fp8_gemm_backward(const model *m, float *dx, float *dw, const float 
     free(qwT), free(dqT), free(qxT);
 }
 
-/* y[N,OC] = cast(x) cast(w)^T, keeping the casts for the backward */
-static void fp8_linear_forward(model *m, float *y, const float *x, const float *w, float *qx, float *qw,
-                               fp8_probe *px, fp8_probe *pw, size_t N, size_t C, size_t OC, lin_src *s)
-{
-    cast_operand(m, px, x, N, C, qx);
-    cast_operand(m, pw, w, OC, C, qw);
-    fp8_gemm_nt(m, y, qx, qw, N, OC, C, 0);
-    s->x = x, s->w = w;
-    if (gemm_due(m)) {
-        linear_forward(m->gemm_b, x, w, N, C, OC);
-        gemm_record(m, s, "fprop", sqnr_db(y, m->gemm_b, N * OC));
-    }
-}
-
-/* Smooth SwiGLU as published: qx = Q(x) / s per column (x = h * s, so the
- * cast is the smoothed tensor's and qx approximates h), y = qx Q(w)^T; the
- * exact reference is h w^T (h given). */
+/* y[N,OC] = cast(x) cast(w)^T, keeping the casts for the backward.  With
+ * sc (Smooth SwiGLU as published): qx = Q(x) / sc per column, x = h * sc
+ * (so the cast is the smoothed tensor's and qx approximates h); the exact
+ * reference is then h w^T. */
 static void fp8_linear_forward_unsmooth(model *m, float *y, const float *x, const float *h, const float *sc,
                                         const float *w, float *qx, float *qw, fp8_probe *px, fp8_probe *pw, size_t N,
                                         size_t C, size_t OC, lin_src *s)
 {
     cast_operand(m, px, x, N, C, qx);
-    for (size_t n = 0; n < N; n++)
+    for (size_t n = 0; sc && n < N; n++)
         for (size_t i = 0; i < C; i++)
             qx[n * C + i] /= sc[i];
     cast_operand(m, pw, w, OC, C, qw);
@@ -400,6 +387,12 @@ static void fp8_linear_forward_unsmooth(model *m, float *y, const float *x, cons
         linear_forward(m->gemm_b, h, w, N, C, OC);
         gemm_record(m, s, "fprop", sqnr_db(y, m->gemm_b, N * OC));
     }
+}
+
+static void fp8_linear_forward(model *m, float *y, const float *x, const float *w, float *qx, float *qw,
+                               fp8_probe *px, fp8_probe *pw, size_t N, size_t C, size_t OC, lin_src *s)
+{
+    fp8_linear_forward_unsmooth(m, y, x, x, NULL, w, qx, qw, px, pw, N, C, OC, s);
 }
 
 /* dx += cast(dy) qw; dw += cast(dy)^T qx */

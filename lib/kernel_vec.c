@@ -136,30 +136,21 @@ void FP8_VEC_NAME(FP8_VEC_KERNEL_ARGS)
             continue;
         }
         vi inrange = (vi)(a - p->lo_bits <= p->range_bits) | azero;
-        if (p->stochastic) {
-            if (!all_lanes(inrange)) {
-                p->sr_fallback(p->sr_ctx, i);
-                continue;
-            }
-            /* up with probability rem / 2^rshift: the fraction rem, moved to
-             * the top of 32 bits, plus 32 random bits carries out */
-            vu rem = a & ~p->keep_mask, frac = rem << (32 - p->rshift);
-            vu carry = (vu)(vi)((frac + random16(p->seed, p->index0 + i)) < frac);
-            vu r = (a & p->keep_mask) + (carry & (1u << p->rshift));
-            vu keep_sign = ~(vu)azero | p->negzero_keep;
-            c_round -= (vu)(vi)(rem != 0);
-            if (codes) {
-                vu code = (((r >> p->rshift) - p->rebias) & ~(vu)azero) | ((neg << p->sign_shift) & keep_sign);
-                store_codes(codes, code_bytes, i, code);
-            }
-            if (out) {
-                vf o = (vf)(r | ((neg << 31) & keep_sign)) * scale_inv;
-                memcpy(out + i, &o, sizeof o);
-            }
+        if (p->stochastic && !all_lanes(inrange)) {
+            p->sr_fallback(p->sr_ctx, i);
             continue;
         }
         if (all_lanes(inrange)) {
-            vu r = (a + (p->round_add + ((a >> p->rshift) & p->round_lsb))) & p->keep_mask;
+            vu r;
+            if (p->stochastic) {
+                /* up with probability rem / 2^rshift: the fraction rem, moved
+                 * to the top of 32 bits, plus 32 random bits carries out */
+                vu frac = (a & ~p->keep_mask) << (32 - p->rshift);
+                vu carry = (vu)(vi)((frac + random16(p->seed, p->index0 + i)) < frac);
+                r = (a & p->keep_mask) + (carry & (1u << p->rshift));
+            } else {
+                r = (a + (p->round_add + ((a >> p->rshift) & p->round_lsb))) & p->keep_mask;
+            }
             vu keep_sign = ~(vu)azero | p->negzero_keep; /* fnuz: no -0 */
             c_round -= (vu)(vi)((a & ~p->keep_mask) != 0);
             if (codes) {

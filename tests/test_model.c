@@ -233,6 +233,24 @@ static double gemm_median(const char *path, const char *gemm, int *count)
     return n ? v[n / 2] : NAN;
 }
 
+/* nsteps training steps of f recording into run; the last step's loss and
+ * gradient norm into *loss and *gn (either may be NULL) */
+static void train_steps(model *f, fp8_probe_run *run, int nsteps, float *loss, float *gn)
+{
+    int x[16], y[16];
+    for (int t = 0; t < nsteps; t++) {
+        batch(x, y, 16, t * 5);
+        float l = model_forward(f, x, y, t, 1);
+        model_backward(f, t);
+        if (loss)
+            *loss = l;
+        if (gn)
+            *gn = model_grad_norm(f);
+        model_adamw(f, 3e-3f, 0.9f, 0.95f, 1e-8f, 0.0f, t + 1);
+        fp8_probe_step_end(run, t);
+    }
+}
+
 static void test_gemm_error(void)
 {
     const char *specs[2] = {"e4m3:current", "e5m10:current"}, *paths[2] = {"build/t_gemm_e4.h5", "build/t_gemm_e10.h5"};
@@ -243,14 +261,7 @@ static void test_gemm_error(void)
         model *f = model_create(&tiny, 9, PREC_FP8, specs[k], NULL, 0, run, 0, 0);
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
         model_set_gemm_error(f, 1);
-        int x[16], y[16];
-        for (int t = 0; t < 3; t++) {
-            batch(x, y, 16, t * 5);
-            model_forward(f, x, y, t, 1);
-            model_backward(f, t);
-            model_adamw(f, 3e-3f, 0.9f, 0.95f, 1e-8f, 0.0f, t + 1);
-            fp8_probe_step_end(run, t);
-        }
+        train_steps(f, run, 3, NULL, NULL);
         model_free(f);
         CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
         int count;
@@ -280,15 +291,7 @@ static void test_accumulator_training(void)
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
         CU_ASSERT_EQUAL(model_set_accumulator(f, &accs[k]), FP8_OK);
         model_set_gemm_error(f, 1);
-        int x[16], y[16];
-        for (int t = 0; t < 2; t++) {
-            batch(x, y, 16, t * 5);
-            loss[k] = model_forward(f, x, y, t, 1);
-            model_backward(f, t);
-            gn[k] = model_grad_norm(f);
-            model_adamw(f, 3e-3f, 0.9f, 0.95f, 1e-8f, 0.0f, t + 1);
-            fp8_probe_step_end(run, t);
-        }
+        train_steps(f, run, 2, &loss[k], &gn[k]);
         model_free(f);
         CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
         int count;
