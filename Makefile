@@ -3,7 +3,7 @@ CC      ?= cc
 BUILD   ?= build
 SAN     ?=
 OPT     ?= -O2
-PKGS    := gsl hdf5 cunit openblas zlib
+PKGS    := gsl hdf5 cunit openblas zlib ompi-c
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 # GSL takes its CBLAS from OpenBLAS (not the slow reference libgslcblas)
 PKG_LIBS   := $(filter-out -lgslcblas,$(shell pkg-config --libs $(PKGS)))
@@ -128,7 +128,7 @@ PYTHON    ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo p
 PYVER      = $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 PYDIR     ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3/dist-packages,$(PREFIX)/lib/python$(PYVER)/dist-packages)
 PUB_HDR   := lib/fp8.h lib/fp8_error.h lib/fp8_format.h lib/fp8_recipe.h lib/fp8_stats.h lib/fp8_store.h \
-             lib/fp8_npy.h lib/fp8_nvdlfw.h lib/fp8_file.h probes/fp8_probe.h
+             lib/fp8_npy.h lib/fp8_nvdlfw.h lib/fp8_file.h lib/fp8_ranks.h probes/fp8_probe.h probes/fp8_probe_mpi.h
 PY_SRC    := $(wildcard python/fp8prof/*.py)
 install: all
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR) $(DESTDIR)$(PCDIR) $(DESTDIR)$(PREFIX)/bin \

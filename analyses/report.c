@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "analysis.h"
+#include "fp8_error.h"
 #include "keys.h"
+#include "ranks.h"
 #include "report.h"
 #include "report_html.h"
 
@@ -133,10 +135,32 @@ int an_report(an_ctx *c, int nsteps_done_before, double t0)
             fprintf(f, "- %d figure%s could not be drawn (gnuplot failed; messages on stderr).\n", failed,
                     failed == 1 ? "" : "s");
         fprintf(f, "\n");
+        /* multi-rank runs: their section across ranks (analyses/ranks.h) */
+        char *rk = NULL;
+        size_t rkn = 0;
+        FILE *rf = open_memstream(&rk, &rkn);
+        for (int i = 0; rf && i < c->nruns; i++) {
+            if (!c->runs[i].run->nranks)
+                continue;
+            an_ranks R;
+            if (an_ranks_load(c->runs[i].run->index_path, &R) == 0) {
+                an_ranks_markdown(&R, c->runs[i].label, rf);
+                int t = an_ranks_most_skewed(&R);
+                char name[96];
+                snprintf(name, sizeof name, "ranks_heatmap_%d", i);
+                if (t >= 0 && an_ranks_heatmap(&R, R.tname[t], c->outdir, name) == 0)
+                    fprintf(rf, "![log2(amax) per rank and step of %s, the tensor with the largest median rank skew](%s.png)\n\n",
+                            R.tname[t], name);
+                an_ranks_free(&R);
+            } else
+                fprintf(rf, "## Across ranks: %s\n\nNot analysed: %s\n\n", c->runs[i].label, fp8_error_message());
+        }
+        if (rf)
+            fclose(rf);
         /* contents: the sections' headings, as written below */
         fprintf(f, "## Contents\n\n- [Runs](#runs)\n- [Every finding, by topic](#every-finding-by-topic)\n");
-        for (int k = 0; k < NA; k++)
-            for (const char *q = sec[k]; q && *q; q += strcspn(q, "\n") + (q[strcspn(q, "\n")] == '\n'))
+        for (int k = 0; k <= NA; k++)
+            for (const char *q = k < NA ? sec[k] : rk; q && *q; q += strcspn(q, "\n") + (q[strcspn(q, "\n")] == '\n'))
                 if (q[0] == '#' && q[1] == '#' && q[2] == ' ') {
                     char h[256], slug[256];
                     size_t hl = strcspn(q + 3, "\n");
@@ -171,7 +195,10 @@ int an_report(an_ctx *c, int nsteps_done_before, double t0)
                 snprintf(shown, sizeof shown, "%d of %d", with, a->run->ntensors);
             else
                 snprintf(shown, sizeof shown, "%d", a->run->ntensors);
-            fprintf(f, "| %s%s | %s%s%s%s | %s | %s | %d | %zu | %lld |\n", a->label, i == c->baseline ? " (baseline)" : "",
+            char rk0[48] = "";
+            if (a->run->nranks)
+                snprintf(rk0, sizeof rk0, " (rank 0 of %d)", a->run->nranks);
+            fprintf(f, "| %s%s%s | %s%s%s%s | %s | %s | %d | %zu | %lld |\n", a->label, rk0, i == c->baseline ? " (baseline)" : "",
                     lab, r && strcmp(lab, r) ? " (`" : "", r && strcmp(lab, r) ? r : "", r && strcmp(lab, r) ? "`)" : "",
                     s ? s : "-", shown, a->run->nrecipes, a->run->nrecords,
                     a->run->nrecords ? (long long)a->record_every : 0LL);
@@ -231,6 +258,9 @@ int an_report(an_ctx *c, int nsteps_done_before, double t0)
                     fprintf(f, "![%s](%s.png)\n\n", figs[i].caption, figs[i].name);
                 }
         }
+        if (rk)
+            fwrite(rk, 1, rkn, f);
+        free(rk);
         fprintf(f, "---\nDefinitions of every statistic: docs/statistics.md; of every analysis and rule: "
                    "docs/analyses.md.\n");
         fclose(f);

@@ -29,6 +29,7 @@ int cmd_advise(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_gemm_error(int argc, char **argv);
+int cmd_ranks(int argc, char **argv);
 
 extern const cli_command cli_commands[];
 

@@ -4,6 +4,15 @@
  * over the tensors): Gaussian, heavy-tailed Student-t (nu = 4), Gaussian
  * with outlier channels, a slowly drifting scale, a sudden 8x jump at
  * mid-run, and NaN bursts.  Random numbers: GSL's mt19937, seeded.
+ *
+ * Multi-rank runs: --ranks N writes N rank files and their index from one
+ * process (no amax reduction: rank r's tensors are drawn from seed S and r,
+ * so ranks differ as data-parallel shards do); under mpirun each rank
+ * writes its own through fp8_probe_open_mpi with groups "tp" (consecutive
+ * blocks of --tp ranks, Megatron's order) and "dp" (stride --tp), so that
+ * reduce=tp / reduce=dp recipes reduce for real.  --wrong-group registers
+ * the dp communicator under the name "tp": the bug the ranks analysis must
+ * catch.
  */
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
@@ -14,6 +23,8 @@
 
 #include "cli.h"
 #include "fp8_probe.h"
+#include "fp8_probe_mpi.h"
+#include "fp8_ranks.h"
 #include "fp8_store.h"
 
 static const char *kinds[] = {"gauss", "student_t", "outlier_channels", "drift", "jump", "nan_burst"};
@@ -49,36 +60,132 @@ static void gen(gsl_rng *rng, int kind, long step, long steps, long rows, long c
             x[i] = NAN;
 }
 
+
+typedef struct {
+    long steps, tensors, rows, cols, seed, ranks, tp;
+    const char *active;
+    const char *shadows[8];
+    int nsh, wrong_group;
+} synth_opts;
+
+/* The metadata of rank `rank` (or of the index, rank < 0): text[] holds the values */
+static int synth_meta(const synth_opts *o, int rank, char text[][64], const char **kv)
+{
+    int n = 0;
+    snprintf(text[0], 64, "%ld", o->seed);
+    snprintf(text[1], 64, "%ldx%ld", o->rows, o->cols);
+    snprintf(text[2], 64, "%ld", o->tp);
+    snprintf(text[3], 64, "%ld", o->ranks / o->tp);
+    kv[2 * n] = "source", kv[2 * n + 1] = "fp8prof synth", n++;
+    kv[2 * n] = "seed", kv[2 * n + 1] = text[0], n++;
+    kv[2 * n] = "shape", kv[2 * n + 1] = text[1], n++;
+    if (o->ranks > 1 || o->tp > 1) {
+        kv[2 * n] = "parallel_tp", kv[2 * n + 1] = text[2], n++;
+        kv[2 * n] = "parallel_dp", kv[2 * n + 1] = text[3], n++;
+    }
+    if (rank >= 0 && o->ranks > 1 && !getenv("OMPI_COMM_WORLD_SIZE")) {
+        /* simulated ranks: the same keys fp8_probe_open_mpi writes */
+        long t = o->tp, r = rank, tp0 = r / t * t, k = 0;
+        snprintf(text[4], 64, "%d", rank);
+        snprintf(text[5], 64, "%ld", o->ranks);
+        snprintf(text[6], 64, "dp,tp");
+        for (long i = r % t; i < o->ranks && k < 60; i += t)
+            k += (long)snprintf(text[7] + k, (size_t)(64 - k), "%s%ld", i == r % t ? "" : ",", i);
+        k = 0;
+        for (long i = tp0; i < tp0 + t && k < 60; i++)
+            k += (long)snprintf(text[8] + k, (size_t)(64 - k), "%s%ld", i == tp0 ? "" : ",", i);
+        kv[2 * n] = "mpi_rank", kv[2 * n + 1] = text[4], n++;
+        kv[2 * n] = "mpi_world_size", kv[2 * n + 1] = text[5], n++;
+        kv[2 * n] = "mpi_groups", kv[2 * n + 1] = text[6], n++;
+        kv[2 * n] = "mpi_group.dp", kv[2 * n + 1] = text[7], n++;
+        kv[2 * n] = "mpi_group.tp", kv[2 * n + 1] = text[8], n++;
+        kv[2 * n] = "mpi_simulated", kv[2 * n + 1] = "yes (one process, no amax reduction)", n++;
+    }
+    return n;
+}
+
+/* Declare every tensor of one rank's run. */
+static int synth_declare(fp8_probe_run *run, const synth_opts *o, fp8_probe **p)
+{
+    for (long t = 0; t < o->tensors; t++) {
+        char name[FP8_NAME_MAX];
+        snprintf(name, sizeof name, "layers.%ld.%s.%s", t / 3, kinds[t % NKINDS], t % 3 == 2 ? "grad_output" : "input");
+        p[t] = fp8_probe_declare(run, name, t % 3 == 2 ? FP8_ROLE_GRADIENT : FP8_ROLE_ACTIVATION, (int)(t / 3),
+                                 o->active, o->shadows, o->nsh);
+        if (!p[t]) {
+            fprintf(stderr, "fp8prof: synth: %s\n", fp8_error_message());
+            return 2;
+        }
+    }
+    return 0;
+}
+
+/* Under mpirun: this rank's run, with groups tp and dp (NULL: failed). */
+static fp8_probe_run *synth_open_mpi(const char *out, synth_opts *o)
+{
+    int rank = 0, size = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size % o->tp) {
+        if (rank == 0)
+            fprintf(stderr, "fp8prof: synth: --tp %ld does not divide the %d ranks\n", o->tp, size);
+        return NULL;
+    }
+    o->ranks = size;
+    MPI_Comm tp, dp;
+    MPI_Comm_split(MPI_COMM_WORLD, rank / (int)o->tp, rank, &tp);
+    MPI_Comm_split(MPI_COMM_WORLD, rank % (int)o->tp, rank, &dp);
+    const char *names[] = {"dp", "tp"};
+    MPI_Comm comms[] = {dp, o->wrong_group ? dp : tp};
+    char text[10][64];
+    const char *kv[40];
+    int nkv = synth_meta(o, -1, text, kv);
+    fp8_probe_run *run = fp8_probe_open_mpi(out, NULL, kv, nkv, MPI_COMM_WORLD, names, comms, 2);
+    if (!run)
+        fprintf(stderr, "fp8prof: synth: rank %d: %s\n", rank, fp8_error_message());
+    MPI_Comm_free(&tp);
+    MPI_Comm_free(&dp);
+    return run;
+}
+
 int cmd_synth(int argc, char **argv)
 {
-    long steps = 300, tensors = 12, rows = 32, cols = 256, seed = 1;
-    const char *out = NULL, *active = "hybrid:delayed:history=16";
+    synth_opts o = {.steps = 300, .tensors = 12, .rows = 32, .cols = 256, .seed = 1, .ranks = 1, .tp = 1,
+                    .active = "hybrid:delayed:history=16"};
     const char *shadow_default[] = {"e4m3:current", "e4m3:block=1x128", "mxfp8"};
-    const char *shadows[8];
-    int nsh = 0, user_shadows = 0;
+    const char *out = NULL;
+    int user_shadows = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int rc = 0;
+        if (strcmp(a, "--wrong-group") == 0) {
+            o.wrong_group = 1;
+            continue;
+        }
         if (i + 1 >= argc && (strcmp(a, "-o") == 0 || strncmp(a, "--", 2) == 0))
             return cli_usage_error("synth: %s needs a value", a);
         if (strcmp(a, "-o") == 0)
             out = argv[++i];
         else if (strcmp(a, "--steps") == 0)
-            rc = parse_long(a, argv[++i], 1, 10000000, &steps);
+            rc = parse_long(a, argv[++i], 1, 10000000, &o.steps);
         else if (strcmp(a, "--tensors") == 0)
-            rc = parse_long(a, argv[++i], 1, 100000, &tensors);
+            rc = parse_long(a, argv[++i], 1, 100000, &o.tensors);
         else if (strcmp(a, "--rows") == 0)
-            rc = parse_long(a, argv[++i], 1, 1 << 20, &rows);
+            rc = parse_long(a, argv[++i], 1, 1 << 20, &o.rows);
         else if (strcmp(a, "--cols") == 0)
-            rc = parse_long(a, argv[++i], 1, 1 << 20, &cols);
+            rc = parse_long(a, argv[++i], 1, 1 << 20, &o.cols);
         else if (strcmp(a, "--seed") == 0)
-            rc = parse_long(a, argv[++i], 0, 0x7FFFFFFF, &seed);
+            rc = parse_long(a, argv[++i], 0, 0x7FFFFFFF, &o.seed);
+        else if (strcmp(a, "--ranks") == 0)
+            rc = parse_long(a, argv[++i], 1, 1024, &o.ranks);
+        else if (strcmp(a, "--tp") == 0)
+            rc = parse_long(a, argv[++i], 1, 1024, &o.tp);
         else if (strcmp(a, "--recipe") == 0)
-            active = argv[++i];
+            o.active = argv[++i];
         else if (strcmp(a, "--shadow") == 0) {
-            if (nsh == 8)
+            if (o.nsh == 8)
                 return cli_usage_error("synth: at most 8 --shadow recipes");
-            shadows[nsh++] = argv[++i];
+            o.shadows[o.nsh++] = argv[++i];
             user_shadows = 1;
         } else
             return cli_usage_error("synth: unknown option '%s'", a);
@@ -88,58 +195,109 @@ int cmd_synth(int argc, char **argv)
     if (!out)
         return cli_usage_error("synth needs -o RUN.h5");
     if (!user_shadows)
-        for (nsh = 0; nsh < 3; nsh++)
-            shadows[nsh] = shadow_default[nsh];
-    char seedtxt[32], shape[64];
-    snprintf(seedtxt, sizeof seedtxt, "%ld", seed);
-    snprintf(shape, sizeof shape, "%ldx%ld", rows, cols);
-    const char *kv[] = {"source", "fp8prof synth", "seed", seedtxt, "shape", shape};
-    fp8_probe_run *run = fp8_probe_open(out, NULL, kv, 3);
-    if (!run) {
-        fprintf(stderr, "fp8prof: synth: %s\n", fp8_error_message());
-        return 1;
-    }
-    fp8_probe **p = calloc((size_t)tensors, sizeof *p);
-    float *x = malloc((size_t)(rows * cols) * sizeof *x);
-    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+        for (o.nsh = 0; o.nsh < 3; o.nsh++)
+            o.shadows[o.nsh] = shadow_default[o.nsh];
+    int mpi = getenv("OMPI_COMM_WORLD_SIZE") != NULL;
+    if (mpi && o.ranks > 1)
+        return cli_usage_error("synth: --ranks is for one process; under mpirun the ranks are mpirun's");
+    if (!mpi && o.ranks % o.tp)
+        return cli_usage_error("synth: --tp %ld does not divide --ranks %ld", o.tp, o.ranks);
+    if (!mpi && o.wrong_group)
+        return cli_usage_error("synth: --wrong-group needs real ranks (mpirun)");
+    if (mpi)
+        MPI_Init(NULL, NULL);
+    int world_rank = 0;
+    if (mpi)
+        MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    long nlocal = mpi ? 1 : o.ranks;
+    fp8_probe_run **run = calloc((size_t)nlocal, sizeof *run);
+    fp8_probe **p = calloc((size_t)(nlocal * o.tensors), sizeof *p);
+    gsl_rng **rng = calloc((size_t)nlocal, sizeof *rng);
+    float *x = malloc((size_t)(o.rows * o.cols) * sizeof *x);
     int rc = 0;
-    if (!p || !x || !rng) {
+    if (!run || !p || !rng || !x) {
         fprintf(stderr, "fp8prof: synth: out of memory\n");
         rc = 1;
         goto done;
     }
-    gsl_rng_set(rng, (unsigned long)seed);
-    for (long t = 0; t < tensors && !rc; t++) {
-        char name[FP8_NAME_MAX];
-        snprintf(name, sizeof name, "layers.%ld.%s.%s", t / 3, kinds[t % NKINDS], t % 3 == 2 ? "grad_output" : "input");
-        p[t] = fp8_probe_declare(run, name, t % 3 == 2 ? FP8_ROLE_GRADIENT : FP8_ROLE_ACTIVATION, (int)(t / 3), active,
-                                 shadows, nsh);
-        if (!p[t]) {
-            fprintf(stderr, "fp8prof: synth: %s\n", fp8_error_message());
-            rc = 2;
+    for (long r = 0; r < nlocal && !rc; r++) {
+        long rank = mpi ? world_rank : r;
+        if (mpi)
+            run[r] = synth_open_mpi(out, &o);
+        else if (o.ranks == 1) {
+            char text[10][64];
+            const char *kv[40];
+            run[r] = fp8_probe_open(out, NULL, kv, synth_meta(&o, 0, text, kv));
+        } else {
+            char path[1100], text[10][64];
+            const char *kv[40];
+            if (fp8_rank_path(out, (int)rank, path, sizeof path) != 0)
+                rc = cli_usage_error("synth: output path too long");
+            else
+                run[r] = fp8_probe_open(path, NULL, kv, synth_meta(&o, (int)rank, text, kv));
         }
+        if (!run[r] && !rc) {
+            if (!mpi)
+                fprintf(stderr, "fp8prof: synth: %s\n", fp8_error_message());
+            rc = 1;
+        }
+        rng[r] = rc ? NULL : gsl_rng_alloc(gsl_rng_mt19937);
+        if (!rc && !rng[r])
+            rc = 1;
+        if (!rc) /* rank r's stream: rank 0 of a multi-rank run draws what a one-process run draws */
+            gsl_rng_set(rng[r], (unsigned long)o.seed + 1000003ul * (unsigned long)rank);
+        if (!rc)
+            rc = synth_declare(run[r], &o, p + r * o.tensors);
     }
-    for (long step = 0; step < steps && !rc; step++) {
-        for (long t = 0; t < tensors; t++) {
-            gen(rng, (int)(t % NKINDS), step, steps, rows, cols, x);
-            fp8_probe_apply(p[t], step, x, (size_t)rows, (size_t)cols, x);
-        }
-        fp8_probe_scalar(run, "loss", step, 5.0 * exp(-(double)step / (double)steps) + 0.05 * gsl_rng_uniform(rng));
-        fp8_probe_scalar(run, "lr", step, 3e-4);
-        if (fp8_probe_step_end(run, step) != FP8_OK) {
+    if (!rc && !mpi && o.ranks > 1) {
+        char text[10][64];
+        const char *kv[40];
+        int nkv = synth_meta(&o, -1, text, kv);
+        if (fp8_ranks_write_index(out, (int)o.ranks, kv, nkv) != FP8_OK) {
             fprintf(stderr, "fp8prof: synth: %s\n", fp8_error_message());
             rc = 1;
         }
     }
+    for (long step = 0; step < o.steps && !rc; step++)
+        for (long r = 0; r < nlocal && !rc; r++) {
+            fp8_probe **pr = p + r * o.tensors;
+            for (long t = 0; t < o.tensors; t++) {
+                gen(rng[r], (int)(t % NKINDS), step, o.steps, o.rows, o.cols, x);
+                int e = fp8_probe_apply(pr[t], step, x, (size_t)o.rows, (size_t)o.cols, x);
+                if (e != FP8_OK && mpi) /* a failed reduction: said, the run goes on */
+                    fprintf(stderr, "fp8prof: synth: rank %d: %s\n", world_rank, fp8_error_message());
+            }
+            fp8_probe_scalar(run[r], "loss", step,
+                             5.0 * exp(-(double)step / (double)o.steps) + 0.05 * gsl_rng_uniform(rng[r]));
+            fp8_probe_scalar(run[r], "lr", step, 3e-4);
+            if (fp8_probe_step_end(run[r], step) != FP8_OK) {
+                fprintf(stderr, "fp8prof: synth: %s\n", fp8_error_message());
+                if (!mpi)
+                    rc = 1;
+            }
+        }
 done:
-    if (fp8_probe_close(run) != FP8_OK && !rc) {
-        fprintf(stderr, "fp8prof: synth: %s\n", fp8_error_message());
-        rc = 1;
+    for (long r = 0; run && r < nlocal; r++) {
+        if (run[r] && fp8_probe_close(run[r]) != FP8_OK && !rc) {
+            fprintf(stderr, "fp8prof: synth: %s\n", fp8_error_message());
+            rc = 1;
+        }
+        if (rng[r])
+            gsl_rng_free(rng[r]);
     }
-    if (!rc)
-        printf("wrote %s: %ld steps x %ld tensors (%ldx%ld), 1 + %d recipes\n", out, steps, tensors, rows, cols, nsh);
-    gsl_rng_free(rng);
+    if (!rc && world_rank == 0)
+        printf("wrote %s: %ld steps x %ld tensors (%ldx%ld), 1 + %d recipes%s\n", out, o.steps, o.tensors, o.rows,
+               o.cols, o.nsh, o.ranks > 1 ? ", one file per rank and their index" : "");
+    free(rng);
+    free(run);
     free(p);
     free(x);
+    if (mpi) {
+        /* one rank's failure is every rank's: the index names them all */
+        int any = rc;
+        MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        MPI_Finalize();
+        rc = any;
+    }
     return rc;
 }

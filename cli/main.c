@@ -187,6 +187,17 @@ const cli_command cli_commands[] = {
      "to each budget given; lists every breach.  Exit 0: within budget; 1: a budget is\n"
      "broken; 2: usage error or nothing to check.  Definitions: docs/analyses.md.\n",
      cmd_check},
+    {"ranks", "a multi-rank run across its ranks: amax skew, reduction cost, scales that differ in a group",
+     "usage: fp8prof ranks RUN.h5 [--json] [--check] [--heatmap TENSOR -o DIR]\n"
+     "RUN.h5 is the index of a multi-rank run (fp8_probe_open_mpi, synth --ranks or under mpirun,\n"
+     "train under mpirun).  Per tensor: rank skew, max/min amax over ranks per step (median, p95,\n"
+     "max).  Per recipe with reduce=GROUP: steps where two ranks of one instance of GROUP cast\n"
+     "with different scales (the wrong-group bug), and the binades the reduction moves each\n"
+     "rank's scale.  Communicators registered as tp / dp are checked against the declared\n"
+     "topology (/meta parallel_tp, tp ranks consecutive).  --check: exit status 3 when scales\n"
+     "differ or a communicator is wrong.  --heatmap: rank x step map of log2(amax) of the first\n"
+     "tensor matching the pattern (DIR/ranks_heatmap.png).\n",
+     cmd_ranks},
     {"gemm-error", "an FP8 GEMM with a limited-precision accumulator against the exact product",
      "usage: fp8prof gemm-error [--format e4m3] [--k 4096] [--acc-bits 14] [--promote N] [--m 64 --n 64]\n"
      "                          [--round] [--seed S] [--json]\n"

@@ -96,6 +96,12 @@ typedef struct {
     int sr_grad, rht;
     uint64_t rht_seed;
     int tile2d, rht_active;
+
+    /* delayed / current: reduce=NAME, the amax is reduced (max) over the
+     * ranks of the communicator the probe run registered under NAME before
+     * the scale is computed (TransformerEngine's amax reduction group);
+     * "" (default): this rank's amax alone.  Letters, digits, '_', '-'. */
+    char reduce[24];
 } fp8_recipe;
 
 /* Parse a spec.  On error returns FP8_EINVAL; the message names the bad
@@ -140,6 +146,10 @@ typedef struct fp8_recipe_state {
     float scale, scale_inv;    /* delayed: the scale the next cast uses     */
     int64_t steps;             /* completed steps                           */
     int recorded;              /* an amax entered slot 0 during this step    */
+    float group_amax;          /* current scaling: the amax reduced over the
+                                  recipe's group for the next cast, which
+                                  then scales from it instead of the
+                                  tensor's own amax (NaN, the default: none) */
 } fp8_recipe_state;
 
 /* Allocate the state of recipe r for a tensor of the given role.  Delayed

@@ -156,6 +156,10 @@ typedef struct {
     size_t nblock_amax;
     fp8_block_amax *block_amax; /* index only; data via fp8_run_block_amax_read */
     char path[1024];
+    /* a multi-rank run loaded through its index (fp8_ranks.h): nranks ranks,
+     * this is rank 0's file (path); 0 for a one-process run */
+    int nranks;
+    char index_path[1024];
 } fp8_run;
 
 /* Load a run file (also while its writer is running, or after the writer
@@ -176,6 +180,9 @@ int fp8_run_writer_open(const char *path);
 /* Load records as summaries (run->summaries; run->records NULL): the
  * histograms stay on disk, read on demand with fp8_run_exp_hist. */
 fp8_run *fp8_run_load_summary(const char *path, const char *tensor_pattern);
+/* Registries, metadata, scalars, snapshot index and the every-step series
+ * (/steps) only: no records (nrecords 0).  What cross-rank analyses read. */
+fp8_run *fp8_run_load_series(const char *path);
 
 /* Exponent histograms (FP8_EXP_BINS each) of the given /exp_hist rows
  * (fp8_summary.hist_row; ascending, repeats allowed) into

@@ -232,6 +232,9 @@ static void group_scales(fp8_recipe_state *st, const uint32_t *amax, size_t ng, 
             scale[g] = st->scale, scale_inv[g] = st->scale_inv;
             break;
         case FP8_RECIPE_CURRENT:
+            if (!isnan(st->group_amax))
+                a = st->group_amax > a ? st->group_amax : a; /* reduced over the recipe's group */
+            /* fall through */
         case FP8_RECIPE_ROWWISE:
         case FP8_RECIPE_COLWISE:
             scale[g] = fp8__scale_current(fp8max, a, r->eps, r->pow2, r->torchao);

@@ -361,6 +361,14 @@ static int apply_option(const char *spec, fp8_recipe *r, char *item)
             return 0;
         }
     }
+    if ((kind == FP8_RECIPE_DELAYED || kind == FP8_RECIPE_CURRENT) && strcmp(k, "reduce") == 0) {
+        NEEDVAL();
+        size_t len = strlen(val);
+        if (!len || len >= sizeof r->reduce || strspn(val, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != len)
+            return bad(spec, "reduce group '%s' is not a name of 1..23 letters, digits, '_' or '-'", val);
+        memcpy(r->reduce, val, len + 1);
+        return 0;
+    }
     if ((kind == FP8_RECIPE_CURRENT || kind == FP8_RECIPE_ROWWISE || kind == FP8_RECIPE_COLWISE) &&
         strcmp(k, "torchao") == 0) {
         NOVAL();
@@ -464,7 +472,7 @@ static int apply_option(const char *spec, fp8_recipe *r, char *item)
 
 static void canonical(fp8_recipe *r)
 {
-    char opts[128] = "";
+    char opts[256] = "";
     size_t n = 0;
 #define ADD(...) n += (size_t)snprintf(opts + n, sizeof opts - n, __VA_ARGS__)
     const char *fmt = r->hybrid ? "hybrid" : r->fwd.name;
@@ -503,6 +511,8 @@ static void canonical(fp8_recipe *r)
     default:
         break;
     }
+    if (r->reduce[0])
+        ADD("%sreduce=%s", n ? "," : "", r->reduce);
     if (r->cast.overflow == FP8_NO_SATURATE)
         ADD("%snosat", n ? "," : "");
     if (r->cast.round == FP8_ROUND_ZERO)
@@ -662,6 +672,7 @@ fp8_recipe_state *fp8_recipe_state_alloc(const fp8_recipe *r, fp8_role role)
     st->role = role;
     st->format = fp8_recipe_format(&st->recipe, role);
     st->scale = st->scale_inv = 1.0f;
+    st->group_amax = NAN;
     if (r->kind == FP8_RECIPE_DELAYED) {
         st->history = calloc((size_t)r->history_len, sizeof(float));
         if (!st->history) {

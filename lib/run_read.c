@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "chunkread.h"
+#include "fp8_ranks.h"
 #include "store_layout.h"
 
 /* Open a run file for reading: SWMR first (a writer may be running or have
@@ -272,6 +273,8 @@ fp8_run *fp8_run_load_summary(const char *path, const char *tensor_pattern)
     return load(path, tensor_pattern, INT64_MIN, INT64_MAX, 1);
 }
 
+fp8_run *fp8_run_load_series(const char *path) { return load(path, NULL, INT64_MIN, INT64_MAX, 2); }
+
 /* Largest tensor a snapshot may describe (elements): far past any real one,
  * and small enough that rows * cols * 4 cannot wrap. */
 #define SNAPSHOT_MAX_ELEMENTS (UINT64_C(1) << 40)
@@ -314,6 +317,19 @@ static const char *snapshot_row_bad(const disk_snap *d, const fp8_run *r, uint64
 
 static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_min, int64_t step_max, int lean)
 {
+    /* a multi-rank index: rank 0's file is the run */
+    const char *index = path;
+    char rank0[1024];
+    int nranks = fp8_ranks_of(path);
+    if (nranks < 0)
+        return NULL;
+    if (nranks > 0) {
+        if (fp8_rank_path(path, 0, rank0, sizeof rank0) != 0) {
+            FP8_ERROR(FP8_EINVAL, "%s: path too long", path);
+            return NULL;
+        }
+        path = rank0;
+    }
     quiet q;
     quiet_on(&q);
     fp8_run *r = NULL;
@@ -324,7 +340,9 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
     size_t nt, nr, nn, nrec, ne, ns, nsc, nsnap;
     if (H5Fis_hdf5(path) <= 0) {
         FILE *f = fopen(path, "rb");
-        if (!f)
+        if (!f && nranks)
+            FP8_ERROR(FP8_EIO, "%s: cannot open rank 0's file %s", index, path);
+        else if (!f)
             FP8_ERROR(FP8_EIO, "%s: cannot open", path);
         else {
             fclose(f);
@@ -403,6 +421,8 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
         nrec = ns;
     if (schema < 2 && ne < nrec)
         nrec = ne;
+    if (lean == 2)
+        nrec = 0; /* the series only */
     r->ntensors = (int)nt;
     r->tensor_name = calloc(nt + 1, FP8_NAME_MAX);
     r->tensor_role = calloc(nt + 1, sizeof(int));
@@ -575,6 +595,9 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
     }
     free(keep);
     snprintf(r->path, sizeof r->path, "%s", path);
+    r->nranks = nranks;
+    if (nranks)
+        snprintf(r->index_path, sizeof r->index_path, "%s", index);
 done:
     if (drec >= 0)
         H5Dclose(drec);

@@ -19,6 +19,7 @@
 
 #include "fp8_probe.h"
 #include "fp8_store.h"
+#include "groups.h"
 #include "live.h"
 #include "parallel.h"
 
@@ -34,6 +35,7 @@ typedef struct {
     float amax;
     unsigned nonfinite;
     float delayed_scale[MAX_RECIPES];
+    float group_amax[MAX_RECIPES]; /* current recipes with reduce=: the reduced amax (NaN: none) */
 } step_acc;
 
 struct fp8_probe {
@@ -69,7 +71,17 @@ struct fp8_probe_run {
     int io_failed;
     uint64_t dropped;
     int eval; /* fp8_probe_set_training(run, 0): record nothing, apply only casts */
+    fp8__groups *groups; /* named communicators of a multi-rank run (NULL: one process) */
 };
+
+void fp8__probe_run_set_groups(fp8_probe_run *run, fp8__groups *g) { run->groups = g; }
+
+/* The group recipe i reduces its amax over (-1: none). */
+static int recipe_group(const fp8_probe *p, int i)
+{
+    const char *g = p->st[i]->recipe.reduce;
+    return g[0] ? fp8__groups_find(p->run->groups, g) : -1;
+}
 
 static double now_seconds(void)
 {
@@ -255,6 +267,14 @@ fp8_probe *fp8_probe_declare(fp8_probe_run *run, const char *name, fp8_role role
             probe_free(p);
             return NULL;
         }
+        if (r.reduce[0] && fp8__groups_find(run->groups, r.reduce) < 0) {
+            FP8_ERROR(FP8_EINVAL,
+                      "probe '%s': recipe '%s' reduces its amax over group '%s', which this run does not have (%s)",
+                      name, r.spec, r.reduce,
+                      run->groups ? "name it in fp8_probe_open_mpi" : "a one-process run: open it with fp8_probe_open_mpi");
+            probe_free(p);
+            return NULL;
+        }
         int dup = 0; /* a shadow equal to the active recipe or an earlier shadow adds nothing */
         for (int k = 0; k < p->nrec && !dup; k++)
             dup = strcmp(p->st[k]->recipe.spec, r.spec) == 0;
@@ -352,7 +372,8 @@ static float step_scale(const fp8_probe *p, int i, const step_acc *a)
     case FP8_RECIPE_DELAYED:
         return a->delayed_scale[i];
     case FP8_RECIPE_CURRENT:
-        return fp8_scale_current((float)st->format->max, a->amax, r->eps, r->pow2, r->torchao);
+        return fp8_scale_current((float)st->format->max, isnan(a->group_amax[i]) ? a->amax : a->group_amax[i], r->eps,
+                                 r->pow2, r->torchao);
     case FP8_RECIPE_NONE:
         return 1.0f;
     default:
@@ -497,6 +518,37 @@ static int cast_all(cast_job *j, int threads)
     return st;
 }
 
+/* Current recipes with reduce=NAME: the tensor's amax (+Inf when it holds
+ * one) reduced over each one's group, into their states for this cast
+ * (probe lock held; collective over those groups).  Shadows of a step that
+ * records nothing do not cast, so take no part.  On a failed reduction the
+ * recipe scales from this rank's amax. */
+static int reduce_current(fp8_probe *p, const fp8_amax_info *ai, int rec)
+{
+    int st = FP8_OK;
+    if (!p->run->groups)
+        return st;
+    float local = ai->inf_count ? INFINITY : ai->amax;
+    for (int gi = 0; gi < fp8__groups_count(p->run->groups); gi++) {
+        float buf[MAX_RECIPES];
+        int idx[MAX_RECIPES], n = 0;
+        for (int i = 0; i < p->nrec; i++)
+            if (p->st[i]->recipe.kind == FP8_RECIPE_CURRENT && recipe_group(p, i) == gi &&
+                (rec || (p->has_active && i == 0)))
+                buf[n] = local, idx[n++] = i;
+        if (!n)
+            continue;
+        int e = fp8__groups_max(p->run->groups, gi, fp8__fnv1a(2166136261u, p->name), buf, n);
+        if (e != FP8_OK) {
+            st = e;
+            continue;
+        }
+        for (int k = 0; k < n; k++)
+            p->st[idx[k]]->group_amax = buf[k];
+    }
+    return st;
+}
+
 /* The core: cast under every recipe (shadows first: out may alias x), then
  * store what this step records. */
 static int probe_run(fp8_probe *p, int64_t step, const float *x, size_t rows, size_t cols, float *out)
@@ -539,17 +591,25 @@ static int probe_run(fp8_probe *p, int64_t step, const float *x, size_t rows, si
         }
         if (!p->acc.has) {
             p->acc.has = 1, p->acc.step = step, p->acc.amax = 0, p->acc.nonfinite = 0;
-            for (int i = 0; i < p->nrec; i++)
+            for (int i = 0; i < p->nrec; i++) {
                 p->acc.delayed_scale[i] = p->st[i]->scale; /* the scale this step casts with */
+                p->acc.group_amax[i] = NAN;
+            }
         }
         p->acc.amax = fmaxf(p->acc.amax, ai.amax);
         p->acc.nonfinite |= (ai.inf_count ? 1u : 0u) | (ai.nan_count ? 2u : 0u);
     }
     if (bam)
         note_block_amax(p, step, x, rows, cols);
+    int rst = reduce_current(p, &ai, rec);
     cast_job job = {.p = p, .x = x, .rows = rows, .cols = cols, .out = out, .stats = stats, .flags = flags,
                     .rec = rec, .snap_codes = snap_codes, .codes = codes, .gsi = gsi, .ai = ai};
     st = cast_all(&job, o->threads);
+    for (int i = 0; i < p->nrec; i++) {
+        if (o->series && in_window && p->acc.has && !isnan(p->st[i]->group_amax))
+            p->acc.group_amax[i] = p->st[i]->group_amax;
+        p->st[i]->group_amax = NAN;
+    }
     if (st == FP8_OK && out && !p->has_active && out != x)
         memcpy(out, x, rows * cols * sizeof *out);
     p->touched = 1;
@@ -578,7 +638,7 @@ static int probe_run(fp8_probe *p, int64_t step, const float *x, size_t rows, si
     free(copy);
     free(codes);
     free(gsi);
-    return st;
+    return st != FP8_OK ? st : rst;
 }
 
 int fp8_probe_record(fp8_probe *p, int64_t step, const float *x, size_t rows, size_t cols)
@@ -695,6 +755,56 @@ static int flush_locked(fp8_probe_run *run)
     return st;
 }
 
+/* Delayed recipes with reduce=NAME: this step's amax (history slot 0)
+ * reduced over each group before the scale update, all of a group's
+ * recipes in one reduction, in declaration order (run lock held;
+ * collective over the groups). */
+static int reduce_delayed(fp8_probe_run *run)
+{
+    int st = FP8_OK, ng = fp8__groups_count(run->groups);
+    for (int gi = 0; gi < ng; gi++) {
+        int n = 0;
+        uint32_t tag = 2166136261u;
+        for (int k = 0; k < run->nprobes; k++)
+            for (int i = 0; i < run->probes[k]->nrec; i++)
+                if (run->probes[k]->st[i]->recipe.kind == FP8_RECIPE_DELAYED && recipe_group(run->probes[k], i) == gi)
+                    n++, tag = fp8__fnv1a(tag, run->probes[k]->name);
+        if (!n)
+            continue;
+        float *buf = malloc((size_t)n * sizeof *buf);
+        if (!buf) {
+            st = FP8_ERROR(FP8_ENOMEM, "amax reduction: out of memory");
+            n = 0; /* still take part, with nothing: the fingerprint tells the others */
+        }
+        int m = 0;
+        for (int k = 0; buf && k < run->nprobes; k++) {
+            fp8_probe *p = run->probes[k];
+            pthread_mutex_lock(&p->lock);
+            for (int i = 0; i < p->nrec; i++)
+                if (p->st[i]->recipe.kind == FP8_RECIPE_DELAYED && recipe_group(p, i) == gi)
+                    buf[m++] = p->st[i]->history[0];
+            pthread_mutex_unlock(&p->lock);
+        }
+        int e = fp8__groups_max(run->groups, gi, tag, buf, n);
+        if (e != FP8_OK)
+            st = e;
+        m = 0;
+        for (int k = 0; buf && e == FP8_OK && k < run->nprobes; k++) {
+            fp8_probe *p = run->probes[k];
+            pthread_mutex_lock(&p->lock);
+            for (int i = 0; i < p->nrec; i++)
+                if (p->st[i]->recipe.kind == FP8_RECIPE_DELAYED && recipe_group(p, i) == gi) {
+                    if (p->touched)
+                        p->st[i]->history[0] = buf[m];
+                    m++;
+                }
+            pthread_mutex_unlock(&p->lock);
+        }
+        free(buf);
+    }
+    return st;
+}
+
 int fp8_probe_step_end(fp8_probe_run *run, int64_t step)
 {
     (void)step;
@@ -703,6 +813,7 @@ int fp8_probe_step_end(fp8_probe_run *run, int64_t step)
     if (!fp8__live_has(run))
         return closed("fp8_probe_step_end");
     pthread_mutex_lock(&run->lock);
+    int rst = reduce_delayed(run);
     for (int k = 0; k < run->nprobes; k++) {
         fp8_probe *p = run->probes[k];
         pthread_mutex_lock(&p->lock);
@@ -721,7 +832,7 @@ int fp8_probe_step_end(fp8_probe_run *run, int64_t step)
     if (run->steps_since_flush >= run->opt.flush_steps || now_seconds() - run->last_flush >= run->opt.flush_seconds)
         st = flush_locked(run);
     pthread_mutex_unlock(&run->lock);
-    return st;
+    return st != FP8_OK ? st : rst;
 }
 
 int fp8_probe_flush(fp8_probe_run *run)
@@ -773,6 +884,7 @@ int fp8_probe_close(fp8_probe_run *run)
     free(run->probes);
     free(run->tensor_probe);
     free(run->snapshot_pattern);
+    fp8__groups_free(run->groups);
     pthread_mutex_unlock(&run->lock);
     pthread_mutex_destroy(&run->lock);
     free(run);

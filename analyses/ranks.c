@@ -1,0 +1,571 @@
+/*
+ * ranks.c — analyses across the ranks of a multi-rank run (ranks.h).
+ *
+ * Every rank file is untrusted: its tensors and recipes are matched to
+ * rank 0's by name and spec (not by id), its mpi_rank and mpi_world_size
+ * must agree with the index, and rows outside rank 0's step range are
+ * counted and skipped.
+ */
+#include <errno.h>
+#include <fnmatch.h>
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fp8_error.h"
+#include "fp8_ranks.h"
+#include "fp8_recipe.h"
+#include "plots.h"
+#include "ranks.h"
+
+#define MAX_CELLS ((size_t)1 << 31) /* floats held per array: 8 GB, refused above */
+
+static const char *meta_of(const fp8_run *run, const char *key)
+{
+    for (int i = 0; i < run->nmeta; i++)
+        if (strcmp(run->meta_key[i], key) == 0)
+            return run->meta_value[i];
+    return NULL;
+}
+
+static int meta_int(const fp8_run *run, const char *key, int lo, int hi, int *out)
+{
+    const char *v = meta_of(run, key);
+    if (!v)
+        return 0;
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (end == v || *end || errno || x < lo || x > hi)
+        return -1;
+    *out = (int)x;
+    return 1;
+}
+
+static int find_name(char (*names)[FP8_NAME_MAX], int n, const char *s)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(names[i], s) == 0)
+            return i;
+    return -1;
+}
+
+static int find_spec(char (*specs)[FP8_SPEC_MAX], int n, const char *s)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(specs[i], s) == 0)
+            return i;
+    return -1;
+}
+
+/* The instance of group g rank r belongs to under the declared topology
+ * (tp ranks consecutive, Megatron's order), or from the rank's recorded
+ * membership (lowest member), -1 when neither tells. */
+static int instance_of(const an_ranks *R, const char *g, int r, const char *recorded)
+{
+    if (strcmp(g, "world") == 0)
+        return 0;
+    if (R->tp > 0 && strcmp(g, "tp") == 0)
+        return r / R->tp;
+    if (R->tp > 0 && strcmp(g, "dp") == 0)
+        return r % R->tp;
+    if (!recorded)
+        return -1;
+    char *end;
+    long lo = strtol(recorded, &end, 10);
+    for (const char *p = recorded; *p; p++)
+        if (*p == ',' ) {
+            long v = strtol(p + 1, &end, 10);
+            if (v < lo)
+                lo = v;
+        }
+    return lo >= 0 && lo < R->nranks ? (int)lo : -1;
+}
+
+/* "a,b,..." of the topology's instance of g containing r (tp/dp only) */
+static void expected_members(const an_ranks *R, const char *g, int r, char *out, size_t cap)
+{
+    size_t k = 0;
+    out[0] = 0;
+    if (strcmp(g, "tp") == 0)
+        for (int i = r / R->tp * R->tp; i < (r / R->tp + 1) * R->tp && k + 12 < cap; i++)
+            k += (size_t)snprintf(out + k, cap - k, "%s%d", k ? "," : "", i);
+    else
+        for (int i = r % R->tp; i < R->nranks && k + 12 < cap; i += R->tp)
+            k += (size_t)snprintf(out + k, cap - k, "%s%d", k ? "," : "", i);
+}
+
+static int same_scale(float a, float b) { return a == b || (isnan(a) && isnan(b)); }
+
+void an_ranks_free(an_ranks *r)
+{
+    if (!r)
+        return;
+    free(r->tname);
+    free(r->rspec);
+    free(r->amax);
+    free(r->skew);
+    free(r->scales);
+    memset(r, 0, sizeof *r);
+}
+
+static void skew_of(an_ranks *R, int t, double *tmp)
+{
+    an_rank_skew *s = &R->skew[t];
+    s->t = t;
+    s->skew_max_step = -1;
+    s->top_rank = -1;
+    int *top = calloc((size_t)R->nranks, sizeof *top);
+    size_t n = 0;
+    for (size_t j = 0; j < R->nsteps; j++) {
+        float hi = 0, lo = INFINITY;
+        int cnt = 0, arg = -1;
+        for (int r = 0; r < R->nranks; r++) {
+            float a = R->amax[((size_t)r * (size_t)R->ntensors + (size_t)t) * R->nsteps + j];
+            if (!(a > 0) || isinf(a))
+                continue;
+            cnt++;
+            if (a > hi)
+                hi = a, arg = r;
+            if (a < lo)
+                lo = a;
+        }
+        if (cnt < 2)
+            continue;
+        tmp[n] = (double)hi / (double)lo;
+        if (tmp[n] > s->skew_max || s->skew_max_step < 0)
+            s->skew_max = tmp[n], s->skew_max_step = R->s0 + (int64_t)j;
+        if (top)
+            top[arg]++;
+        n++;
+    }
+    s->steps = n;
+    if (n) {
+        gsl_sort(tmp, 1, n);
+        s->skew_median = gsl_stats_median_from_sorted_data(tmp, 1, n);
+        s->skew_p95 = gsl_stats_quantile_from_sorted_data(tmp, 1, n, 0.95);
+    } else
+        s->skew_median = s->skew_p95 = s->skew_max = NAN;
+    for (int r = 0; top && r < R->nranks; r++)
+        if (s->top_rank < 0 || top[r] > top[s->top_rank])
+            s->top_rank = r;
+    s->top_share = n && top && s->top_rank >= 0 ? (double)top[s->top_rank] / (double)n : NAN;
+    free(top);
+}
+
+int an_ranks_load(const char *path, an_ranks *R)
+{
+    memset(R, 0, sizeof *R);
+    int n = fp8_ranks_of(path);
+    if (n < 0)
+        return 1;
+    if (n == 0) {
+        FP8_ERROR(FP8_EINVAL, "%s: not a multi-rank run (no rank index: fp8_probe_open_mpi or synth --ranks write one)",
+                  path);
+        return 1;
+    }
+    snprintf(R->index_path, sizeof R->index_path, "%s", path);
+    R->nranks = n;
+    float *scl = NULL;                  /* [rank][nscales][step] */
+    int *red_k = NULL, nred = 0;        /* rank 0's reducing recipes */
+    char (*recorded)[256] = NULL;       /* [rank][nred]: mpi_group.<g> */
+    int rc = 1;
+    for (int r = 0; r < n; r++) {
+        char rp[1100];
+        if (fp8_rank_path(path, r, rp, sizeof rp) != 0) {
+            FP8_ERROR(FP8_EINVAL, "%s: path too long", path);
+            goto fail;
+        }
+        fp8_run *run = fp8_run_load_series(rp);
+        if (!run) {
+            char why[600];
+            snprintf(why, sizeof why, "%s", fp8_error_message());
+            FP8_ERROR(FP8_EINVAL, "rank %d of %s: %s", r, path, why);
+            goto fail;
+        }
+        int mr = -1, mw = -1;
+        if (meta_int(run, "mpi_rank", 0, FP8_RANKS_MAX, &mr) < 0 || meta_int(run, "mpi_world_size", 1, FP8_RANKS_MAX, &mw) < 0 ||
+            (mr >= 0 && mr != r) || (mw >= 0 && mw != n)) {
+            FP8_ERROR(FP8_EINVAL, "%s: its /meta says rank %s of %s, the index says rank %d of %d", rp,
+                      meta_of(run, "mpi_rank") ? meta_of(run, "mpi_rank") : "?",
+                      meta_of(run, "mpi_world_size") ? meta_of(run, "mpi_world_size") : "?", r, n);
+            fp8_run_free(run);
+            goto fail;
+        }
+        if (r == 0) {
+            int tp = 0, dp = 0;
+            if (meta_int(run, "parallel_tp", 1, n, &tp) < 0 || meta_int(run, "parallel_dp", 1, n, &dp) < 0 ||
+                (tp && n % tp) || (tp && dp && tp * dp != n)) {
+                FP8_ERROR(FP8_EINVAL, "%s: parallel_tp / parallel_dp in /meta do not factor the %d ranks", rp, n);
+                fp8_run_free(run);
+                goto fail;
+            }
+            R->tp = tp, R->dp = tp ? n / tp : 0;
+            R->simulated = meta_of(run, "mpi_simulated") != NULL;
+            R->ntensors = run->ntensors, R->nrecipes = run->nrecipes;
+            R->tname = calloc((size_t)run->ntensors + 1, sizeof *R->tname);
+            R->rspec = calloc((size_t)run->nrecipes + 1, sizeof *R->rspec);
+            red_k = calloc((size_t)run->nrecipes + 1, sizeof *red_k);
+            int64_t lo = INT64_MAX, hi = INT64_MIN;
+            for (size_t i = 0; i < run->nsteps; i++) {
+                lo = run->steps[i].step < lo ? run->steps[i].step : lo;
+                hi = run->steps[i].step > hi ? run->steps[i].step : hi;
+            }
+            R->s0 = run->nsteps ? lo : 0;
+            R->nsteps = run->nsteps ? (size_t)(hi - lo + 1) : 0;
+            if (!R->tname || !R->rspec || !red_k) {
+                FP8_ERROR(FP8_ENOMEM, "%s: out of memory", path);
+                fp8_run_free(run);
+                goto fail;
+            }
+            memcpy(R->tname, run->tensor_name, (size_t)run->ntensors * sizeof *R->tname);
+            memcpy(R->rspec, run->recipe_spec, (size_t)run->nrecipes * sizeof *R->rspec);
+            for (int k = 0; k < run->nrecipes; k++) {
+                fp8_recipe rec;
+                if (fp8_recipe_parse(run->recipe_spec[k], &rec) == FP8_OK && rec.reduce[0])
+                    red_k[nred++] = k;
+            }
+            size_t per = (size_t)n * (size_t)(R->ntensors ? R->ntensors : 1);
+            if (R->nsteps && (per > MAX_CELLS / R->nsteps || (nred && per * (size_t)nred > MAX_CELLS / R->nsteps))) {
+                FP8_ERROR(FP8_EINVAL, "%s: %d ranks x %d tensors x %zu steps is more than this analysis holds", path, n,
+                          R->ntensors, R->nsteps);
+                fp8_run_free(run);
+                goto fail;
+            }
+            R->amax = malloc((per * R->nsteps + 1) * sizeof *R->amax);
+            scl = malloc((per * (size_t)nred * R->nsteps + 1) * sizeof *scl);
+            recorded = calloc((size_t)n * (size_t)(nred + 1), sizeof *recorded);
+            if (!R->amax || !scl || !recorded) {
+                FP8_ERROR(FP8_ENOMEM, "%s: out of memory for %d ranks x %d tensors x %zu steps", path, n, R->ntensors,
+                          R->nsteps);
+                fp8_run_free(run);
+                goto fail;
+            }
+            for (size_t i = 0; i < per * R->nsteps; i++)
+                R->amax[i] = NAN;
+            for (size_t i = 0; i < per * (size_t)nred * R->nsteps; i++)
+                scl[i] = NAN;
+        }
+        /* this rank's ids -> rank 0's */
+        int *tmap = malloc(((size_t)run->ntensors + 1) * sizeof *tmap), *kmap = malloc(((size_t)run->nrecipes + 1) * sizeof *kmap);
+        if (!tmap || !kmap) {
+            free(tmap), free(kmap);
+            FP8_ERROR(FP8_ENOMEM, "%s: out of memory", rp);
+            fp8_run_free(run);
+            goto fail;
+        }
+        for (int t = 0; t < run->ntensors; t++)
+            tmap[t] = find_name(R->tname, R->ntensors, run->tensor_name[t]);
+        for (int k = 0; k < run->nrecipes; k++) {
+            int k0 = find_spec(R->rspec, R->nrecipes, run->recipe_spec[k]);
+            kmap[k] = -1;
+            for (int q = 0; k0 >= 0 && q < nred; q++)
+                if (red_k[q] == k0)
+                    kmap[k] = q;
+            if (k0 < 0)
+                kmap[k] = -2;
+        }
+        for (int q = 0; q < nred; q++) {
+            fp8_recipe rec;
+            fp8_recipe_parse(R->rspec[red_k[q]], &rec);
+            char key[64];
+            snprintf(key, sizeof key, "mpi_group.%s", rec.reduce);
+            const char *v = meta_of(run, key);
+            snprintf(recorded[(size_t)r * (size_t)(nred + 1) + (size_t)q], 256, "%s", v ? v : "");
+        }
+        for (size_t i = 0; i < run->nsteps; i++) {
+            const fp8_step_row *s = &run->steps[i];
+            int t = tmap[s->tensor], q = kmap[s->recipe];
+            if (t < 0 || q == -2 || s->step < R->s0 || (uint64_t)(s->step - R->s0) >= R->nsteps) {
+                R->skipped_rows++;
+                continue;
+            }
+            size_t j = (size_t)(s->step - R->s0);
+            R->amax[((size_t)r * (size_t)R->ntensors + (size_t)t) * R->nsteps + j] = s->amax;
+            if (q >= 0)
+                scl[(((size_t)r * (size_t)nred + (size_t)q) * (size_t)R->ntensors + (size_t)t) * R->nsteps + j] = s->scale;
+        }
+        free(tmap);
+        free(kmap);
+        fp8_run_free(run);
+    }
+    /* skew */
+    R->skew = calloc((size_t)R->ntensors + 1, sizeof *R->skew);
+    double *tmp = malloc((R->nsteps + 1) * sizeof *tmp);
+    R->scales = calloc((size_t)R->ntensors * (size_t)nred + 1, sizeof *R->scales);
+    int *inst = malloc((size_t)n * sizeof *inst);
+    if (!R->skew || !tmp || !R->scales || !inst) {
+        free(tmp), free(inst);
+        FP8_ERROR(FP8_ENOMEM, "%s: out of memory", path);
+        goto fail;
+    }
+    for (int t = 0; t < R->ntensors; t++)
+        skew_of(R, t, tmp);
+    free(tmp);
+    /* membership against the declared topology, once per group name */
+    char checked[8][24];
+    int nchecked = 0;
+    for (int q = 0; q < nred && R->tp; q++) {
+        fp8_recipe rec;
+        fp8_recipe_parse(R->rspec[red_k[q]], &rec);
+        int seen = 0;
+        for (int m = 0; m < nchecked; m++)
+            seen |= strcmp(checked[m], rec.reduce) == 0;
+        if (seen || (strcmp(rec.reduce, "tp") && strcmp(rec.reduce, "dp")))
+            continue;
+        if (nchecked < 8)
+            snprintf(checked[nchecked++], sizeof checked[0], "%s", rec.reduce);
+        for (int r = 0; r < n; r++) {
+            char want[256];
+            const char *got = recorded[(size_t)r * (size_t)(nred + 1) + (size_t)q];
+            expected_members(R, rec.reduce, r, want, sizeof want);
+            if (!*got || strcmp(got, want) == 0)
+                continue;
+            if (R->nmember_bad < 8)
+                snprintf(R->member_msg[R->nmember_bad], sizeof R->member_msg[0],
+                         "rank %d: the communicator registered as '%s' holds ranks %s; tp=%d, dp=%d expects %s", r,
+                         rec.reduce, got, R->tp, R->dp, want);
+            R->nmember_bad++;
+        }
+    }
+    /* scales inside each instance of a recipe's reduction group */
+    for (int q = 0; q < nred; q++) {
+        fp8_recipe rec;
+        fp8_recipe_parse(R->rspec[red_k[q]], &rec);
+        int ninst = 0, known = 1;
+        for (int r = 0; r < n; r++) {
+            inst[r] = instance_of(R, rec.reduce, r, recorded[(size_t)r * (size_t)(nred + 1) + (size_t)q]);
+            known &= inst[r] >= 0;
+            ninst = inst[r] + 1 > ninst ? inst[r] + 1 : ninst;
+        }
+        for (int t = 0; t < R->ntensors; t++) {
+            an_rank_scales *o = &R->scales[R->nscales];
+            memset(o, 0, sizeof *o);
+            o->t = t, o->k = red_k[q], o->first_step = -1, o->rank_a = o->rank_b = -1;
+            snprintf(o->group, sizeof o->group, "%s", rec.reduce);
+            o->ninst = known ? ninst : 0;
+            double csum = 0;
+            size_t cn = 0;
+            int any = 0;
+            for (size_t j = 0; known && j < R->nsteps; j++) {
+                int all = 1, differ = 0;
+                for (int r = 0; r < n && all; r++)
+                    all = !isnan(R->amax[((size_t)r * (size_t)R->ntensors + (size_t)t) * R->nsteps + j]);
+                if (!all)
+                    continue;
+                any = 1;
+                o->steps++;
+                for (int r = 0; r < n; r++) {
+                    float sr = scl[(((size_t)r * (size_t)nred + (size_t)q) * (size_t)R->ntensors + (size_t)t) * R->nsteps + j];
+                    float ar = R->amax[((size_t)r * (size_t)R->ntensors + (size_t)t) * R->nsteps + j], gmax = ar;
+                    for (int r2 = 0; r2 < n; r2++) {
+                        if (inst[r2] != inst[r])
+                            continue;
+                        float a2 = R->amax[((size_t)r2 * (size_t)R->ntensors + (size_t)t) * R->nsteps + j];
+                        gmax = a2 > gmax ? a2 : gmax;
+                        if (r2 > r && !differ) {
+                            float s2 = scl[(((size_t)r2 * (size_t)nred + (size_t)q) * (size_t)R->ntensors + (size_t)t) *
+                                               R->nsteps + j];
+                            if (!same_scale(sr, s2)) {
+                                differ = 1;
+                                if (o->first_step < 0)
+                                    o->first_step = R->s0 + (int64_t)j, o->rank_a = r, o->rank_b = r2, o->scale_a = sr,
+                                    o->scale_b = s2;
+                            }
+                        }
+                    }
+                    if (ar > 0 && isfinite(ar) && isfinite(gmax)) {
+                        double c = log2((double)gmax / (double)ar);
+                        csum += c, cn++;
+                        o->cost_max = c > o->cost_max ? c : o->cost_max;
+                    }
+                }
+                o->differ += (size_t)differ;
+            }
+            o->cost_mean = cn ? csum / (double)cn : NAN;
+            if (!cn)
+                o->cost_max = NAN;
+            if (any || !known)
+                R->nscales++;
+        }
+    }
+    free(inst);
+    rc = 0;
+fail:
+    free(scl);
+    free(red_k);
+    free(recorded);
+    if (rc)
+        an_ranks_free(R);
+    return rc;
+}
+
+void an_ranks_print(const an_ranks *R, FILE *f)
+{
+    fprintf(f, "multi-rank run %s: %d ranks", R->index_path, R->nranks);
+    if (R->tp)
+        fprintf(f, " (declared topology: tp=%d x dp=%d, tp ranks consecutive)", R->tp, R->dp);
+    fprintf(f, "%s, %d tensors, steps %lld..%lld\n", R->simulated ? ", simulated in one process (no reduction)" : "",
+            R->ntensors, (long long)R->s0, (long long)(R->s0 + (int64_t)R->nsteps - 1));
+    if (R->skipped_rows)
+        fprintf(f, "note: %zu every-step rows skipped (a tensor or recipe rank 0 lacks, or a step outside rank 0's)\n",
+                R->skipped_rows);
+    fprintf(f, "\nrank skew: max/min amax over ranks at each step (steps with >= 2 ranks' positive finite amax)\n");
+    fprintf(f, "%-40s %7s %10s %10s %10s %8s %12s\n", "tensor", "steps", "median", "p95", "max", "at step",
+            "largest on");
+    for (int t = 0; t < R->ntensors; t++) {
+        const an_rank_skew *s = &R->skew[t];
+        if (!s->steps)
+            continue;
+        fprintf(f, "%-40s %7zu %10.3g %10.3g %10.3g %8lld  rank %d %3.0f%%\n", R->tname[t], s->steps, s->skew_median,
+                s->skew_p95, s->skew_max, (long long)s->skew_max_step, s->top_rank, 100 * s->top_share);
+    }
+    if (R->nmember_bad) {
+        fprintf(f, "\ncommunicators that are not the declared topology's (%d rank%s):\n", R->nmember_bad,
+                R->nmember_bad == 1 ? "" : "s");
+        for (int m = 0; m < R->nmember_bad && m < 8; m++)
+            fprintf(f, "  %s\n", R->member_msg[m]);
+    }
+    if (R->nscales) {
+        fprintf(f, "\nscales of recipes that reduce their amax (equal within each instance of the group, or a bug):\n");
+        fprintf(f, "%-40s %6s %-8s %7s %8s %8s %10s %10s  %s\n", "tensor", "recipe", "group", "steps", "differ", "first",
+                "cost mean", "cost max", "example");
+        for (size_t i = 0; i < R->nscales; i++) {
+            const an_rank_scales *s = &R->scales[i];
+            char ex[160] = "";
+            if (s->differ)
+                snprintf(ex, sizeof ex, "rank %d scale %.6g, rank %d scale %.6g", s->rank_a, (double)s->scale_a,
+                         s->rank_b, (double)s->scale_b);
+            else if (!s->ninst)
+                snprintf(ex, sizeof ex, "group membership unknown (no topology, no mpi_group.%s)", s->group);
+            fprintf(f, "%-40s %6d %-8s %7zu %8zu %8lld %10.3f %10.3f  %s\n", R->tname[s->t], s->k, s->group, s->steps,
+                    s->differ, (long long)s->first_step, s->cost_mean, s->cost_max, ex);
+        }
+        fprintf(f, "(cost: binades log2(group amax / rank amax) the reduction moves each rank's scale; recipes by id:\n");
+        for (int k = 0; k < R->nrecipes; k++)
+            fprintf(f, "  [%d] %s\n", k, R->rspec[k]);
+        fprintf(f, ")\n");
+    }
+    fprintf(f, "\nverdict: %s\n",
+            an_ranks_bad(R) ? "SCALES DIFFER inside a reduction group, or a communicator is not the declared one: the "
+                              "amax is reduced over the wrong group (see above)"
+                            : R->nscales ? "every reducing recipe's scale is equal within each instance of its group"
+                                         : "no recipe reduces its amax across ranks (reduce=NAME); skew only");
+}
+
+void an_ranks_json(const an_ranks *R, FILE *f)
+{
+    fprintf(f, "{\n  \"index\": \"%s\", \"ranks\": %d, \"tp\": %d, \"dp\": %d, \"simulated\": %s,\n", R->index_path,
+            R->nranks, R->tp, R->dp, R->simulated ? "true" : "false");
+    fprintf(f, "  \"steps\": [%lld, %lld], \"skipped_rows\": %zu, \"bad\": %s,\n  \"skew\": [", (long long)R->s0,
+            (long long)(R->s0 + (int64_t)R->nsteps - 1), R->skipped_rows, an_ranks_bad(R) ? "true" : "false");
+    int first = 1;
+    for (int t = 0; t < R->ntensors; t++) {
+        const an_rank_skew *s = &R->skew[t];
+        if (!s->steps)
+            continue;
+        fprintf(f, "%s\n    {\"tensor\": \"%s\", \"steps\": %zu, \"median\": %.9g, \"p95\": %.9g, \"max\": %.9g, "
+                   "\"max_step\": %lld, \"top_rank\": %d, \"top_share\": %.4f}",
+                first ? "" : ",", R->tname[t], s->steps, s->skew_median, s->skew_p95, s->skew_max,
+                (long long)s->skew_max_step, s->top_rank, s->top_share);
+        first = 0;
+    }
+    fprintf(f, "\n  ],\n  \"membership_errors\": %d,\n  \"scales\": [", R->nmember_bad);
+    for (size_t i = 0; i < R->nscales; i++) {
+        const an_rank_scales *s = &R->scales[i];
+        fprintf(f, "%s\n    {\"tensor\": \"%s\", \"recipe\": \"%s\", \"group\": \"%s\", \"instances\": %d, "
+                   "\"steps\": %zu, \"differ\": %zu, \"first_step\": %lld, \"cost_mean\": ",
+                i ? "," : "", R->tname[s->t], R->rspec[s->k], s->group, s->ninst, s->steps, s->differ,
+                (long long)s->first_step);
+        if (isfinite(s->cost_mean))
+            fprintf(f, "%.6g, \"cost_max\": %.6g}", s->cost_mean, s->cost_max);
+        else
+            fprintf(f, "null, \"cost_max\": null}");
+    }
+    fprintf(f, "\n  ]\n}\n");
+}
+
+/* the tensor with the largest median skew, -1 none */
+int an_ranks_most_skewed(const an_ranks *R)
+{
+    int best = -1;
+    for (int t = 0; t < R->ntensors; t++)
+        if (R->skew[t].steps && (best < 0 || R->skew[t].skew_median > R->skew[best].skew_median))
+            best = t;
+    return best;
+}
+
+void an_ranks_markdown(const an_ranks *R, const char *label, FILE *md)
+{
+    fprintf(md, "## Across ranks: %s\n\n%d ranks", label, R->nranks);
+    if (R->tp)
+        fprintf(md, ", declared tp=%d x dp=%d", R->tp, R->dp);
+    fprintf(md, "%s. The other sections read rank 0's file; this one reads every rank's every-step series.\n\n",
+            R->simulated ? " (simulated in one process: no amax reduction)" : "");
+    fprintf(md, "| tensor | steps | rank skew median | p95 | max (step) | largest amax most often on |\n|---|---|---|---|---|---|\n");
+    for (int t = 0; t < R->ntensors; t++) {
+        const an_rank_skew *s = &R->skew[t];
+        if (s->steps)
+            fprintf(md, "| `%s` | %zu | %.3g | %.3g | %.3g (%lld) | rank %d (%.0f %%) |\n", R->tname[t], s->steps,
+                    s->skew_median, s->skew_p95, s->skew_max, (long long)s->skew_max_step, s->top_rank,
+                    100 * s->top_share);
+    }
+    for (int m = 0; m < R->nmember_bad && m < 8; m++)
+        fprintf(md, "%s- **Communicator**: %s\n", m ? "" : "\n", R->member_msg[m]);
+    if (R->nscales) {
+        fprintf(md, "\n| tensor | recipe | group | steps | steps where scales differ | first | reduction cost mean / max "
+                    "(binades) |\n|---|---|---|---|---|---|---|\n");
+        for (size_t i = 0; i < R->nscales; i++) {
+            const an_rank_scales *s = &R->scales[i];
+            fprintf(md, "| `%s` | `%s` | %s | %zu | %s%zu%s | %lld | %.3f / %.3f |\n", R->tname[s->t], R->rspec[s->k],
+                    s->group, s->steps, s->differ ? "**" : "", s->differ, s->differ ? "**" : "",
+                    (long long)s->first_step, s->cost_mean, s->cost_max);
+        }
+    }
+    fprintf(md, "\n%s\n\n",
+            an_ranks_bad(R) ? "**Verdict: the amax is reduced over the wrong group** — scales differ inside a group "
+                              "whose recipe reduces over it, or its communicator is not the declared topology's."
+                            : R->nscales ? "Every reducing recipe's scale is equal within each instance of its group."
+                                         : "No recipe reduces its amax across ranks: the table is the skew a reduction "
+                                           "would face.");
+}
+
+int an_ranks_heatmap(const an_ranks *R, const char *pattern, const char *dir, const char *name)
+{
+    int t = -1;
+    for (int i = 0; i < R->ntensors && t < 0; i++)
+        if (!pattern || fnmatch(pattern, R->tname[i], 0) == 0)
+            t = i;
+    if (t < 0)
+        return FP8_ERROR(FP8_EINVAL, "no tensor matches '%s'", pattern), 1;
+    mkdir(dir, 0777);
+    char p[1200];
+    snprintf(p, sizeof p, "%s/%s.tsv", dir, name);
+    FILE *f = fopen(p, "w");
+    if (!f)
+        return FP8_ERROR(FP8_EIO, "%s: cannot write", p), 1;
+    for (size_t j = 0; j < R->nsteps; j++) {
+        for (int r = 0; r < R->nranks; r++) {
+            float a = R->amax[((size_t)r * (size_t)R->ntensors + (size_t)t) * R->nsteps + j];
+            if (a > 0 && isfinite(a))
+                fprintf(f, "%lld\t%d\t%.6g\n", (long long)(R->s0 + (int64_t)j), r, log2((double)a));
+            else
+                fprintf(f, "%lld\t%d\tNaN\n", (long long)(R->s0 + (int64_t)j), r);
+        }
+        fputc('\n', f);
+    }
+    if (fclose(f) != 0)
+        return FP8_ERROR(FP8_EIO, "%s: cannot write", p), 1;
+    char vars[1000], q[300], q2[300], q3[300], msg[300], ttl[300], data[300];
+    snprintf(ttl, sizeof ttl, "%s: log2(amax) per rank", R->tname[t]);
+    snprintf(data, sizeof data, "%s.tsv", name);
+    snprintf(vars, sizeof vars, "data=%s\nttl=%s\nout=%s\n", plot_quote(data, q2, sizeof q2), plot_quote(ttl, q, sizeof q),
+             plot_quote(name, q3, sizeof q3));
+    if (plot_render(dir, "ranks", name, vars, msg, sizeof msg) != 0)
+        return FP8_ERROR(FP8_EIO, "rank heat map: %s", msg), 1;
+    return 0;
+}

@@ -1,0 +1,30 @@
+/*
+ * fp8_ranks.h — multi-rank runs on disk: one crash-safe run file per rank
+ * (<stem>.rank<R>.h5, each an ordinary run) and an index file <stem>.h5
+ * that names them (HDF5 external links /ranks/rank<R> -> <file>:/), written
+ * by rank 0.  Every reader of a run accepts the index: it reads rank 0's
+ * file as the run and the other ranks through fp8_ranks_*.
+ * Schema: docs/schema.md, "Multi-rank runs".
+ */
+#ifndef FP8_RANKS_H
+#define FP8_RANKS_H
+
+#include <stddef.h>
+
+#define FP8_RANKS_MAX 65536
+
+/* The file of rank r of the index at index_path: index_path without a
+ * trailing ".h5", then ".rank<r>.h5" (same directory).  0, or -1 when it
+ * does not fit in n bytes. */
+int fp8_rank_path(const char *index_path, int rank, char *out, size_t n);
+
+/* Write the index for nranks rank files with metadata pairs kv (written to
+ * a temporary name and renamed into place).  FP8_OK or FP8_EIO/EINVAL. */
+int fp8_ranks_write_index(const char *index_path, int nranks, const char *const *kv, int nkv);
+
+/* nranks (>= 1) when path is an fp8prof multi-rank index, 0 when it is
+ * not (an ordinary run, another file, no file), -1 when it claims to be an
+ * index but its rank count is missing or out of range (message set). */
+int fp8_ranks_of(const char *path);
+
+#endif

@@ -1,0 +1,120 @@
+/*
+ * ranks.c — the index file of a multi-rank run (fp8_ranks.h).
+ *
+ * The index holds root attributes fp8prof_index = "1" and fp8prof_ranks =
+ * "<N>", the run's metadata in /meta, and one external link per rank,
+ * /ranks/rank<R> -> ("<stem>.rank<R>.h5", "/"), so that h5dump, h5py and
+ * HDF5 tools can walk the whole run from it.  It has no fp8prof_schema
+ * attribute: a reader that does not know indexes refuses it rather than
+ * reading an empty run.
+ */
+#include <hdf5.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fp8_error.h"
+#include "fp8_file.h"
+#include "fp8_ranks.h"
+#include "store_layout.h"
+
+int fp8_rank_path(const char *index_path, int rank, char *out, size_t n)
+{
+    if (!index_path || rank < 0 || !out)
+        return -1;
+    size_t len = strlen(index_path);
+    if (len >= 3 && strcmp(index_path + len - 3, ".h5") == 0)
+        len -= 3;
+    int w = snprintf(out, n, "%.*s.rank%d.h5", (int)len, index_path, rank);
+    return w < 0 || (size_t)w >= n ? -1 : 0;
+}
+
+static int str_attr(hid_t obj, const char *name, const char *value)
+{
+    hid_t t = fp8__str_type(strlen(value) + 1), sp = H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(obj, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
+    herr_t e = a < 0 ? -1 : H5Awrite(a, t, value);
+    if (a >= 0)
+        H5Aclose(a);
+    H5Sclose(sp);
+    H5Tclose(t);
+    return e < 0 ? -1 : 0;
+}
+
+int fp8_ranks_write_index(const char *index_path, int nranks, const char *const *kv, int nkv)
+{
+    if (!index_path || nranks < 1 || nranks > FP8_RANKS_MAX || nkv < 0 || (nkv && !kv))
+        return FP8_ERROR(FP8_EINVAL, "rank index: bad arguments (path, 1..%d ranks, metadata)", FP8_RANKS_MAX);
+    char tmp[1100];
+    if (fp8_file_tmp_path(index_path, tmp, sizeof tmp) != 0)
+        return FP8_ERROR(FP8_EINVAL, "%s: path too long", index_path);
+    quiet q;
+    quiet_on(&q);
+    hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    int bad = f < 0;
+    char n[16];
+    snprintf(n, sizeof n, "%d", nranks);
+    bad = bad || str_attr(f, "fp8prof_index", "1") || str_attr(f, "fp8prof_ranks", n) ||
+          str_attr(f, "created_by", "fp8prof");
+    hid_t meta = bad ? -1 : H5Gcreate2(f, "meta", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    bad = bad || meta < 0;
+    for (int i = 0; !bad && i < nkv; i++)
+        if (!kv[2 * i] || !kv[2 * i + 1] || !*kv[2 * i] || str_attr(meta, kv[2 * i], kv[2 * i + 1]))
+            bad = 1;
+    if (meta >= 0)
+        H5Gclose(meta);
+    hid_t g = bad ? -1 : H5Gcreate2(f, "ranks", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    bad = bad || g < 0;
+    for (int r = 0; !bad && r < nranks; r++) {
+        char target[1100], link[32];
+        fp8_rank_path(index_path, r, target, sizeof target);
+        const char *base = strrchr(target, '/');
+        snprintf(link, sizeof link, "rank%d", r);
+        /* the target's base name: HDF5 looks for it beside the index */
+        bad = H5Lcreate_external(base ? base + 1 : target, "/", g, link, H5P_DEFAULT, H5P_DEFAULT) < 0;
+    }
+    if (g >= 0)
+        H5Gclose(g);
+    if (f >= 0 && H5Fclose(f) < 0)
+        bad = 1;
+    quiet_off(&q);
+    if (bad) {
+        remove(tmp);
+        return FP8_ERROR(FP8_EIO, "%s: cannot write the rank index", index_path);
+    }
+    return fp8_file_commit(tmp, index_path);
+}
+
+int fp8_ranks_of(const char *path)
+{
+    quiet q;
+    quiet_on(&q);
+    int n = 0;
+    if (path && H5Fis_hdf5(path) > 0) {
+        hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+        if (f >= 0 && H5Aexists(f, "fp8prof_index") > 0) {
+            n = -1;
+            hid_t a = H5Aopen(f, "fp8prof_ranks", H5P_DEFAULT);
+            hid_t t = a >= 0 ? H5Aget_type(a) : -1;
+            char buf[32] = "";
+            if (t >= 0 && H5Tget_class(t) == H5T_STRING && !H5Tis_variable_str(t) && H5Tget_size(t) < sizeof buf &&
+                H5Aread(a, t, buf) >= 0) {
+                char *end;
+                long v = strtol(buf, &end, 10);
+                if (end != buf && !*end && v >= 1 && v <= FP8_RANKS_MAX)
+                    n = (int)v;
+            }
+            if (t >= 0)
+                H5Tclose(t);
+            if (a >= 0)
+                H5Aclose(a);
+            if (n < 0)
+                FP8_ERROR(FP8_EINVAL, "%s: a rank index whose fp8prof_ranks is missing or not in 1..%d", path,
+                          FP8_RANKS_MAX);
+        }
+        if (f >= 0)
+            H5Fclose(f);
+    }
+    quiet_off(&q);
+    return n;
+}

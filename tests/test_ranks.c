@@ -1,0 +1,319 @@
+/*
+ * test_ranks.c — suite "ranks": multi-rank runs.  The reduce= recipe
+ * option, the index file, the cross-rank analyses against hand-worked
+ * cases, and real MPI runs (mpirun -np 4, tp=2 x dp=2) whose scales are
+ * checked against an independent recomputation from the rank files'
+ * per-rank amax: current scaling from the group max, delayed scaling by
+ * replaying the history of group maxima.  The wrong-group bug (the dp
+ * communicator registered as "tp") must be caught.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fp8.h"
+#include "fp8_probe.h"
+#include "fp8_ranks.h"
+#include "fp8_stats.h"
+#include "fp8_store.h"
+#include "ranks.h"
+#include "tests.h"
+
+static char dir[256];
+
+static const char *tmp_dir(void)
+{
+    if (!dir[0]) {
+        snprintf(dir, sizeof dir, "/tmp/fp8prof_ranks_XXXXXX");
+        if (!mkdtemp(dir))
+            snprintf(dir, sizeof dir, "/tmp");
+    }
+    return dir;
+}
+
+/* Run a shell line (fp8prof path for every %1$s), stdout into out. */
+static int sh(const char *fmt, char *out, size_t cap)
+{
+    const char *exe = getenv("FP8PROF");
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, fmt, exe ? exe : "build/fp8prof", tmp_dir());
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static char out[1 << 16];
+
+static void test_reduce_spec(void)
+{
+    fp8_recipe r;
+    CU_ASSERT_EQUAL(fp8_recipe_parse("e4m3:delayed:reduce=tp", &r), FP8_OK);
+    CU_ASSERT_STRING_EQUAL(r.reduce, "tp");
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.spec, ",reduce=tp"));
+    CU_ASSERT_EQUAL(fp8_recipe_parse("hybrid:current:reduce=data_parallel-1", &r), FP8_OK);
+    CU_ASSERT_STRING_EQUAL(r.reduce, "data_parallel-1");
+    fp8_recipe again;
+    CU_ASSERT_EQUAL(fp8_recipe_parse(r.spec, &again), FP8_OK); /* the canonical spec parses to itself */
+    CU_ASSERT_STRING_EQUAL(again.spec, r.spec);
+    EXPECT_ERROR(fp8_recipe_parse("e4m3:current:reduce=a b", &r), "reduce group");
+    EXPECT_ERROR(fp8_recipe_parse("e4m3:current:reduce=abcdefghijklmnopqrstuvwxyz", &r), "reduce group");
+    EXPECT_ERROR(fp8_recipe_parse("e4m3:block=1x128:reduce=tp", &r), "unknown option 'reduce'");
+    /* a one-process run has no groups: declaring such a recipe says so */
+    char path[512];
+    snprintf(path, sizeof path, "%s/one.h5", tmp_dir());
+    fp8_probe_run *run = fp8_probe_open(path, NULL, NULL, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(run);
+    CU_ASSERT_PTR_NULL(fp8_probe_declare(run, "x", FP8_ROLE_ACTIVATION, 0, "e4m3:delayed:reduce=tp", NULL, 0));
+    CU_ASSERT_PTR_NOT_NULL(strstr(fp8_error_message(), "fp8_probe_open_mpi"));
+    fp8_probe_close(run);
+}
+
+/* group_amax set: current scaling scales from it; NaN: from the tensor */
+static void test_group_amax(void)
+{
+    fp8_recipe_state *st = fp8_recipe_state_new("e4m3:current", "activation");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+    float x[4] = {0.5f, -2.0f, 1.0f, 0.25f}, q[4];
+    fp8_stats s;
+    CU_ASSERT_TRUE(isnan(st->group_amax));
+    CU_ASSERT_EQUAL(fp8_quantize_ex(st, x, 1, 4, q, &s, 0), FP8_OK);
+    CU_ASSERT_DOUBLE_EQUAL(s.scale, 448.0 / 2.0, 0);
+    st->group_amax = 7.0f; /* another rank's tensor reached 7 */
+    CU_ASSERT_EQUAL(fp8_quantize_ex(st, x, 1, 4, q, &s, 0), FP8_OK);
+    CU_ASSERT_DOUBLE_EQUAL(s.scale, 448.0 / 7.0, 1e-5);
+    CU_ASSERT_DOUBLE_EQUAL(s.amax, 2.0, 0); /* the statistics stay this rank's */
+    st->group_amax = 1.0f; /* below the local amax: the local one wins */
+    CU_ASSERT_EQUAL(fp8_quantize_ex(st, x, 1, 4, q, &s, 0), FP8_OK);
+    CU_ASSERT_DOUBLE_EQUAL(s.scale, 448.0 / 2.0, 0);
+    fp8_recipe_state_free(st);
+}
+
+/* rank files written by hand: tensor "a" with amax per (rank, step) */
+static void write_ranks(const char *index, int nranks, const float amax[][3], int bad_rank_meta)
+{
+    for (int r = 0; r < nranks; r++) {
+        char p[600], rs[16], ws[16];
+        fp8_rank_path(index, r, p, sizeof p);
+        snprintf(rs, sizeof rs, "%d", bad_rank_meta && r == 1 ? 5 : r);
+        snprintf(ws, sizeof ws, "%d", nranks);
+        const char *kv[] = {"mpi_rank", rs, "mpi_world_size", ws};
+        fp8_probe_run *run = fp8_probe_open(p, NULL, kv, 2);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(run);
+        fp8_probe *pa = fp8_probe_declare(run, "a", FP8_ROLE_ACTIVATION, 0, "e4m3:current", NULL, 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(pa);
+        for (int s = 0; s < 3; s++) {
+            float x[8] = {0.1f, -0.2f, 0.05f, 0.0f, 0.3f, -0.01f, 0.02f, 0.0f};
+            x[5] = -amax[r][s];
+            CU_ASSERT_EQUAL(fp8_probe_record(pa, s, x, 2, 4), FP8_OK);
+            fp8_probe_step_end(run, s);
+        }
+        CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
+    }
+    const char *ikv[] = {"source", "test"};
+    CU_ASSERT_EQUAL(fp8_ranks_write_index(index, nranks, ikv, 1), FP8_OK);
+}
+
+static void test_index_and_skew(void)
+{
+    char index[512], r0[600];
+    snprintf(index, sizeof index, "%s/hand.h5", tmp_dir());
+    CU_ASSERT_EQUAL(fp8_rank_path(index, 0, r0, sizeof r0), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r0, "/hand.rank0.h5"));
+    const float amax[2][3] = {{1, 2, 4}, {2, 2, 1}};
+    write_ranks(index, 2, amax, 0);
+    CU_ASSERT_EQUAL(fp8_ranks_of(index), 2);
+    CU_ASSERT_EQUAL(fp8_ranks_of(r0), 0); /* a rank file is an ordinary run */
+    /* every reader takes the index as the run: rank 0's file */
+    fp8_run *run = fp8_run_load(index);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(run);
+    CU_ASSERT_EQUAL(run->nranks, 2);
+    CU_ASSERT_STRING_EQUAL(run->path, r0);
+    CU_ASSERT_STRING_EQUAL(run->index_path, index);
+    CU_ASSERT_EQUAL(run->nrecords, 3);
+    CU_ASSERT_DOUBLE_EQUAL(run->records[2].stats.amax, 4.0, 0);
+    fp8_run_free(run);
+    /* hand-worked skew: max/min per step = 2/1, 2/2, 4/1 -> median 2, max 4 at
+     * step 2; the largest amax: rank 1, rank 0 (ties go to the lower rank), rank 0 */
+    an_ranks R;
+    CU_ASSERT_EQUAL_FATAL(an_ranks_load(index, &R), 0);
+    CU_ASSERT_EQUAL(R.nranks, 2);
+    CU_ASSERT_EQUAL(R.nsteps, 3);
+    CU_ASSERT_EQUAL(R.skew[0].steps, 3);
+    CU_ASSERT_DOUBLE_EQUAL(R.skew[0].skew_median, 2.0, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(R.skew[0].skew_max, 4.0, 1e-12);
+    CU_ASSERT_EQUAL(R.skew[0].skew_max_step, 2);
+    CU_ASSERT_EQUAL(R.skew[0].top_rank, 0);
+    CU_ASSERT_DOUBLE_EQUAL(R.skew[0].top_share, 2.0 / 3.0, 1e-12);
+    CU_ASSERT_EQUAL(R.nscales, 0); /* nothing reduces */
+    CU_ASSERT_FALSE(an_ranks_bad(&R));
+    an_ranks_free(&R);
+    /* the CLI: a one-process run is refused with a reason */
+    CU_ASSERT_EQUAL(sh("%1$s ranks %2$s/hand.rank0.h5 2>&1", out, sizeof out), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "not a multi-rank run"));
+}
+
+static void test_untrusted_index(void)
+{
+    char index[512];
+    /* a rank file that says it is another rank */
+    snprintf(index, sizeof index, "%s/liar.h5", tmp_dir());
+    const float amax[2][3] = {{1, 1, 1}, {1, 1, 1}};
+    write_ranks(index, 2, amax, 1);
+    an_ranks R;
+    CU_ASSERT_EQUAL(an_ranks_load(index, &R), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(fp8_error_message(), "the index says rank 1 of 2"));
+    /* an index naming more ranks than there are files */
+    snprintf(index, sizeof index, "%s/short.h5", tmp_dir());
+    write_ranks(index, 2, amax, 0);
+    CU_ASSERT_EQUAL(fp8_ranks_write_index(index, 3, NULL, 0), FP8_OK);
+    CU_ASSERT_EQUAL(an_ranks_load(index, &R), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(fp8_error_message(), "says rank 0 of 2, the index says rank 0 of 3"));
+    /* a rank's file missing */
+    char r0[600];
+    fp8_rank_path(index, 1, r0, sizeof r0);
+    CU_ASSERT_EQUAL(fp8_ranks_write_index(index, 2, NULL, 0), FP8_OK);
+    unlink(r0);
+    CU_ASSERT_EQUAL(an_ranks_load(index, &R), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(fp8_error_message(), "rank 1 of"));
+    /* rank 0's file missing: the run cannot be read, and the message names it */
+    fp8_rank_path(index, 0, r0, sizeof r0);
+    unlink(r0);
+    CU_ASSERT_PTR_NULL(fp8_run_load(index));
+    CU_ASSERT_PTR_NOT_NULL(strstr(fp8_error_message(), "rank 0's file"));
+}
+
+/* ---- real ranks ------------------------------------------------------------ */
+
+#define MPIRUN "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ASAN_OPTIONS=detect_leaks=0 " \
+               "mpirun -x ASAN_OPTIONS --oversubscribe -np 4 "
+
+typedef struct {
+    fp8_run *r[4];
+} four;
+
+static int load_four(const char *index, four *f)
+{
+    for (int i = 0; i < 4; i++) {
+        char p[600];
+        fp8_rank_path(index, i, p, sizeof p);
+        f->r[i] = fp8_run_load_series(p);
+        if (!f->r[i])
+            return 1;
+    }
+    return 0;
+}
+
+static void free_four(four *f)
+{
+    for (int i = 0; i < 4; i++)
+        fp8_run_free(f->r[i]);
+}
+
+/* rank r's row of (tensor name, recipe spec, step), NULL if none */
+static const fp8_step_row *row_of(const fp8_run *run, const char *tensor, const char *spec, int64_t step)
+{
+    for (size_t i = 0; i < run->nsteps; i++) {
+        const fp8_step_row *s = &run->steps[i];
+        if (s->step == step && strcmp(run->tensor_name[s->tensor], tensor) == 0 &&
+            strcmp(run->recipe_spec[s->recipe], spec) == 0)
+            return s;
+    }
+    return NULL;
+}
+
+#define STEPS 24
+static void test_mpi_reduction(void)
+{
+    int rc = sh(MPIRUN "%1$s synth --tp 2 --steps 24 --tensors 6 --rows 8 --cols 128 "
+                       "--recipe e4m3:delayed:history=4,reduce=tp --shadow e4m3:current:reduce=tp "
+                       "--shadow e4m3:current -o %2$s/tp.h5 2>&1",
+                out, sizeof out);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    char index[512];
+    snprintf(index, sizeof index, "%s/tp.h5", tmp_dir());
+    CU_ASSERT_EQUAL(fp8_ranks_of(index), 4);
+    four f;
+    CU_ASSERT_EQUAL_FATAL(load_four(index, &f), 0);
+    const char *del = f.r[0]->recipe_spec[0], *cur = f.r[0]->recipe_spec[1], *loc = f.r[0]->recipe_spec[2];
+    CU_ASSERT_PTR_NOT_NULL(strstr(del, "reduce=tp"));
+    size_t checked = 0, bad = 0, differ_dp = 0;
+    for (int t = 0; t < f.r[0]->ntensors; t++) {
+        const char *name = f.r[0]->tensor_name[t];
+        for (int r = 0; r < 4; r++) {
+            int partner = r ^ 1; /* tp=2: ranks {0,1} and {2,3} */
+            float hist[4] = {0, 0, 0, 0}, scale = 1.0f;
+            for (int64_t s = 0; s < STEPS; s++) {
+                const fp8_step_row *a = row_of(f.r[r], name, cur, s), *b = row_of(f.r[partner], name, cur, s);
+                const fp8_step_row *d = row_of(f.r[r], name, del, s), *l = row_of(f.r[r], name, loc, s);
+                const fp8_step_row *o = row_of(f.r[r ^ 2], name, del, s); /* same dp group, other tp group */
+                if (!a || !b || !d || !l || !o) {
+                    bad++;
+                    continue;
+                }
+                /* what the recipe's reduce should do, from the per-rank amax recorded */
+                float g = a->amax > b->amax ? a->amax : b->amax;
+                if ((a->nonfinite | b->nonfinite) & 1u)
+                    g = INFINITY;
+                float want_cur = fp8_scale_current(448.0f, g, 0.0, 0, 0);
+                float want_loc = fp8_scale_current(448.0f, a->nonfinite & 1u ? INFINITY : a->amax, 0.0, 0, 0);
+                bad += a->scale != want_cur || l->scale != want_loc || d->scale != scale;
+                differ_dp += d->scale != o->scale;
+                checked++;
+                /* delayed: slot 0 = the group max of this step, then the update */
+                memmove(hist + 1, hist, 3 * sizeof *hist);
+                hist[0] = g;
+                float m = 0;
+                for (int k = 0; k < 4; k++)
+                    m = hist[k] > m ? hist[k] : m;
+                scale = fp8_scale_delayed(448.0f, m, 0, 0, scale);
+            }
+        }
+    }
+    CU_ASSERT_EQUAL(checked, (size_t)f.r[0]->ntensors * 4 * STEPS);
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT(differ_dp > checked / 2); /* other tp groups see other data: their scales differ */
+    free_four(&f);
+    /* the analysis agrees: no differing scale, membership as declared */
+    CU_ASSERT_EQUAL(sh("%1$s ranks %2$s/tp.h5 --check", out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "every reducing recipe's scale is equal"));
+    /* every command reads the index as the run (rank 0's file) */
+    CU_ASSERT_EQUAL(sh("%1$s info %2$s/tp.h5", out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "mpi_rank             0"));
+}
+
+static void test_mpi_wrong_group(void)
+{
+    int rc = sh(MPIRUN "%1$s synth --tp 2 --steps 12 --tensors 3 --rows 8 --cols 128 "
+                       "--recipe e4m3:current:reduce=tp --wrong-group -o %2$s/wrong.h5 2>&1",
+                out, sizeof out);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    CU_ASSERT_EQUAL(sh("%1$s ranks %2$s/wrong.h5 --check", out, sizeof out), 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "rank 1: the communicator registered as 'tp' holds ranks 1,3; tp=2, dp=2 expects 0,1"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "SCALES DIFFER"));
+    an_ranks R;
+    char index[512];
+    snprintf(index, sizeof index, "%s/wrong.h5", tmp_dir());
+    CU_ASSERT_EQUAL_FATAL(an_ranks_load(index, &R), 0);
+    CU_ASSERT_EQUAL(R.nscales, 3);
+    for (size_t i = 0; i < R.nscales; i++) /* current scaling: wrong from the first step */
+        CU_ASSERT(R.scales[i].differ >= 11 && R.scales[i].first_step == 0);
+    an_ranks_free(&R);
+}
+
+void register_ranks_tests(void)
+{
+    static const char *const names[] = {"reduce= spec", "group amax into current scaling", "index and skew",
+                                        "untrusted index and rank files", "mpirun: reductions recomputed",
+                                        "mpirun: wrong group caught"};
+    static void (*const fns[])(void) = {test_reduce_spec, test_group_amax, test_index_and_skew,
+                                        test_untrusted_index, test_mpi_reduction, test_mpi_wrong_group};
+    add_suite("ranks", names, fns, 6);
+}
