@@ -1,6 +1,7 @@
 /*
  * cmd_train.c — `fp8prof train`: the built-in FP8 training run.
  */
+#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,5 +117,13 @@ int cmd_train(int argc, char **argv)
         if (fp8_recipe_parse(o.shadows[k], &r) != FP8_OK)
             return cli_usage_error("train: %s", fp8_error_message());
     }
-    return train_run(&o);
+    if (!getenv("OMPI_COMM_WORLD_SIZE"))
+        return train_run(&o);
+    /* under mpirun: data parallel over every rank */
+    o.mpi = 1;
+    MPI_Init(NULL, NULL);
+    int rc = train_run(&o);
+    MPI_Allreduce(MPI_IN_PLACE, &rc, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Finalize();
+    return rc;
 }

@@ -88,10 +88,14 @@ const cli_command cli_commands[] = {
      cmd_watch},
     {"synth", "write a synthetic run (for tests, benchmarks, a first look)",
      "usage: fp8prof synth [--steps N] [--tensors K] [--rows R --cols C] [--seed S]\n"
-     "                     [--recipe SPEC] [--shadow SPEC ...] -o RUN.h5\n"
+     "                     [--recipe SPEC] [--shadow SPEC ...] [--ranks N] [--tp T] [--wrong-group] -o RUN.h5\n"
      "Defaults: 300 steps, 12 tensors of 32x256, hybrid:delayed:history=16 with shadows\n"
      "e4m3:current, e4m3:block=1x128, mxfp8.  Tensor kinds: Gaussian, Student-t,\n"
-     "outlier channels, drifting scale, an 8x jump at mid-run, NaN bursts.\n",
+     "outlier channels, drifting scale, an 8x jump at mid-run, NaN bursts.\n"
+     "--ranks N: N rank files and their index from one process (rank r draws from seed and r;\n"
+     "no amax reduction), declared layout --tp T x N/T.  Under mpirun: one file per rank, groups\n"
+     "'tp' (T consecutive ranks) and 'dp' registered for reduce=tp / reduce=dp recipes;\n"
+     "--wrong-group registers the dp communicator as 'tp' (the bug fp8prof ranks catches).\n",
      cmd_synth},
     {"train", "train the built-in Llama-style model with emulated FP8, recording probes",
      "usage: fp8prof train [--recipe SPEC|fp32|bf16] [--shadow SPEC ...] [--smooth-swiglu[=fold|published]]\n"
@@ -119,7 +123,11 @@ const cli_command cli_commands[] = {
      "dequantized activation (published: the paper's s^-1 Q(s h)).  --acc-bits B --promote N:\n"
      "every FP8 GEMM accumulates in a B-bit truncating accumulator promoted to FP32 every N\n"
      "products (fp8prof gemm-error's model, docs/gemm.md; B 0: FP32; scalar emulation, about\n"
-     "10^7 products a second: small models only).  Ctrl-C ends the run cleanly.\n",
+     "10^7 products a second: small models only).  Ctrl-C ends the run cleanly.\n"
+     "Under mpirun (mpirun -np N build/fp8prof train ... -o RUN.h5): data parallel; --batch is the\n"
+     "global batch, split into N contiguous shares; gradients are averaged over the ranks before\n"
+     "each update; rank R records RUN.rankR.h5 and rank 0 the index RUN.h5; communicator 'dp' (all\n"
+     "ranks) is there for reduce=dp recipes.  -np 1 computes what the plain command computes.\n",
      cmd_train},
     {"compare", "recipes side by side after warm-up; one-factor comparisons; a verdict per tensor",
      "usage: fp8prof compare RUN.h5 [MORE.h5 ...] [options]\n"

@@ -578,6 +578,8 @@ void model_adamw(model *m, float lr, float beta1, float beta2, float eps, float 
     }
 }
 
+float *model_grads(model *m) { return m->grads; }
+
 /* for tests: the flat parameter and gradient arrays */
 float *model_params_for_test(model *m);
 float *model_grads_for_test(model *m);

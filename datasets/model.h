@@ -60,6 +60,9 @@ void model_adamw(model *m, float lr, float beta1, float beta2, float eps, float 
 
 /* Global gradient norm of the last backward. */
 float model_grad_norm(const model *m);
+/* The flat gradient array (every parameter's, model_num_params floats):
+ * what data parallelism all-reduces between backward and the update. */
+float *model_grads(model *m);
 
 size_t model_num_params(const model *m);
 const model_config *model_cfg(const model *m);

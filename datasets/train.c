@@ -4,7 +4,16 @@
  * trains, the last 10% validates.  Batches are random windows drawn with
  * GSL's RNG from the seed.  AdamW (0.9, 0.95), linear warm-up then cosine
  * decay to 10% of the peak.  Deterministic for a seed: one OpenBLAS thread.
+ *
+ * Data parallel (o->mpi, under mpirun): every rank draws the same global
+ * batch from the seed and trains on its contiguous share of the sequences;
+ * gradients are summed over the ranks and divided by their number before
+ * the update (so every rank keeps the same weights), losses averaged.  One
+ * rank computes exactly what a plain run computes; N ranks what one process
+ * computes with the whole batch, up to the order of float additions.  Each
+ * rank records its own file (fp8_probe_open_mpi), communicator "dp" = world.
  */
+#include <mpi.h>
 #include <dirent.h>
 #include <gsl/gsl_rng.h>
 #include <math.h>
@@ -15,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fp8_probe_mpi.h"
 #include "train.h"
 
 static volatile sig_atomic_t interrupted;
@@ -156,7 +166,21 @@ int train_run(const train_options *o)
             source = "common-licenses";
         }
     }
-    size_t T = (size_t)o->model.ctx, B = (size_t)o->model.batch, N = B * T;
+    int rank = 0, world = 1;
+    if (o->mpi) {
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        MPI_Comm_size(MPI_COMM_WORLD, &world);
+    }
+    if (o->model.batch % world) {
+        if (rank == 0)
+            fprintf(stderr, "fp8prof: train: --batch %d does not split over %d ranks\n", o->model.batch, world);
+        free(c.bytes);
+        return 2;
+    }
+    /* B: the global batch every rank draws; b of it are this rank's */
+    size_t T = (size_t)o->model.ctx, B = (size_t)o->model.batch, b = B / (size_t)world, N = b * T;
+    model_config cfg = o->model;
+    cfg.batch = (int)b;
     if (c.n < 20 * (T + 2)) {
         fprintf(stderr, "fp8prof: train: only %zu bytes of text (install Debian's fortunes or pass --data)\n", c.n);
         free(c.bytes);
@@ -185,25 +209,33 @@ int train_run(const train_options *o)
     snprintf(stepstxt, sizeof stepstxt, "%ld", o->steps);
     snprintf(shape, sizeof shape, "layers %d dim %d heads %d ctx %d batch %d", o->model.layers, o->model.dim,
              o->model.heads, o->model.ctx, o->model.batch);
+    char worldtxt[16];
+    snprintf(worldtxt, sizeof worldtxt, "%d", world);
     const char *kv[] = {"source", "fp8prof train", "recipe", o->recipe, "model", shape, "seed", seedtxt,
                         "steps", stepstxt, "data", source, "smooth_swiglu",
                         o->smooth_swiglu == SMOOTH_FOLD        ? "fold"
                         : o->smooth_swiglu == SMOOTH_PUBLISHED ? "published"
                                                                : "no",
-                        "accumulation", acctxt};
+                        "accumulation", acctxt, "parallel_dp", worldtxt, "parallel_tp", "1"};
     fp8_probe_options po = fp8_probe_defaults();
     po.snapshot_pattern = "*.mlp.w2.input";
     po.snapshot_every = o->snapshot_every;
     po.snapshot_pairs = 1; /* step-to-step (lag 1) changes of rows and blocks */
     po.every = o->record_every; /* recipe states still advance on every step */
     po.block_amax_every = o->block_amax_every;
-    fp8_probe_run *run = fp8_probe_open(o->out, &po, kv, 8);
+    fp8_probe_run *run;
+    if (o->mpi) {
+        const char *gname[] = {"dp"};
+        MPI_Comm gcomm[] = {MPI_COMM_WORLD};
+        run = fp8_probe_open_mpi(o->out, &po, kv, 10, MPI_COMM_WORLD, gname, gcomm, 1);
+    } else
+        run = fp8_probe_open(o->out, &po, kv, 8);
     if (!run) {
-        fprintf(stderr, "fp8prof: train: %s\n", fp8_error_message());
+        fprintf(stderr, "fp8prof: train: %s%s\n", rank ? "" : "", fp8_error_message());
         free(c.bytes);
         return 1;
     }
-    model *m = model_create(&o->model, o->seed, prec, prec == PREC_FP8 ? o->recipe : NULL, o->shadows, o->nshadow,
+    model *m = model_create(&cfg, o->seed, prec, prec == PREC_FP8 ? o->recipe : NULL, o->shadows, o->nshadow,
                             run, o->smooth_swiglu, o->fp8_head);
     if (m)
         model_set_gemm_error(m, o->gemm_every < 0 ? o->record_every : o->gemm_every);
@@ -211,13 +243,19 @@ int train_run(const train_options *o)
         model_free(m);
         m = NULL;
     }
-    if (!m) {
-        fprintf(stderr, "fp8prof: train: %s\n", fp8_error_message());
+    /* every rank must have its model before the first collective */
+    int ok = m != NULL;
+    if (o->mpi)
+        MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!ok) {
+        fprintf(stderr, "fp8prof: train: %s\n", m ? "another rank failed to build its model" : fp8_error_message());
+        model_free(m);
         fp8_probe_close(run);
         free(c.bytes);
         return 1;
     }
-    if (!o->quiet)
+    int quiet = o->quiet || rank != 0;
+    if (!quiet)
         printf("data: %s, %zu bytes (train %zu, validation %zu); unigram entropy %.3f nats/byte\n"
                "model: %s, hidden %d, %zu parameters; recipe %s%s\n",
                source, c.n, ntrain, nval, h, shape, model_cfg(m)->hidden, model_num_params(m), o->recipe,
@@ -226,7 +264,8 @@ int train_run(const train_options *o)
                                                       : "");
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937), *vrng = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(rng, o->seed);
-    int *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
+    int *x = malloc(B * T * sizeof *x), *y = malloc(B * T * sizeof *y);
+    int *xr = x + (size_t)rank * N, *yr = y + (size_t)rank * N; /* this rank's sequences */
     interrupted = 0;
     void (*old)(int) = signal(SIGINT, on_sigint);
     int tty = isatty(STDOUT_FILENO);
@@ -240,8 +279,20 @@ int train_run(const train_options *o)
                                              : 0.1f + 0.9f * 0.5f * (1.0f + cosf((float)M_PI * (float)(step - o->warmup) /
                                                                                   (float)(o->steps - o->warmup))));
         draw(rng, c.bytes, ntrain, x, y, B, T);
-        loss = model_forward(m, x, y, step, 1);
+        loss = model_forward(m, xr, yr, step, 1);
         model_backward(m, step);
+        if (o->mpi) {
+            /* sum over ranks, then the mean: one rank's gradient passes unchanged */
+            float *g = model_grads(m);
+            size_t np = model_num_params(m);
+            MPI_Allreduce(MPI_IN_PLACE, g, (int)np, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+            if (world > 1)
+                for (size_t i = 0; i < np; i++)
+                    g[i] /= (float)world;
+            float ls = loss;
+            MPI_Allreduce(MPI_IN_PLACE, &ls, 1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+            loss = world > 1 ? ls / (float)world : ls;
+        }
         float gn = model_grad_norm(m);
         model_adamw(m, lr, 0.9f, 0.95f, 1e-8f, o->weight_decay, step + 1);
         double dt = now() - ts;
@@ -254,7 +305,11 @@ int train_run(const train_options *o)
             double vl = 0;
             for (int k = 0; k < 8; k++) {
                 draw(vrng, c.bytes + ntrain, nval, x, y, B, T);
-                vl += model_forward(m, x, y, step, 0);
+                vl += model_forward(m, xr, yr, step, 0);
+            }
+            if (o->mpi) {
+                MPI_Allreduce(MPI_IN_PLACE, &vl, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+                vl = world > 1 ? vl / world : vl;
             }
             last_val = vl / 8;
             fp8_probe_scalar(run, "val_loss", step, last_val);
@@ -263,7 +318,12 @@ int train_run(const train_options *o)
             stopped = 1;
             fprintf(stderr, "fp8prof: train: recording stopped at step %ld: %s\n", step, fp8_error_message());
         }
-        if (!o->quiet) {
+        if (o->mpi) { /* Ctrl-C on any rank stops every rank at the same step */
+            int stop = interrupted;
+            MPI_Allreduce(MPI_IN_PLACE, &stop, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+            interrupted = stop;
+        }
+        if (!quiet) {
             double el = now() - t0, eta = el / (double)(step + 1) * (double)(o->steps - step - 1);
             if (tty)
                 printf("\rstep %ld/%ld  loss %.4f  val %.4f  %.0f tok/s  ETA %.0fs   ", step + 1, o->steps, loss,
@@ -276,7 +336,7 @@ int train_run(const train_options *o)
     }
     signal(SIGINT, old);
     int rc = fp8_probe_close(run) == FP8_OK ? 0 : 1;
-    if (!o->quiet)
+    if (!quiet)
         printf("%s%s after %ld steps in %.1f s: loss %.4f, validation %.4f nats/byte (unigram entropy %.3f); run %s\n",
                tty ? "\n" : "", interrupted ? "interrupted" : "done", step, now() - t0, loss, last_val, h, o->out);
     gsl_rng_free(rng), gsl_rng_free(vrng);

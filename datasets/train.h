@@ -28,6 +28,9 @@ typedef struct {
     long snapshot_every;      /* snapshots of *.mlp.w2.input at steps k*K and k*K+1 (50) */
     long block_amax_every;    /* every tensor's 1x128-block amaxes at steps k*K and k*K+1 (10; 0: off) */
     int quiet;                /* no progress output                        */
+    int mpi;                  /* 1: data-parallel over MPI_COMM_WORLD (MPI
+                                 initialised by the caller): model.batch is
+                                 the global batch, split across the ranks   */
 } train_options;
 
 train_options train_defaults(void);

@@ -192,8 +192,9 @@ static void test_untrusted_index(void)
 
 /* ---- real ranks ------------------------------------------------------------ */
 
-#define MPIRUN "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ASAN_OPTIONS=detect_leaks=0 " \
-               "mpirun -x ASAN_OPTIONS --oversubscribe -np 4 "
+#define MPIRUN_N(n) "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ASAN_OPTIONS=detect_leaks=0 " \
+                    "mpirun -x ASAN_OPTIONS --oversubscribe -np " #n " "
+#define MPIRUN MPIRUN_N(4)
 
 typedef struct {
     fp8_run *r[4];
@@ -308,12 +309,124 @@ static void test_mpi_wrong_group(void)
     an_ranks_free(&R);
 }
 
+/* the scalar series `name` of a run: values by step into v[0..n) (NaN: none) */
+static void series(const fp8_run *run, const char *name, double *v, int n)
+{
+    for (int i = 0; i < n; i++)
+        v[i] = NAN;
+    int id = -1;
+    for (int k = 0; k < run->nscalar_names; k++)
+        if (strcmp(run->scalar_name[k], name) == 0)
+            id = k;
+    for (size_t i = 0; id >= 0 && i < run->nscalars; i++)
+        if ((int)run->scalar_id[i] == id && run->scalar_step[i] >= 0 && run->scalar_step[i] < n)
+            v[run->scalar_step[i]] = run->scalar_value[i];
+}
+
+#define TRAIN "train --steps 8 --layers 1 --dim 32 --heads 2 --ctx 32 --batch 8 --val-every 4 --quiet "
+
+/* one rank computes exactly what a plain run computes */
+static void test_mpi_train_np1(void)
+{
+    CU_ASSERT_EQUAL_FATAL(sh("%1$s " TRAIN "-o %2$s/plain.h5 2>&1", out, sizeof out), 0);
+    CU_ASSERT_EQUAL_FATAL(sh(MPIRUN_N(1) "%1$s " TRAIN "-o %2$s/one.h5 2>&1", out, sizeof out), 0);
+    char a[512], b[512];
+    snprintf(a, sizeof a, "%s/plain.h5", tmp_dir());
+    snprintf(b, sizeof b, "%s/one.h5", tmp_dir());
+    fp8_run *p = fp8_run_load(a), *q = fp8_run_load(b);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+    CU_ASSERT_EQUAL(q->nranks, 1);
+    static const char *names[] = {"loss", "grad_norm", "val_loss"};
+    for (int k = 0; k < 3; k++) {
+        double u[8], w[8];
+        series(p, names[k], u, 8);
+        series(q, names[k], w, 8);
+        int same = 1, have = 0;
+        for (int i = 0; i < 8; i++) {
+            same &= (isnan(u[i]) && isnan(w[i])) || memcmp(&u[i], &w[i], sizeof u[i]) == 0;
+            have += !isnan(u[i]);
+        }
+        CU_ASSERT_TRUE(same);
+        CU_ASSERT(have >= 2);
+    }
+    CU_ASSERT_EQUAL(p->nrecords, q->nrecords);
+    size_t differ = 0;
+    for (size_t i = 0; i < p->nrecords && i < q->nrecords; i++)
+        differ += p->records[i].stats.amax != q->records[i].stats.amax ||
+                  memcmp(&p->records[i].stats.sqnr_db, &q->records[i].stats.sqnr_db, sizeof(double)) != 0;
+    CU_ASSERT_EQUAL(differ, 0);
+    CU_ASSERT(p->nrecords > 10);
+    fp8_run_free(p);
+    fp8_run_free(q);
+}
+
+/* two ranks with half the batch each = one process with the whole batch
+ * (float32: no cast differs between the two), up to float addition order;
+ * with FP8, the replicated weights' records agree across ranks */
+static void test_mpi_train_np2(void)
+{
+    CU_ASSERT_EQUAL_FATAL(sh("%1$s " TRAIN "--recipe fp32 -o %2$s/whole.h5 2>&1", out, sizeof out), 0);
+    CU_ASSERT_EQUAL_FATAL(sh(MPIRUN_N(2) "%1$s " TRAIN "--recipe fp32 -o %2$s/halves.h5 2>&1", out, sizeof out), 0);
+    char a[512], b[512];
+    snprintf(a, sizeof a, "%s/whole.h5", tmp_dir());
+    snprintf(b, sizeof b, "%s/halves.h5", tmp_dir());
+    fp8_run *p = fp8_run_load(a), *q = fp8_run_load(b);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+    CU_ASSERT_EQUAL(q->nranks, 2);
+    double u[8], w[8], g1[8], g2[8], worst = 0, worstg = 0;
+    series(p, "loss", u, 8), series(q, "loss", w, 8);
+    series(p, "grad_norm", g1, 8), series(q, "grad_norm", g2, 8);
+    for (int i = 0; i < 8; i++) {
+        worst = fmax(worst, fabs(u[i] - w[i]) / fabs(u[i]));
+        worstg = fmax(worstg, fabs(g1[i] - g2[i]) / fabs(g1[i]));
+    }
+    CU_ASSERT(worst < 1e-5);
+    CU_ASSERT(worstg < 1e-4);
+    CU_ASSERT(u[0] > 4 && u[7] < u[0]); /* it trained */
+    fp8_run_free(p);
+    fp8_run_free(q);
+    /* not the same as one rank training on half the batch: the test can tell */
+    CU_ASSERT_EQUAL_FATAL(sh("%1$s " TRAIN "--recipe fp32 --batch 4 -o %2$s/half.h5 2>&1", out, sizeof out), 0);
+    snprintf(a, sizeof a, "%s/half.h5", tmp_dir());
+    p = fp8_run_load(a);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    series(p, "loss", u, 8);
+    CU_ASSERT(fabs(u[7] - w[7]) / fabs(w[7]) > 1e-4);
+    fp8_run_free(p);
+    /* FP8 (hybrid:delayed): the weights are the same on both ranks, so are their records */
+    CU_ASSERT_EQUAL_FATAL(sh(MPIRUN_N(2) "%1$s " TRAIN "-o %2$s/fp8two.h5 2>&1", out, sizeof out), 0);
+    snprintf(a, sizeof a, "%s/fp8two.rank0.h5", tmp_dir());
+    snprintf(b, sizeof b, "%s/fp8two.rank1.h5", tmp_dir());
+    p = fp8_run_load(a), q = fp8_run_load(b);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+    size_t weights = 0, wdiff = 0, adiff = 0;
+    for (size_t i = 0; i < p->nrecords && i < q->nrecords; i++) {
+        const fp8_record *x = &p->records[i], *y = &q->records[i];
+        int is_w = p->tensor_role[x->tensor] == FP8_ROLE_WEIGHT;
+        weights += is_w;
+        if (is_w)
+            wdiff += x->stats.amax != y->stats.amax || x->stats.sqnr_db != y->stats.sqnr_db;
+        else
+            adiff += x->stats.amax != y->stats.amax;
+    }
+    CU_ASSERT(weights > 0);
+    CU_ASSERT_EQUAL(wdiff, 0);
+    CU_ASSERT(adiff > 0); /* activations are each rank's own shard */
+    fp8_run_free(p);
+    fp8_run_free(q);
+}
+
 void register_ranks_tests(void)
 {
     static const char *const names[] = {"reduce= spec", "group amax into current scaling", "index and skew",
                                         "untrusted index and rank files", "mpirun: reductions recomputed",
-                                        "mpirun: wrong group caught"};
-    static void (*const fns[])(void) = {test_reduce_spec, test_group_amax, test_index_and_skew,
-                                        test_untrusted_index, test_mpi_reduction, test_mpi_wrong_group};
-    add_suite("ranks", names, fns, 6);
+                                        "mpirun: wrong group caught", "mpirun train: np=1 is the plain run",
+                                        "mpirun train: np=2 is one process with the whole batch"};
+    static void (*const fns[])(void) = {test_reduce_spec,   test_group_amax,         test_index_and_skew,
+                                        test_untrusted_index, test_mpi_reduction,    test_mpi_wrong_group,
+                                        test_mpi_train_np1, test_mpi_train_np2};
+    add_suite("ranks", names, fns, 8);
 }
