@@ -327,7 +327,7 @@ int an_ranks_load(const char *path, an_ranks *R)
                 continue;
             if (R->nmember_bad < 8)
                 snprintf(R->member_msg[R->nmember_bad], sizeof R->member_msg[0],
-                         "rank %d: the communicator registered as '%s' holds ranks %s; tp=%d, dp=%d expects %s", r,
+                         "rank %d: the communicator registered as '%s' holds ranks %.90s; tp=%d, dp=%d expects %.90s", r,
                          rec.reduce, got, R->tp, R->dp, want);
             R->nmember_bad++;
         }

@@ -49,7 +49,7 @@ typedef struct {
     an_rank_scales *scales;   /* [nscales]: reducing (tensor, recipe) pairs   */
     size_t nscales;
     int nmember_bad;          /* ranks whose communicator is not the topology's */
-    char member_msg[8][256];  /* the first few, said                            */
+    char member_msg[8][320];  /* the first few, said                            */
     size_t skipped_rows;      /* rows naming a tensor/recipe rank 0 lacks, or a
                                  step outside rank 0's range                     */
 } an_ranks;

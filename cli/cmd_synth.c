@@ -62,7 +62,7 @@ static void gen(gsl_rng *rng, int kind, long step, long steps, long rows, long c
 
 
 typedef struct {
-    long steps, tensors, rows, cols, seed, ranks, tp;
+    long steps, tensors, rows, cols, seed, ranks, tp, every;
     const char *active;
     const char *shadows[8];
     int nsh, wrong_group;
@@ -140,7 +140,9 @@ static fp8_probe_run *synth_open_mpi(const char *out, synth_opts *o)
     char text[10][64];
     const char *kv[40];
     int nkv = synth_meta(o, -1, text, kv);
-    fp8_probe_run *run = fp8_probe_open_mpi(out, NULL, kv, nkv, MPI_COMM_WORLD, names, comms, 2);
+    fp8_probe_options po = fp8_probe_defaults();
+    po.every = o->every;
+    fp8_probe_run *run = fp8_probe_open_mpi(out, &po, kv, nkv, MPI_COMM_WORLD, names, comms, 2);
     if (!run)
         fprintf(stderr, "fp8prof: synth: rank %d: %s\n", rank, fp8_error_message());
     MPI_Comm_free(&tp);
@@ -150,7 +152,7 @@ static fp8_probe_run *synth_open_mpi(const char *out, synth_opts *o)
 
 int cmd_synth(int argc, char **argv)
 {
-    synth_opts o = {.steps = 300, .tensors = 12, .rows = 32, .cols = 256, .seed = 1, .ranks = 1, .tp = 1,
+    synth_opts o = {.steps = 300, .tensors = 12, .rows = 32, .cols = 256, .seed = 1, .ranks = 1, .tp = 1, .every = 1,
                     .active = "hybrid:delayed:history=16"};
     const char *shadow_default[] = {"e4m3:current", "e4m3:block=1x128", "mxfp8"};
     const char *out = NULL;
@@ -176,6 +178,8 @@ int cmd_synth(int argc, char **argv)
             rc = parse_long(a, argv[++i], 1, 1 << 20, &o.cols);
         else if (strcmp(a, "--seed") == 0)
             rc = parse_long(a, argv[++i], 0, 0x7FFFFFFF, &o.seed);
+        else if (strcmp(a, "--record-every") == 0)
+            rc = parse_long(a, argv[++i], 1, 10000000, &o.every);
         else if (strcmp(a, "--ranks") == 0)
             rc = parse_long(a, argv[++i], 1, 1024, &o.ranks);
         else if (strcmp(a, "--tp") == 0)
@@ -210,6 +214,8 @@ int cmd_synth(int argc, char **argv)
     if (mpi)
         MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     long nlocal = mpi ? 1 : o.ranks;
+    fp8_probe_options po = fp8_probe_defaults();
+    po.every = o.every; /* statistics every N steps; the every-step series always */
     fp8_probe_run **run = calloc((size_t)nlocal, sizeof *run);
     fp8_probe **p = calloc((size_t)(nlocal * o.tensors), sizeof *p);
     gsl_rng **rng = calloc((size_t)nlocal, sizeof *rng);
@@ -227,14 +233,14 @@ int cmd_synth(int argc, char **argv)
         else if (o.ranks == 1) {
             char text[10][64];
             const char *kv[40];
-            run[r] = fp8_probe_open(out, NULL, kv, synth_meta(&o, 0, text, kv));
+            run[r] = fp8_probe_open(out, &po, kv, synth_meta(&o, 0, text, kv));
         } else {
             char path[1100], text[10][64];
             const char *kv[40];
             if (fp8_rank_path(out, (int)rank, path, sizeof path) != 0)
                 rc = cli_usage_error("synth: output path too long");
             else
-                run[r] = fp8_probe_open(path, NULL, kv, synth_meta(&o, (int)rank, text, kv));
+                run[r] = fp8_probe_open(path, &po, kv, synth_meta(&o, (int)rank, text, kv));
         }
         if (!run[r] && !rc) {
             if (!mpi)

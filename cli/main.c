@@ -88,7 +88,7 @@ const cli_command cli_commands[] = {
      cmd_watch},
     {"synth", "write a synthetic run (for tests, benchmarks, a first look)",
      "usage: fp8prof synth [--steps N] [--tensors K] [--rows R --cols C] [--seed S]\n"
-     "                     [--recipe SPEC] [--shadow SPEC ...] [--ranks N] [--tp T] [--wrong-group] -o RUN.h5\n"
+     "                     [--recipe SPEC] [--shadow SPEC ...] [--record-every N] [--ranks N] [--tp T] [--wrong-group] -o RUN.h5\n"
      "Defaults: 300 steps, 12 tensors of 32x256, hybrid:delayed:history=16 with shadows\n"
      "e4m3:current, e4m3:block=1x128, mxfp8.  Tensor kinds: Gaussian, Student-t,\n"
      "outlier channels, drifting scale, an 8x jump at mid-run, NaN bursts.\n"

@@ -35,6 +35,7 @@
 
 #include "fp8_file.h"
 #include "fp8_nvdlfw.h"
+#include "fp8_ranks.h"
 
 #define NOMINAL 1000000.0
 #define LOGSUB "nvdlfw_inspect_statistics_logs"
@@ -434,36 +435,28 @@ static int layer_of(const char *name)
     return p ? atoi(p + 7) : -1;
 }
 
-int fp8_nvdlfw_import(const char *logdir, const char *out_path, size_t *bad, FILE *report)
+/* Import the logs of rank `only` (-1: every rank, names of ranks > 0 get
+ * "@rank<r>") into out_path; nranks > 0 adds mpi_rank / mpi_world_size to
+ * /meta.  Unparsable lines are reported and counted into *nbad. */
+static int import_one(const filelist *Lp, int only, int nranks, const char *logdir, const char *out_path, size_t *nbad_out,
+                      FILE *report)
 {
-    filelist L = {0};
-    find_logs(logdir, &L);
-    if (!L.n) {
-        free(L.path), free(L.rank);
-        return FP8_ERROR(FP8_EINVAL, "%s: no .log files (expected %s/nvdlfw_inspect_globalrank-<r>.log)", logdir, LOGSUB);
-    }
-    for (int i = 0; i < L.n; i++)
-        if (fp8_file_same(L.path[i], out_path)) {
-            int st = FP8_ERROR(FP8_EINVAL, "the output %s is one of the input logs (%s); choose another name", out_path,
-                               L.path[i]);
-            free(L.path), free(L.rank);
-            return st;
-        }
+    filelist L = *Lp;
     char tmp[1200];
-    if (fp8_file_tmp_path(out_path, tmp, sizeof tmp) != 0) {
-        free(L.path), free(L.rank);
+    if (fp8_file_tmp_path(out_path, tmp, sizeof tmp) != 0)
         return FP8_ERROR(FP8_EINVAL, "%s: path too long", out_path);
-    }
+    char rtxt[16], wtxt[16];
+    snprintf(rtxt, sizeof rtxt, "%d", only);
+    snprintf(wtxt, sizeof wtxt, "%d", nranks);
     const char *kv[] = {"imported_from", logdir, "numel", "as logged, else a nominal 1000000 (percentages only)",
                         "recipes", "unknown = the high-precision tensor's statistics; te:<recipe> = TE's statistics "
-                                   "of that recipe (its settings are not in the log)"};
+                                   "of that recipe (its settings are not in the log)",
+                        "mpi_rank", rtxt, "mpi_world_size", wtxt};
     /* written under a temporary name, renamed when complete: a failed import
      * leaves whatever file was there */
-    fp8_store *s = fp8_store_create(tmp, kv, 3);
-    if (!s) {
-        free(L.path), free(L.rank);
+    fp8_store *s = fp8_store_create(tmp, kv, nranks > 0 ? 5 : 3);
+    if (!s)
         return FP8_EIO;
-    }
     size_t nbad = 0, np = 0, capp = 0;
     pending *pend = NULL;
     index_t ix = {0};
@@ -481,6 +474,8 @@ int fp8_nvdlfw_import(const char *logdir, const char *out_path, size_t *bad, FIL
         nbad++;                                                                                                      \
     } while (0)
     for (int fi = 0; fi < L.n && st == FP8_OK; fi++) {
+        if (only >= 0 && L.rank[fi] != only)
+            continue;
         FILE *f = fopen(L.path[fi], "r");
         if (!f) {
             st = FP8_ERROR(FP8_EIO, "%s: cannot open: %s", L.path[fi], strerror(errno));
@@ -524,7 +519,7 @@ int fp8_nvdlfw_import(const char *logdir, const char *out_path, size_t *bad, FIL
             }
             char name[FP8_NAME_MAX + 32];
             int w = snprintf(name, sizeof name, "%s.%s", metric, tensors[tk].ours);
-            if (L.rank[fi] > 0 && w > 0)
+            if (only < 0 && L.rank[fi] > 0 && w > 0)
                 w += snprintf(name + w, sizeof name - (size_t)w, "@rank%d", L.rank[fi]);
             if (w <= 0 || (size_t)w >= FP8_NAME_MAX) {
                 BAD("tensor name longer than %d bytes", FP8_NAME_MAX - 1);
@@ -648,6 +643,57 @@ int fp8_nvdlfw_import(const char *logdir, const char *out_path, size_t *bad, FIL
         unlink(tmp);
     free(pend), free(ix.slot);
     names_free(&tn), names_free(&rn);
+    *nbad_out += nbad;
+    return st;
+}
+
+int fp8_nvdlfw_import(const char *logdir, const char *out_path, size_t *bad, FILE *report)
+{
+    filelist L = {0};
+    find_logs(logdir, &L);
+    if (bad)
+        *bad = 0;
+    if (!L.n) {
+        free(L.path), free(L.rank);
+        return FP8_ERROR(FP8_EINVAL, "%s: no .log files (expected %s/nvdlfw_inspect_globalrank-<r>.log)", logdir, LOGSUB);
+    }
+    for (int i = 0; i < L.n; i++)
+        if (fp8_file_same(L.path[i], out_path)) {
+            int st = FP8_ERROR(FP8_EINVAL, "the output %s is one of the input logs (%s); choose another name", out_path,
+                               L.path[i]);
+            free(L.path), free(L.rank);
+            return st;
+        }
+    /* ranks 0..N-1 (N >= 2), each with a log: one run file per rank and
+     * their index (fp8_ranks.h); anything else: one run, "@rank<r>" names */
+    int maxr = -1, contiguous = 1;
+    for (int i = 0; i < L.n; i++)
+        maxr = L.rank[i] > maxr ? L.rank[i] : maxr;
+    for (int r = 0; r <= maxr && contiguous && maxr < FP8_RANKS_MAX; r++) {
+        int has = 0;
+        for (int i = 0; i < L.n && !has; i++)
+            has = L.rank[i] == r;
+        contiguous = has;
+    }
+    size_t nbad = 0;
+    int st = FP8_OK;
+    if (maxr >= 1 && maxr < FP8_RANKS_MAX && contiguous) {
+        for (int r = 0; r <= maxr && st == FP8_OK; r++) {
+            char rp[1100];
+            if (fp8_rank_path(out_path, r, rp, sizeof rp) != 0)
+                st = FP8_ERROR(FP8_EINVAL, "%s: path too long", out_path);
+            for (int i = 0; i < L.n && st == FP8_OK; i++)
+                if (fp8_file_same(L.path[i], rp))
+                    st = FP8_ERROR(FP8_EINVAL, "rank %d's output %s is one of the input logs; choose another name", r, rp);
+            if (st == FP8_OK)
+                st = import_one(&L, r, maxr + 1, logdir, rp, &nbad, report);
+        }
+        if (st == FP8_OK) {
+            const char *kv[] = {"imported_from", logdir};
+            st = fp8_ranks_write_index(out_path, maxr + 1, kv, 1);
+        }
+    } else
+        st = import_one(&L, -1, 0, logdir, out_path, &nbad, report);
     free(L.path), free(L.rank);
     if (bad)
         *bad = nbad;

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "fp8_nvdlfw.h"
+#include "fp8_ranks.h"
 #include "fp8_probe.h"
 #include "fp8_store.h"
 #include "tests.h"
@@ -79,15 +80,24 @@ static void test_real_logs(void)
     CU_ASSERT_EQUAL_FATAL(fp8_nvdlfw_import("build/t_te", "build/t_te.h5", &bad, rep), FP8_OK);
     fclose(rep);
     CU_ASSERT_EQUAL(bad, 0);
-    fp8_run *r = fp8_run_load("build/t_te.h5");
+    /* two ranks' logs: one multi-rank run, a file per rank and their index */
+    CU_ASSERT_EQUAL(fp8_ranks_of("build/t_te.h5"), 2);
+    fp8_run *r1 = fp8_run_load("build/t_te.rank1.h5");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r1);
+    CU_ASSERT_EQUAL(r1->ntensors, 1);
+    CU_ASSERT_STRING_EQUAL(r1->tensor_name[0], "model.decoder.layers.3.self_attention.linear_qkv.input");
+    CU_ASSERT_EQUAL(r1->nrecords, 1);
+    CU_ASSERT_EQUAL(r1->records[0].stats.max, 5.0);
+    fp8_run_free(r1);
+    fp8_run *r = fp8_run_load("build/t_te.h5"); /* the index: rank 0's file */
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_EQUAL(r->nranks, 2);
     int qkv = tensor_id(r, "model.decoder.layers.3.self_attention.linear_qkv.input");
-    int qkv1 = tensor_id(r, "model.decoder.layers.3.self_attention.linear_qkv.input@rank1");
     int g = tensor_id(r, "model.decoder.layers.3.self_attention.linear_qkv.grad_output");
     int w = tensor_id(r, "model.decoder.layers.3.mlp.experts.linear_fc1.gemm_2.weight");
     int wg = tensor_id(r, "model.decoder.layers.3.mlp.linear_fc2.wgrad");
-    CU_ASSERT(qkv >= 0 && qkv1 >= 0 && g >= 0 && w >= 0 && wg >= 0);
-    CU_ASSERT_EQUAL(r->ntensors, 6);
+    CU_ASSERT(qkv >= 0 && g >= 0 && w >= 0 && wg >= 0);
+    CU_ASSERT_EQUAL(r->ntensors, 5);
     if (g >= 0)
         CU_ASSERT_EQUAL(r->tensor_role[g], FP8_ROLE_GRADIENT);
     if (w >= 0)
@@ -120,6 +130,19 @@ static void test_real_logs(void)
     const fp8_record *e = bdr >= 0 ? find(r, bdr, unk, 2) : NULL;
     CU_ASSERT_PTR_NOT_NULL_FATAL(e);
     CU_ASSERT_EQUAL(e->stats.max_block_dynamic_range, 7.5);
+    fp8_run_free(r);
+    /* ranks 0 and 2 only (rank 1 did not log): not a whole multi-rank run, so
+     * one run whose rank-2 tensors are named "@rank2" */
+    system("rm -rf build/t_te3 && mkdir -p build/t_te3/nvdlfw_inspect_statistics_logs");
+    put("build/t_te3/nvdlfw_inspect_statistics_logs/nvdlfw_inspect_globalrank-0.log",
+        "l.a_activation_max \t iteration=1 \t value=1.0\n");
+    put("build/t_te3/nvdlfw_inspect_statistics_logs/nvdlfw_inspect_globalrank-2.log",
+        "l.a_activation_max \t iteration=1 \t value=3.0\n");
+    CU_ASSERT_EQUAL_FATAL(fp8_nvdlfw_import("build/t_te3", "build/t_te3.h5", &bad, NULL), FP8_OK);
+    CU_ASSERT_EQUAL(fp8_ranks_of("build/t_te3.h5"), 0);
+    r = fp8_run_load("build/t_te3.h5");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT(tensor_id(r, "l.a.input") >= 0 && tensor_id(r, "l.a.input@rank2") >= 0);
     fp8_run_free(r);
 }
 
