@@ -342,6 +342,13 @@ int an_ranks_load(const char *path, an_ranks *R)
             known &= inst[r] >= 0;
             ninst = inst[r] + 1 > ninst ? inst[r] + 1 : ninst;
         }
+        float *gm = malloc(((size_t)ninst + 1) * sizeof *gm), *refs = malloc(((size_t)ninst + 1) * sizeof *refs);
+        int *ref = malloc(((size_t)ninst + 1) * sizeof *ref);
+        if (!gm || !refs || !ref) {
+            free(gm), free(refs), free(ref), free(inst);
+            FP8_ERROR(FP8_ENOMEM, "%s: out of memory", path);
+            goto fail;
+        }
         for (int t = 0; t < R->ntensors; t++) {
             an_rank_scales *o = &R->scales[R->nscales];
             memset(o, 0, sizeof *o);
@@ -359,25 +366,25 @@ int an_ranks_load(const char *path, an_ranks *R)
                     continue;
                 any = 1;
                 o->steps++;
+                /* per instance: the group amax and the first rank's scale (O(ranks)) */
+                for (int g = 0; g < ninst; g++)
+                    gm[g] = 0, ref[g] = -1;
                 for (int r = 0; r < n; r++) {
                     float sr = scl[(((size_t)r * (size_t)nred + (size_t)q) * (size_t)R->ntensors + (size_t)t) * R->nsteps + j];
-                    float ar = R->amax[((size_t)r * (size_t)R->ntensors + (size_t)t) * R->nsteps + j], gmax = ar;
-                    for (int r2 = 0; r2 < n; r2++) {
-                        if (inst[r2] != inst[r])
-                            continue;
-                        float a2 = R->amax[((size_t)r2 * (size_t)R->ntensors + (size_t)t) * R->nsteps + j];
-                        gmax = a2 > gmax ? a2 : gmax;
-                        if (r2 > r && !differ) {
-                            float s2 = scl[(((size_t)r2 * (size_t)nred + (size_t)q) * (size_t)R->ntensors + (size_t)t) *
-                                               R->nsteps + j];
-                            if (!same_scale(sr, s2)) {
-                                differ = 1;
-                                if (o->first_step < 0)
-                                    o->first_step = R->s0 + (int64_t)j, o->rank_a = r, o->rank_b = r2, o->scale_a = sr,
-                                    o->scale_b = s2;
-                            }
-                        }
+                    float ar = R->amax[((size_t)r * (size_t)R->ntensors + (size_t)t) * R->nsteps + j];
+                    int g = inst[r];
+                    gm[g] = ar > gm[g] ? ar : gm[g];
+                    if (ref[g] < 0) {
+                        ref[g] = r, refs[g] = sr;
+                    } else if (!same_scale(refs[g], sr) && !differ) {
+                        differ = 1;
+                        if (o->first_step < 0)
+                            o->first_step = R->s0 + (int64_t)j, o->rank_a = ref[g], o->rank_b = r,
+                            o->scale_a = refs[g], o->scale_b = sr;
                     }
+                }
+                for (int r = 0; r < n; r++) {
+                    float ar = R->amax[((size_t)r * (size_t)R->ntensors + (size_t)t) * R->nsteps + j], gmax = gm[inst[r]];
                     if (ar > 0 && isfinite(ar) && isfinite(gmax)) {
                         double c = log2((double)gmax / (double)ar);
                         csum += c, cn++;
@@ -392,6 +399,7 @@ int an_ranks_load(const char *path, an_ranks *R)
             if (any || !known)
                 R->nscales++;
         }
+        free(gm), free(refs), free(ref);
     }
     free(inst);
     rc = 0;

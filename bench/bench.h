@@ -9,6 +9,7 @@ int bench_report(void);
 int bench_import(void);
 int bench_readers(void);
 int bench_gemm(void);
+int bench_ranks(void);
 double bench_now(void);
 /* One target line, "target NAME: VALUE UNIT (goal GOAL) met|MISSED" (goal a
  * lower bound, or an upper bound when at_most); returns 1 when met.  A NAN

@@ -1,7 +1,7 @@
 /*
  * bench_main.c — `make bench`: every section prints its numbers next to a
  * reference measured in the same run.  Optional argument: a section name
- * (formats, stats, probe, train, report, import, readers, gemm).
+ * (formats, stats, probe, train, report, import, readers, gemm, ranks).
  */
 #include <stdio.h>
 #include <string.h>
@@ -35,7 +35,7 @@ int main(int argc, char **argv)
         int (*run)(void);
     } sections[] = {{"formats", bench_formats}, {"stats", bench_stats}, {"probe", bench_probe},
                     {"train", bench_train},     {"report", bench_report},   {"import", bench_import},
-                    {"readers", bench_readers}, {"gemm", bench_gemm}};
+                    {"readers", bench_readers}, {"gemm", bench_gemm},     {"ranks", bench_ranks}};
     const char *only = argc > 1 ? argv[1] : NULL;
     int rc = 0, ran = 0;
     for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++)
@@ -45,7 +45,7 @@ int main(int argc, char **argv)
             rc |= sections[i].run();
         }
     if (!ran) {
-        fprintf(stderr, "bench: no section '%s' (formats, stats, probe, train, report, import, readers, gemm)\n", only);
+        fprintf(stderr, "bench: no section '%s' (formats, stats, probe, train, report, import, readers, gemm, ranks)\n", only);
         return 2;
     }
     return rc;
