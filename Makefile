@@ -30,7 +30,7 @@ CLI_SRC  := $(wildcard cli/*.c)
 DATA_SRC := $(wildcard datasets/*.c) $(wildcard analyses/*.c) $(wildcard plots/*.c)
 GP_SRC   := $(sort $(wildcard plots/*.gp))
 DATA_OBJ := $(DATA_SRC:%.c=$(BUILD)/%.o) $(BUILD)/plots/scripts.o
-TEST_SRC := $(filter-out tests/check_exhaustive.c,$(wildcard tests/*.c))
+TEST_SRC := $(filter-out tests/check_exhaustive.c tests/mpi_%.c,$(wildcard tests/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(VEC_OBJ)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
@@ -97,7 +97,11 @@ BENCH_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard bench/*.c)) $(BUILD)/tests/r
 $(BUILD)/bench_fp8prof: $(BENCH_OBJ) $(BUILD)/libfp8prof.a
 	$(CC) -o $@ $^ $(LDLIBS_ALL)
 
-test: $(BUILD)/test_fp8prof $(BUILD)/fp8prof $(BUILD)/libfp8prof.so
+# helper programs the suite runs under mpirun (tests/mpi_*.c)
+$(BUILD)/mpi_%: $(BUILD)/tests/mpi_%.o $(BUILD)/libfp8prof.a
+	$(CC) -o $@ $^ $(LDLIBS_ALL)
+
+test: $(BUILD)/test_fp8prof $(BUILD)/fp8prof $(BUILD)/libfp8prof.so $(BUILD)/mpi_mismatch
 	FP8PROF=$(BUILD)/fp8prof $(BUILD)/test_fp8prof
 ifeq ($(SAN),)
 	$(MAKE) --no-print-directory python-test

@@ -63,6 +63,9 @@ int cmd_info(int argc, char **argv)
         return 1;
     }
     printf("run %s (schema %d)\n", argv[1], r->schema);
+    if (r->nranks)
+        printf("  rank 0 of a %d-rank run: what follows is %s (every rank: fp8prof ranks %s)\n", r->nranks, r->path,
+               argv[1]);
     for (int i = 0; i < r->nmeta; i++)
         printf("  %-20s %s\n", r->meta_key[i], r->meta_value[i]);
     int64_t lo = INT64_MAX, hi = INT64_MIN;

@@ -82,6 +82,10 @@ static char *read_str_attr(hid_t obj, const char *name)
 
 int fp8_run_writer_open(const char *path)
 {
+    /* an index: its rank 0's writer (the index itself is written once, closed) */
+    char rank0[1024];
+    if (fp8_ranks_of(path) > 0 && fp8_rank_path(path, 0, rank0, sizeof rank0) == 0)
+        path = rank0;
     quiet q;
     quiet_on(&q);
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);

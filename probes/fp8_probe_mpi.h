@@ -25,13 +25,16 @@
  * the same tensors under another reduction, side by side.  The per-rank
  * amax stays what /records and /steps hold; the scale is the reduced one.
  *
- * Collective rules: fp8_probe_open_mpi is collective over world (and each
- * group communicator); fp8_probe_declare, fp8_probe_step_end and casts of
- * tensors with a reducing recipe are collective over the groups they
- * reduce in: every rank declares the same tensors in the same order and
- * casts them in the same order, from one thread.  A mismatch is detected
- * (a fingerprint is reduced first): the call returns FP8_EINVAL naming the
- * group and the scale falls back to this rank's amax — no hang, no abort.
+ * Collective rules: fp8_probe_open_mpi and fp8_probe_declare are collective
+ * over world (and open over each group communicator); fp8_probe_step_end
+ * and casts of tensors with a reducing recipe are collective over the
+ * groups they reduce in: every rank declares the same tensors with the same
+ * recipes in the same order and casts them in the same order, from one
+ * thread.  Mismatches are detected (a fingerprint is reduced first): a
+ * declaration that differs between ranks is refused on every rank; a cast
+ * out of order returns FP8_EINVAL naming the group and scales from this
+ * rank's amax — no hang, no abort.  A rank that skips a cast the others
+ * make waits, as in any collective.
  * Evaluation casts (fp8_probe_cast, set_training(0)) use the local amax.
  * fp8_probe_close is collective over world.
  */

@@ -287,6 +287,20 @@ fp8_probe *fp8_probe_declare(fp8_probe_run *run, const char *name, fp8_role role
         }
         p->nrec++;
     }
+    if (run->groups) {
+        /* multi-rank: every rank declares the same tensor with the same
+         * recipes here, or none does (a later reduction would hang) */
+        uint32_t tag = fp8__fnv1a(2166136261u, name);
+        for (int i = 0; i < p->nrec; i++)
+            tag = fp8__fnv1a(tag, p->st[i]->recipe.spec);
+        if (fp8__groups_max(run->groups, 0, tag, NULL, 0) != FP8_OK) {
+            FP8_ERROR(FP8_EINVAL, "probe '%s': the ranks declare different tensors or recipes at this point "
+                                  "(fp8_probe_declare is collective: the same ones, in the same order, on every rank)",
+                      name);
+            probe_free(p);
+            return NULL;
+        }
+    }
     pthread_mutex_lock(&run->lock);
     /* one probe per tensor name: a second would merge two tensors' records
      * (another role or layer) or write each (tensor, recipe, step) twice */

@@ -419,14 +419,33 @@ static void test_mpi_train_np2(void)
     fp8_run_free(q);
 }
 
+/* ranks that break the collective rules: errors, not hangs (tests/mpi_mismatch.c) */
+static void test_mpi_mismatch(void)
+{
+    const char *exe = getenv("FP8PROF");
+    char prog[600], cmd[1400];
+    snprintf(prog, sizeof prog, "%.*smpi_mismatch", exe ? (int)(strrchr(exe, '/') ? strrchr(exe, '/') - exe + 1 : 0) : 6,
+             exe ? exe : "build/");
+    snprintf(cmd, sizeof cmd, MPIRUN_N(2) "timeout 120 %s %%2$s/mismatch.h5 2>&1", prog);
+    int rc = sh(cmd, out, sizeof out);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_PTR_NULL(strstr(out, "FAIL"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "ok mismatched casts: FP8_EINVAL naming the group"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "ok matched casts reduce again"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "ok different recipes on the ranks: refused at declare"));
+    if (rc != 0)
+        fprintf(stderr, "%s\n", out);
+}
+
 void register_ranks_tests(void)
 {
     static const char *const names[] = {"reduce= spec", "group amax into current scaling", "index and skew",
                                         "untrusted index and rank files", "mpirun: reductions recomputed",
                                         "mpirun: wrong group caught", "mpirun train: np=1 is the plain run",
-                                        "mpirun train: np=2 is one process with the whole batch"};
+                                        "mpirun train: np=2 is one process with the whole batch",
+                                        "mpirun: ranks that break the rules get errors, not hangs"};
     static void (*const fns[])(void) = {test_reduce_spec,   test_group_amax,         test_index_and_skew,
                                         test_untrusted_index, test_mpi_reduction,    test_mpi_wrong_group,
-                                        test_mpi_train_np1, test_mpi_train_np2};
-    add_suite("ranks", names, fns, 8);
+                                        test_mpi_train_np1, test_mpi_train_np2,  test_mpi_mismatch};
+    add_suite("ranks", names, fns, 9);
 }
