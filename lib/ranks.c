@@ -29,18 +29,6 @@ int fp8_rank_path(const char *index_path, int rank, char *out, size_t n)
     return w < 0 || (size_t)w >= n ? -1 : 0;
 }
 
-static int str_attr(hid_t obj, const char *name, const char *value)
-{
-    hid_t t = fp8__str_type(strlen(value) + 1), sp = H5Screate(H5S_SCALAR);
-    hid_t a = H5Acreate2(obj, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
-    herr_t e = a < 0 ? -1 : H5Awrite(a, t, value);
-    if (a >= 0)
-        H5Aclose(a);
-    H5Sclose(sp);
-    H5Tclose(t);
-    return e < 0 ? -1 : 0;
-}
-
 int fp8_ranks_write_index(const char *index_path, int nranks, const char *const *kv, int nkv)
 {
     if (!index_path || nranks < 1 || nranks > FP8_RANKS_MAX || nkv < 0 || (nkv && !kv))
@@ -54,12 +42,12 @@ int fp8_ranks_write_index(const char *index_path, int nranks, const char *const 
     int bad = f < 0;
     char n[16];
     snprintf(n, sizeof n, "%d", nranks);
-    bad = bad || str_attr(f, "fp8prof_index", "1") || str_attr(f, "fp8prof_ranks", n) ||
-          str_attr(f, "created_by", "fp8prof");
+    bad = bad || fp8__write_str_attr(f, "fp8prof_index", "1") || fp8__write_str_attr(f, "fp8prof_ranks", n) ||
+          fp8__write_str_attr(f, "created_by", "fp8prof");
     hid_t meta = bad ? -1 : H5Gcreate2(f, "meta", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     bad = bad || meta < 0;
     for (int i = 0; !bad && i < nkv; i++)
-        if (!kv[2 * i] || !kv[2 * i + 1] || !*kv[2 * i] || str_attr(meta, kv[2 * i], kv[2 * i + 1]))
+        if (!kv[2 * i] || !kv[2 * i + 1] || !*kv[2 * i] || fp8__write_str_attr(meta, kv[2 * i], kv[2 * i + 1]))
             bad = 1;
     if (meta >= 0)
         H5Gclose(meta);

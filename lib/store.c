@@ -81,18 +81,6 @@ static hid_t make_dset(hid_t file, const char *name, hid_t type, int rank, hsize
     return d;
 }
 
-static int write_str_attr(hid_t obj, const char *name, const char *value)
-{
-    hid_t t = fp8__str_type(strlen(value) + 1), sp = H5Screate(H5S_SCALAR);
-    hid_t a = H5Acreate2(obj, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
-    herr_t e = a < 0 ? -1 : H5Awrite(a, t, value);
-    if (a >= 0)
-        H5Aclose(a);
-    H5Sclose(sp);
-    H5Tclose(t);
-    return e < 0 ? -1 : 0;
-}
-
 static void store_free(fp8_store *s)
 {
     if (!s)
@@ -168,16 +156,16 @@ fp8_store *fp8_store_create(const char *path, const char *const *kv, int nkv)
     }
     char ver[16];
     snprintf(ver, sizeof ver, "%d", FP8_STORE_SCHEMA);
-    if (write_str_attr(s->file, "fp8prof_schema", ver) ||
-        write_str_attr(s->file, "scale_convention", "q = cast(x * scale); x_hat = decode(q) * scale_inv") ||
-        write_str_attr(s->file, "created_by", "fp8prof")) {
+    if (fp8__write_str_attr(s->file, "fp8prof_schema", ver) ||
+        fp8__write_str_attr(s->file, "scale_convention", "q = cast(x * scale); x_hat = decode(q) * scale_inv") ||
+        fp8__write_str_attr(s->file, "created_by", "fp8prof")) {
         FP8_ERROR(FP8_EIO, "%s: cannot write the root attributes", path);
         goto fail;
     }
     hid_t meta = H5Gcreate2(s->file, "meta", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     int bad = meta < 0;
     for (int i = 0; !bad && i < nkv; i++)
-        if (!kv[2 * i] || !kv[2 * i + 1] || !*kv[2 * i] || write_str_attr(meta, kv[2 * i], kv[2 * i + 1]))
+        if (!kv[2 * i] || !kv[2 * i + 1] || !*kv[2 * i] || fp8__write_str_attr(meta, kv[2 * i], kv[2 * i + 1]))
             bad = 1;
     if (meta >= 0)
         H5Gclose(meta);

@@ -1,6 +1,8 @@
 /*
  * store_layout.c — the HDF5 datatypes of run files (store_layout.h).
  */
+#include <string.h>
+
 #include "store_layout.h"
 
 hid_t fp8__str_type(size_t n)
@@ -114,4 +116,16 @@ hid_t fp8__bamax_type(void)
     H5Tinsert(t, "offset", HOFFSET(disk_bamax, offset), H5T_NATIVE_UINT64);
     H5Tinsert(t, "count", HOFFSET(disk_bamax, count), H5T_NATIVE_UINT64);
     return t;
+}
+
+int fp8__write_str_attr(hid_t obj, const char *name, const char *value)
+{
+    hid_t t = fp8__str_type(strlen(value) + 1), sp = H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(obj, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
+    herr_t e = a < 0 ? -1 : H5Awrite(a, t, value);
+    if (a >= 0)
+        H5Aclose(a);
+    H5Sclose(sp);
+    H5Tclose(t);
+    return e < 0 ? -1 : 0;
 }

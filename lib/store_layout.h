@@ -90,6 +90,8 @@ typedef struct {
 } disk_bamax;
 
 hid_t fp8__str_type(size_t n);
+/* A fixed-length string attribute name = value on obj: 0, or -1. */
+int fp8__write_str_attr(hid_t obj, const char *name, const char *value);
 /* the record of a schema version (1: no hist member; 2: no te_overflows) */
 hid_t fp8__record_type(int schema);
 hid_t fp8__step_type(void);

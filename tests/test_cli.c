@@ -14,23 +14,7 @@
 #include "fp8_probe.h"
 #include "tests.h"
 
-/* Run a shell command line with the fp8prof path substituted for %s;
- * capture stdout (up to cap bytes) and return the exit status. */
-static int run(const char *fmt, const char *arg, char *out, size_t cap)
-{
-    const char *exe = getenv("FP8PROF");
-    if (!exe)
-        exe = "build/fp8prof";
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, fmt, exe, arg ? arg : "");
-    FILE *p = popen(cmd, "r");
-    if (!p)
-        return -1;
-    size_t n = fread(out, 1, cap - 1, p);
-    out[n] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
+static int run(const char *fmt, const char *arg, char *out, size_t cap) { return test_run_cli(fmt, arg, out, cap); }
 
 static char buf[1 << 20];
 

@@ -35,20 +35,8 @@ static const char *tmp_dir(void)
     return dir;
 }
 
-/* Run a shell line (fp8prof path for every %1$s), stdout into out. */
-static int sh(const char *fmt, char *out, size_t cap)
-{
-    const char *exe = getenv("FP8PROF");
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, fmt, exe ? exe : "build/fp8prof", tmp_dir());
-    FILE *p = popen(cmd, "r");
-    if (!p)
-        return -1;
-    size_t n = fread(out, 1, cap - 1, p);
-    out[n] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
+/* A shell line: %1$s the fp8prof path, %2$s the test directory. */
+static int sh(const char *fmt, char *out, size_t cap) { return test_run_cli(fmt, tmp_dir(), out, cap); }
 
 static char out[1 << 16];
 
@@ -323,6 +311,19 @@ static void series(const fp8_run *run, const char *name, double *v, int n)
             v[run->scalar_step[i]] = run->scalar_value[i];
 }
 
+/* runs a and b of the test directory, loaded (fatal when either fails) */
+static int load_two(const char *a, const char *b, fp8_run **p, fp8_run **q)
+{
+    char pa[512], pb[512];
+    snprintf(pa, sizeof pa, "%s/%s", tmp_dir(), a);
+    snprintf(pb, sizeof pb, "%s/%s", tmp_dir(), b);
+    *p = fp8_run_load(pa), *q = fp8_run_load(pb);
+    if (*p && *q)
+        return 0;
+    fp8_run_free(*p), fp8_run_free(*q);
+    return 1;
+}
+
 #define TRAIN "train --steps 8 --layers 1 --dim 32 --heads 2 --ctx 32 --batch 8 --val-every 4 --quiet "
 
 /* one rank computes exactly what a plain run computes */
@@ -330,12 +331,8 @@ static void test_mpi_train_np1(void)
 {
     CU_ASSERT_EQUAL_FATAL(sh("%1$s " TRAIN "-o %2$s/plain.h5 2>&1", out, sizeof out), 0);
     CU_ASSERT_EQUAL_FATAL(sh(MPIRUN_N(1) "%1$s " TRAIN "-o %2$s/one.h5 2>&1", out, sizeof out), 0);
-    char a[512], b[512];
-    snprintf(a, sizeof a, "%s/plain.h5", tmp_dir());
-    snprintf(b, sizeof b, "%s/one.h5", tmp_dir());
-    fp8_run *p = fp8_run_load(a), *q = fp8_run_load(b);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+    fp8_run *p, *q;
+    CU_ASSERT_EQUAL_FATAL(load_two("plain.h5", "one.h5", &p, &q), 0);
     CU_ASSERT_EQUAL(q->nranks, 1);
     static const char *names[] = {"loss", "grad_norm", "val_loss"};
     for (int k = 0; k < 3; k++) {
@@ -368,12 +365,8 @@ static void test_mpi_train_np2(void)
 {
     CU_ASSERT_EQUAL_FATAL(sh("%1$s " TRAIN "--recipe fp32 -o %2$s/whole.h5 2>&1", out, sizeof out), 0);
     CU_ASSERT_EQUAL_FATAL(sh(MPIRUN_N(2) "%1$s " TRAIN "--recipe fp32 -o %2$s/halves.h5 2>&1", out, sizeof out), 0);
-    char a[512], b[512];
-    snprintf(a, sizeof a, "%s/whole.h5", tmp_dir());
-    snprintf(b, sizeof b, "%s/halves.h5", tmp_dir());
-    fp8_run *p = fp8_run_load(a), *q = fp8_run_load(b);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+    fp8_run *p, *q;
+    CU_ASSERT_EQUAL_FATAL(load_two("whole.h5", "halves.h5", &p, &q), 0);
     CU_ASSERT_EQUAL(q->nranks, 2);
     double u[8], w[8], g1[8], g2[8], worst = 0, worstg = 0;
     series(p, "loss", u, 8), series(q, "loss", w, 8);
@@ -389,19 +382,14 @@ static void test_mpi_train_np2(void)
     fp8_run_free(q);
     /* not the same as one rank training on half the batch: the test can tell */
     CU_ASSERT_EQUAL_FATAL(sh("%1$s " TRAIN "--recipe fp32 --batch 4 -o %2$s/half.h5 2>&1", out, sizeof out), 0);
-    snprintf(a, sizeof a, "%s/half.h5", tmp_dir());
-    p = fp8_run_load(a);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL_FATAL(load_two("half.h5", "halves.h5", &p, &q), 0);
     series(p, "loss", u, 8);
     CU_ASSERT(fabs(u[7] - w[7]) / fabs(w[7]) > 1e-4);
     fp8_run_free(p);
+    fp8_run_free(q);
     /* FP8 (hybrid:delayed): the weights are the same on both ranks, so are their records */
     CU_ASSERT_EQUAL_FATAL(sh(MPIRUN_N(2) "%1$s " TRAIN "-o %2$s/fp8two.h5 2>&1", out, sizeof out), 0);
-    snprintf(a, sizeof a, "%s/fp8two.rank0.h5", tmp_dir());
-    snprintf(b, sizeof b, "%s/fp8two.rank1.h5", tmp_dir());
-    p = fp8_run_load(a), q = fp8_run_load(b);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+    CU_ASSERT_EQUAL_FATAL(load_two("fp8two.rank0.h5", "fp8two.rank1.h5", &p, &q), 0);
     size_t weights = 0, wdiff = 0, adiff = 0;
     for (size_t i = 0; i < p->nrecords && i < q->nrecords; i++) {
         const fp8_record *x = &p->records[i], *y = &q->records[i];

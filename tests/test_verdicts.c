@@ -519,19 +519,7 @@ static void test_minimum_evidence(void)
 
 /* ---- summary.json and check --------------------------------------------------- */
 
-static int sh(const char *fmt, const char *arg, char *out, size_t cap)
-{
-    const char *exe = getenv("FP8PROF");
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, fmt, exe ? exe : "build/fp8prof", arg);
-    FILE *p = popen(cmd, "r");
-    if (!p)
-        return -1;
-    size_t n = fread(out, 1, cap - 1, p);
-    out[n] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
+static int sh(const char *fmt, const char *arg, char *out, size_t cap) { return test_run_cli(fmt, arg, out, cap); }
 
 static void test_summary_json_and_check(void)
 {

@@ -35,6 +35,12 @@ pid_t fork_piped(int fd[2]);
 void expect_error_at(int st, const char *words, const char *file, int line);
 #define EXPECT_ERROR(st, words) expect_error_at((st), (words), __FILE__, __LINE__)
 
+/* Run a shell line whose first %s (or %1$s) is the fp8prof path ($FP8PROF,
+ * default build/fp8prof) and second (%2$s) arg; stdout into out (up to
+ * cap - 1 bytes); the exit status, -1 when it did not exit. */
+#include <stddef.h>
+int test_run_cli(const char *fmt, const char *arg, char *out, size_t cap);
+
 /* Add a suite with the given tests; aborts the run on registry failure. */
 void add_suite(const char *name, const char *const *names, void (*const *fns)(void), int n);
 

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fp8_error.h"
@@ -41,4 +42,18 @@ void expect_error_at(int st, const char *words, const char *file, int line)
     if (!has)
         fprintf(stderr, "\n  %s:%d: message '%s' lacks '%s'\n", file, line, m ? m : "(none)", words);
     CU_assertImplementation(has, (unsigned)line, "the message names the fault", file, "", CU_FALSE);
+}
+
+int test_run_cli(const char *fmt, const char *arg, char *out, size_t cap)
+{
+    const char *exe = getenv("FP8PROF");
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, fmt, exe ? exe : "build/fp8prof", arg ? arg : "");
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
