@@ -113,8 +113,12 @@ void FP8_VEC_NAME(FP8_VEC_KERNEL_ARGS)
         vi azero = (vi)(a == 0);
         if (p->e8m0) {
             /* positive normals below 2^127: the exponent field, + 1 when
-             * rounding goes up; exact when the fraction is 0 */
-            if (!all_lanes((vi)(u - 0x800000u <= 0x7F000000u - 1 - 0x800000u))) {
+             * rounding goes up; exact when the fraction is 0.  Zeros and
+             * negatives (-Inf among them) are outside e8m0: code 0 (2^-127,
+             * saturated) or NaN (overflow), as cast_impl.h */
+            vi hot = (vi)(u - 0x800000u <= 0x7F000000u - 1 - 0x800000u);
+            vi outside = (vi)((neg | (vu)azero) != 0) & (vi)(a <= 0x7F800000u);
+            if (!all_lanes(hot | outside)) {
                 p->sr_fallback(p->sr_ctx, i);
                 continue;
             }
@@ -126,11 +130,19 @@ void FP8_VEC_NAME(FP8_VEC_KERNEL_ARGS)
             else
                 up = uz;
             vu code = (u >> 23) - up; /* up is -1 or 0 */
-            c_round -= (vu)(vi)(frac != 0);
+            vu bits = code << 23;
+            c_round -= (vu)(hot & (vi)(frac != 0));
+            if (!all_lanes(hot)) {
+                vu sat = (vu)(outside & p->inf_sat);
+                c_sat -= sat;
+                c_ovf -= (vu)outside & ~sat;
+                code = SEL((vu)outside, SEL(sat, uz, uz + 0xFFu), code);
+                bits = SEL((vu)outside, SEL(sat, uz + 0x400000u, uz + p->nan_val[0]), bits);
+            }
             if (codes)
                 store_codes(codes, code_bytes, i, code);
             if (out) {
-                vf o = (vf)(code << 23) * scale_inv;
+                vf o = (vf)bits * scale_inv;
                 memcpy(out + i, &o, sizeof o);
             }
             continue;
