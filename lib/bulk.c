@@ -87,7 +87,7 @@ portable_kernel(const fp8_format *f, const fp8_cast_mode *mode, float scale,
 
 #include "cast_internal.h"
 
-static void sr_fallback(void *ctx, size_t i);
+static void sr_fallback(void *ctx, size_t i, size_t k);
 
 static void vparams_init(vparams *p, const fp8_format *f, const fp8_cast_mode *mode)
 {
@@ -204,15 +204,15 @@ typedef struct {
     size_t nfb; /* elements the fallback cast */
 } sr_ctx;
 
-static void sr_fallback(void *ctx, size_t i)
+static void sr_fallback(void *ctx, size_t i, size_t k)
 {
     sr_ctx *s = ctx;
     fp8_cast_mode m = *s->mode;
     m.offset = s->index0 + i;
-    portable_kernel(s->f, &m, s->scale, s->scale_inv, s->x + i, VL,
+    portable_kernel(s->f, &m, s->scale, s->scale_inv, s->x + i, k,
                     s->codes ? (char *)s->codes + i * (size_t)s->f->code_bytes : NULL, s->out ? s->out + i : NULL,
                     s->cnt);
-    s->nfb += VL;
+    s->nfb += k;
 }
 
 void fp8__caster_run(const fp8__caster *c, float scale, float scale_inv, const float *x, size_t n,

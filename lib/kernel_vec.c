@@ -67,15 +67,13 @@ static inline int all_lanes(vi m)
 
 typedef uint64_t vq __attribute__((vector_size(128)));
 
-/* fp8__random32 (cast_impl.h) of seed and indices index..index+15, the same
- * bits lane by lane */
-static inline vu random16(uint64_t seed, uint64_t index)
+/* fp8__random32 (cast_impl.h) of the 16 keyed counters z = index *
+ * 0x9E3779B97F4A7C15 + (seed ^ 0xD1B54A32D192ED03) (kept by the caller, one
+ * vector add a step) and add = seed * 0x94D049BB133111EB broadcast: the same
+ * bits lane by lane.  (Keys built once per call: GCC lowers a 64-bit scalar
+ * broadcast into a 1024-bit vector through the stack.) */
+static inline vu random16(vq z, vq add)
 {
-    vq z;
-    for (int l = 0; l < VL; l++)
-        z[l] = index + (uint64_t)l;
-    z = z * 0x9E3779B97F4A7C15ull + (seed ^ 0xD1B54A32D192ED03ull);
-    const uint64_t add = seed * 0x94D049BB133111EBull;
     for (int r = 0; r < 2; r++) {
         z ^= z >> 33;
         z *= 0xFF51AFD7ED558CCDull;
@@ -87,6 +85,13 @@ static inline vu random16(uint64_t seed, uint64_t index)
     return __builtin_convertvector(z >> 32, vu);
 }
 
+static inline vq vq_fill(uint64_t v)
+{
+    vq r;
+    for (int l = 0; l < VL; l++)
+        r[l] = v;
+    return r;
+}
 
 void FP8_VEC_NAME(FP8_VEC_KERNEL_ARGS)
 {
@@ -96,7 +101,12 @@ void FP8_VEC_NAME(FP8_VEC_KERNEL_ARGS)
     const vu uz = {0};
     const vu mbits = (vu)(zero + p->mbits);
     size_t g = 0, gleft = glen;
-    for (size_t i = 0; i < n; i += VL) {
+    /* stochastic rounding's keyed counters (random16), advanced every step */
+    const vq lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    const uint64_t kmul = 0x9E3779B97F4A7C15ull;
+    const vq radd = vq_fill(p->seed * 0x94D049BB133111EBull), rstep = vq_fill((uint64_t)VL * kmul);
+    vq rz = (lane + vq_fill(p->index0)) * kmul + vq_fill(p->seed ^ 0xD1B54A32D192ED03ull);
+    for (size_t i = 0; i < n; i += VL, rz += rstep) {
         vf xv;
         memcpy(&xv, x + i, sizeof xv);
         if (gscale) {
@@ -119,12 +129,12 @@ void FP8_VEC_NAME(FP8_VEC_KERNEL_ARGS)
             vi hot = (vi)(u - 0x800000u <= 0x7F000000u - 1 - 0x800000u);
             vi outside = (vi)((neg | (vu)azero) != 0) & (vi)(a <= 0x7F800000u);
             if (!all_lanes(hot | outside)) {
-                p->sr_fallback(p->sr_ctx, i);
+                p->sr_fallback(p->sr_ctx, i, VL);
                 continue;
             }
             vu frac = u & 0x7FFFFFu, up;
             if (p->stochastic)
-                up = (vu)(vi)(((frac << 9) + random16(p->seed, p->index0 + i)) < (frac << 9));
+                up = (vu)(vi)(((frac << 9) + random16(rz, radd)) < (frac << 9));
             else if (p->nearest)
                 up = (vu)(vi)(frac >= 0x400000u);
             else
@@ -148,23 +158,23 @@ void FP8_VEC_NAME(FP8_VEC_KERNEL_ARGS)
             continue;
         }
         vi inrange = (vi)(a - p->lo_bits <= p->range_bits) | azero;
-        if (p->stochastic && !all_lanes(inrange)) {
-            p->sr_fallback(p->sr_ctx, i);
-            continue;
-        }
-        if (all_lanes(inrange)) {
+        /* stochastic rounding: the lanes outside the hot path (subnormal,
+         * overflowing, NaN) are cast one by one by the scalar fallback after
+         * the vector's store overwrote them with its hot-path guess */
+        int partial = p->stochastic && !all_lanes(inrange);
+        if (partial || all_lanes(inrange)) {
             vu r;
             if (p->stochastic) {
                 /* up with probability rem / 2^rshift: the fraction rem, moved
                  * to the top of 32 bits, plus 32 random bits carries out */
                 vu frac = (a & ~p->keep_mask) << (32 - p->rshift);
-                vu carry = (vu)(vi)((frac + random16(p->seed, p->index0 + i)) < frac);
+                vu carry = (vu)(vi)((frac + random16(rz, radd)) < frac);
                 r = (a & p->keep_mask) + (carry & (1u << p->rshift));
             } else {
                 r = (a + (p->round_add + ((a >> p->rshift) & p->round_lsb))) & p->keep_mask;
             }
             vu keep_sign = ~(vu)azero | p->negzero_keep; /* fnuz: no -0 */
-            c_round -= (vu)(vi)((a & ~p->keep_mask) != 0);
+            c_round -= (vu)(inrange & (vi)((a & ~p->keep_mask) != 0));
             if (codes) {
                 vu code = (((r >> p->rshift) - p->rebias) & ~(vu)azero) | ((neg << p->sign_shift) & keep_sign);
                 store_codes(codes, code_bytes, i, code);
@@ -173,6 +183,10 @@ void FP8_VEC_NAME(FP8_VEC_KERNEL_ARGS)
                 vf o = (vf)(r | ((neg << 31) & keep_sign)) * scale_inv;
                 memcpy(out + i, &o, sizeof o);
             }
+            if (partial)
+                for (int l = 0; l < VL; l++)
+                    if (!inrange[l])
+                        p->sr_fallback(p->sr_ctx, i + (size_t)l, 1);
             continue;
         }
         if (p->medium_ok && all_lanes((vi)(a < 0x7F800000u))) {

@@ -31,12 +31,13 @@ typedef struct {
     /* stochastic rounding: the hot path adds 2^rshift when the discarded
      * bits, as a 32-bit fraction, plus 32 random bits (fp8__random32 of
      * seed and the element's index, index0 + i) carry out.  e8m0: positive
-     * normal float32 below 2^127 only, code = exponent field + up.  With
-     * either, any other vector of 16 goes to sr_fallback(sr_ctx, i), the
-     * scalar cast of elements i..i+15 (never with gscale) */
+     * normal float32 below 2^127 (zeros and negatives lane-wise too), code
+     * = exponent field + up.  sr_fallback(sr_ctx, i, k) is the scalar cast
+     * of elements i..i+k-1 (never with gscale): stochastic rounding sends it
+     * the lanes outside the hot path one by one, e8m0 whole vectors of 16 */
     int32_t stochastic, e8m0;
     uint64_t seed, index0;
-    void (*sr_fallback)(void *ctx, size_t i);
+    void (*sr_fallback)(void *ctx, size_t i, size_t k);
     void *sr_ctx;
 } vparams;
 
