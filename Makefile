@@ -98,6 +98,7 @@ $(BUILD)/bench_fp8prof: $(BENCH_OBJ) $(BUILD)/libfp8prof.a
 	$(CC) -o $@ $^ $(LDLIBS_ALL)
 
 # helper programs the suite runs under mpirun (tests/mpi_*.c)
+.PRECIOUS: $(BUILD)/tests/mpi_%.o
 $(BUILD)/mpi_%: $(BUILD)/tests/mpi_%.o $(BUILD)/libfp8prof.a
 	$(CC) -o $@ $^ $(LDLIBS_ALL)
 
@@ -182,7 +183,7 @@ bench: $(BUILD)/bench_fp8prof $(BUILD)/fp8prof $(BUILD)/libfp8prof.so
 ifneq ($(BENCH),python)
 	$(BUILD)/bench_fp8prof $(BENCH)
 endif
-ifneq ($(filter $(BENCH),python ""),)
+ifeq ($(filter-out python,$(BENCH)),)
 	FP8PROF_LIB=$(abspath $(BUILD)/libfp8prof.so) $(PYTHON) bench/bench_python.py $(BUILD)
 endif
 
