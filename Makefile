@@ -34,7 +34,7 @@ TEST_SRC := $(filter-out tests/check_exhaustive.c tests/mpi_%.c,$(wildcard tests
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(VEC_OBJ)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
-DEPS     := $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(DATA_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(patsubst %.c,$(BUILD)/%.d,$(wildcard bench/*.c))
+DEPS     := $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(DATA_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(patsubst %.c,$(BUILD)/%.d,$(wildcard bench/*.c)) $(patsubst tests/%.c,$(BUILD)/tests/%.d,$(wildcard tests/mpi_*.c))
 
 MAKEFLAGS += --no-builtin-rules
 .SUFFIXES:
@@ -98,7 +98,7 @@ $(BUILD)/bench_fp8prof: $(BENCH_OBJ) $(BUILD)/libfp8prof.a
 	$(CC) -o $@ $^ $(LDLIBS_ALL)
 
 # helper programs the suite runs under mpirun (tests/mpi_*.c)
-.PRECIOUS: $(BUILD)/tests/mpi_%.o
+.SECONDARY: $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(wildcard tests/mpi_*.c))
 $(BUILD)/mpi_%: $(BUILD)/tests/mpi_%.o $(BUILD)/libfp8prof.a
 	$(CC) -o $@ $^ $(LDLIBS_ALL)
 
