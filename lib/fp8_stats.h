@@ -105,4 +105,9 @@ typedef struct {
 } fp8_amax_info;
 int fp8_tensor_amax(const float *x, size_t n, fp8_amax_info *out);
 
+/* The exponent histogram of x[0..n) (bins as fp8_stats.exp_hist), written
+ * into hist: what fp8_quantize_ex computes unless FP8_STATS_NO_EXP_HIST, on
+ * its own (the probes run it beside the casts on another thread). */
+int fp8_tensor_exp_hist(const float *x, size_t n, uint64_t hist[FP8_EXP_BINS]);
+
 #endif

@@ -466,6 +466,23 @@ int fp8_tensor_amax(const float *x, size_t n, fp8_amax_info *out)
     return FP8_OK;
 }
 
+int fp8_tensor_exp_hist(const float *x, size_t n, uint64_t hist[FP8_EXP_BINS])
+{
+    if (!hist || (!x && n))
+        return FP8_ERROR(FP8_EINVAL, "fp8_tensor_exp_hist: %s is NULL", hist ? "the tensor" : "hist");
+    pthread_once(&pick_once, pick);
+    hist_acc *h = calloc(1, sizeof *h);
+    if (!h)
+        return FP8_ERROR(FP8_ENOMEM, "fp8_tensor_exp_hist: out of memory");
+    memset(hist, 0, FP8_EXP_BINS * sizeof *hist);
+    enum { CHUNK = 1u << 30 };
+    for (size_t i = 0; i < n; i += CHUNK)
+        hist_add(h, hist, x + i, n - i < CHUNK ? n - i : CHUNK);
+    hist_flush(h, hist);
+    free(h);
+    return FP8_OK;
+}
+
 /* TE's overflow count: |x| > fp8_max * scale_inv, both float32 as TE's
  * torch expression computes them (Inf counts, NaN does not), per group.
  * Only groups that can hold such a value are read: their amax exceeds the

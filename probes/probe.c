@@ -464,6 +464,7 @@ typedef struct {
     float *gsi;
     fp8_amax_info ai;
     int st[MAX_RECIPES]; /* each recipe's status */
+    uint64_t hist[FP8_EXP_BINS]; /* the input's exponent histogram, copied into every record */
 } cast_job;
 
 static void cast_recipe(void *ctx, int i)
@@ -481,9 +482,9 @@ static void cast_recipe(void *ctx, int i)
             fp8_recipe_state_observe(s, j->ai.inf_count && !s->recipe.finite_amax ? INFINITY : j->ai.amax);
         return;
     }
-    /* the exponent histogram describes the input, whatever the recipe:
-     * computed once (by the last recipe), copied to the others */
-    unsigned fl = j->flags | (j->rec && i != p->nrec - 1 ? FP8_STATS_NO_EXP_HIST : 0u);
+    /* the exponent histogram describes the input, whatever the recipe (an
+     * RHT recipe casts a transformed tensor): computed once, on its own */
+    unsigned fl = j->flags | FP8_STATS_NO_EXP_HIST;
     fp8_stats *s = j->rec ? &j->stats[i] : NULL;
     if (is_active && j->snap_codes)
         j->st[i] = fp8_quantize_codes(p->st[i], j->x, j->rows, j->cols, j->codes, j->gsi, j->out, s, fl);
@@ -491,17 +492,49 @@ static void cast_recipe(void *ctx, int i)
         j->st[i] = fp8_quantize_ex(p->st[i], j->x, j->rows, j->cols, is_active ? j->out : NULL, s, fl);
 }
 
+/* A rough cost of a recipe's cast, for handing out the biggest jobs first */
+static int cast_cost(const fp8_recipe *r)
+{
+    switch (r->kind) {
+    case FP8_RECIPE_NVFP4: return 4;
+    case FP8_RECIPE_MX: return 3;
+    case FP8_RECIPE_BLOCK:
+    case FP8_RECIPE_ROWWISE:
+    case FP8_RECIPE_COLWISE: return 2;
+    default: return 1;
+    }
+}
+
+/* Parallel jobs: order[k] is a recipe, or nrec for the histogram; the
+ * work queue hands out the highest index first, so order ascends in cost. */
+typedef struct {
+    cast_job *j;
+    int order[MAX_RECIPES + 1];
+    int hist_st;
+} par_jobs;
+
+static void par_job(void *ctx, int k)
+{
+    par_jobs *q = ctx;
+    int i = q->order[k];
+    if (i < q->j->p->nrec)
+        cast_recipe(q->j, i);
+    else
+        q->hist_st = fp8_tensor_exp_hist(q->j->x, q->j->rows * q->j->cols, q->j->hist);
+}
+
 /* Every recipe's cast: serially, shadows first (out may alias x), or with
  * the probe option threads > 1 on a recorded step of a large tensor, side by
- * side (the active recipe then writes into a buffer of its own when out
- * overlaps x, copied at the end).  Each recipe has its own state, so the
- * results are the same bits either way. */
+ * side with the exponent histogram (the active recipe then writes into a
+ * buffer of its own when out overlaps x, copied at the end).  Each recipe
+ * has its own state, so the results are the same bits either way. */
 static int cast_all(cast_job *j, int threads)
 {
     fp8_probe *p = j->p;
     size_t n = j->rows * j->cols;
     float *tmp = NULL, *out = j->out;
-    int par = threads > 1 && j->rec && p->nrec > 1 && n >= ((size_t)1 << 16);
+    int hist = j->rec && !(j->flags & FP8_STATS_NO_EXP_HIST);
+    int par = threads > 1 && j->rec && p->nrec + hist > 1 && n >= ((size_t)1 << 16);
     if (par && p->has_active && out && out < j->x + n && j->x < out + n) {
         tmp = malloc(n * sizeof *tmp);
         if (tmp)
@@ -509,26 +542,40 @@ static int cast_all(cast_job *j, int threads)
         else
             par = 0;
     }
-    int st = FP8_OK;
+    int st = FP8_OK, hst = FP8_OK;
     if (par) {
-        fp8__parallel_for(p->nrec, threads, cast_recipe, j);
+        par_jobs q = {.j = j, .hist_st = FP8_OK};
+        int nj = 0;
+        if (hist)
+            q.order[nj++] = p->nrec; /* the cheapest: handed out last */
+        for (int c = 1; c <= 4; c++)
+            for (int i = 0; i < p->nrec; i++)
+                if (cast_cost(&p->st[i]->recipe) == c)
+                    q.order[nj++] = i;
+        fp8__parallel_for(nj, threads, par_job, &q);
         for (int i = 0; i < p->nrec; i++)
             if (st == FP8_OK)
                 st = j->st[i];
+        hst = q.hist_st;
     } else {
+        /* the histogram first: the active recipe may overwrite x */
+        if (hist)
+            hst = fp8_tensor_exp_hist(j->x, n, j->hist);
         for (int i = p->nrec - 1; i >= 0 && st == FP8_OK; i--) {
             cast_recipe(j, i);
             st = j->st[i];
         }
     }
+    if (st == FP8_OK)
+        st = hst;
     if (tmp) {
         if (st == FP8_OK)
             memcpy(out, tmp, n * sizeof *out);
         free(tmp);
         j->out = out;
     }
-    for (int i = 0; st == FP8_OK && j->rec && i < p->nrec - 1; i++)
-        memcpy(j->stats[i].exp_hist, j->stats[p->nrec - 1].exp_hist, sizeof j->stats[i].exp_hist);
+    for (int i = 0; st == FP8_OK && hist && i < p->nrec; i++)
+        memcpy(j->stats[i].exp_hist, j->hist, sizeof j->stats[i].exp_hist);
     return st;
 }
 

@@ -591,12 +591,17 @@ static void test_parallel_recipes(void)
         CU_ASSERT_PTR_NOT_NULL_FATAL(run);
         fp8_probe *p = fp8_probe_declare(run, "t", FP8_ROLE_ACTIVATION, 0, "e4m3:delayed:history=4", shadows, 3);
         fp8_probe *q = fp8_probe_declare(run, "u", FP8_ROLE_GRADIENT, 0, "hybrid:delayed", shadows, 3);
-        CU_ASSERT_FATAL(p && q);
+        /* NVFP4 with the Hadamard transform casts a transformed gradient; the
+         * histogram stays the input's */
+        const char *rht_sh[] = {"nvfp4:rht"};
+        fp8_probe *v = fp8_probe_declare(run, "v", FP8_ROLE_GRADIENT, 0, "e4m3:current", rht_sh, 1);
+        CU_ASSERT_FATAL(p && q && v);
         for (int64_t s = 0; s < 5; s++) {
             fill(x, n, (uint64_t)s + 11, 1.0f + 3.0f * (float)s);
             CU_ASSERT_EQUAL(fp8_probe_apply(p, s, x, rows, cols, y[k]), FP8_OK);
             memcpy(inplace[k], x, n * sizeof *x);
             CU_ASSERT_EQUAL(fp8_probe_apply(q, s, inplace[k], rows, cols, inplace[k]), FP8_OK);
+            CU_ASSERT_EQUAL(fp8_probe_record(v, s, x, rows, cols), FP8_OK);
             fp8_probe_step_end(run, s);
         }
         CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
@@ -607,7 +612,7 @@ static void test_parallel_recipes(void)
     CU_ASSERT(same_inplace);
     fp8_run *a = fp8_run_load(paths[0]), *b = fp8_run_load(paths[1]);
     CU_ASSERT_FATAL(a && b);
-    CU_ASSERT_EQUAL(a->nrecords, 3 * 2 * 4); /* steps 0, 2, 4 x 2 tensors x 4 recipes */
+    CU_ASSERT_EQUAL(a->nrecords, 3 * (2 * 4 + 2)); /* steps 0, 2, 4 x (2 tensors x 4 recipes + 1 x 2) */
     CU_ASSERT_EQUAL(b->nrecords, a->nrecords);
     int same_stats = 1;
     for (size_t i = 0; i < a->nrecords && i < b->nrecords; i++)
@@ -619,6 +624,22 @@ static void test_parallel_recipes(void)
                       memcmp(a->records[i].stats.exp_hist, b->records[i].stats.exp_hist,
                              sizeof a->records[i].stats.exp_hist) == 0;
     CU_ASSERT(same_stats);
+    /* every record's histogram against a count by the definition (bin =
+     * exponent field + 1 for nonzero |x|) of that step's input */
+    size_t checked = 0, wrong = 0;
+    for (size_t i = 0; i < b->nrecords; i++) {
+        const fp8_record *r = &b->records[i];
+        fill(x, n, (uint64_t)r->step + 11, 1.0f + 3.0f * (float)r->step);
+        uint64_t want[FP8_EXP_BINS] = {0};
+        for (size_t e = 0; e < n; e++) {
+            uint32_t u = bits_of(x[e]) & 0x7FFFFFFFu;
+            want[(u >> 23) + (u != 0)]++;
+        }
+        wrong += memcmp(want, r->stats.exp_hist, sizeof want) != 0;
+        checked++;
+    }
+    CU_ASSERT_EQUAL(checked, 30);
+    CU_ASSERT_EQUAL(wrong, 0);
     fp8_run_free(a), fp8_run_free(b);
     fp8_probe_options o = fp8_probe_defaults();
     o.threads = 17;
