@@ -432,18 +432,35 @@ void FN(fp8__range_groups_)(FP8_RANGE_GROUPS_ARGS)
     }
 }
 
+typedef uint16_t vh16 __attribute__((vector_size(32)));
+
 void FN(fp8__hist_add_)(FP8_HIST_ARGS)
 {
     const uint32_t *u = (const uint32_t *)(const void *)x;
     size_t i = 0;
 #define BIN(v) ((((v) & 0x7FFFFFFFu) >> 23) + (((v) & 0x7FFFFFFFu) != 0))
-    for (; i + 4 <= n; i += 4) {
-        sub[0][BIN(u[i])]++;
-        sub[1][BIN(u[i + 1])]++;
-        sub[2][BIN(u[i + 2])]++;
-        sub[3][BIN(u[i + 3])]++;
+    uint16_t b[256] __attribute__((aligned(64)));
+    for (; i + 256 <= n; i += 256) {
+        for (int k = 0; k < 256; k += 16) {
+            vu16 v;
+            memcpy(&v, u + i + k, sizeof v);
+            vu16 a = v & 0x7FFFFFFFu;
+            vu16 bin = (a >> 23) - (vu16)(a != 0); /* + 1 for nonzero */
+            vh16 h = __builtin_convertvector(bin, vh16);
+            memcpy(b + k, &h, sizeof h);
+        }
+        for (int k = 0; k < 256; k += 8) {
+            sub[0][b[k]]++;
+            sub[1][b[k + 1]]++;
+            sub[2][b[k + 2]]++;
+            sub[3][b[k + 3]]++;
+            sub[4][b[k + 4]]++;
+            sub[5][b[k + 5]]++;
+            sub[6][b[k + 6]]++;
+            sub[7][b[k + 7]]++;
+        }
     }
     for (; i < n; i++)
-        sub[0][BIN(u[i])]++;
+        sub[i % FP8_HIST_SUBS][BIN(u[i])]++;
 #undef BIN
 }

@@ -44,10 +44,11 @@ void fp8__moments_add_base(FP8_MOMENTS_ARGS);
 void fp8__range_groups_avx512(FP8_RANGE_GROUPS_ARGS);
 void fp8__range_groups_avx2(FP8_RANGE_GROUPS_ARGS);
 void fp8__range_groups_base(FP8_RANGE_GROUPS_ARGS);
-/* Exponent-histogram bins (docs/statistics.md) of x[0..n) added to four
+/* Exponent-histogram bins (docs/statistics.md) of x[0..n) added to eight
  * interleaved 32-bit sub-histograms of 257 bins: consecutive elements mostly
- * share a bin, and one counter would serialise on its own store. */
-#define FP8_HIST_SUBS 4
+ * share a bin, and one counter would serialise on its own store.  The bins
+ * are computed 16 lanes at a time into a small buffer first. */
+#define FP8_HIST_SUBS 8
 #define FP8_HIST_ARGS uint32_t sub[FP8_HIST_SUBS][257], const float *x, size_t n
 void fp8__hist_add_avx512(FP8_HIST_ARGS);
 void fp8__hist_add_avx2(FP8_HIST_ARGS);
