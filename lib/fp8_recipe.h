@@ -150,6 +150,13 @@ typedef struct fp8_recipe_state {
                                   recipe's group for the next cast, which
                                   then scales from it instead of the
                                   tensor's own amax (NaN, the default: none) */
+    void *scratch;             /* the per-group arrays of the last cast (group
+                                  amaxes, scales, flags: 17 bytes a group),
+                                  kept for the next: fresh pages cost more than
+                                  a small tensor's cast on some machines.  Owned
+                                  by the state (fp8_recipe_state_free); a copy of
+                                  a state must set it to NULL (and free its own) */
+    size_t scratch_bytes;
 } fp8_recipe_state;
 
 /* Allocate the state of recipe r for a tensor of the given role.  Delayed

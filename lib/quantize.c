@@ -663,9 +663,22 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
      * an amax pass when no statistics are wanted */
     const int need_amax = r->kind != FP8_RECIPE_NONE && r->kind != FP8_RECIPE_DELAYED;
     const int want_hist = stats && !(options & FP8_STATS_NO_EXP_HIST);
-    uint32_t *gamax = calloc(ng, sizeof *gamax), *gminnz = malloc(ng * sizeof *gminnz);
-    float *scale = malloc(ng * sizeof *scale), *scale_inv = malloc(ng * sizeof *scale_inv);
-    unsigned char *flags = calloc(ng, 1);
+    /* the per-group arrays live in the state's scratch, reused cast after cast */
+    size_t need = ng * (4 * sizeof(uint32_t) + 1);
+    if (ng > SIZE_MAX / 32)
+        return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: %zu groups", ng);
+    if (st->scratch_bytes < need) {
+        void *sp = malloc(need);
+        if (!sp)
+            return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: out of memory for %zu groups", ng);
+        free(st->scratch);
+        st->scratch = sp, st->scratch_bytes = need;
+    }
+    uint32_t *gamax = st->scratch, *gminnz = gamax + ng;
+    float *scale = (float *)(gminnz + ng), *scale_inv = scale + ng;
+    unsigned char *flags = (unsigned char *)(scale_inv + ng);
+    memset(gamax, 0, ng * sizeof *gamax);
+    memset(flags, 0, ng);
     float *buf = malloc(PIECE * sizeof *buf);
     float *xt = trans ? malloc(numel * sizeof *xt) : NULL;
     float *qt = trans && out ? malloc(numel * sizeof *qt) : NULL;
@@ -673,10 +686,8 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
     void *ct = trans && codes ? malloc(numel * cb) : NULL;
     uint64_t *hist = want_hist ? calloc(FP8_EXP_BINS, sizeof *hist) : NULL;
     hist_acc *hacc = want_hist ? calloc(1, sizeof *hacc) : NULL;
-    if (!gamax || !gminnz || !scale || !scale_inv || !flags || !buf || (trans && !xt) || (trans && out && !qt) ||
-        (want_hist && (!hist || !hacc)) || (trans && codes && !ct)) {
-        free(gamax), free(gminnz), free(scale), free(scale_inv), free(flags), free(buf), free(xt), free(qt),
-            free(hist), free(hacc), free(ct);
+    if (!buf || (trans && !xt) || (trans && out && !qt) || (want_hist && (!hist || !hacc)) || (trans && codes && !ct)) {
+        free(buf), free(xt), free(qt), free(hist), free(hacc), free(ct);
         return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: out of memory for a %zux%zu tensor", rows, cols);
     }
     for (size_t g = 0; g < ng; g++)
@@ -810,6 +821,6 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
         stats->numel = numel;
     }
     fp8__fenv_leave(&env);
-    free(gamax), free(gminnz), free(scale), free(scale_inv), free(flags), free(buf), free(xt), free(qt), free(hist), free(hacc), free(ct);
+    free(buf), free(xt), free(qt), free(hist), free(hacc), free(ct);
     return FP8_OK;
 }

@@ -689,6 +689,7 @@ void fp8_recipe_state_free(fp8_recipe_state *st)
     if (!st)
         return;
     free(st->history);
+    free(st->scratch);
     free(st);
 }
 

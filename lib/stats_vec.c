@@ -398,37 +398,76 @@ void FN(fp8__amax_scan_)(FP8_AMAX_SCAN_ARGS)
     *nan_count = cn;
 }
 
-void FN(fp8__range_groups_)(FP8_RANGE_GROUPS_ARGS)
+static inline vu16 umax16(vu16 a, vu16 b) { return (vu16)(((vi16)(a >= b) & (vi16)a) | (~(vi16)(a >= b) & (vi16)b)); }
+static inline vu16 umin16(vu16 a, vu16 b) { return (vu16)(((vi16)(a <= b) & (vi16)a) | (~(vi16)(a <= b) & (vi16)b)); }
+
+/* One group's lanes: its finite |x| bits folded to 16 lanes (amax) and its
+ * nonzero finite |x| bits (minnz; 0x7F800000 for none). */
+static inline void group_lanes(const float *x, size_t glen, vu16 *amax, vu16 *minnz)
 {
     const vu16 big = (vu16){0} + 0x7F800000u;
-    for (size_t i = 0, g = 0; i < n; i += glen, g++) {
-        vu16 amax = {0}, minnz = big;
-        for (size_t k = i; k < i + glen; k += 16) {
-            vu16 a;
-            memcpy(&a, x + k, 64);
-            a &= 0x7FFFFFFFu;
-            vu16 af = a & (vu16)(a < 0x7F800000u);
-            amax = (vu16)((vi16)(amax >= af) & (vi16)amax) | (vu16)(~(vi16)(amax >= af) & (vi16)af);
-            vu16 nz = (vu16)(vi16)(af != 0);
-            vu16 cand = (af & nz) | (big & ~nz);
-            minnz = (vu16)((vi16)(minnz <= cand) & (vi16)minnz) | (vu16)(~(vi16)(minnz <= cand) & (vi16)cand);
+    vu16 am = {0}, mn = big;
+    for (size_t k = 0; k < glen; k += 16) {
+        vu16 a;
+        memcpy(&a, x + k, 64);
+        a &= 0x7FFFFFFFu;
+        vu16 af = a & (vu16)(a < 0x7F800000u);
+        am = umax16(am, af);
+        vu16 nz = (vu16)(vi16)(af != 0);
+        mn = umin16(mn, (af & nz) | (big & ~nz));
+    }
+    *amax = am, *minnz = mn;
+}
+
+/* 16 groups at once: their 16-lane vectors folded pairwise (blocks of 16, 8,
+ * 4, 2 lanes halve at each level) into one vector whose lane L holds group
+ * bitreverse4(L); a last shuffle puts group g in lane g.  15 folds of two
+ * shuffles each for 16 groups, where a reduction per group took 8. */
+#define FOLD(A, B, P, Q, OP) OP(__builtin_shuffle(A, B, P), __builtin_shuffle(A, B, Q))
+static inline vu16 fold16(vu16 *v, vu16 (*op)(vu16, vu16))
+{
+    static const vi16 p1 = {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23},
+                      q1 = {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31},
+                      p2 = {0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27},
+                      q2 = {4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31},
+                      p3 = {0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29},
+                      q3 = {2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31},
+                      p4 = {0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30},
+                      q4 = {1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31},
+                      rev = {0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15};
+    vu16 w[8], y[4], z[2];
+    for (int j = 0; j < 8; j++)
+        w[j] = FOLD(v[2 * j], v[2 * j + 1], p1, q1, op);
+    for (int j = 0; j < 4; j++)
+        y[j] = FOLD(w[2 * j], w[2 * j + 1], p2, q2, op);
+    for (int j = 0; j < 2; j++)
+        z[j] = FOLD(y[2 * j], y[2 * j + 1], p3, q3, op);
+    vu16 r = FOLD(z[0], z[1], p4, q4, op);
+    return __builtin_shuffle(r, rev);
+}
+#undef FOLD
+
+void FN(fp8__range_groups_)(FP8_RANGE_GROUPS_ARGS)
+{
+    size_t ng = n / glen, g = 0;
+    for (; g + 16 <= ng; g += 16) {
+        vu16 am[16], mn[16];
+        for (int k = 0; k < 16; k++)
+            group_lanes(x + (g + (size_t)k) * glen, glen, &am[k], &mn[k]);
+        vu16 ra = fold16(am, umax16), rm = fold16(mn, umin16);
+        memcpy(amax_bits + g, &ra, sizeof ra);
+        memcpy(minnz_bits + g, &rm, sizeof rm);
+    }
+    for (; g < ng; g++) {
+        vu16 am, mn;
+        group_lanes(x + g * glen, glen, &am, &mn);
+        uint32_t a = 0, m = 0x7F800000u;
+        for (int l = 0; l < 16; l++) {
+            a = am[l] > a ? am[l] : a;
+            m = mn[l] < m ? mn[l] : m;
         }
-        /* horizontal reduction by halving */
-        vu16 t;
-        static const vi16 s8 = {8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7};
-        static const vi16 s4 = {4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11};
-        static const vi16 s2 = {2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13};
-        static const vi16 s1 = {1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14};
-#define HRED(v, op)                                                                                       \
-    t = __builtin_shuffle(v, s8), v = (vu16)((vi16)(v op t) & (vi16)v) | (vu16)(~(vi16)(v op t) & (vi16)t); \
-    t = __builtin_shuffle(v, s4), v = (vu16)((vi16)(v op t) & (vi16)v) | (vu16)(~(vi16)(v op t) & (vi16)t); \
-    t = __builtin_shuffle(v, s2), v = (vu16)((vi16)(v op t) & (vi16)v) | (vu16)(~(vi16)(v op t) & (vi16)t); \
-    t = __builtin_shuffle(v, s1), v = (vu16)((vi16)(v op t) & (vi16)v) | (vu16)(~(vi16)(v op t) & (vi16)t)
-        HRED(amax, >=);
-        HRED(minnz, <=);
-#undef HRED
-        amax_bits[g] = amax[0];
-        minnz_bits[g] = minnz[0];
+        amax_bits[g] = a;
+        minnz_bits[g] = m;
     }
 }
 

@@ -779,9 +779,11 @@ int fp8_probe_cast(fp8_probe *p, const float *x, size_t rows, size_t cols, float
     if (copy.history && !hist)
         return FP8_ERROR(FP8_ENOMEM, "fp8_probe_cast: out of memory");
     copy.history = hist;
+    copy.scratch = NULL, copy.scratch_bytes = 0; /* its own: the original's may be in use */
     copy.format = fp8_recipe_format(&copy.recipe, copy.role);
     int st = fp8_quantize(&copy, x, rows, cols, out, NULL);
     free(hist);
+    free(copy.scratch);
     return st;
 }
 
