@@ -512,6 +512,7 @@ int an_replay(an_ctx *c)
         }
         size_t R1 = (size_t)R + 1;
         double *tr_steps = tr_all, *tr_match = tr_all + R1, *tr_out = tr_all + 2 * R1, *tr_recs = tr_all + 3 * R1;
+        size_t nreduced = 0; /* recipe-series left out of the check: they reduce across ranks */
         double *tr_ov = tr_all + 4 * R1, *tr_ovest = tr_all + 5 * R1, *tr_un = tr_all + 6 * R1, *tr_unest = tr_all + 7 * R1;
         for (int t = 0; t < T; t++) {
             if (input[t] < 0)
@@ -565,6 +566,10 @@ int an_replay(an_ctx *c)
                 const size_t *sx = an_steps(a, t, r, &nsr);
                 if ((!n && !nsr) || !a->recipe_ok[r] || a->recipes[r].kind != FP8_RECIPE_DELAYED)
                     continue;
+                if (a->recipes[r].reduce[0]) { /* its history held the group's amax, not this rank's */
+                    nreduced++;
+                    continue;
+                }
                 const fp8_recipe *p = &a->recipes[r];
                 const fp8_format *fr = an_format(a, t, r);
                 float *sc = malloc((s.n + 1) * sizeof *sc);
@@ -776,12 +781,21 @@ int an_replay(an_ctx *c)
                     tr_out[r], tr_ov[r], tr_ovest[r], tr_ov[r] > 0 ? tr_ovest[r] / tr_ov[r] : NAN, tr_un[r], tr_unest[r],
                     tr_un[r] > 0 ? tr_unest[r] / tr_un[r] : NAN);
         }
-        if (!anytruth)
+        if (nreduced)
+            fprintf(c->md, "%sNot checked: delayed recipes that reduce their amax across ranks (`reduce=`): their "
+                           "history held the group's amax, which one rank's file does not have (`fp8prof ranks` "
+                           "checks that their scales agree across the group). The replays above read this rank's "
+                           "amax: what the recipes would have done without the reduction.\n",
+                    anytruth ? "\n" : "");
+        if (!anytruth && !nreduced)
             fprintf(c->md, "This run has no delayed recipe recorded (active or shadow): no ground truth to check the "
                            "replay against.\n");
         else
-            an_finding(c, "replaycheck", "`%s`: replayed scales equal the recorded ones at %.2f%% of %.0f recipe-steps",
-                       a->label, 100 * match_all / steps_all, steps_all);
+            an_finding(c, "replaycheck", "`%s`: replayed scales equal the recorded ones at %.2f%% of %.0f recipe-steps%s",
+                       a->label, 100 * match_all / steps_all, steps_all,
+                       nreduced ? " (recipes reducing their amax across ranks not checked: one rank's file lacks the "
+                                  "group's amax)"
+                                : "");
         fprintf(c->md, "\n");
         free(input), free(tr_all);
     }
