@@ -207,12 +207,8 @@ void FP8_VEC_NAME(FP8_VEC_KERNEL_ARGS)
             c_round -= (vu)(((sub & ~low) | (~sub & (vi)((a & ~p->keep_mask) != 0))) & ~ovf);
             c_sat -= (vu)(ovf & p->ovf_sat);
             c_ovf -= (vu)(ovf & ~p->ovf_sat);
-            if (gflags) {
-                if (!all_lanes(~flushed))
-                    gflags[g] |= 2;
-                if (!all_lanes(~ovf))
-                    gflags[g] |= 1;
-            }
+            if (gflags) /* no branch: whether a vector flushes is a coin toss on FP4 data */
+                gflags[g] |= (unsigned char)(2u * (unsigned)!all_lanes(~flushed) + (unsigned)!all_lanes(~ovf));
             vu keep_sign = ~(vu)magzero | p->negzero_keep;
             vi negm = -(vi)neg;
             if (codes) {
@@ -263,12 +259,8 @@ void FP8_VEC_NAME(FP8_VEC_KERNEL_ARGS)
         c_nan -= (vu)is_nan;
         c_sat -= (vu)((is_inf & p->inf_sat) | (ovf & p->ovf_sat));
         c_ovf -= (vu)((is_inf & ~p->inf_sat) | (ovf & ~p->ovf_sat));
-        if (gflags) {
-            if (!all_lanes(~(is_inf | ovf)))
-                gflags[g] |= 1;
-            if (!all_lanes(~flushed))
-                gflags[g] |= 2;
-        }
+        if (gflags)
+            gflags[g] |= (unsigned char)((unsigned)!all_lanes(~(is_inf | ovf)) + 2u * (unsigned)!all_lanes(~flushed));
 
         if (codes) {
             vu sgn = neg << p->sign_shift;
