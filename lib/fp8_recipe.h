@@ -150,6 +150,12 @@ typedef struct fp8_recipe_state {
                                   recipe's group for the next cast, which
                                   then scales from it instead of the
                                   tensor's own amax (NaN, the default: none) */
+    float known_amax;          /* delayed scaling without statistics: the
+                                  tensor's finite amax for this cast when the
+                                  caller has it already (NaN, the default: an
+                                  amax pass computes it), with known_inf: it
+                                  holds an Inf.  The caller resets both.     */
+    int known_inf;
     void *scratch;             /* the per-group arrays of the last cast (group
                                   amaxes, scales, flags: 17 bytes a group),
                                   kept for the next: fresh pages cost more than

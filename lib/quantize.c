@@ -794,6 +794,9 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
                 mn = fminf(mn, c.mom.mn[l]), mx = fmaxf(mx, c.mom.mx[l]);
             amax = isinf(mn) ? 0.0f : fmaxf(fabsf(mn), fabsf(mx));
             ninf = c.mom.inf;
+        } else if (!isnan(st->known_amax)) { /* the caller's own amax pass (probes) */
+            amax = st->known_amax;
+            ninf = st->known_inf ? 1 : 0;
         } else {
             uint32_t ab;
             uint64_t nnan;

@@ -673,6 +673,7 @@ fp8_recipe_state *fp8_recipe_state_alloc(const fp8_recipe *r, fp8_role role)
     st->format = fp8_recipe_format(&st->recipe, role);
     st->scale = st->scale_inv = 1.0f;
     st->group_amax = NAN;
+    st->known_amax = NAN;
     if (r->kind == FP8_RECIPE_DELAYED) {
         st->history = calloc((size_t)r->history_len, sizeof(float));
         if (!st->history) {

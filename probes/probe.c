@@ -663,6 +663,10 @@ static int probe_run(fp8_probe *p, int64_t step, const float *x, size_t rows, si
     if (bam)
         note_block_amax(p, step, x, rows, cols);
     int rst = reduce_current(p, &ai, rec);
+    /* delayed recipes casting without statistics take the amax computed above */
+    for (int i = 0; i < p->nrec; i++)
+        if (p->st[i]->recipe.kind == FP8_RECIPE_DELAYED)
+            p->st[i]->known_amax = ai.amax, p->st[i]->known_inf = ai.inf_count > 0;
     cast_job job = {.p = p, .x = x, .rows = rows, .cols = cols, .out = out, .stats = stats, .flags = flags,
                     .rec = rec, .snap_codes = snap_codes, .codes = codes, .gsi = gsi, .ai = ai};
     st = cast_all(&job, o->threads);
@@ -670,6 +674,7 @@ static int probe_run(fp8_probe *p, int64_t step, const float *x, size_t rows, si
         if (o->series && in_window && p->acc.has && !isnan(p->st[i]->group_amax))
             p->acc.group_amax[i] = p->st[i]->group_amax;
         p->st[i]->group_amax = NAN;
+        p->st[i]->known_amax = NAN;
     }
     if (st == FP8_OK && out && !p->has_active && out != x)
         memcpy(out, x, rows * cols * sizeof *out);
