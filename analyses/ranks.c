@@ -507,32 +507,135 @@ int an_ranks_most_skewed(const an_ranks *R)
     return best;
 }
 
+/* tensor indices by median skew, largest first (ties: name order) */
+static const an_ranks *sort_R;
+static int by_skew(const void *a, const void *b)
+{
+    const an_rank_skew *x = &sort_R->skew[*(const int *)a], *y = &sort_R->skew[*(const int *)b];
+    double u = x->steps ? x->skew_median : -1, v = y->steps ? y->skew_median : -1;
+    return u < v ? 1 : u > v ? -1 : (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
+}
+
+void an_ranks_tsv(const an_ranks *R, FILE *skew, FILE *scales)
+{
+    if (skew) {
+        fprintf(skew, "tensor\tsteps\tskew_median\tskew_p95\tskew_max\tskew_max_step\ttop_rank\ttop_share\n");
+        for (int t = 0; t < R->ntensors; t++) {
+            const an_rank_skew *s = &R->skew[t];
+            if (s->steps)
+                fprintf(skew, "%s\t%zu\t%.9g\t%.9g\t%.9g\t%lld\t%d\t%.6f\n", R->tname[t], s->steps, s->skew_median,
+                        s->skew_p95, s->skew_max, (long long)s->skew_max_step, s->top_rank, s->top_share);
+        }
+    }
+    if (scales) {
+        fprintf(scales, "tensor\trecipe\tgroup\tinstances\tsteps\tdiffer\tfirst_step\trank_a\tscale_a\trank_b\tscale_b\t"
+                        "cost_mean_binades\tcost_max_binades\n");
+        for (size_t i = 0; i < R->nscales; i++) {
+            const an_rank_scales *s = &R->scales[i];
+            fprintf(scales, "%s\t%s\t%s\t%d\t%zu\t%zu\t%lld\t%d\t%.9g\t%d\t%.9g\t%.6g\t%.6g\n", R->tname[s->t],
+                    R->rspec[s->k], s->group, s->ninst, s->steps, s->differ, (long long)s->first_step, s->rank_a,
+                    (double)s->scale_a, s->rank_b, (double)s->scale_b, s->cost_mean, s->cost_max);
+        }
+    }
+}
+
+/* the span of a statistic over the tensors whose name ends in suffix */
+static int span_of(const an_ranks *R, const char *suffix, int which, double *lo, double *hi)
+{
+    int n = 0;
+    size_t ls = strlen(suffix);
+    for (int t = 0; t < R->ntensors; t++) {
+        size_t lt = strlen(R->tname[t]);
+        const an_rank_skew *s = &R->skew[t];
+        if (!s->steps || lt < ls || strcmp(R->tname[t] + lt - ls, suffix) != 0)
+            continue;
+        double v = which ? s->skew_max : s->skew_median;
+        if (!n || v < *lo)
+            *lo = v;
+        if (!n || v > *hi)
+            *hi = v;
+        n++;
+    }
+    return n;
+}
+
+void an_ranks_summary(const an_ranks *R, char *out, size_t cap)
+{
+    size_t k = 0;
+    k += (size_t)snprintf(out + k, cap - k, "%d ranks", R->nranks);
+    static const char *roles[][2] = {{".input", "activations"}, {".weight", "weights"}, {".grad_output", "gradients"}};
+    for (int i = 0; i < 3 && k < cap; i++) {
+        double lo = 0, hi = 0, mlo = 0, mhi = 0;
+        if (span_of(R, roles[i][0], 0, &lo, &hi) && span_of(R, roles[i][0], 1, &mlo, &mhi))
+            k += (size_t)snprintf(out + k, cap - k, "; rank skew of %s %.3g..%.3g at the median step (max %.3g)",
+                                  roles[i][1], lo, hi, mhi);
+    }
+    size_t differ = 0, checked = 0;
+    for (size_t i = 0; i < R->nscales; i++)
+        differ += R->scales[i].differ > 0, checked++;
+    if (k < cap && checked)
+        k += (size_t)snprintf(out + k, cap - k, "; %s", differ || R->nmember_bad ?
+                              "SCALES DIFFER inside a reduction group (wrong group)" :
+                              "every reducing recipe's scale equal within its group at every step");
+}
+
 void an_ranks_markdown(const an_ranks *R, const char *label, FILE *md)
 {
     fprintf(md, "## Across ranks: %s\n\n%d ranks", label, R->nranks);
     if (R->tp)
         fprintf(md, ", declared tp=%d x dp=%d", R->tp, R->dp);
-    fprintf(md, "%s. The other sections read rank 0's file; this one reads every rank's every-step series.\n\n",
-            R->simulated ? " (simulated in one process: no amax reduction)" : "");
-    fprintf(md, "| tensor | steps | rank skew median | p95 | max (step) | largest amax most often on |\n|---|---|---|---|---|---|\n");
-    for (int t = 0; t < R->ntensors; t++) {
-        const an_rank_skew *s = &R->skew[t];
-        if (s->steps)
-            fprintf(md, "| `%s` | %zu | %.3g | %.3g | %.3g (%lld) | rank %d (%.0f %%) |\n", R->tname[t], s->steps,
+    fprintf(md, "%s. The other sections read rank 0's file; this one reads every rank's every-step series "
+                "(definitions: docs/analyses.md, \"ranks\"; every tensor in `ranks_skew_%s.tsv` and "
+                "`ranks_scales_%s.tsv`).\n\n",
+            R->simulated ? " (simulated in one process: no amax reduction)" : "", label, label);
+    char sum[600];
+    an_ranks_summary(R, sum, sizeof sum);
+    fprintf(md, "%s.\n\n", sum);
+    int *ord = malloc(((size_t)R->ntensors + 1) * sizeof *ord);
+    int shown = 0;
+    if (ord) {
+        for (int t = 0; t < R->ntensors; t++)
+            ord[t] = t;
+        sort_R = R;
+        qsort(ord, (size_t)R->ntensors, sizeof *ord, by_skew);
+        fprintf(md, "The ten tensors with the largest median rank skew:\n\n| tensor | steps | rank skew median | p95 | "
+                    "max (step) | largest amax most often on |\n|---|---|---|---|---|---|\n");
+        for (int j = 0; j < R->ntensors && shown < 10; j++) {
+            const an_rank_skew *s = &R->skew[ord[j]];
+            if (!s->steps)
+                continue;
+            fprintf(md, "| `%s` | %zu | %.3g | %.3g | %.3g (%lld) | rank %d (%.0f %%) |\n", R->tname[ord[j]], s->steps,
                     s->skew_median, s->skew_p95, s->skew_max, (long long)s->skew_max_step, s->top_rank,
                     100 * s->top_share);
+            shown++;
+        }
+        free(ord);
     }
     for (int m = 0; m < R->nmember_bad && m < 8; m++)
         fprintf(md, "%s- **Communicator**: %s\n", m ? "" : "\n", R->member_msg[m]);
     if (R->nscales) {
+        /* every differing row, then the reducing recipes' costliest rows, ten at most in all */
         fprintf(md, "\n| tensor | recipe | group | steps | steps where scales differ | first | reduction cost mean / max "
                     "(binades) |\n|---|---|---|---|---|---|---|\n");
-        for (size_t i = 0; i < R->nscales; i++) {
-            const an_rank_scales *s = &R->scales[i];
-            fprintf(md, "| `%s` | `%s` | %s | %zu | %s%zu%s | %lld | %.3f / %.3f |\n", R->tname[s->t], R->rspec[s->k],
-                    s->group, s->steps, s->differ ? "**" : "", s->differ, s->differ ? "**" : "",
-                    (long long)s->first_step, s->cost_mean, s->cost_max);
-        }
+        int rows = 0;
+        for (int pass = 0; pass < 2; pass++)
+            for (size_t i = 0; i < R->nscales && rows < 10; i++) {
+                const an_rank_scales *s = &R->scales[i];
+                if ((pass == 0) != (s->differ > 0))
+                    continue;
+                if (pass == 1) { /* the costliest ones: above the median cost of all rows */
+                    int above = 0;
+                    for (size_t q = 0; q < R->nscales; q++)
+                        above += R->scales[q].cost_mean > s->cost_mean;
+                    if ((size_t)above >= 10)
+                        continue;
+                }
+                fprintf(md, "| `%s` | `%s` | %s | %zu | %s%zu%s | %lld | %.3f / %.3f |\n", R->tname[s->t],
+                        R->rspec[s->k], s->group, s->steps, s->differ ? "**" : "", s->differ, s->differ ? "**" : "",
+                        (long long)s->first_step, s->cost_mean, s->cost_max);
+                rows++;
+            }
+        fprintf(md, "\n(Rows whose scales differ first, then the reduction's costliest; %zu rows in all.)\n", R->nscales);
     }
     fprintf(md, "\n%s\n\n",
             an_ranks_bad(R) ? "**Verdict: the amax is reduced over the wrong group** — scales differ inside a group "

@@ -63,6 +63,10 @@ void an_ranks_free(an_ranks *r);
 void an_ranks_print(const an_ranks *r, FILE *f);
 void an_ranks_json(const an_ranks *r, FILE *f);
 void an_ranks_markdown(const an_ranks *r, const char *label, FILE *md);
+/* Every tensor's skew and every reducing recipe's scale check as TSV (either may be NULL). */
+void an_ranks_tsv(const an_ranks *r, FILE *skew, FILE *scales);
+/* One line: ranks, skew per role, the scale verdict (for the report's findings). */
+void an_ranks_summary(const an_ranks *r, char *out, size_t cap);
 
 /* A rank x step heat map of log2(amax) of the first tensor matching
  * pattern (NULL: the first): TSV into dir/NAME.tsv and, with gnuplot,

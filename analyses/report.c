@@ -145,6 +145,17 @@ int an_report(an_ctx *c, int nsteps_done_before, double t0)
             an_ranks R;
             if (an_ranks_load(c->runs[i].run->index_path, &R) == 0) {
                 an_ranks_markdown(&R, c->runs[i].label, rf);
+                char nm1[128], nm2[128], sum[600];
+                snprintf(nm1, sizeof nm1, "ranks_skew_%s.tsv", c->runs[i].label);
+                snprintf(nm2, sizeof nm2, "ranks_scales_%s.tsv", c->runs[i].label);
+                FILE *f1 = an_data(c, nm1), *f2 = an_data(c, nm2);
+                an_ranks_tsv(&R, f1, f2);
+                if (f1)
+                    fclose(f1);
+                if (f2)
+                    fclose(f2);
+                an_ranks_summary(&R, sum, sizeof sum);
+                an_finding(c, "ranks", "`%s`: %s", c->runs[i].label, sum);
                 int t = an_ranks_most_skewed(&R);
                 char name[96];
                 snprintf(name, sizeof name, "ranks_heatmap_%d", i);
@@ -234,7 +245,8 @@ int an_report(an_ctx *c, int nsteps_done_before, double t0)
             {"smooth", "What Smooth SwiGLU changed"},
             {"loss", "Loss against the baseline"},
             {"advise", "E4M3 vs E5M2 per scaling kind (sign test over tensors; flushed values E4M3 vs E5M2)"},
-            {"gemm", "FP8 GEMM output error (SQNR against the same GEMM in FP32)"}};
+            {"gemm", "FP8 GEMM output error (SQNR against the same GEMM in FP32)"},
+            {"ranks", "Across ranks (multi-rank runs: rank skew, scales of reducing recipes)"}};
         for (size_t k = 0; k < sizeof topics / sizeof topics[0]; k++) {
             int any = 0;
             for (int i = 0; i < c->nfindings; i++)
