@@ -299,6 +299,15 @@ static void test_mpi_wrong_group(void)
     for (size_t i = 0; i < R.nscales; i++) /* current scaling: wrong from the first step */
         CU_ASSERT(R.scales[i].differ >= 11 && R.scales[i].first_step == 0);
     an_ranks_free(&R);
+    /* the report says it too: its section, its finding, its data file */
+    CU_ASSERT_EQUAL(sh("%1$s report %2$s/wrong.h5 --boot 50 -o %2$s/wrong_rep >/dev/null 2>&1 && "
+                       "cat %2$s/wrong_rep/report.md %2$s/wrong_rep/ranks_scales_wrong.tsv",
+                       out, sizeof out),
+                    0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "## Across ranks: wrong"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "**Verdict: the amax is reduced over the wrong group**"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "SCALES DIFFER inside a reduction group (wrong group)")); /* the finding */
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "tensor\trecipe\tgroup\tinstances\tsteps\tdiffer"));
 }
 
 /* the scalar series `name` of a run: values by step into v[0..n) (NaN: none) */
