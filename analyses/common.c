@@ -34,13 +34,7 @@ void an_defaults(an_ctx *c)
     c->loss_name = "loss";
 }
 
-const char *an_meta(const an_run *a, const char *key)
-{
-    for (int i = 0; i < a->run->nmeta; i++)
-        if (strcmp(a->run->meta_key[i], key) == 0)
-            return a->run->meta_value[i];
-    return NULL;
-}
+const char *an_meta(const an_run *a, const char *key) { return fp8_run_meta(a->run, key); }
 
 static const fp8_summary *sort_recs;
 double an_now(void)

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "analysis.h"
 #include "fp8_error.h"
 #include "fp8_ranks.h"
 #include "fp8_recipe.h"
@@ -24,17 +25,9 @@
 
 #define MAX_CELLS ((size_t)1 << 31) /* floats held per array: 8 GB, refused above */
 
-static const char *meta_of(const fp8_run *run, const char *key)
-{
-    for (int i = 0; i < run->nmeta; i++)
-        if (strcmp(run->meta_key[i], key) == 0)
-            return run->meta_value[i];
-    return NULL;
-}
-
 static int meta_int(const fp8_run *run, const char *key, int lo, int hi, int *out)
 {
-    const char *v = meta_of(run, key);
+    const char *v = fp8_run_meta(run, key);
     if (!v)
         return 0;
     char *end;
@@ -69,16 +62,14 @@ static int instance_of(const an_ranks *R, const char *g, int r, const char *reco
 {
     if (strcmp(g, "world") == 0)
         return 0;
-    if (R->tp > 0 && strcmp(g, "tp") == 0)
-        return r / R->tp;
-    if (R->tp > 0 && strcmp(g, "dp") == 0)
-        return r % R->tp;
+    if (R->tp > 0 && (strcmp(g, "tp") == 0 || strcmp(g, "dp") == 0))
+        return fp8_ranks_layout_first(R->nranks, R->tp, g, r);
     if (!recorded)
         return -1;
     char *end;
     long lo = strtol(recorded, &end, 10);
     for (const char *p = recorded; *p; p++)
-        if (*p == ',' ) {
+        if (*p == ',') {
             long v = strtol(p + 1, &end, 10);
             if (v < lo)
                 lo = v;
@@ -86,18 +77,10 @@ static int instance_of(const an_ranks *R, const char *g, int r, const char *reco
     return lo >= 0 && lo < R->nranks ? (int)lo : -1;
 }
 
-/* "a,b,..." of the topology's instance of g containing r (tp/dp only) */
-static void expected_members(const an_ranks *R, const char *g, int r, char *out, size_t cap)
-{
-    size_t k = 0;
-    out[0] = 0;
-    if (strcmp(g, "tp") == 0)
-        for (int i = r / R->tp * R->tp; i < (r / R->tp + 1) * R->tp && k + 12 < cap; i++)
-            k += (size_t)snprintf(out + k, cap - k, "%s%d", k ? "," : "", i);
-    else
-        for (int i = r % R->tp; i < R->nranks && k + 12 < cap; i += R->tp)
-            k += (size_t)snprintf(out + k, cap - k, "%s%d", k ? "," : "", i);
-}
+/* rank r's amax of tensor t at step s0 + j (NaN: no row) */
+#define AMAX(R, r, t, j) (R)->amax[((size_t)(r) * (size_t)(R)->ntensors + (size_t)(t)) * (R)->nsteps + (j)]
+/* in an_ranks_load: rank r's scale of reducing recipe q, tensor t, step s0 + j */
+#define SCALE(r, q, t, j) scl[(((size_t)(r) * (size_t)nred + (size_t)(q)) * (size_t)R->ntensors + (size_t)(t)) * R->nsteps + (j)]
 
 static int same_scale(float a, float b) { return a == b || (isnan(a) && isnan(b)); }
 
@@ -125,7 +108,7 @@ static void skew_of(an_ranks *R, int t, double *tmp)
         float hi = 0, lo = INFINITY;
         int cnt = 0, arg = -1;
         for (int r = 0; r < R->nranks; r++) {
-            float a = R->amax[((size_t)r * (size_t)R->ntensors + (size_t)t) * R->nsteps + j];
+            float a = AMAX(R, r, t, j);
             if (!(a > 0) || isinf(a))
                 continue;
             cnt++;
@@ -164,15 +147,23 @@ int an_ranks_load(const char *path, an_ranks *R)
     if (n < 0)
         return 1;
     if (n == 0) {
-        FP8_ERROR(FP8_EINVAL, "%s: not a multi-rank run (no rank index: fp8_probe_open_mpi or synth --ranks write one)",
-                  path);
+        FILE *f = fopen(path, "rb");
+        if (!f)
+            FP8_ERROR(FP8_EIO, "%s: cannot open: %s", path, strerror(errno));
+        else
+            FP8_ERROR(FP8_EINVAL, "%s: not a multi-rank run (no rank index: fp8_probe_open_mpi or synth --ranks write one)",
+                      path);
+        if (f)
+            fclose(f);
         return 1;
     }
     snprintf(R->index_path, sizeof R->index_path, "%s", path);
     R->nranks = n;
     float *scl = NULL;                  /* [rank][nscales][step] */
     int *red_k = NULL, nred = 0;        /* rank 0's reducing recipes */
-    char (*recorded)[256] = NULL;       /* [rank][nred]: mpi_group.<g> */
+    char **recorded = NULL;             /* [rank][nred]: mpi_group.<g>, whole */
+    size_t nrecorded = 0, wantcap = 0;
+    char *want = NULL;                  /* a layout's member list */
     int rc = 1;
     for (int r = 0; r < n; r++) {
         char rp[1100];
@@ -191,8 +182,8 @@ int an_ranks_load(const char *path, an_ranks *R)
         if (meta_int(run, "mpi_rank", 0, FP8_RANKS_MAX, &mr) < 0 || meta_int(run, "mpi_world_size", 1, FP8_RANKS_MAX, &mw) < 0 ||
             (mr >= 0 && mr != r) || (mw >= 0 && mw != n)) {
             FP8_ERROR(FP8_EINVAL, "%s: its /meta says rank %s of %s, the index says rank %d of %d", rp,
-                      meta_of(run, "mpi_rank") ? meta_of(run, "mpi_rank") : "?",
-                      meta_of(run, "mpi_world_size") ? meta_of(run, "mpi_world_size") : "?", r, n);
+                      fp8_run_meta(run, "mpi_rank") ? fp8_run_meta(run, "mpi_rank") : "?",
+                      fp8_run_meta(run, "mpi_world_size") ? fp8_run_meta(run, "mpi_world_size") : "?", r, n);
             fp8_run_free(run);
             goto fail;
         }
@@ -205,7 +196,7 @@ int an_ranks_load(const char *path, an_ranks *R)
                 goto fail;
             }
             R->tp = tp, R->dp = tp ? n / tp : 0;
-            R->simulated = meta_of(run, "mpi_simulated") != NULL;
+            R->simulated = fp8_run_meta(run, "mpi_simulated") != NULL;
             R->ntensors = run->ntensors, R->nrecipes = run->nrecipes;
             R->tname = calloc((size_t)run->ntensors + 1, sizeof *R->tname);
             R->rspec = calloc((size_t)run->nrecipes + 1, sizeof *R->rspec);
@@ -238,7 +229,8 @@ int an_ranks_load(const char *path, an_ranks *R)
             }
             R->amax = malloc((per * R->nsteps + 1) * sizeof *R->amax);
             scl = malloc((per * (size_t)nred * R->nsteps + 1) * sizeof *scl);
-            recorded = calloc((size_t)n * (size_t)(nred + 1), sizeof *recorded);
+            nrecorded = (size_t)n * (size_t)(nred + 1);
+            recorded = calloc(nrecorded, sizeof *recorded);
             if (!R->amax || !scl || !recorded) {
                 FP8_ERROR(FP8_ENOMEM, "%s: out of memory for %d ranks x %d tensors x %zu steps", path, n, R->ntensors,
                           R->nsteps);
@@ -274,8 +266,14 @@ int an_ranks_load(const char *path, an_ranks *R)
             fp8_recipe_parse(R->rspec[red_k[q]], &rec);
             char key[64];
             snprintf(key, sizeof key, "mpi_group.%s", rec.reduce);
-            const char *v = meta_of(run, key);
-            snprintf(recorded[(size_t)r * (size_t)(nred + 1) + (size_t)q], 256, "%s", v ? v : "");
+            const char *v = fp8_run_meta(run, key);
+            char **slot = &recorded[(size_t)r * (size_t)(nred + 1) + (size_t)q];
+            if (!(*slot = strdup(v ? v : ""))) {
+                FP8_ERROR(FP8_ENOMEM, "%s: out of memory", rp);
+                free(tmap), free(kmap);
+                fp8_run_free(run);
+                goto fail;
+            }
         }
         for (size_t i = 0; i < run->nsteps; i++) {
             const fp8_step_row *s = &run->steps[i];
@@ -285,9 +283,9 @@ int an_ranks_load(const char *path, an_ranks *R)
                 continue;
             }
             size_t j = (size_t)(s->step - R->s0);
-            R->amax[((size_t)r * (size_t)R->ntensors + (size_t)t) * R->nsteps + j] = s->amax;
+            AMAX(R, r, t, j) = s->amax;
             if (q >= 0)
-                scl[(((size_t)r * (size_t)nred + (size_t)q) * (size_t)R->ntensors + (size_t)t) * R->nsteps + j] = s->scale;
+                SCALE(r, q, t, j) = s->scale;
         }
         free(tmap);
         free(kmap);
@@ -307,6 +305,12 @@ int an_ranks_load(const char *path, an_ranks *R)
         skew_of(R, t, tmp);
     free(tmp);
     /* membership against the declared topology, once per group name */
+    wantcap = (size_t)n * 7 + 16;
+    if (!(want = malloc(wantcap))) {
+        free(inst);
+        FP8_ERROR(FP8_ENOMEM, "%s: out of memory", path);
+        goto fail;
+    }
     char checked[8][24];
     int nchecked = 0;
     for (int q = 0; q < nred && R->tp; q++) {
@@ -320,10 +324,9 @@ int an_ranks_load(const char *path, an_ranks *R)
         if (nchecked < 8)
             snprintf(checked[nchecked++], sizeof checked[0], "%s", rec.reduce);
         for (int r = 0; r < n; r++) {
-            char want[256];
             const char *got = recorded[(size_t)r * (size_t)(nred + 1) + (size_t)q];
-            expected_members(R, rec.reduce, r, want, sizeof want);
-            if (!*got || strcmp(got, want) == 0)
+            if (!*got || fp8_ranks_layout_members(n, R->tp, rec.reduce, r, want, wantcap) < 0 ||
+                strcmp(got, want) == 0)
                 continue;
             if (R->nmember_bad < 8)
                 snprintf(R->member_msg[R->nmember_bad], sizeof R->member_msg[0],
@@ -361,7 +364,7 @@ int an_ranks_load(const char *path, an_ranks *R)
             for (size_t j = 0; known && j < R->nsteps; j++) {
                 int all = 1, differ = 0;
                 for (int r = 0; r < n && all; r++)
-                    all = !isnan(R->amax[((size_t)r * (size_t)R->ntensors + (size_t)t) * R->nsteps + j]);
+                    all = !isnan(AMAX(R, r, t, j));
                 if (!all)
                     continue;
                 any = 1;
@@ -370,8 +373,8 @@ int an_ranks_load(const char *path, an_ranks *R)
                 for (int g = 0; g < ninst; g++)
                     gm[g] = 0, ref[g] = -1;
                 for (int r = 0; r < n; r++) {
-                    float sr = scl[(((size_t)r * (size_t)nred + (size_t)q) * (size_t)R->ntensors + (size_t)t) * R->nsteps + j];
-                    float ar = R->amax[((size_t)r * (size_t)R->ntensors + (size_t)t) * R->nsteps + j];
+                    float sr = SCALE(r, q, t, j);
+                    float ar = AMAX(R, r, t, j);
                     int g = inst[r];
                     gm[g] = ar > gm[g] ? ar : gm[g];
                     if (ref[g] < 0) {
@@ -384,7 +387,7 @@ int an_ranks_load(const char *path, an_ranks *R)
                     }
                 }
                 for (int r = 0; r < n; r++) {
-                    float ar = R->amax[((size_t)r * (size_t)R->ntensors + (size_t)t) * R->nsteps + j], gmax = gm[inst[r]];
+                    float ar = AMAX(R, r, t, j), gmax = gm[inst[r]];
                     if (ar > 0 && isfinite(ar) && isfinite(gmax)) {
                         double c = log2((double)gmax / (double)ar);
                         csum += c, cn++;
@@ -406,7 +409,10 @@ int an_ranks_load(const char *path, an_ranks *R)
 fail:
     free(scl);
     free(red_k);
+    for (size_t i = 0; recorded && i < nrecorded; i++)
+        free(recorded[i]);
     free(recorded);
+    free(want);
     if (rc)
         an_ranks_free(R);
     return rc;
@@ -467,8 +473,10 @@ void an_ranks_print(const an_ranks *R, FILE *f)
 
 void an_ranks_json(const an_ranks *R, FILE *f)
 {
-    fprintf(f, "{\n  \"index\": \"%s\", \"ranks\": %d, \"tp\": %d, \"dp\": %d, \"simulated\": %s,\n", R->index_path,
-            R->nranks, R->tp, R->dp, R->simulated ? "true" : "false");
+    /* names come from untrusted files: escaped; a number that is not finite is null */
+    fputs("{\n  \"index\": ", f), an_json_str(f, R->index_path);
+    fprintf(f, ", \"ranks\": %d, \"tp\": %d, \"dp\": %d, \"simulated\": %s,\n", R->nranks, R->tp, R->dp,
+            R->simulated ? "true" : "false");
     fprintf(f, "  \"steps\": [%lld, %lld], \"skipped_rows\": %zu, \"bad\": %s,\n  \"skew\": [", (long long)R->s0,
             (long long)(R->s0 + (int64_t)R->nsteps - 1), R->skipped_rows, an_ranks_bad(R) ? "true" : "false");
     int first = 1;
@@ -476,23 +484,23 @@ void an_ranks_json(const an_ranks *R, FILE *f)
         const an_rank_skew *s = &R->skew[t];
         if (!s->steps)
             continue;
-        fprintf(f, "%s\n    {\"tensor\": \"%s\", \"steps\": %zu, \"median\": %.9g, \"p95\": %.9g, \"max\": %.9g, "
-                   "\"max_step\": %lld, \"top_rank\": %d, \"top_share\": %.4f}",
-                first ? "" : ",", R->tname[t], s->steps, s->skew_median, s->skew_p95, s->skew_max,
-                (long long)s->skew_max_step, s->top_rank, s->top_share);
+        fprintf(f, "%s\n    {\"tensor\": ", first ? "" : ","), an_json_str(f, R->tname[t]);
+        fprintf(f, ", \"steps\": %zu, \"median\": ", s->steps), an_json_num(f, s->skew_median);
+        fputs(", \"p95\": ", f), an_json_num(f, s->skew_p95);
+        fputs(", \"max\": ", f), an_json_num(f, s->skew_max);
+        fprintf(f, ", \"max_step\": %lld, \"top_rank\": %d, \"top_share\": ", (long long)s->skew_max_step, s->top_rank);
+        an_json_num(f, s->top_share), fputc('}', f);
         first = 0;
     }
     fprintf(f, "\n  ],\n  \"membership_errors\": %d,\n  \"scales\": [", R->nmember_bad);
     for (size_t i = 0; i < R->nscales; i++) {
         const an_rank_scales *s = &R->scales[i];
-        fprintf(f, "%s\n    {\"tensor\": \"%s\", \"recipe\": \"%s\", \"group\": \"%s\", \"instances\": %d, "
-                   "\"steps\": %zu, \"differ\": %zu, \"first_step\": %lld, \"cost_mean\": ",
-                i ? "," : "", R->tname[s->t], R->rspec[s->k], s->group, s->ninst, s->steps, s->differ,
-                (long long)s->first_step);
-        if (isfinite(s->cost_mean))
-            fprintf(f, "%.6g, \"cost_max\": %.6g}", s->cost_mean, s->cost_max);
-        else
-            fprintf(f, "null, \"cost_max\": null}");
+        fprintf(f, "%s\n    {\"tensor\": ", i ? "," : ""), an_json_str(f, R->tname[s->t]);
+        fputs(", \"recipe\": ", f), an_json_str(f, R->rspec[s->k]);
+        fputs(", \"group\": ", f), an_json_str(f, s->group);
+        fprintf(f, ", \"instances\": %d, \"steps\": %zu, \"differ\": %zu, \"first_step\": %lld, \"cost_mean\": ",
+                s->ninst, s->steps, s->differ, (long long)s->first_step);
+        an_json_num(f, s->cost_mean), fputs(", \"cost_max\": ", f), an_json_num(f, s->cost_max), fputc('}', f);
     }
     fprintf(f, "\n  ]\n}\n");
 }
@@ -661,7 +669,7 @@ int an_ranks_heatmap(const an_ranks *R, const char *pattern, const char *dir, co
         return FP8_ERROR(FP8_EIO, "%s: cannot write", p), 1;
     for (size_t j = 0; j < R->nsteps; j++) {
         for (int r = 0; r < R->nranks; r++) {
-            float a = R->amax[((size_t)r * (size_t)R->ntensors + (size_t)t) * R->nsteps + j];
+            float a = AMAX(R, r, t, j);
             if (a > 0 && isfinite(a))
                 fprintf(f, "%lld\t%d\t%.6g\n", (long long)(R->s0 + (int64_t)j), r, log2((double)a));
             else

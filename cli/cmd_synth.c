@@ -68,37 +68,40 @@ typedef struct {
     int nsh, wrong_group;
 } synth_opts;
 
-/* The metadata of rank `rank` (or of the index, rank < 0): text[] holds the values */
-static int synth_meta(const synth_opts *o, int rank, char text[][64], const char **kv)
+/* The values synth_meta's pairs point into (a member list: up to 1024
+ * ranks of up to 5 characters) */
+typedef struct {
+    char v[7][64];
+    char dp[8192], tp[8192];
+} synth_text;
+
+/* The metadata of rank `rank` (or of the index, rank < 0), values in *t */
+static int synth_meta(const synth_opts *o, int rank, synth_text *t, const char **kv)
 {
     int n = 0;
-    snprintf(text[0], 64, "%ld", o->seed);
-    snprintf(text[1], 64, "%ldx%ld", o->rows, o->cols);
-    snprintf(text[2], 64, "%ld", o->tp);
-    snprintf(text[3], 64, "%ld", o->ranks / o->tp);
+    snprintf(t->v[0], 64, "%ld", o->seed);
+    snprintf(t->v[1], 64, "%ldx%ld", o->rows, o->cols);
+    snprintf(t->v[2], 64, "%ld", o->tp);
+    snprintf(t->v[3], 64, "%ld", o->ranks / o->tp);
     kv[2 * n] = "source", kv[2 * n + 1] = "fp8prof synth", n++;
-    kv[2 * n] = "seed", kv[2 * n + 1] = text[0], n++;
-    kv[2 * n] = "shape", kv[2 * n + 1] = text[1], n++;
+    kv[2 * n] = "seed", kv[2 * n + 1] = t->v[0], n++;
+    kv[2 * n] = "shape", kv[2 * n + 1] = t->v[1], n++;
     if (o->ranks > 1 || o->tp > 1) {
-        kv[2 * n] = "parallel_tp", kv[2 * n + 1] = text[2], n++;
-        kv[2 * n] = "parallel_dp", kv[2 * n + 1] = text[3], n++;
+        kv[2 * n] = "parallel_tp", kv[2 * n + 1] = t->v[2], n++;
+        kv[2 * n] = "parallel_dp", kv[2 * n + 1] = t->v[3], n++;
     }
     if (rank >= 0 && o->ranks > 1 && !getenv("OMPI_COMM_WORLD_SIZE")) {
-        /* simulated ranks: the same keys fp8_probe_open_mpi writes */
-        long t = o->tp, r = rank, tp0 = r / t * t, k = 0;
-        snprintf(text[4], 64, "%d", rank);
-        snprintf(text[5], 64, "%ld", o->ranks);
-        snprintf(text[6], 64, "dp,tp");
-        for (long i = r % t; i < o->ranks && k < 60; i += t)
-            k += (long)snprintf(text[7] + k, (size_t)(64 - k), "%s%ld", i == r % t ? "" : ",", i);
-        k = 0;
-        for (long i = tp0; i < tp0 + t && k < 60; i++)
-            k += (long)snprintf(text[8] + k, (size_t)(64 - k), "%s%ld", i == tp0 ? "" : ",", i);
-        kv[2 * n] = "mpi_rank", kv[2 * n + 1] = text[4], n++;
-        kv[2 * n] = "mpi_world_size", kv[2 * n + 1] = text[5], n++;
-        kv[2 * n] = "mpi_groups", kv[2 * n + 1] = text[6], n++;
-        kv[2 * n] = "mpi_group.dp", kv[2 * n + 1] = text[7], n++;
-        kv[2 * n] = "mpi_group.tp", kv[2 * n + 1] = text[8], n++;
+        /* simulated ranks: the same keys fp8_probe_open_mpi writes, the
+         * groups as the declared layout has them */
+        snprintf(t->v[4], 64, "%d", rank);
+        snprintf(t->v[5], 64, "%ld", o->ranks);
+        fp8_ranks_layout_members((int)o->ranks, (int)o->tp, "dp", rank, t->dp, sizeof t->dp);
+        fp8_ranks_layout_members((int)o->ranks, (int)o->tp, "tp", rank, t->tp, sizeof t->tp);
+        kv[2 * n] = "mpi_rank", kv[2 * n + 1] = t->v[4], n++;
+        kv[2 * n] = "mpi_world_size", kv[2 * n + 1] = t->v[5], n++;
+        kv[2 * n] = "mpi_groups", kv[2 * n + 1] = "dp,tp", n++;
+        kv[2 * n] = "mpi_group.dp", kv[2 * n + 1] = t->dp, n++;
+        kv[2 * n] = "mpi_group.tp", kv[2 * n + 1] = t->tp, n++;
         kv[2 * n] = "mpi_simulated", kv[2 * n + 1] = "yes (one process, no amax reduction)", n++;
     }
     return n;
@@ -137,9 +140,9 @@ static fp8_probe_run *synth_open_mpi(const char *out, synth_opts *o)
     MPI_Comm_split(MPI_COMM_WORLD, rank % (int)o->tp, rank, &dp);
     const char *names[] = {"dp", "tp"};
     MPI_Comm comms[] = {dp, o->wrong_group ? dp : tp};
-    char text[10][64];
+    synth_text text;
     const char *kv[40];
-    int nkv = synth_meta(o, -1, text, kv);
+    int nkv = synth_meta(o, -1, &text, kv);
     fp8_probe_options po = fp8_probe_defaults();
     po.every = o->every;
     fp8_probe_run *run = fp8_probe_open_mpi(out, &po, kv, nkv, MPI_COMM_WORLD, names, comms, 2);
@@ -231,16 +234,17 @@ int cmd_synth(int argc, char **argv)
         if (mpi)
             run[r] = synth_open_mpi(out, &o);
         else if (o.ranks == 1) {
-            char text[10][64];
+            synth_text text;
             const char *kv[40];
-            run[r] = fp8_probe_open(out, &po, kv, synth_meta(&o, 0, text, kv));
+            run[r] = fp8_probe_open(out, &po, kv, synth_meta(&o, 0, &text, kv));
         } else {
-            char path[1100], text[10][64];
+            char path[1100];
+            synth_text text;
             const char *kv[40];
             if (fp8_rank_path(out, (int)rank, path, sizeof path) != 0)
                 rc = cli_usage_error("synth: output path too long");
             else
-                run[r] = fp8_probe_open(path, &po, kv, synth_meta(&o, (int)rank, text, kv));
+                run[r] = fp8_probe_open(path, &po, kv, synth_meta(&o, (int)rank, &text, kv));
         }
         if (!run[r] && !rc) {
             if (!mpi)
@@ -256,9 +260,9 @@ int cmd_synth(int argc, char **argv)
             rc = synth_declare(run[r], &o, p + r * o.tensors);
     }
     if (!rc && !mpi && o.ranks > 1) {
-        char text[10][64];
+        synth_text text;
         const char *kv[40];
-        int nkv = synth_meta(&o, -1, text, kv);
+        int nkv = synth_meta(&o, -1, &text, kv);
         if (fp8_ranks_write_index(out, (int)o.ranks, kv, nkv) != FP8_OK) {
             fprintf(stderr, "fp8prof: synth: %s\n", fp8_error_message());
             rc = 1;

@@ -580,8 +580,6 @@ void model_adamw(model *m, float lr, float beta1, float beta2, float eps, float 
 
 float *model_grads(model *m) { return m->grads; }
 
-/* for tests: the flat parameter and gradient arrays */
+/* for tests: the flat parameter array */
 float *model_params_for_test(model *m);
-float *model_grads_for_test(model *m);
 float *model_params_for_test(model *m) { return m->params; }
-float *model_grads_for_test(model *m) { return m->grads; }

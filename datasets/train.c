@@ -231,7 +231,7 @@ int train_run(const train_options *o)
     } else
         run = fp8_probe_open(o->out, &po, kv, 8);
     if (!run) {
-        fprintf(stderr, "fp8prof: train: %s%s\n", rank ? "" : "", fp8_error_message());
+        fprintf(stderr, "fp8prof: train: %s\n", fp8_error_message());
         free(c.bytes);
         return 1;
     }

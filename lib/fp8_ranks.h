@@ -27,4 +27,13 @@ int fp8_ranks_write_index(const char *index_path, int nranks, const char *const 
  * index but its rank count is missing or out of range (message set). */
 int fp8_ranks_of(const char *path);
 
+/* The declared layout (Megatron's order: tensor-parallel ranks
+ * consecutive): rank's instance of group "tp" is the tp consecutive ranks
+ * holding it, of "dp" every tp-th rank from rank % tp, of "world" all.
+ * _first returns the instance's lowest rank (which names it); _members
+ * writes its world ranks "a,b,c" into out and returns the same.  -1 for
+ * another group, a layout that does not factor nranks, or out too small. */
+int fp8_ranks_layout_first(int nranks, int tp, const char *group, int rank);
+int fp8_ranks_layout_members(int nranks, int tp, const char *group, int rank, char *out, size_t cap);
+
 #endif

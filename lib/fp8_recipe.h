@@ -112,6 +112,10 @@ int fp8_recipe_parse(const char *spec, fp8_recipe *out);
  * a block recipe); fp8_recipe_state_alloc does this for its copy. */
 void fp8_recipe_for_role(fp8_recipe *r, fp8_role role);
 
+/* 1 when s names an amax reduction group: 1..23 letters, digits, '_', '-'
+ * (the recipe option reduce=NAME and fp8_probe_open_mpi's names). */
+int fp8_group_name_ok(const char *s);
+
 /* The element format a tensor of this role is cast to. */
 const fp8_format *fp8_recipe_format(const fp8_recipe *r, fp8_role role);
 
@@ -160,8 +164,8 @@ typedef struct fp8_recipe_state {
                                   amaxes, scales, flags: 17 bytes a group),
                                   kept for the next: fresh pages cost more than
                                   a small tensor's cast on some machines.  Owned
-                                  by the state (fp8_recipe_state_free); a copy of
-                                  a state must set it to NULL (and free its own) */
+                                  by the state (fp8_recipe_state_free; copies:
+                                  fp8_recipe_state_copy) */
     size_t scratch_bytes;
 } fp8_recipe_state;
 
@@ -169,6 +173,10 @@ typedef struct fp8_recipe_state {
  * scaling starts with scale 1 and a zero history, as TE does. */
 fp8_recipe_state *fp8_recipe_state_alloc(const fp8_recipe *r, fp8_role role);
 void fp8_recipe_state_free(fp8_recipe_state *st);
+/* An independent copy of st (its history copied, no scratch shared): to
+ * cast with a state's current scales without touching it.  NULL when out
+ * of memory.  Free it with fp8_recipe_state_free. */
+fp8_recipe_state *fp8_recipe_state_copy(const fp8_recipe_state *st);
 /* Parse spec and allocate its state for a tensor of role name ("activation",
  * ...): NULL with the parse error's message. */
 fp8_recipe_state *fp8_recipe_state_new(const char *spec, const char *role);

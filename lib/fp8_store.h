@@ -171,6 +171,8 @@ fp8_run *fp8_run_load(const char *path);
  * step_max].  Registries (tensors, recipes) stay whole. */
 fp8_run *fp8_run_load_filtered(const char *path, const char *tensor_pattern, int64_t step_min, int64_t step_max);
 void fp8_run_free(fp8_run *run);
+/* A /meta value of the run, NULL when the key is absent. */
+const char *fp8_run_meta(const fp8_run *run, const char *key);
 
 /* 1 while a writer has the file open (HDF5 refuses a plain read-only open
  * of a file whose SWMR-write flags are set: a running writer, or one that

@@ -664,9 +664,9 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
     const int need_amax = r->kind != FP8_RECIPE_NONE && r->kind != FP8_RECIPE_DELAYED;
     const int want_hist = stats && !(options & FP8_STATS_NO_EXP_HIST);
     /* the per-group arrays live in the state's scratch, reused cast after cast */
-    size_t need = ng * (4 * sizeof(uint32_t) + 1);
     if (ng > SIZE_MAX / 32)
         return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: %zu groups", ng);
+    size_t need = ng * (4 * sizeof(uint32_t) + 1);
     if (st->scratch_bytes < need) {
         void *sp = malloc(need);
         if (!sp)

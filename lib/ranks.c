@@ -106,3 +106,41 @@ int fp8_ranks_of(const char *path)
     quiet_off(&q);
     return n;
 }
+
+/* first member, stride and size of rank's instance of group; 0, or -1 */
+static int layout(int nranks, int tp, const char *group, int rank, int *first, int *step, int *count)
+{
+    if (!group || nranks < 1 || tp < 1 || nranks % tp || rank < 0 || rank >= nranks)
+        return -1;
+    if (strcmp(group, "tp") == 0)
+        *first = rank / tp * tp, *step = 1, *count = tp;
+    else if (strcmp(group, "dp") == 0)
+        *first = rank % tp, *step = tp, *count = nranks / tp;
+    else if (strcmp(group, "world") == 0)
+        *first = 0, *step = 1, *count = nranks;
+    else
+        return -1;
+    return 0;
+}
+
+int fp8_ranks_layout_first(int nranks, int tp, const char *group, int rank)
+{
+    int first, step, count;
+    return layout(nranks, tp, group, rank, &first, &step, &count) ? -1 : first;
+}
+
+int fp8_ranks_layout_members(int nranks, int tp, const char *group, int rank, char *out, size_t cap)
+{
+    int first, step, count;
+    if (!out || !cap || layout(nranks, tp, group, rank, &first, &step, &count))
+        return -1;
+    size_t k = 0;
+    out[0] = 0;
+    for (int i = 0; i < count; i++) {
+        int w = snprintf(out + k, cap - k, "%s%d", i ? "," : "", first + i * step);
+        if (w < 0 || (size_t)w >= cap - k)
+            return -1;
+        k += (size_t)w;
+    }
+    return first;
+}

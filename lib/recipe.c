@@ -363,10 +363,9 @@ static int apply_option(const char *spec, fp8_recipe *r, char *item)
     }
     if ((kind == FP8_RECIPE_DELAYED || kind == FP8_RECIPE_CURRENT) && strcmp(k, "reduce") == 0) {
         NEEDVAL();
-        size_t len = strlen(val);
-        if (!len || len >= sizeof r->reduce || strspn(val, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != len)
+        if (!fp8_group_name_ok(val))
             return bad(spec, "reduce group '%s' is not a name of 1..23 letters, digits, '_' or '-'", val);
-        memcpy(r->reduce, val, len + 1);
+        memcpy(r->reduce, val, strlen(val) + 1);
         return 0;
     }
     if ((kind == FP8_RECIPE_CURRENT || kind == FP8_RECIPE_ROWWISE || kind == FP8_RECIPE_COLWISE) &&
@@ -468,6 +467,13 @@ static int apply_option(const char *spec, fp8_recipe *r, char *item)
     char msg[160];
     snprintf(msg, sizeof msg, "unknown option '%%s' for %s recipes", fp8_recipe_kind_name(kind));
     return bad(spec, msg, k);
+}
+
+int fp8_group_name_ok(const char *s)
+{
+    size_t len = s ? strlen(s) : 0;
+    return len && len < sizeof ((fp8_recipe *)0)->reduce &&
+           strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == len;
 }
 
 static void canonical(fp8_recipe *r)
@@ -683,6 +689,28 @@ fp8_recipe_state *fp8_recipe_state_alloc(const fp8_recipe *r, fp8_role role)
         }
     }
     return st;
+}
+
+fp8_recipe_state *fp8_recipe_state_copy(const fp8_recipe_state *st)
+{
+    if (!st) {
+        FP8_ERROR(FP8_EINVAL, "recipe state copy: no state");
+        return NULL;
+    }
+    fp8_recipe_state *c = malloc(sizeof *c);
+    float *h = st->history ? malloc((size_t)st->recipe.history_len * sizeof *h) : NULL;
+    if (!c || (st->history && !h)) {
+        free(c), free(h);
+        FP8_ERROR(FP8_ENOMEM, "recipe state copy: out of memory");
+        return NULL;
+    }
+    *c = *st;
+    if (h)
+        memcpy(h, st->history, (size_t)st->recipe.history_len * sizeof *h);
+    c->history = h;
+    c->format = fp8_recipe_format(&c->recipe, c->role); /* its own recipe's, not the original's */
+    c->scratch = NULL, c->scratch_bytes = 0;
+    return c;
 }
 
 void fp8_recipe_state_free(fp8_recipe_state *st)

@@ -80,12 +80,31 @@ static char *read_str_attr(hid_t obj, const char *name)
     return v;
 }
 
+/* The file a reader opens for path: rank 0's when path is a multi-rank
+ * index (*nranks its ranks; 0 otherwise), path itself else; NULL with a
+ * message when the index is bad or rank 0's name does not fit in buf. */
+static const char *run_file_of(const char *path, char *buf, size_t cap, int *nranks)
+{
+    *nranks = fp8_ranks_of(path);
+    if (*nranks < 0)
+        return NULL;
+    if (*nranks == 0)
+        return path;
+    if (fp8_rank_path(path, 0, buf, cap) != 0) {
+        FP8_ERROR(FP8_EINVAL, "%s: path too long", path);
+        return NULL;
+    }
+    return buf;
+}
+
 int fp8_run_writer_open(const char *path)
 {
     /* an index: its rank 0's writer (the index itself is written once, closed) */
     char rank0[1024];
-    if (fp8_ranks_of(path) > 0 && fp8_rank_path(path, 0, rank0, sizeof rank0) == 0)
-        path = rank0;
+    int nr;
+    const char *rp = run_file_of(path, rank0, sizeof rank0, &nr);
+    if (rp)
+        path = rp;
     quiet q;
     quiet_on(&q);
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
@@ -105,6 +124,14 @@ int fp8_run_writer_open(const char *path)
         H5Pclose(fapl);
     quiet_off(&q);
     return st;
+}
+
+const char *fp8_run_meta(const fp8_run *r, const char *key)
+{
+    for (int i = 0; r && i < r->nmeta; i++)
+        if (strcmp(r->meta_key[i], key) == 0)
+            return r->meta_value[i];
+    return NULL;
 }
 
 void fp8_run_free(fp8_run *r)
@@ -324,16 +351,10 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
     /* a multi-rank index: rank 0's file is the run */
     const char *index = path;
     char rank0[1024];
-    int nranks = fp8_ranks_of(path);
-    if (nranks < 0)
+    int nranks;
+    path = run_file_of(index, rank0, sizeof rank0, &nranks);
+    if (!path)
         return NULL;
-    if (nranks > 0) {
-        if (fp8_rank_path(path, 0, rank0, sizeof rank0) != 0) {
-            FP8_ERROR(FP8_EINVAL, "%s: path too long", path);
-            return NULL;
-        }
-        path = rank0;
-    }
     quiet q;
     quiet_on(&q);
     fp8_run *r = NULL;

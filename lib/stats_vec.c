@@ -22,6 +22,10 @@ typedef int32_t vi16 __attribute__((vector_size(64)));
 typedef uint32_t vu16 __attribute__((vector_size(64)));
 typedef int64_t vl8 __attribute__((vector_size(64)));
 
+/* lane-wise unsigned max / min */
+static inline vu16 umax16(vu16 a, vu16 b) { return (vu16)(((vi16)(a >= b) & (vi16)a) | (~(vi16)(a >= b) & (vi16)b)); }
+static inline vu16 umin16(vu16 a, vu16 b) { return (vu16)(((vi16)(a <= b) & (vi16)a) | (~(vi16)(a <= b) & (vi16)b)); }
+
 /* Merge a piece's shifted sums (n, K, S1..S4 about K) into the running
  * moments (Pebay 2008, the pairwise form of Welford's update). */
 static void merge_piece(fp8__moments *m, double n, double K, double S1, double S2, double S3, double S4)
@@ -297,8 +301,8 @@ static int lean_ok(const float *x, const float *xq, size_t n)
         memcpy(&b, xq + i, 64);
         a &= 0x7FFFFFFFu;
         b &= 0x7FFFFFFFu;
-        am = (vu16)((vi16)(am >= a) & (vi16)am) | (vu16)(~(vi16)(am >= a) & (vi16)a);
-        am = (vu16)((vi16)(am >= b) & (vi16)am) | (vu16)(~(vi16)(am >= b) & (vi16)b);
+        am = umax16(am, a);
+        am = umax16(am, b);
     }
     uint32_t mxb = 0;
     for (int l = 0; l < 16; l++)
@@ -321,21 +325,13 @@ void FN(fp8__moments_add_)(FP8_MOMENTS_ARGS)
     moments_masked(m, x, xq, n);
 }
 
+static inline void group_lanes(const float *x, size_t glen, vu16 *amax, vu16 *minnz);
+
 void FN(fp8__range_)(FP8_RANGE_ARGS)
 {
-    vu16 amax = {0}, minnz = (vu16){0} + 0x7F800000u;
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        vu16 a;
-        memcpy(&a, x + i, 64);
-        a &= 0x7FFFFFFFu;
-        vu16 fin = (vu16)(a < 0x7F800000u);
-        vu16 af = a & fin;                                /* non-finite -> 0 */
-        amax = (vu16)((vi16)(amax >= af) & (vi16)amax) | (vu16)(~(vi16)(amax >= af) & (vi16)af);
-        vu16 nz = (vu16)(vi16)(af != 0);
-        vu16 cand = (af & nz) | (((vu16){0} + 0x7F800000u) & ~nz);
-        minnz = (vu16)((vi16)(minnz <= cand) & (vi16)minnz) | (vu16)(~(vi16)(minnz <= cand) & (vi16)cand);
-    }
+    vu16 amax, minnz;
+    size_t i = n - n % 16;
+    group_lanes(x, i, &amax, &minnz); /* the whole tensor as one group, then the tail */
     uint32_t am = *amax_bits, mz = *minnz_bits;
     for (int l = 0; l < 16; l++) {
         if (amax[l] > am)
@@ -371,7 +367,7 @@ void FN(fp8__amax_scan_)(FP8_AMAX_SCAN_ARGS)
         a &= 0x7FFFFFFFu;
         vu16 fin = (vu16)(a < 0x7F800000u);
         vu16 af = a & fin;
-        amax = (vu16)((vi16)(amax >= af) & (vi16)amax) | (vu16)(~(vi16)(amax >= af) & (vi16)af);
+        amax = umax16(amax, af);
         ninf -= (vu16)(a == 0x7F800000u);
         nnan -= (vu16)(a > 0x7F800000u);
     }
@@ -397,9 +393,6 @@ void FN(fp8__amax_scan_)(FP8_AMAX_SCAN_ARGS)
     *inf_count = ci;
     *nan_count = cn;
 }
-
-static inline vu16 umax16(vu16 a, vu16 b) { return (vu16)(((vi16)(a >= b) & (vi16)a) | (~(vi16)(a >= b) & (vi16)b)); }
-static inline vu16 umin16(vu16 a, vu16 b) { return (vu16)(((vi16)(a <= b) & (vi16)a) | (~(vi16)(a <= b) & (vi16)b)); }
 
 /* One group's lanes: its finite |x| bits folded to 16 lanes (amax) and its
  * nonzero finite |x| bits (minnz; 0x7F800000 for none). */

@@ -9,6 +9,7 @@
 #include "fp8_error.h"
 #include "fp8_probe_mpi.h"
 #include "fp8_ranks.h"
+#include "fp8_recipe.h"
 #include "groups.h"
 
 struct fp8__groups {
@@ -90,13 +91,6 @@ static void members(MPI_Comm comm, MPI_Comm world, char *out, size_t cap)
     MPI_Group_free(&gw);
 }
 
-static int valid_name(const char *s)
-{
-    size_t len = s ? strlen(s) : 0;
-    return len && len < 24 &&
-           strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == len;
-}
-
 /* every rank's ok: the lowest failing rank (or -1) */
 static int first_failure(MPI_Comm world, int ok, int rank)
 {
@@ -132,7 +126,7 @@ fp8_probe_run *fp8_probe_open_mpi(const char *path, const fp8_probe_options *opt
     else if (nkv < 0 || nkv > 200 || (nkv && !kv))
         bad = "bad metadata pairs";
     for (int i = 0; !bad && i < ngroups; i++) {
-        if (!valid_name(names[i]) || strcmp(names[i], "world") == 0)
+        if (!fp8_group_name_ok(names[i]) || strcmp(names[i], "world") == 0)
             snprintf(why, sizeof why, "group name '%.40s' is not 1..23 letters, digits, '_', '-' (nor \"world\")",
                      names[i] ? names[i] : "(null)"),
                 bad = why;
@@ -164,9 +158,12 @@ fp8_probe_run *fp8_probe_open_mpi(const char *path, const fp8_probe_options *opt
     /* this rank's metadata: the caller's pairs, then rank, size and groups */
     int nmeta = nkv + 3 + (g ? g->n : 0);
     const char **mkv = calloc((size_t)nmeta * 2, sizeof *mkv);
-    char (*text)[1024] = calloc((size_t)(3 + FP8_PROBE_MAX_GROUPS + 1), sizeof *text);
+    char (*text)[256] = calloc(3, sizeof *text);
     char (*keys)[40] = calloc((size_t)(FP8_PROBE_MAX_GROUPS + 1), sizeof *keys);
-    ok = ok && mkv && text && keys;
+    /* a group's member list: at most every world rank, 7 characters each */
+    size_t lcap = (size_t)size * 7 + 16;
+    char *lists = calloc((size_t)(FP8_PROBE_MAX_GROUPS + 1), lcap);
+    ok = ok && mkv && text && keys && lists;
     int m = 0;
     if (ok) {
         for (int i = 0; i < nkv; i++, m++)
@@ -181,8 +178,8 @@ fp8_probe_run *fp8_probe_open_mpi(const char *path, const fp8_probe_options *opt
         mkv[2 * m] = "mpi_groups", mkv[2 * m + 1] = text[2], m++;
         for (int i = 1; i < g->n; i++, m++) {
             snprintf(keys[i], sizeof keys[i], "mpi_group.%s", g->name[i]);
-            members(g->comm[i], world, text[3 + i], sizeof text[3 + i]);
-            mkv[2 * m] = keys[i], mkv[2 * m + 1] = text[3 + i];
+            members(g->comm[i], world, lists + (size_t)i * lcap, lcap);
+            mkv[2 * m] = keys[i], mkv[2 * m + 1] = lists + (size_t)i * lcap;
         }
     }
     fp8_probe_run *run = ok ? fp8_probe_open(rpath, opts, mkv, m) : NULL;
@@ -207,6 +204,7 @@ fp8_probe_run *fp8_probe_open_mpi(const char *path, const fp8_probe_options *opt
     free(mkv);
     free(text);
     free(keys);
+    free(lists);
     if (failed >= 0) {
         /* every rank learns which one failed; the failing rank keeps its own message */
         if (run)

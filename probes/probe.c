@@ -48,6 +48,7 @@ struct fp8_probe {
     int nrec, has_active;             /* st[0] is the active recipe when has_active */
     fp8_recipe_state *st[MAX_RECIPES];
     int recipe_id[MAX_RECIPES];
+    int group[MAX_RECIPES];           /* the run's group recipe i reduces its amax over, -1 none */
     int touched;                      /* cast something since the last step end */
     int snapshot;                     /* name matches the snapshot pattern      */
     step_acc acc;                     /* this step's series row, not yet stored */
@@ -76,11 +77,10 @@ struct fp8_probe_run {
 
 void fp8__probe_run_set_groups(fp8_probe_run *run, fp8__groups *g) { run->groups = g; }
 
-/* The group recipe i reduces its amax over (-1: none). */
-static int recipe_group(const fp8_probe *p, int i)
+/* Recipe i of p is a delayed one reducing over group gi. */
+static int reduces_delayed(const fp8_probe *p, int i, int gi)
 {
-    const char *g = p->st[i]->recipe.reduce;
-    return g[0] ? fp8__groups_find(p->run->groups, g) : -1;
+    return p->group[i] == gi && p->st[i]->recipe.kind == FP8_RECIPE_DELAYED;
 }
 
 static double now_seconds(void)
@@ -267,7 +267,8 @@ fp8_probe *fp8_probe_declare(fp8_probe_run *run, const char *name, fp8_role role
             probe_free(p);
             return NULL;
         }
-        if (r.reduce[0] && fp8__groups_find(run->groups, r.reduce) < 0) {
+        int gi = r.reduce[0] ? fp8__groups_find(run->groups, r.reduce) : -1;
+        if (r.reduce[0] && gi < 0) {
             FP8_ERROR(FP8_EINVAL,
                       "probe '%s': recipe '%s' reduces its amax over group '%s', which this run does not have (%s)",
                       name, r.spec, r.reduce,
@@ -280,6 +281,7 @@ fp8_probe *fp8_probe_declare(fp8_probe_run *run, const char *name, fp8_role role
             dup = strcmp(p->st[k]->recipe.spec, r.spec) == 0;
         if (dup)
             continue;
+        p->group[p->nrec] = gi;
         p->st[p->nrec] = fp8_recipe_state_alloc(&r, role);
         if (!p->st[p->nrec]) {
             probe_free(p);
@@ -594,7 +596,7 @@ static int reduce_current(fp8_probe *p, const fp8_amax_info *ai, int rec)
         float buf[MAX_RECIPES];
         int idx[MAX_RECIPES], n = 0;
         for (int i = 0; i < p->nrec; i++)
-            if (p->st[i]->recipe.kind == FP8_RECIPE_CURRENT && recipe_group(p, i) == gi &&
+            if (p->st[i]->recipe.kind == FP8_RECIPE_CURRENT && p->group[i] == gi &&
                 (rec || (p->has_active && i == 0)))
                 buf[n] = local, idx[n++] = i;
         if (!n)
@@ -773,22 +775,12 @@ int fp8_probe_cast(fp8_probe *p, const float *x, size_t rows, size_t cols, float
     }
     /* a private copy of the active state: the cast must not touch history */
     pthread_mutex_lock(&p->lock);
-    fp8_recipe_state copy = *p->st[0];
-    float *hist = NULL;
-    if (copy.history) {
-        hist = malloc((size_t)copy.recipe.history_len * sizeof *hist);
-        if (hist)
-            memcpy(hist, copy.history, (size_t)copy.recipe.history_len * sizeof *hist);
-    }
+    fp8_recipe_state *copy = fp8_recipe_state_copy(p->st[0]);
     pthread_mutex_unlock(&p->lock);
-    if (copy.history && !hist)
+    if (!copy)
         return FP8_ERROR(FP8_ENOMEM, "fp8_probe_cast: out of memory");
-    copy.history = hist;
-    copy.scratch = NULL, copy.scratch_bytes = 0; /* its own: the original's may be in use */
-    copy.format = fp8_recipe_format(&copy.recipe, copy.role);
-    int st = fp8_quantize(&copy, x, rows, cols, out, NULL);
-    free(hist);
-    free(copy.scratch);
+    int st = fp8_quantize(copy, x, rows, cols, out, NULL);
+    fp8_recipe_state_free(copy);
     return st;
 }
 
@@ -835,7 +827,7 @@ static int reduce_delayed(fp8_probe_run *run)
         uint32_t tag = 2166136261u;
         for (int k = 0; k < run->nprobes; k++)
             for (int i = 0; i < run->probes[k]->nrec; i++)
-                if (run->probes[k]->st[i]->recipe.kind == FP8_RECIPE_DELAYED && recipe_group(run->probes[k], i) == gi)
+                if (reduces_delayed(run->probes[k], i, gi))
                     n++, tag = fp8__fnv1a(tag, run->probes[k]->name);
         if (!n)
             continue;
@@ -849,7 +841,7 @@ static int reduce_delayed(fp8_probe_run *run)
             fp8_probe *p = run->probes[k];
             pthread_mutex_lock(&p->lock);
             for (int i = 0; i < p->nrec; i++)
-                if (p->st[i]->recipe.kind == FP8_RECIPE_DELAYED && recipe_group(p, i) == gi)
+                if (reduces_delayed(p, i, gi))
                     buf[m++] = p->st[i]->history[0];
             pthread_mutex_unlock(&p->lock);
         }
@@ -861,7 +853,7 @@ static int reduce_delayed(fp8_probe_run *run)
             fp8_probe *p = run->probes[k];
             pthread_mutex_lock(&p->lock);
             for (int i = 0; i < p->nrec; i++)
-                if (p->st[i]->recipe.kind == FP8_RECIPE_DELAYED && recipe_group(p, i) == gi) {
+                if (reduces_delayed(p, i, gi)) {
                     if (p->touched)
                         p->st[i]->history[0] = buf[m];
                     m++;

@@ -26,7 +26,6 @@ static void batch(int *x, int *y, size_t n, int offset)
 
 /* exposes the parameter array for the finite-difference check */
 extern float *model_params_for_test(model *m);
-extern float *model_grads_for_test(model *m);
 
 static void test_gradient(void)
 {
@@ -36,7 +35,7 @@ static void test_gradient(void)
     batch(x, y, 16, 5);
     model_forward(m, x, y, 0, 1);
     model_backward(m, 0);
-    float *p = model_params_for_test(m), *g = model_grads_for_test(m);
+    float *p = model_params_for_test(m), *g = model_grads(m);
     size_t np = model_num_params(m);
     uint64_t s = 17;
     double worst = 0, gmax = 1e-12;

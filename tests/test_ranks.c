@@ -180,8 +180,9 @@ static void test_untrusted_index(void)
 
 /* ---- real ranks ------------------------------------------------------------ */
 
-#define MPIRUN_N(n) "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ASAN_OPTIONS=detect_leaks=0 " \
-                    "mpirun -x ASAN_OPTIONS --oversubscribe -np " #n " "
+#define MPIRUN_ENV "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ASAN_OPTIONS=detect_leaks=0 " \
+                   "mpirun -x ASAN_OPTIONS --oversubscribe "
+#define MPIRUN_N(n) MPIRUN_ENV "-np " #n " "
 #define MPIRUN MPIRUN_N(4)
 
 typedef struct {
@@ -339,13 +340,25 @@ static int load_two(const char *a, const char *b, fp8_run **p, fp8_run **q)
 
 #define TRAIN "train --steps 8 --layers 1 --dim 32 --heads 2 --ctx 32 --batch 8 --val-every 4 --quiet "
 
+/* the same training (TRAIN, then extra) in one process into `plain` and on
+ * np ranks into `ranked`, both loaded (1 when a step fails) */
+static int train_both(const char *extra, int np, const char *plain, const char *ranked, fp8_run **p, fp8_run **q)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%%1$s " TRAIN "%s-o %%2$s/%s 2>&1", extra, plain);
+    if (sh(cmd, out, sizeof out) != 0)
+        return 1;
+    snprintf(cmd, sizeof cmd, MPIRUN_ENV "-np %d %%1$s " TRAIN "%s-o %%2$s/%s 2>&1", np, extra, ranked);
+    if (sh(cmd, out, sizeof out) != 0)
+        return 1;
+    return load_two(plain, ranked, p, q);
+}
+
 /* one rank computes exactly what a plain run computes */
 static void test_mpi_train_np1(void)
 {
-    CU_ASSERT_EQUAL_FATAL(sh("%1$s " TRAIN "-o %2$s/plain.h5 2>&1", out, sizeof out), 0);
-    CU_ASSERT_EQUAL_FATAL(sh(MPIRUN_N(1) "%1$s " TRAIN "-o %2$s/one.h5 2>&1", out, sizeof out), 0);
     fp8_run *p, *q;
-    CU_ASSERT_EQUAL_FATAL(load_two("plain.h5", "one.h5", &p, &q), 0);
+    CU_ASSERT_EQUAL_FATAL(train_both("", 1, "plain.h5", "one.h5", &p, &q), 0);
     CU_ASSERT_EQUAL(q->nranks, 1);
     static const char *names[] = {"loss", "grad_norm", "val_loss"};
     for (int k = 0; k < 3; k++) {
@@ -376,10 +389,8 @@ static void test_mpi_train_np1(void)
  * with FP8, the replicated weights' records agree across ranks */
 static void test_mpi_train_np2(void)
 {
-    CU_ASSERT_EQUAL_FATAL(sh("%1$s " TRAIN "--recipe fp32 -o %2$s/whole.h5 2>&1", out, sizeof out), 0);
-    CU_ASSERT_EQUAL_FATAL(sh(MPIRUN_N(2) "%1$s " TRAIN "--recipe fp32 -o %2$s/halves.h5 2>&1", out, sizeof out), 0);
     fp8_run *p, *q;
-    CU_ASSERT_EQUAL_FATAL(load_two("whole.h5", "halves.h5", &p, &q), 0);
+    CU_ASSERT_EQUAL_FATAL(train_both("--recipe fp32 ", 2, "whole.h5", "halves.h5", &p, &q), 0);
     CU_ASSERT_EQUAL(q->nranks, 2);
     double u[8], w[8], g1[8], g2[8], worst = 0, worstg = 0;
     series(p, "loss", u, 8), series(q, "loss", w, 8);
