@@ -148,6 +148,27 @@ static void test_index_and_skew(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "not a multi-rank run"));
 }
 
+/* the declared layout, hand-worked: 8 ranks, tp=2 (Megatron order) */
+static void test_layout(void)
+{
+    char b[16384];
+    CU_ASSERT_EQUAL(fp8_ranks_layout_members(8, 2, "tp", 5, b, sizeof b), 4);
+    CU_ASSERT_STRING_EQUAL(b, "4,5");
+    CU_ASSERT_EQUAL(fp8_ranks_layout_members(8, 2, "dp", 5, b, sizeof b), 1);
+    CU_ASSERT_STRING_EQUAL(b, "1,3,5,7");
+    CU_ASSERT_EQUAL(fp8_ranks_layout_members(8, 2, "world", 5, b, sizeof b), 0);
+    CU_ASSERT_STRING_EQUAL(b, "0,1,2,3,4,5,6,7");
+    CU_ASSERT_EQUAL(fp8_ranks_layout_first(8, 2, "dp", 6), 0);
+    CU_ASSERT_EQUAL(fp8_ranks_layout_first(8, 2, "pp", 6), -1);   /* not a layout group */
+    CU_ASSERT_EQUAL(fp8_ranks_layout_first(8, 3, "tp", 6), -1);   /* 3 does not divide 8 */
+    CU_ASSERT_EQUAL(fp8_ranks_layout_first(8, 2, "tp", 8), -1);   /* no rank 8 */
+    CU_ASSERT_EQUAL(fp8_ranks_layout_members(8, 2, "dp", 5, b, 5), -1); /* "1,3,5,7" does not fit */
+    /* a 1024-rank group is listed whole (the lists used to be cut short) */
+    CU_ASSERT_EQUAL(fp8_ranks_layout_members(1024, 1, "dp", 7, b, sizeof b), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(b, ",1022,1023"));
+    CU_ASSERT_EQUAL(strlen(b), 10 + 90 * 2 + 900 * 3 + 24 * 4 + 1023);
+}
+
 static void test_untrusted_index(void)
 {
     char index[512];
@@ -452,12 +473,12 @@ static void test_mpi_mismatch(void)
 void register_ranks_tests(void)
 {
     static const char *const names[] = {"reduce= spec", "group amax into current scaling", "index and skew",
-                                        "untrusted index and rank files", "mpirun: reductions recomputed",
+                                        "untrusted index and rank files", "declared layout, hand-worked", "mpirun: reductions recomputed",
                                         "mpirun: wrong group caught", "mpirun train: np=1 is the plain run",
                                         "mpirun train: np=2 is one process with the whole batch",
                                         "mpirun: ranks that break the rules get errors, not hangs"};
     static void (*const fns[])(void) = {test_reduce_spec,   test_group_amax,         test_index_and_skew,
-                                        test_untrusted_index, test_mpi_reduction,    test_mpi_wrong_group,
+                                        test_untrusted_index, test_layout, test_mpi_reduction,    test_mpi_wrong_group,
                                         test_mpi_train_np1, test_mpi_train_np2,  test_mpi_mismatch};
-    add_suite("ranks", names, fns, 9);
+    add_suite("ranks", names, fns, 10);
 }
