@@ -82,6 +82,13 @@ int fp8_quantize(fp8_recipe_state *st, const float *x, size_t rows, size_t cols,
  * out, stats (and codes) all NULL nothing is cast and only the recipe state
  * moves (delayed scaling notes the tensor's amax). */
 #define FP8_STATS_NO_EXP_HIST 1u
+/* FP8_STATS_X_GIVEN: stats arrives holding fp8_tensor_stats() of this very
+ * x (the high-precision side, exp_hist included); they are kept and only the
+ * recipe's own statistics are computed: several recipes on one tensor pay
+ * for x's moments and histogram once.  The recipe's error statistics come
+ * out the same bits either way.  Ignored (x's statistics recomputed) by a
+ * recipe that casts a Hadamard-transformed tensor (nvfp4 rht). */
+#define FP8_STATS_X_GIVEN 2u
 int fp8_quantize_ex(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
                     fp8_stats *stats, unsigned flags);
 
@@ -109,5 +116,10 @@ int fp8_tensor_amax(const float *x, size_t n, fp8_amax_info *out);
  * into hist: what fp8_quantize_ex computes unless FP8_STATS_NO_EXP_HIST, on
  * its own (the probes run it beside the casts on another thread). */
 int fp8_tensor_exp_hist(const float *x, size_t n, uint64_t hist[FP8_EXP_BINS]);
+
+/* The high-precision side of fp8_stats (numel to kurtosis, and exp_hist
+ * unless FP8_STATS_NO_EXP_HIST in flags) of x[0..n) in one pass; every
+ * other field zero.  What FP8_STATS_X_GIVEN expects. */
+int fp8_tensor_stats(const float *x, size_t n, fp8_stats *stats, unsigned flags);
 
 #endif

@@ -51,6 +51,27 @@ static inline int all_lanes(vi m)
 #endif
 }
 
+/* Bit l set when lane l of mask m (-1/0 lanes) is set. */
+static inline unsigned lane_bits(vi m)
+{
+#if defined(__AVX512F__)
+    __m512i v;
+    memcpy(&v, &m, sizeof v);
+    return _mm512_cmpeq_epi32_mask(v, _mm512_set1_epi32(-1));
+#elif defined(__AVX2__)
+    __m256i lo, hi;
+    memcpy(&lo, &m, 32);
+    memcpy(&hi, (char *)&m + 32, 32);
+    return (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(lo)) |
+           (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(hi)) << 8;
+#else
+    unsigned b = 0;
+    for (int l = 0; l < VL; l++)
+        b |= (m[l] != 0) << l;
+    return b;
+#endif
+}
+
 /* Narrow 16 codes to the format's storage width and store them at codes[i]. */
 #define store_codes(codes, code_bytes, i, code)                                                              \
     do {                                                                                                   \
@@ -101,12 +122,18 @@ void FP8_VEC_NAME(FP8_VEC_KERNEL_ARGS)
     const vu uz = {0};
     const vu mbits = (vu)(zero + p->mbits);
     size_t g = 0, gleft = glen;
-    /* stochastic rounding's keyed counters (random16), advanced every step */
+    /* stochastic rounding's keyed counters (random16) */
     const vq lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
     const uint64_t kmul = 0x9E3779B97F4A7C15ull;
     const vq radd = vq_fill(p->seed * 0x94D049BB133111EBull), rstep = vq_fill((uint64_t)VL * kmul);
     vq rz = (lane + vq_fill(p->index0)) * kmul + vq_fill(p->seed ^ 0xD1B54A32D192ED03ull);
-    for (size_t i = 0; i < n; i += VL, rz += rstep) {
+    size_t rz_at = 0; /* the element rz is keyed for: advanced only where used (a 1024-bit vector lives on the stack) */
+#define RZ_SYNC()                                                                                          \
+    do {                                                                                                   \
+        for (; rz_at < i; rz_at += VL)                                                                     \
+            rz += rstep;                                                                                   \
+    } while (0)
+    for (size_t i = 0; i < n; i += VL) {
         vf xv;
         memcpy(&xv, x + i, sizeof xv);
         if (gscale) {
@@ -133,9 +160,10 @@ void FP8_VEC_NAME(FP8_VEC_KERNEL_ARGS)
                 continue;
             }
             vu frac = u & 0x7FFFFFu, up;
-            if (p->stochastic)
+            if (p->stochastic) {
+                RZ_SYNC();
                 up = (vu)(vi)(((frac << 9) + random16(rz, radd)) < (frac << 9));
-            else if (p->nearest)
+            } else if (p->nearest)
                 up = (vu)(vi)(frac >= 0x400000u);
             else
                 up = uz;
@@ -168,6 +196,7 @@ void FP8_VEC_NAME(FP8_VEC_KERNEL_ARGS)
                 /* up with probability rem / 2^rshift: the fraction rem, moved
                  * to the top of 32 bits, plus 32 random bits carries out */
                 vu frac = (a & ~p->keep_mask) << (32 - p->rshift);
+                RZ_SYNC();
                 vu carry = (vu)(vi)((frac + random16(rz, radd)) < frac);
                 r = (a & p->keep_mask) + (carry & (1u << p->rshift));
             } else {
@@ -183,10 +212,9 @@ void FP8_VEC_NAME(FP8_VEC_KERNEL_ARGS)
                 vf o = (vf)(r | ((neg << 31) & keep_sign)) * scale_inv;
                 memcpy(out + i, &o, sizeof o);
             }
-            if (partial)
-                for (int l = 0; l < VL; l++)
-                    if (!inrange[l])
-                        p->sr_fallback(p->sr_ctx, i + (size_t)l, 1);
+            if (partial) /* rare: the mask is read lane by lane only here */
+                for (unsigned miss = ~lane_bits(inrange) & 0xFFFFu; miss; miss &= miss - 1)
+                    p->sr_fallback(p->sr_ctx, i + (size_t)__builtin_ctz(miss), 1);
             continue;
         }
         if (p->medium_ok && all_lanes((vi)(a < 0x7F800000u))) {

@@ -31,39 +31,49 @@
 #define PIECE 4096 /* elements cast and summed per step of the fused pass */
 
 typedef void (*moments_fn)(FP8_MOMENTS_ARGS);
+typedef void (*xmoments_fn)(FP8_XMOMENTS_ARGS);
 typedef void (*range_fn)(FP8_RANGE_ARGS);
 typedef void (*range_groups_fn)(FP8_RANGE_GROUPS_ARGS);
 typedef void (*hist_fn)(FP8_HIST_ARGS);
 typedef void (*amax_scan_fn)(FP8_AMAX_SCAN_ARGS);
+typedef size_t (*best_ratio_fn)(FP8_BEST_RATIO_ARGS);
+static best_ratio_fn best_ratio;
 static hist_fn hist_vec;
 static amax_scan_fn amax_scan;
 
-static moments_fn moments_add;
+static moments_fn err_add;
+static xmoments_fn xmoments_add;
 static range_fn range_pass;
 static range_groups_fn range_groups;
 static pthread_once_t pick_once = PTHREAD_ONCE_INIT;
 
 static void pick(void)
 {
-    moments_add = fp8__moments_add_base;
+    err_add = fp8__err_add_base;
+    xmoments_add = fp8__xmoments_add_base;
     range_pass = fp8__range_base;
     range_groups = fp8__range_groups_base;
     hist_vec = fp8__hist_add_base;
     amax_scan = fp8__amax_scan_base;
+    best_ratio = fp8__best_ratio_base;
 #if defined(__x86_64__)
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f")) {
-        moments_add = fp8__moments_add_avx512;
+        err_add = fp8__err_add_avx512;
+        xmoments_add = fp8__xmoments_add_avx512;
         range_pass = fp8__range_avx512;
         range_groups = fp8__range_groups_avx512;
         hist_vec = fp8__hist_add_avx512;
         amax_scan = fp8__amax_scan_avx512;
+        best_ratio = fp8__best_ratio_avx512;
     } else if (__builtin_cpu_supports("avx2")) {
-        moments_add = fp8__moments_add_avx2;
+        err_add = fp8__err_add_avx2;
+        xmoments_add = fp8__xmoments_add_avx2;
         range_pass = fp8__range_avx2;
         range_groups = fp8__range_groups_avx2;
         hist_vec = fp8__hist_add_avx2;
         amax_scan = fp8__amax_scan_avx2;
+        best_ratio = fp8__best_ratio_avx2;
     }
 #endif
 }
@@ -319,13 +329,28 @@ static void zero_scale_piece(const fp8_format *f, const float *x, size_t n, floa
 
 typedef struct {
     fp8__caster caster;
-    fp8__moments mom;
+    fp8__moments mom;   /* the error sums        */
+    fp8__moments xmom;  /* x's own statistics    */
     uint64_t cnt[FP8_NCLASS];
     uint64_t *hist;     /* FP8_EXP_BINS, or NULL */
     hist_acc *hacc;
-    int stats;          /* moments wanted        */
+    int stats;          /* error sums wanted     */
+    int xstats;         /* x's statistics wanted (not given by the caller) */
     float *buf;         /* PIECE floats          */
 } pass_ctx;
+
+/* The statistics of a piece of x and its x_hat q: x's own (with the
+ * exponent bins in the same pass) unless given, the error sums if wanted. */
+static void piece_stats(pass_ctx *c, const float *x, const float *q, size_t m)
+{
+    if (c->xstats) {
+        xmoments_add(&c->xmom, x, m, c->hist ? c->hacc->sub : NULL);
+        if (c->hist && (c->hacc->pending += m) > ((uint64_t)1 << 31))
+            hist_flush(c->hacc, c->hist);
+    }
+    if (c->stats)
+        err_add(&c->mom, x, q, m);
+}
 
 /* Cast one segment and accumulate; returns its overflow/underflow flags. */
 static unsigned run_segment(pass_ctx *c, const float *x, size_t n, float scale, float scale_inv, float *out,
@@ -343,10 +368,7 @@ static unsigned run_segment(pass_ctx *c, const float *x, size_t n, float scale, 
             fp8__caster_run(&c->caster, scale, scale_inv, x + i, m, cp, dst, c->cnt, index0 + i);
         else
             zero_scale_piece(c->caster.f, x + i, m, dst, cp, c->cnt);
-        if (c->stats)
-            moments_add(&c->mom, x + i, dst, m);
-        if (c->hist)
-            hist_add(c->hacc, c->hist, x + i, m);
+        piece_stats(c, x + i, dst, m);
         if (out && dst == c->buf)
             memcpy(out + i, c->buf, m * sizeof(float));
     }
@@ -358,28 +380,100 @@ static unsigned run_segment(pass_ctx *c, const float *x, size_t n, float scale, 
     return flags;
 }
 
-static void finish_stats(fp8_stats *s, const pass_ctx *c, const layout *L, const uint32_t *gamax_bits,
-                         const uint32_t *gminnz_bits, const float *scale, const float *scale_inv,
-                         const unsigned char *flags, float s_global, const fp8_format *f)
+/* The per-group part of the statistics: scale_inv's range, mean, std and
+ * exponent histogram, the groups that overflowed or flushed, the largest
+ * amax / min-nonzero ratio.  Millions of groups for 1x16 recipes: partial
+ * sums and sub-histograms four wide (a single running sum or counter is a
+ * chain of dependent adds), no libm calls, the largest ratio found by a
+ * vector pass (stats_vec.c). */
+static void group_summary(fp8_stats *s, size_t ng, const float *scale_inv, const unsigned char *flags,
+                          const uint32_t *gamax_bits, const uint32_t *gminnz_bits)
 {
-    const fp8__moments *m = &c->mom;
-    double l1 = 0, e2 = 0, q2 = 0, xq = 0;
+    double sum[4] = {0, 0, 0, 0};
+    float mn[4] = {INFINITY, INFINITY, INFINITY, INFINITY}, mx[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    uint64_t shist[4][FP8_SCALE_BINS];
+    memset(shist, 0, sizeof shist);
+    uint64_t fo = 0, fu = 0;
+    size_t g = 0;
+    for (; g + 4 <= ng; g += 4)
+        for (int k = 0; k < 4; k++) {
+            float v = scale_inv[g + (size_t)k];
+            uint32_t b;
+            memcpy(&b, &v, 4);
+            sum[k] += v;
+            mn[k] = v < mn[k] ? v : mn[k];
+            mx[k] = v > mx[k] ? v : mx[k];
+            shist[k][(b >> 23) & 0xFF]++;
+            fo += flags[g + (size_t)k] & 1;
+            fu += (flags[g + (size_t)k] >> 1) & 1;
+        }
+    for (; g < ng; g++) {
+        float v = scale_inv[g];
+        uint32_t b;
+        memcpy(&b, &v, 4);
+        sum[0] += v;
+        mn[0] = v < mn[0] ? v : mn[0];
+        mx[0] = v > mx[0] ? v : mx[0];
+        shist[0][(b >> 23) & 0xFF]++;
+        fo += flags[g] & 1;
+        fu += (flags[g] >> 1) & 1;
+    }
+    for (int k = 0; k < FP8_SCALE_BINS; k++)
+        s->scale_hist[k] += shist[0][k] + shist[1][k] + shist[2][k] + shist[3][k];
+    s->blocks_with_overflow = fo;
+    s->blocks_with_underflow = fu;
+    const double mean = (sum[0] + sum[1] + sum[2] + sum[3]) / (double)ng;
+    double m2[4] = {0, 0, 0, 0};
+    for (g = 0; g + 4 <= ng; g += 4)
+        for (int k = 0; k < 4; k++) {
+            double d = (double)scale_inv[g + (size_t)k] - mean;
+            m2[k] += d * d;
+        }
+    for (; g < ng; g++) {
+        double d = (double)scale_inv[g] - mean;
+        m2[0] += d * d;
+    }
+    s->scale_inv_min = fminf(fminf(mn[0], mn[1]), fminf(mn[2], mn[3]));
+    s->scale_inv_max = fmaxf(fmaxf(mx[0], mx[1]), fmaxf(mx[2], mx[3]));
+    s->scale_inv_mean = mean;
+    s->scale_inv_std = sqrt((m2[0] + m2[1] + m2[2] + m2[3]) / (double)ng);
+    if (!gamax_bits)
+        return;
+    size_t best = best_ratio(gamax_bits, gminnz_bits, ng);
+    s->max_block_dynamic_range =
+        best == SIZE_MAX ? 0.0 : log2(bits_to_float(gamax_bits[best])) - log2(bits_to_float(gminnz_bits[best]));
+}
+
+/* x's own statistics, from src to dst (the rest of dst untouched) */
+static void keep_x_fields(fp8_stats *dst, const fp8_stats *src)
+{
+    dst->numel = src->numel, dst->finite = src->finite;
+    dst->nan_count = src->nan_count, dst->inf_count = src->inf_count, dst->zero_count = src->zero_count;
+    dst->mean = src->mean, dst->std = src->std, dst->kurtosis = src->kurtosis;
+    dst->min = src->min, dst->max = src->max, dst->amax = src->amax;
+    dst->l1 = src->l1, dst->l2 = src->l2, dst->min_nonzero = src->min_nonzero;
+    dst->dynamic_range = src->dynamic_range;
+    memcpy(dst->exp_hist, src->exp_hist, sizeof dst->exp_hist);
+}
+
+/* The statistics of x alone from its sums (x2: sum x^2 over finite x). */
+static void finish_x(fp8_stats *s, const fp8__moments *m, uint64_t numel)
+{
+    double l1 = 0, x2 = 0; /* x2: sum x^2 over finite x */
     for (int l = 0; l < FP8_ML; l++)
-        l1 += m->l1[l], e2 += m->e2[l], q2 += m->q2[l], xq += m->xq[l];
-    float mn = INFINITY, mx = -INFINITY, me = 0, mz = INFINITY;
+        l1 += m->l1[l], x2 += m->xx[l];
+    float mn = INFINITY, mx = -INFINITY, mz = INFINITY;
     for (int l = 0; l < 16; l++) {
         mn = fminf(mn, m->mn[l]);
         mx = fmaxf(mx, m->mx[l]);
-        me = fmaxf(me, m->maxerr[l]);
         mz = fminf(mz, m->mnz[l]);
     }
-    s->numel = (uint64_t)L->R * L->C;
+    s->numel = numel;
     s->nan_count = m->nan;
     s->inf_count = m->inf;
     s->finite = s->numel - m->nan - m->inf;
     s->zero_count = m->zero;
     double n = (double)s->finite;
-    double x2 = m->cM2 + n * m->cmean * m->cmean;  /* sum x^2 over finite x */
     if (s->finite) {
         double M2 = m->cM2, M4 = m->cM4;
         s->mean = m->cmean;
@@ -392,6 +486,23 @@ static void finish_stats(fp8_stats *s, const pass_ctx *c, const layout *L, const
     s->l2 = sqrt(x2);
     s->min_nonzero = isinf(mz) ? 0.0 : mz;
     s->dynamic_range = (s->min_nonzero > 0) ? log2(s->amax) - log2(s->min_nonzero) : 0.0;
+}
+
+/* The recipe's statistics; s already holds x's (finish_x, or the caller's
+ * fp8_tensor_stats).  The error sums' denominator sum x^2 is l2^2 either
+ * way, so both routes give the same bits. */
+static void finish_stats(fp8_stats *s, const pass_ctx *c, const layout *L, const uint32_t *gamax_bits,
+                         const uint32_t *gminnz_bits, const float *scale, const float *scale_inv,
+                         const unsigned char *flags, float s_global, const fp8_format *f)
+{
+    const fp8__moments *m = &c->mom;
+    double e2 = 0, q2 = 0, xq = 0;
+    for (int l = 0; l < FP8_ML; l++)
+        e2 += m->e2[l], q2 += m->q2[l], xq += m->xq[l];
+    float me = 0;
+    for (int l = 0; l < 16; l++)
+        me = fmaxf(me, m->maxerr[l]);
+    double x2 = s->l2 * s->l2;
     memcpy(s->classes.n, c->cnt, sizeof c->cnt);
     s->overflows = c->cnt[FP8_CLASS_SATURATED] + c->cnt[FP8_CLASS_OVERFLOW];
     s->underflows = c->cnt[FP8_CLASS_FLUSHED];
@@ -411,33 +522,9 @@ static void finish_stats(fp8_stats *s, const pass_ctx *c, const layout *L, const
     s->scale = scale[0];
     s->scale_inv = scale_inv[0];
     s->global_scale_inv = s_global;
-    double ssum = 0, smin = INFINITY, smax = -INFINITY;
-    double best_ratio = 0;
-    size_t best = 0;
-    for (size_t g = 0; g < L->ngroups; g++) {
-        double v = scale_inv[g];
-        ssum += v;
-        smin = fmin(smin, v);
-        smax = fmax(smax, v);
-        uint32_t b;
-        memcpy(&b, &scale_inv[g], 4);
-        s->scale_hist[(b >> 23) & 0xFF]++;
-        s->blocks_with_overflow += flags[g] & 1;
-        s->blocks_with_underflow += (flags[g] >> 1) & 1;
-        if (gamax_bits && gminnz_bits[g] < 0x7F800000u && gamax_bits[g]) {
-            /* the largest amax / min-nonzero ratio; one log2 at the end */
-            double ratio = (double)bits_to_float(gamax_bits[g]) / (double)bits_to_float(gminnz_bits[g]);
-            if (ratio > best_ratio)
-                best_ratio = ratio, best = g;
-        }
-    }
-    double mean = ssum / (double)L->ngroups, M2s = 0;
-    for (size_t g = 0; g < L->ngroups; g++)
-        M2s += ((double)scale_inv[g] - mean) * ((double)scale_inv[g] - mean);
-    double bdr = best_ratio > 0 ? log2(bits_to_float(gamax_bits[best])) - log2(bits_to_float(gminnz_bits[best])) : 0;
-    s->scale_inv_min = smin, s->scale_inv_max = smax, s->scale_inv_mean = mean;
-    s->scale_inv_std = sqrt(M2s / (double)L->ngroups);
-    s->max_block_dynamic_range = gamax_bits ? bdr : s->dynamic_range;
+    group_summary(s, L->ngroups, scale_inv, flags, gamax_bits, gminnz_bits);
+    if (!gamax_bits)
+        s->max_block_dynamic_range = s->dynamic_range;
 }
 
 /* amax, Inf and NaN counts in chunks the lane counters hold */
@@ -479,6 +566,35 @@ int fp8_tensor_exp_hist(const float *x, size_t n, uint64_t hist[FP8_EXP_BINS])
     for (size_t i = 0; i < n; i += CHUNK)
         hist_add(h, hist, x + i, n - i < CHUNK ? n - i : CHUNK);
     hist_flush(h, hist);
+    free(h);
+    return FP8_OK;
+}
+
+int fp8_tensor_stats(const float *x, size_t n, fp8_stats *stats, unsigned flags)
+{
+    if (!stats || (!x && n))
+        return FP8_ERROR(FP8_EINVAL, "fp8_tensor_stats: %s is NULL", stats ? "the tensor" : "stats");
+    pthread_once(&pick_once, pick);
+    const int want_hist = !(flags & FP8_STATS_NO_EXP_HIST);
+    hist_acc *h = want_hist ? calloc(1, sizeof *h) : NULL;
+    if (want_hist && !h)
+        return FP8_ERROR(FP8_ENOMEM, "fp8_tensor_stats: out of memory");
+    memset(stats, 0, sizeof *stats);
+    fp8__moments m;
+    fp8__moments_init(&m);
+    fp8__fenv env;
+    fp8__fenv_enter(&env);
+    /* pieces as the fused pass takes a per-tensor recipe's: the same sums */
+    for (size_t i = 0; i < n; i += PIECE) {
+        size_t k = n - i < PIECE ? n - i : PIECE;
+        xmoments_add(&m, x + i, k, h ? h->sub : NULL);
+        if (h && (h->pending += k) > ((uint64_t)1 << 31))
+            hist_flush(h, stats->exp_hist);
+    }
+    finish_x(stats, &m, n);
+    if (h)
+        hist_flush(h, stats->exp_hist);
+    fp8__fenv_leave(&env);
     free(h);
     return FP8_OK;
 }
@@ -612,6 +728,7 @@ static int quantize_impl(fp8_recipe_state *st, const float *x, size_t rows, size
 {
     if (!st || !x || !st->recipe.rht_active || rows == 0 || cols == 0 || rows > SIZE_MAX / cols / sizeof(float))
         return quantize_core(st, x, rows, cols, out, stats, options, codes, group_scale_inv);
+    options &= ~FP8_STATS_X_GIVEN; /* statistics of x are not those of the transformed tensor */
     float *y = malloc(rows * cols * sizeof *y), d[16];
     if (!y)
         return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: out of memory for the Hadamard transform of %zux%zu", rows, cols);
@@ -662,7 +779,11 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
     /* delayed scaling takes its amax from the fused pass's moments, or from
      * an amax pass when no statistics are wanted */
     const int need_amax = r->kind != FP8_RECIPE_NONE && r->kind != FP8_RECIPE_DELAYED;
-    const int want_hist = stats && !(options & FP8_STATS_NO_EXP_HIST);
+    const int x_given = stats && (options & FP8_STATS_X_GIVEN);
+    const int want_hist = stats && !x_given && !(options & FP8_STATS_NO_EXP_HIST);
+    if (x_given && stats->numel != (uint64_t)numel)
+        return FP8_ERROR(FP8_EINVAL, "fp8_quantize: the given statistics of x are of %llu elements, the tensor has %zu",
+                         (unsigned long long)stats->numel, numel);
     /* the per-group arrays live in the state's scratch, reused cast after cast */
     if (ng > SIZE_MAX / 32)
         return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: %zu groups", ng);
@@ -742,6 +863,8 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
     c.hist = hist;
     c.hacc = hacc;
     c.stats = stats != NULL;
+    c.xstats = stats && !x_given;
+    fp8__moments_init(&c.xmom);
     c.buf = buf;
     int grouped = !L.per_tensor && L.seg % 16 == 0 && L.C % L.seg == 0 && L.seg <= PIECE && c.caster.vec;
     for (size_t g = 0; grouped && g < ng; g++)
@@ -758,10 +881,7 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
                 float *dst = (OUT && OUT != X) ? OUT + off : buf;
                 fp8__caster_run_groups(&c.caster, X + off, m, L.seg, scale + gi, scale_inv + gi, dst,
                                        CODES ? (char *)CODES + off * cb : NULL, c.cnt, flags + gi, off);
-                if (stats)
-                    moments_add(&c.mom, X + off, dst, m);
-                if (hist)
-                    hist_add(hacc, hist, X + off, m);
+                piece_stats(&c, X + off, dst, m);
                 if (OUT && dst == buf)
                     memcpy(OUT + off, buf, m * sizeof(float));
             }
@@ -788,12 +908,15 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
     if (r->kind == FP8_RECIPE_DELAYED) { /* this step's amax enters slot 0 */
         float amax;
         uint64_t ninf;
-        if (stats) {
+        if (x_given) {
+            amax = (float)stats->amax;
+            ninf = stats->inf_count;
+        } else if (stats) {
             float mn = INFINITY, mx = -INFINITY;
             for (int l = 0; l < 16; l++)
-                mn = fminf(mn, c.mom.mn[l]), mx = fmaxf(mx, c.mom.mx[l]);
+                mn = fminf(mn, c.xmom.mn[l]), mx = fmaxf(mx, c.xmom.mx[l]);
             amax = isinf(mn) ? 0.0f : fmaxf(fabsf(mn), fabsf(mx));
-            ninf = c.mom.inf;
+            ninf = c.xmom.inf;
         } else if (!isnan(st->known_amax)) { /* the caller's own amax pass (probes) */
             amax = st->known_amax;
             ninf = st->known_inf ? 1 : 0;
@@ -806,7 +929,15 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
         fp8_recipe_state_observe(st, ninf && !r->finite_amax ? INFINITY : amax); /* TE's amax: Inf when present */
     }
     if (stats) {
-        memset(stats, 0, sizeof *stats);
+        if (x_given) {
+            fp8_stats xs;
+            keep_x_fields(&xs, stats);
+            memset(stats, 0, sizeof *stats);
+            keep_x_fields(stats, &xs);
+        } else {
+            memset(stats, 0, sizeof *stats);
+            finish_x(stats, &c.xmom, numel);
+        }
         finish_stats(stats, &c, &L, L.per_tensor ? NULL : gamax, gminnz, scale, scale_inv, flags, s_global,
                      st->format);
         /* TE defines its count for per-tensor static scales (delayed scaling);

@@ -7,6 +7,9 @@
 #include <string.h>
 
 #include "stats_vec.h"
+#if defined(__AVX512F__) || defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 #ifndef FP8_ISA
 #define FP8_ISA base
@@ -21,6 +24,7 @@ typedef double vd8 __attribute__((vector_size(64)));
 typedef int32_t vi16 __attribute__((vector_size(64)));
 typedef uint32_t vu16 __attribute__((vector_size(64)));
 typedef int64_t vl8 __attribute__((vector_size(64)));
+typedef uint16_t vh16 __attribute__((vector_size(32)));
 
 /* lane-wise unsigned max / min */
 static inline vu16 umax16(vu16 a, vu16 b) { return (vu16)(((vi16)(a >= b) & (vi16)a) | (~(vi16)(a >= b) & (vi16)b)); }
@@ -63,7 +67,7 @@ static void moments_masked(FP8_MOMENTS_ARGS)
         if (isfinite(x[k]))
             ksum += x[k], kn++;
     const double K = kn ? (double)(float)(ksum / kn) : 0.0; /* the piece's mean, rounded */
-    vd8 s1 = {0}, s2 = {0}, s3 = {0}, s4 = {0}, l1 = {0}, x2 = {0}, e2 = {0}, q2 = {0}, xqs = {0};
+    vd8 s1 = {0}, s2 = {0}, s3 = {0}, s4 = {0}, l1 = {0}, x2 = {0}, e2 = {0}, q2 = {0}, xqs = {0}, xx = {0};
     vd8 mn, mx, me, mz;
     for (int l = 0; l < 8; l++) {
         mn[l] = fmin(m->mn[l], m->mn[l + 8]);
@@ -93,6 +97,7 @@ static void moments_masked(FP8_MOMENTS_ARGS)
         czero -= isz;
         cqbad -= fin & ~qfin;
         vd8 xz = (vd8)((vl8)xd & fin);                    /* non-finite -> 0 */
+        xx += xz * xz;
         vd8 d = (vd8)((vl8)(xz - K) & fin);
         vd8 d2 = d * d;
         s1 += d;
@@ -125,6 +130,7 @@ static void moments_masked(FP8_MOMENTS_ARGS)
         T1 += s1[l], T2 += s2[l], T3 += s3[l], T4 += s4[l];
         m->l1[l] += l1[l];
         m->x2[l] += x2[l];
+        m->xx[l] += xx[l];
         m->e2[l] += e2[l];
         m->q2[l] += q2[l];
         m->xq[l] += xqs[l];
@@ -152,6 +158,7 @@ static void moments_masked(FP8_MOMENTS_ARGS)
         double xd = xv, d = xd - K, d2 = d * d;
         T1 += d, T2 += d2, T3 += d2 * d, T4 += d2 * d2;
         m->l1[0] += fabs(xd);
+        m->xx[0] += xd * xd;
         if (xv < m->mn[0])
             m->mn[0] = xv;
         if (xv > m->mx[0])
@@ -176,11 +183,12 @@ static void moments_masked(FP8_MOMENTS_ARGS)
 /* lane-wise min / max / fused multiply-add, as macros (no vector-by-value
  * calls); FMA(acc, a, b) is acc += a * b, fused where the ISA has it. */
 #if defined(__AVX512F__)
-#include <immintrin.h>
 #define VMIN16(a, b) ((vf16)_mm512_min_ps((__m512)(a), (__m512)(b)))
 #define VMAX16(a, b) ((vf16)_mm512_max_ps((__m512)(a), (__m512)(b)))
 #define FMA16(acc, a, b) ((acc) = (vf16)_mm512_fmadd_ps((__m512)(a), (__m512)(b), (__m512)(acc)))
+#define FMA8(acc, a, b) ((acc) = (vd8)_mm512_fmadd_pd((__m512d)(a), (__m512d)(b), (__m512d)(acc)))
 #else
+#define FMA8(acc, a, b) ((acc) += (a) * (b))
 #define FMA16(acc, a, b) ((acc) += (a) * (b))
 #define VSEL16(m, a, b) ((vf16)(((vi16)(a) & (m)) | ((vi16)(b) & ~(m))))
 #define VMIN16(a, b) VSEL16((vi16)((a) <= (b)), a, b)
@@ -194,19 +202,25 @@ static void moments_masked(FP8_MOMENTS_ARGS)
         hi = __builtin_convertvector(h_[1], vd8);                                                          \
     } while (0)
 
-/* Lean path for the usual piece: every x and x_hat finite, max |x| and
- * max |x_hat| in [2^-24, 2^28].  16 float32 lanes; every power and product
- * is a float32 term, summed into float32 partials over 16 steps (256
- * elements) and then into double.  A partial holds 16 terms, so it is within
- * 16 * 2^-24 (1e-6) of the exact sum of its terms; the range condition keeps
- * terms away from overflow, and a piece whose spread is too small for its
- * fourth powers (variance below 2^-60) is redone in double.
- * Returns 0 when it declined the piece. */
-static int moments_lean(FP8_MOMENTS_ARGS)
+/* The lean paths: 16 float32 lanes; every power and product is a float32
+ * term, summed into float32 partials over 16 steps (256 elements) and then
+ * into double.  A partial holds 16 terms, so it is within 16 * 2^-24 (1e-6)
+ * of the exact sum of its terms; the range condition keeps terms away from
+ * overflow, and a piece whose spread is too small for its fourth powers
+ * (variance below 2^-60) is redone in double.  sum x^2 (the denominator of
+ * the error ratios) is summed in double lanes, where each square is exact.
+ *
+ * x alone, with the exponent bins of
+ * the piece (when hist) computed from the same |x| bits and counted into
+ * eight sub-histograms.  Lean when every x is finite and max |x| lies in
+ * [2^-24, 2^28] (checked on the way: the bits' maximum); otherwise the
+ * moments are redone by the masked path, whose error sums go to a scratch
+ * struct.  The bins need no condition. */
+void FN(fp8__xmoments_add_)(FP8_XMOMENTS_ARGS)
 {
+    size_t nl = n - n % 16;
     vf16 ks = {0};
-    size_t k = 0;
-    for (; k + 16 <= n; k += 16) {
+    for (size_t k = 0; k < nl; k += 16) {
         vf16 v;
         memcpy(&v, x + k, 64);
         ks += v;
@@ -214,43 +228,56 @@ static int moments_lean(FP8_MOMENTS_ARGS)
     double ksum = 0;
     for (int l = 0; l < 16; l++)
         ksum += ks[l];
-    for (; k < n; k++)
-        ksum += x[k];
-    const float K = (float)(ksum / (double)n); /* the piece's mean (a shift: need not be exact) */
-    vd8 S1 = {0}, S2 = {0}, S3 = {0}, S4 = {0}, E2 = {0}, Q2 = {0}, L1 = {0}, XQ = {0};
-    vf16 mn, mx, me, mz;
+    const float K = nl ? (float)(ksum / (double)nl) : 0.0f;
+    vd8 S1 = {0}, S2 = {0}, S3 = {0}, S4 = {0}, L1 = {0}, XA = {0}, XB = {0};
+    vf16 mn, mx, mz;
     memcpy(&mn, m->mn, 64);
     memcpy(&mx, m->mx, 64);
-    memcpy(&me, m->maxerr, 64);
     memcpy(&mz, m->mnz, 64);
     const vf16 pinf = (vf16){0} + INFINITY;
-    vu16 czero = {0};
+    vu16 czero = {0}, bmax = {0};
+    uint16_t b[256] __attribute__((aligned(64)));
     size_t i = 0;
-    while (i + 16 <= n) {
-        vf16 s1 = {0}, s2 = {0}, s3 = {0}, s4 = {0}, e2 = {0}, q2 = {0}, l1 = {0}, xq2 = {0};
-        size_t stop = n - i >= 256 ? i + 256 : n - (n - i) % 16;
+    while (i < nl) {
+        vf16 s1 = {0}, s2 = {0}, s3 = {0}, s4 = {0}, l1 = {0};
+        size_t stop = nl - i >= 256 ? i + 256 : nl, k0 = i;
         for (; i < stop; i += 16) {
-            vf16 xv, qv;
+            vf16 xv;
             memcpy(&xv, x + i, 64);
-            memcpy(&qv, xq + i, 64);
             vf16 d = xv - K, d2 = d * d;
             s1 += d;
             s2 += d2;
             FMA16(s3, d2, d);
             FMA16(s4, d2, d2);
-            vf16 e = xv - qv;
-            FMA16(e2, e, e);
-            FMA16(xq2, xv, qv);
-            FMA16(q2, qv, qv);
-            vf16 ax = (vf16)((vi16)xv & 0x7FFFFFFF);
+            vd8 xlo, xhi; /* x^2 exact in double, summed there */
+            HALVES(xv, xlo, xhi);
+            FMA8(XA, xlo, xlo);
+            FMA8(XB, xhi, xhi);
+            vu16 au = (vu16)xv & 0x7FFFFFFFu;
+            vf16 ax = (vf16)au;
             l1 += ax;
+            bmax = umax16(bmax, au);
             mn = VMIN16(mn, xv);
             mx = VMAX16(mx, xv);
-            vi16 z = (vi16)(ax == 0);
+            vi16 z = (vi16)(au == 0);
             czero -= (vu16)z;
             mz = VMIN16(mz, (vf16)(((vi16)ax & ~z) | ((vi16)pinf & z)));
-            me = VMAX16(me, (vf16)((vi16)e & 0x7FFFFFFF));
+            if (hist) {
+                vh16 h = __builtin_convertvector((au >> 23) + 1 + (vu16)z, vh16); /* 0 for zeros */
+                memcpy(b + (i - k0), &h, sizeof h);
+            }
         }
+        if (hist)
+            for (size_t k = 0; k < stop - k0; k += 8) {
+                hist[0][b[k]]++;
+                hist[1][b[k + 1]]++;
+                hist[2][b[k + 2]]++;
+                hist[3][b[k + 3]]++;
+                hist[4][b[k + 4]]++;
+                hist[5][b[k + 5]]++;
+                hist[6][b[k + 6]]++;
+                hist[7][b[k + 7]]++;
+            }
 #define ACC(D, v)                                                                                          \
     do {                                                                                                   \
         vd8 lo_, hi_;                                                                                      \
@@ -261,68 +288,112 @@ static int moments_lean(FP8_MOMENTS_ARGS)
         ACC(S2, s2);
         ACC(S3, s3);
         ACC(S4, s4);
+        ACC(L1, l1);
+#undef ACC
+    }
+    if (hist)
+        for (size_t k = nl; k < n; k++) {
+            uint32_t u;
+            memcpy(&u, x + k, 4);
+            u &= 0x7FFFFFFFu;
+            hist[k % FP8_HIST_SUBS][(u >> 23) + (u != 0)]++;
+        }
+    double T1 = 0, T2 = 0, T3 = 0, T4 = 0;
+    uint32_t am = 0;
+    for (int l = 0; l < FP8_ML; l++)
+        T1 += S1[l], T2 += S2[l], T3 += S3[l], T4 += S4[l];
+    for (int l = 0; l < 16; l++)
+        am = bmax[l] > am ? bmax[l] : am;
+    int lean = nl && am >= 0x33800000u && am <= 0x4D800000u && T2 >= (double)nl * 0x1p-60;
+    if (!lean) { /* redo the lean part in double lanes; error sums discarded */
+        fp8__moments t = *m;
+        moments_masked(&t, x, NULL, nl);
+        m->cn = t.cn, m->cmean = t.cmean, m->cM2 = t.cM2, m->cM3 = t.cM3, m->cM4 = t.cM4;
+        memcpy(m->l1, t.l1, sizeof m->l1);
+        memcpy(m->xx, t.xx, sizeof m->xx);
+        memcpy(m->mn, t.mn, sizeof m->mn);
+        memcpy(m->mx, t.mx, sizeof m->mx);
+        memcpy(m->mnz, t.mnz, sizeof m->mnz);
+        m->nan = t.nan, m->inf = t.inf, m->zero = t.zero;
+    } else {
+        for (int l = 0; l < FP8_ML; l++)
+            m->l1[l] += L1[l], m->xx[l] += XA[l] + XB[l];
+        memcpy(m->mn, &mn, 64);
+        memcpy(m->mx, &mx, 64);
+        memcpy(m->mnz, &mz, 64);
+        for (int l = 0; l < 16; l++)
+            m->zero += czero[l];
+        merge_piece(m, (double)nl, (double)K, T1, T2, T3, T4);
+    }
+    if (nl < n) {
+        fp8__moments t = *m;
+        moments_masked(&t, x + nl, NULL, n - nl);
+        m->cn = t.cn, m->cmean = t.cmean, m->cM2 = t.cM2, m->cM3 = t.cM3, m->cM4 = t.cM4;
+        memcpy(m->l1, t.l1, sizeof m->l1);
+        memcpy(m->xx, t.xx, sizeof m->xx);
+        memcpy(m->mn, t.mn, sizeof m->mn);
+        memcpy(m->mx, t.mx, sizeof m->mx);
+        memcpy(m->mnz, t.mnz, sizeof m->mnz);
+        m->nan = t.nan, m->inf = t.inf, m->zero = t.zero;
+    }
+}
+
+/* The error sums alone.  Lean (float32 partials of 16 terms, as
+ * moments_lean) when every x and x_hat is finite and both maxima lie in
+ * [2^-24, 2^28] (checked on the way); otherwise the masked path on a
+ * scratch struct, whose error sums are added. */
+void FN(fp8__err_add_)(FP8_MOMENTS_ARGS)
+{
+    size_t nl = xq ? n - n % 16 : 0, i = 0;
+    vd8 E2 = {0}, Q2 = {0}, XQ = {0};
+    vf16 me;
+    memcpy(&me, m->maxerr, 64);
+    vu16 bmax = {0};
+    while (i < nl) {
+        vf16 e2 = {0}, q2 = {0}, xq2 = {0};
+        size_t stop = nl - i >= 256 ? i + 256 : nl;
+        for (; i < stop; i += 16) {
+            vf16 xv, qv;
+            memcpy(&xv, x + i, 64);
+            memcpy(&qv, xq + i, 64);
+            vf16 e = xv - qv;
+            FMA16(e2, e, e);
+            FMA16(xq2, xv, qv);
+            FMA16(q2, qv, qv);
+            me = VMAX16(me, (vf16)((vi16)e & 0x7FFFFFFF));
+            bmax = umax16(bmax, umax16((vu16)xv & 0x7FFFFFFFu, (vu16)qv & 0x7FFFFFFFu));
+        }
+#define ACC(D, v)                                                                                          \
+    do {                                                                                                   \
+        vd8 lo_, hi_;                                                                                      \
+        HALVES(v, lo_, hi_);                                                                               \
+        D += lo_ + hi_;                                                                                    \
+    } while (0)
         ACC(E2, e2);
         ACC(Q2, q2);
-        ACC(L1, l1);
         ACC(XQ, xq2);
 #undef ACC
     }
-    double T1 = 0, T2 = 0, T3 = 0, T4 = 0;
-    for (int l = 0; l < FP8_ML; l++)
-        T1 += S1[l], T2 += S2[l], T3 += S3[l], T4 += S4[l];
-    if (i && T2 < (double)i * 0x1p-60) /* spread too small for float fourth powers */
-        return 0;
-    for (int l = 0; l < FP8_ML; l++) {
-        m->l1[l] += L1[l];
-        m->e2[l] += E2[l];
-        m->q2[l] += Q2[l];
-        m->xq[l] += XQ[l];
-    }
-    memcpy(m->mn, &mn, 64);
-    memcpy(m->mx, &mx, 64);
-    memcpy(m->maxerr, &me, 64);
-    memcpy(m->mnz, &mz, 64);
+    uint32_t am = 0;
     for (int l = 0; l < 16; l++)
-        m->zero += czero[l];
-    merge_piece(m, (double)i, (double)K, T1, T2, T3, T4);
-    if (i < n)
-        moments_masked(m, x + i, xq + i, n - i);
-    return 1;
-}
-
-/* 1 when every x and x_hat is finite and both maxima lie in [2^-24, 2^28]. */
-static int lean_ok(const float *x, const float *xq, size_t n)
-{
-    vu16 am = {0};
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        vu16 a, b;
-        memcpy(&a, x + i, 64);
-        memcpy(&b, xq + i, 64);
-        a &= 0x7FFFFFFFu;
-        b &= 0x7FFFFFFFu;
-        am = umax16(am, a);
-        am = umax16(am, b);
+        am = bmax[l] > am ? bmax[l] : am;
+    size_t from = 0;
+    if (nl && am >= 0x33800000u && am <= 0x4D800000u) {
+        for (int l = 0; l < FP8_ML; l++)
+            m->e2[l] += E2[l], m->q2[l] += Q2[l], m->xq[l] += XQ[l];
+        memcpy(m->maxerr, &me, 64);
+        from = nl;
     }
-    uint32_t mxb = 0;
-    for (int l = 0; l < 16; l++)
-        mxb = am[l] > mxb ? am[l] : mxb;
-    for (; i < n; i++) {
-        uint32_t a, b;
-        memcpy(&a, x + i, 4);
-        memcpy(&b, xq + i, 4);
-        a &= 0x7FFFFFFFu, b &= 0x7FFFFFFFu;
-        mxb = a > mxb ? a : mxb;
-        mxb = b > mxb ? b : mxb;
+    if (from < n) {
+        fp8__moments t;
+        fp8__moments_init(&t);
+        moments_masked(&t, x + from, xq ? xq + from : NULL, n - from);
+        for (int l = 0; l < FP8_ML; l++)
+            m->e2[l] += t.e2[l], m->q2[l] += t.q2[l], m->xq[l] += t.xq[l], m->x2[l] += t.x2[l];
+        for (int l = 0; l < 16; l++)
+            m->maxerr[l] = t.maxerr[l] > m->maxerr[l] ? t.maxerr[l] : m->maxerr[l];
+        m->qbad += t.qbad;
     }
-    return mxb >= 0x33800000u /* 2^-24 */ && mxb <= 0x4D800000u /* 2^28 */;
-}
-
-void FN(fp8__moments_add_)(FP8_MOMENTS_ARGS)
-{
-    if (xq && lean_ok(x, xq, n) && moments_lean(m, x, xq, n))
-        return;
-    moments_masked(m, x, xq, n);
 }
 
 static inline void group_lanes(const float *x, size_t glen, vu16 *amax, vu16 *minnz);
@@ -464,7 +535,93 @@ void FN(fp8__range_groups_)(FP8_RANGE_GROUPS_ARGS)
     }
 }
 
-typedef uint16_t vh16 __attribute__((vector_size(32)));
+/* 1 when some lane of c is nonzero */
+static inline int any16(vu16 c)
+{
+#if defined(__AVX512F__)
+    __m512i v;
+    memcpy(&v, &c, 64);
+    return _mm512_test_epi32_mask(v, v) != 0;
+#elif defined(__AVX2__)
+    __m256i lo, hi;
+    memcpy(&lo, &c, 32);
+    memcpy(&hi, (char *)&c + 32, 32);
+    __m256i o = _mm256_or_si256(lo, hi);
+    return !_mm256_testz_si256(o, o);
+#else
+    uint32_t o = 0;
+    for (int l = 0; l < 16; l++)
+        o |= c[l];
+    return o != 0;
+#endif
+}
+
+/* Exact comparison of a/m with the best so far by cross products (both
+ * factors float32: exact in double); strict, so the first maximum stays. */
+static inline void ratio_try(const uint32_t *amax, const uint32_t *minnz, size_t g, double *ba, double *bm,
+                             size_t *best)
+{
+    float af, mf;
+    memcpy(&af, amax + g, 4);
+    memcpy(&mf, minnz + g, 4);
+    double a = af, m = mf;
+    if (a * *bm > *ba * m)
+        *ba = a, *bm = m, *best = g;
+}
+
+/* Two passes.  The float32 bits of a positive normal v, as a number, are
+ * 2^23 (log2 v + 127 - c(v)) with 0 <= c(v) < 0.0861, so the difference of
+ * bits a - m is 2^23 log2(a/m) within 0.0861 * 2^23 either way: the first
+ * pass takes the largest difference over groups whose minimum is normal;
+ * the true maximum lies within 2^22 of it, and only groups that close (and
+ * those with a subnormal minimum, whose bits are not logarithmic) are
+ * compared exactly, in order, by the second. */
+size_t FN(fp8__best_ratio_)(FP8_BEST_RATIO_ARGS)
+{
+    vu16 mxd = {0}, anysub = {0};
+    size_t g = 0;
+    for (; g + 16 <= ng; g += 16) {
+        vu16 a, m;
+        memcpy(&a, amax + g, 64);
+        memcpy(&m, minnz + g, 64);
+        vu16 valid = (vu16)(vi16)(m < 0x7F800000u) & (vu16)(vi16)(a != 0);
+        vu16 normal = valid & (vu16)(vi16)(m >= 0x00800000u);
+        anysub |= valid & ~normal;
+        mxd = umax16(mxd, (a - m) & normal);
+    }
+    uint32_t dmax = 0, sub = 0;
+    for (int l = 0; l < 16; l++)
+        dmax = mxd[l] > dmax ? mxd[l] : dmax, sub |= anysub[l];
+    for (size_t k = g; k < ng; k++) {
+        uint32_t a = amax[k], m = minnz[k];
+        if (m >= 0x7F800000u || !a)
+            continue;
+        if (m < 0x00800000u)
+            sub = 1;
+        else if (a - m > dmax)
+            dmax = a - m;
+    }
+    const uint32_t thr = dmax > (1u << 22) ? dmax - (1u << 22) : 0;
+    double ba = 0, bm = 1;
+    size_t best = SIZE_MAX;
+    for (g = 0; g + 16 <= ng; g += 16) {
+        vu16 a, m;
+        memcpy(&a, amax + g, 64);
+        memcpy(&m, minnz + g, 64);
+        vu16 valid = (vu16)(vi16)(m < 0x7F800000u) & (vu16)(vi16)(a != 0);
+        vu16 cand = valid & ((vu16)(vi16)(a - m >= thr) | (vu16)(vi16)(m < 0x00800000u));
+        if (!any16(cand))
+            continue;
+        for (int l = 0; l < 16; l++)
+            if (cand[l])
+                ratio_try(amax, minnz, g + (size_t)l, &ba, &bm, &best);
+    }
+    for (; g < ng; g++)
+        if (minnz[g] < 0x7F800000u && amax[g])
+            ratio_try(amax, minnz, g, &ba, &bm, &best);
+    return best;
+}
+
 
 void FN(fp8__hist_add_)(FP8_HIST_ARGS)
 {

@@ -5,9 +5,9 @@
  * Each call (a piece of at most a few thousand elements) sums (x - K)^p,
  * p = 1..4, about K = the piece's own mean, then merges the piece's central
  * moments into the running ones with Pebay's pairwise update: stable for any
- * offset of the data.  sum x^2 and sum x*x_hat are derived at the end:
- *   sum x^2 = M2 + n mean^2,  sum x x_hat = (sum' x^2 + sum x_hat^2 - sum e^2) / 2
- * where sum' leaves out the elements whose x_hat is not finite.
+ * offset of the data.  sum x^2 is summed on its own, in double.  Two
+ * entry points: x's own statistics (once per tensor, however many recipes
+ * cast it) and a recipe's error sums against its x_hat.
  */
 #ifndef FP8_STATS_VEC_H
 #define FP8_STATS_VEC_H
@@ -23,21 +23,31 @@ typedef struct {
     double q2[FP8_ML];                              /* sum x_hat^2           */
     double xq[FP8_ML];                              /* sum x * x_hat         */
     double x2[FP8_ML];                              /* sum x^2 where x_hat is Inf/NaN */
+    double xx[FP8_ML];                              /* sum x^2 over finite x, in double: sqnr's and rel_err's denominator */
     float mn[16], mx[16], maxerr[16], mnz[16];      /* lane min, max, max|e|, min nonzero |x| */
     uint64_t nan, inf, zero, qbad;                  /* counts                */
 } fp8__moments;
 
 void fp8__moments_init(fp8__moments *m);
 
-/* Add elements x[0..n) with their dequantized values xq (NULL: no error
- * sums).  NaN/Inf x are counted and skipped; x_hat Inf/NaN counts in qbad. */
+/* Elements x[0..n) with their dequantized values xq.  NaN/Inf x are
+ * counted and skipped; x_hat Inf/NaN counts in qbad. */
 #define FP8_MOMENTS_ARGS fp8__moments *m, const float *x, const float *xq, size_t n
 /* Finite amax and min nonzero |x| as float32 bits (min: 0x7F800000 if none). */
 #define FP8_RANGE_ARGS const float *x, size_t n, uint32_t *amax_bits, uint32_t *minnz_bits
 
-void fp8__moments_add_avx512(FP8_MOMENTS_ARGS);
-void fp8__moments_add_avx2(FP8_MOMENTS_ARGS);
-void fp8__moments_add_base(FP8_MOMENTS_ARGS);
+/* fp8__xmoments_add: the statistics of x alone
+ * (moments, |x| sum, min, max, min nonzero, zeros, NaN, Inf) and, when
+ * hist is not NULL, its exponent-histogram bins (as fp8__hist_add) in the
+ * same pass; fp8__err_add the error sums of x against x_hat (e2, q2, xq,
+ * maxerr, qbad, x2).  Each leaves the other's fields alone. */
+#define FP8_XMOMENTS_ARGS fp8__moments *m, const float *x, size_t n, uint32_t (*hist)[257]
+void fp8__xmoments_add_avx512(FP8_XMOMENTS_ARGS);
+void fp8__xmoments_add_avx2(FP8_XMOMENTS_ARGS);
+void fp8__xmoments_add_base(FP8_XMOMENTS_ARGS);
+void fp8__err_add_avx512(FP8_MOMENTS_ARGS);
+void fp8__err_add_avx2(FP8_MOMENTS_ARGS);
+void fp8__err_add_base(FP8_MOMENTS_ARGS);
 /* Per group of glen (a multiple of 16) along x[0..n): amax_bits[g] and
  * minnz_bits[g] are set (not merged). */
 #define FP8_RANGE_GROUPS_ARGS const float *x, size_t n, size_t glen, uint32_t *amax_bits, uint32_t *minnz_bits
@@ -59,6 +69,13 @@ void fp8__hist_add_base(FP8_HIST_ARGS);
 void fp8__amax_scan_avx512(FP8_AMAX_SCAN_ARGS);
 void fp8__amax_scan_avx2(FP8_AMAX_SCAN_ARGS);
 void fp8__amax_scan_base(FP8_AMAX_SCAN_ARGS);
+/* The first group g with the largest amax[g] / minnz[g] over groups with
+ * amax nonzero and minnz finite (float32 bits, as fp8__range_groups sets
+ * them); SIZE_MAX when there is none. */
+#define FP8_BEST_RATIO_ARGS const uint32_t *amax, const uint32_t *minnz, size_t ng
+size_t fp8__best_ratio_avx512(FP8_BEST_RATIO_ARGS);
+size_t fp8__best_ratio_avx2(FP8_BEST_RATIO_ARGS);
+size_t fp8__best_ratio_base(FP8_BEST_RATIO_ARGS);
 void fp8__range_avx512(FP8_RANGE_ARGS);
 void fp8__range_avx2(FP8_RANGE_ARGS);
 void fp8__range_base(FP8_RANGE_ARGS);

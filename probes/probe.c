@@ -56,6 +56,8 @@ struct fp8_probe {
     int64_t bam_step;
     size_t bam_rows, bam_cols;
     float *bam;
+    float *par_out;                   /* threads > 1, in place: the active x_hat's buffer, kept */
+    size_t par_out_n;                 /* (fresh pages cost more than the cast on some machines) */
 };
 
 struct fp8_probe_run {
@@ -214,6 +216,7 @@ static void probe_free(fp8_probe *p)
         fp8_recipe_state_free(p->st[i]);
     pthread_mutex_destroy(&p->lock);
     free(p->bam);
+    free(p->par_out);
     free(p);
 }
 
@@ -466,7 +469,8 @@ typedef struct {
     float *gsi;
     fp8_amax_info ai;
     int st[MAX_RECIPES]; /* each recipe's status */
-    uint64_t hist[FP8_EXP_BINS]; /* the input's exponent histogram, copied into every record */
+    int xgiven;          /* xs holds the input's own statistics, computed once for every recipe */
+    fp8_stats xs;        /* (fp8_tensor_stats: moments, extremes, exponent histogram) */
 } cast_job;
 
 static void cast_recipe(void *ctx, int i)
@@ -484,14 +488,25 @@ static void cast_recipe(void *ctx, int i)
             fp8_recipe_state_observe(s, j->ai.inf_count && !s->recipe.finite_amax ? INFINITY : j->ai.amax);
         return;
     }
-    /* the exponent histogram describes the input, whatever the recipe (an
-     * RHT recipe casts a transformed tensor): computed once, on its own */
-    unsigned fl = j->flags | FP8_STATS_NO_EXP_HIST;
+    /* the input's own statistics are computed once for all recipes (xs)
+     * and given to each; an RHT recipe casts a transformed tensor, whose
+     * moments it computes itself, but the exponent histogram always
+     * describes the input */
+    const int rht = p->st[i]->recipe.rht_active;
+    unsigned fl = j->flags;
     fp8_stats *s = j->rec ? &j->stats[i] : NULL;
+    if (s && j->xgiven && !rht) {
+        *s = j->xs;
+        fl |= FP8_STATS_X_GIVEN;
+    } else if (s && j->xgiven) {
+        fl |= FP8_STATS_NO_EXP_HIST;
+    }
     if (is_active && j->snap_codes)
         j->st[i] = fp8_quantize_codes(p->st[i], j->x, j->rows, j->cols, j->codes, j->gsi, j->out, s, fl);
     else
         j->st[i] = fp8_quantize_ex(p->st[i], j->x, j->rows, j->cols, is_active ? j->out : NULL, s, fl);
+    if (s && j->xgiven && rht && j->st[i] == FP8_OK)
+        memcpy(s->exp_hist, j->xs.exp_hist, sizeof s->exp_hist);
 }
 
 /* A rough cost of a recipe's cast, for handing out the biggest jobs first */
@@ -507,49 +522,57 @@ static int cast_cost(const fp8_recipe *r)
     }
 }
 
-/* Parallel jobs: order[k] is a recipe, or nrec for the histogram; the
- * work queue hands out the highest index first, so order ascends in cost. */
+/* Parallel jobs: order[k] is a recipe; the work queue hands out the
+ * highest index first, so order ascends in cost. */
 typedef struct {
     cast_job *j;
-    int order[MAX_RECIPES + 1];
-    int hist_st;
+    int order[MAX_RECIPES];
 } par_jobs;
 
 static void par_job(void *ctx, int k)
 {
     par_jobs *q = ctx;
-    int i = q->order[k];
-    if (i < q->j->p->nrec)
-        cast_recipe(q->j, i);
-    else
-        q->hist_st = fp8_tensor_exp_hist(q->j->x, q->j->rows * q->j->cols, q->j->hist);
+    cast_recipe(q->j, q->order[k]);
 }
 
-/* Every recipe's cast: serially, shadows first (out may alias x), or with
- * the probe option threads > 1 on a recorded step of a large tensor, side by
- * side with the exponent histogram (the active recipe then writes into a
- * buffer of its own when out overlaps x, copied at the end).  Each recipe
- * has its own state, so the results are the same bits either way. */
+/* Every recipe's cast.  On a recorded step with several recipes the input's
+ * own statistics come first, once (the active recipe may then overwrite
+ * x); then the casts, serially, shadows first (out may alias x), or with
+ * the probe option threads > 1 on a large tensor, side by side (the active
+ * recipe then writes into a buffer of its own when out overlaps x, copied
+ * at the end).  Each recipe has its own state and the input's statistics
+ * are computed the one way, so the results are the same bits either way. */
 static int cast_all(cast_job *j, int threads)
 {
     fp8_probe *p = j->p;
     size_t n = j->rows * j->cols;
-    float *tmp = NULL, *out = j->out;
-    int hist = j->rec && !(j->flags & FP8_STATS_NO_EXP_HIST);
-    int par = threads > 1 && j->rec && p->nrec + hist > 1 && n >= ((size_t)1 << 16);
+    float *out = j->out;
+    int own = 0; /* the active recipe writes into p->par_out */
+    j->xgiven = 0;
+    if (j->rec && p->nrec > 1) {
+        int st = fp8_tensor_stats(j->x, n, &j->xs, j->flags & FP8_STATS_NO_EXP_HIST);
+        if (st != FP8_OK)
+            return st;
+        j->xgiven = 1;
+    }
+    int par = threads > 1 && j->rec && p->nrec > 1 && n >= ((size_t)1 << 16);
     if (par && p->has_active && out && out < j->x + n && j->x < out + n) {
-        tmp = malloc(n * sizeof *tmp);
-        if (tmp)
-            j->out = tmp;
+        if (p->par_out_n < n) {
+            float *b = malloc(n * sizeof *b);
+            if (b) {
+                free(p->par_out);
+                p->par_out = b, p->par_out_n = n;
+            }
+        }
+        if (p->par_out_n >= n)
+            j->out = p->par_out, own = 1;
         else
             par = 0;
     }
-    int st = FP8_OK, hst = FP8_OK;
+    int st = FP8_OK;
     if (par) {
-        par_jobs q = {.j = j, .hist_st = FP8_OK};
+        par_jobs q = {.j = j};
         int nj = 0;
-        if (hist)
-            q.order[nj++] = p->nrec; /* the cheapest: handed out last */
         for (int c = 1; c <= 4; c++)
             for (int i = 0; i < p->nrec; i++)
                 if (cast_cost(&p->st[i]->recipe) == c)
@@ -558,26 +581,17 @@ static int cast_all(cast_job *j, int threads)
         for (int i = 0; i < p->nrec; i++)
             if (st == FP8_OK)
                 st = j->st[i];
-        hst = q.hist_st;
     } else {
-        /* the histogram first: the active recipe may overwrite x */
-        if (hist)
-            hst = fp8_tensor_exp_hist(j->x, n, j->hist);
         for (int i = p->nrec - 1; i >= 0 && st == FP8_OK; i--) {
             cast_recipe(j, i);
             st = j->st[i];
         }
     }
-    if (st == FP8_OK)
-        st = hst;
-    if (tmp) {
+    if (own) {
         if (st == FP8_OK)
-            memcpy(out, tmp, n * sizeof *out);
-        free(tmp);
+            memcpy(out, p->par_out, n * sizeof *out);
         j->out = out;
     }
-    for (int i = 0; st == FP8_OK && hist && i < p->nrec; i++)
-        memcpy(j->stats[i].exp_hist, j->hist, sizeof j->stats[i].exp_hist);
     return st;
 }
 

@@ -381,14 +381,108 @@ static void test_tensor_amax(void)
     CU_ASSERT_EQUAL(fp8_tensor_amax(NULL, 3, &a), FP8_EINVAL);
 }
 
+/* x's statistics computed once (fp8_tensor_stats) and given to a recipe
+ * (FP8_STATS_X_GIVEN) equal the engine's own: x_hat, counts and error sums
+ * bit for bit, everything else as the oracle comparison allows (a grouped
+ * recipe sums x in other pieces); per-tensor recipes take x in the same
+ * pieces, so there every field is the same bits.  A recipe state advanced
+ * by both routes stays equal (delayed scaling notes the given amax). */
+static void test_x_given(void)
+{
+    const size_t rows = 64, cols = 512, n = rows * cols;
+    float *x = malloc(n * 4), *q1 = malloc(n * 4), *q2 = malloc(n * 4);
+    for (size_t ri = 0; ri < NRECIPES; ri++) {
+        fp8_recipe r;
+        fp8_recipe_parse(recipes[ri], &r);
+        fp8_recipe_state *a = fp8_recipe_state_alloc(&r, FP8_ROLE_GRADIENT);
+        fp8_recipe_state *b = fp8_recipe_state_alloc(&r, FP8_ROLE_GRADIENT);
+        const int per_tensor = r.kind == FP8_RECIPE_NONE || r.kind == FP8_RECIPE_DELAYED ||
+                               r.kind == FP8_RECIPE_CURRENT;
+        for (int kind = 0; kind < 9; kind++) {
+            fill(kind, x, n, 500u + (uint64_t)kind);
+            fp8_stats sa, sb;
+            CU_ASSERT_EQUAL_FATAL(fp8_quantize(a, x, rows, cols, q1, &sa), FP8_OK);
+            CU_ASSERT_EQUAL_FATAL(fp8_tensor_stats(x, n, &sb, 0), FP8_OK);
+            CU_ASSERT_EQUAL_FATAL(fp8_quantize_ex(b, x, rows, cols, q2, &sb, FP8_STATS_X_GIVEN), FP8_OK);
+            char what[96];
+            snprintf(what, sizeof what, "x given: %s kind %d", recipes[ri], kind);
+            compare(what, &sb, &sa);
+            CU_ASSERT_EQUAL(memcmp(q1, q2, n * 4), 0);
+            CU_ASSERT_EQUAL(memcmp(&sa.classes, &sb.classes, sizeof sa.classes), 0);
+            CU_ASSERT_EQUAL(sa.sq_err, sb.sq_err);
+            CU_ASSERT_EQUAL(sa.max_abs_err, sb.max_abs_err);
+            CU_ASSERT_EQUAL(sa.err_excluded, sb.err_excluded);
+            CU_ASSERT_STRING_EQUAL(sa.format->name, sb.format->name);
+            sb.format = sa.format; /* each state holds its own copy of the format */
+            if (per_tensor)
+                CU_ASSERT_EQUAL(memcmp(&sa, &sb, sizeof sa), 0);
+            fp8_recipe_state_step(a);
+            fp8_recipe_state_step(b);
+            CU_ASSERT_EQUAL(a->scale, b->scale);
+        }
+        fp8_recipe_state_free(a);
+        fp8_recipe_state_free(b);
+    }
+    /* statistics of another tensor's size are refused, stats untouched */
+    fp8_recipe r;
+    fp8_recipe_parse("e4m3:current", &r);
+    fp8_recipe_state *st = fp8_recipe_state_alloc(&r, FP8_ROLE_GRADIENT);
+    fp8_stats s;
+    fill(0, x, n, 3);
+    fp8_tensor_stats(x, n - 1, &s, 0);
+    double mean = s.mean;
+    CU_ASSERT_EQUAL(fp8_quantize_ex(st, x, rows, cols, q1, &s, FP8_STATS_X_GIVEN), FP8_EINVAL);
+    CU_ASSERT_EQUAL(s.numel, n - 1);
+    CU_ASSERT_EQUAL(s.mean, mean);
+    CU_ASSERT_EQUAL(fp8_tensor_stats(NULL, 3, &s, 0), FP8_EINVAL);
+    fp8_recipe_state_free(st);
+    free(x), free(q1), free(q2);
+}
+
+/* max_block_dynamic_range picks by the exact ratio where the float32 bits'
+ * difference (the vector pre-pass's estimate) points elsewhere: group A
+ * {1.5, 1} has log2 ratio 0.585 and bits difference 0.5 binade, group B
+ * {2, 1.4} 0.515 and 0.6.  Hand-worked; then a group whose minimum is a
+ * float32 subnormal (bits not logarithmic) with the largest ratio, and
+ * 80 groups (the vector loop and its tail). */
+static void test_block_range(void)
+{
+    fp8_recipe r;
+    fp8_recipe_parse("mxfp8", &r); /* groups of 32 along a row */
+    enum { G = 80 };
+    float x[G * 32];
+    for (int trial = 0; trial < 3; trial++) {
+        for (int k = 0; k < G * 32; k++)
+            x[k] = 1.0f; /* ratio 1 everywhere */
+        int ga = trial == 2 ? 77 : 5, gb = trial == 2 ? 3 : 40;
+        x[ga * 32 + 7] = 1.5f;
+        x[gb * 32 + 2] = 2.0f;
+        for (int k = 0; k < 32; k++)
+            if (k != 2)
+                x[gb * 32 + k] = 1.4f;
+        double want = log2(1.5);
+        if (trial == 1) { /* 2^-140 (subnormal) among ones: ratio 2^140 */
+            x[60 * 32 + 9] = 0x1p-140f;
+            want = 140;
+        }
+        fp8_recipe_state *st = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
+        fp8_stats s;
+        CU_ASSERT_EQUAL_FATAL(fp8_quantize(st, x, 1, G * 32, NULL, &s), FP8_OK);
+        CU_ASSERT_DOUBLE_EQUAL(s.max_block_dynamic_range, want, 1e-12);
+        fp8_recipe_state_free(st);
+    }
+}
+
 void register_stats_tests(void)
 {
     static const char *const names[] = {"hand-worked statistics", "engine vs scalar oracle, 26 recipes x 9 tensors",
                                         "engine under FTZ/DAZ equals the default environment",
                                         "apply-only and no-histogram paths agree",
                                         "codes and group scales reproduce x_hat",
-                                        "tensor amax, Inf and NaN counts vs a plain loop"};
+                                        "tensor amax, Inf and NaN counts vs a plain loop",
+                                        "x's statistics given once equal the engine's own",
+                                        "largest group ratio: exact where the bits mislead, subnormal minimum"};
     static void (*const fns[])(void) = {test_known_values, test_vs_oracle, test_vs_oracle_ftz, test_options,
-                                        test_codes, test_tensor_amax};
-    add_suite("stats", names, fns, 6);
+                                        test_codes, test_tensor_amax, test_x_given, test_block_range};
+    add_suite("stats", names, fns, 8);
 }
