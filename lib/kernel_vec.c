@@ -116,17 +116,20 @@ static inline vq vq_fill(uint64_t v)
 
 void FP8_VEC_NAME(FP8_VEC_KERNEL_ARGS)
 {
+    /* a local copy: the stores through out and codes could alias *p as far
+     * as the compiler knows, which would reload every parameter every step */
+    const vparams P = *p;
     const vi zero = {0};
     vu c_flush = {0}, c_sub = {0}, c_round = {0}, c_sat = {0}, c_ovf = {0}, c_nan = {0};
     const vi ones = zero + 1;
     const vu uz = {0};
-    const vu mbits = (vu)(zero + p->mbits);
+    const vu mbits = (vu)(zero + P.mbits);
     size_t g = 0, gleft = glen;
     /* stochastic rounding's keyed counters (random16) */
     const vq lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
     const uint64_t kmul = 0x9E3779B97F4A7C15ull;
-    const vq radd = vq_fill(p->seed * 0x94D049BB133111EBull), rstep = vq_fill((uint64_t)VL * kmul);
-    vq rz = (lane + vq_fill(p->index0)) * kmul + vq_fill(p->seed ^ 0xD1B54A32D192ED03ull);
+    const vq radd = vq_fill(P.seed * 0x94D049BB133111EBull), rstep = vq_fill((uint64_t)VL * kmul);
+    vq rz = (lane + vq_fill(P.index0)) * kmul + vq_fill(P.seed ^ 0xD1B54A32D192ED03ull);
     size_t rz_at = 0; /* the element rz is keyed for: advanced only where used (a 1024-bit vector lives on the stack) */
 #define RZ_SYNC()                                                                                          \
     do {                                                                                                   \
@@ -148,7 +151,7 @@ void FP8_VEC_NAME(FP8_VEC_KERNEL_ARGS)
         vu a = u & 0x7FFFFFFFu;
         vu neg = u >> 31;
         vi azero = (vi)(a == 0);
-        if (p->e8m0) {
+        if (P.e8m0) {
             /* positive normals below 2^127: the exponent field, + 1 when
              * rounding goes up; exact when the fraction is 0.  Zeros and
              * negatives (-Inf among them) are outside e8m0: code 0 (2^-127,
@@ -156,14 +159,14 @@ void FP8_VEC_NAME(FP8_VEC_KERNEL_ARGS)
             vi hot = (vi)(u - 0x800000u <= 0x7F000000u - 1 - 0x800000u);
             vi outside = (vi)((neg | (vu)azero) != 0) & (vi)(a <= 0x7F800000u);
             if (!all_lanes(hot | outside)) {
-                p->sr_fallback(p->sr_ctx, i, VL);
+                P.sr_fallback(P.sr_ctx, i, VL);
                 continue;
             }
             vu frac = u & 0x7FFFFFu, up;
-            if (p->stochastic) {
+            if (P.stochastic) {
                 RZ_SYNC();
                 up = (vu)(vi)(((frac << 9) + random16(rz, radd)) < (frac << 9));
-            } else if (p->nearest)
+            } else if (P.nearest)
                 up = (vu)(vi)(frac >= 0x400000u);
             else
                 up = uz;
@@ -171,11 +174,11 @@ void FP8_VEC_NAME(FP8_VEC_KERNEL_ARGS)
             vu bits = code << 23;
             c_round -= (vu)(hot & (vi)(frac != 0));
             if (!all_lanes(hot)) {
-                vu sat = (vu)(outside & p->inf_sat);
+                vu sat = (vu)(outside & P.inf_sat);
                 c_sat -= sat;
                 c_ovf -= (vu)outside & ~sat;
                 code = SEL((vu)outside, SEL(sat, uz, uz + 0xFFu), code);
-                bits = SEL((vu)outside, SEL(sat, uz + 0x400000u, uz + p->nan_val[0]), bits);
+                bits = SEL((vu)outside, SEL(sat, uz + 0x400000u, uz + P.nan_val[0]), bits);
             }
             if (codes)
                 store_codes(codes, code_bytes, i, code);
@@ -185,27 +188,27 @@ void FP8_VEC_NAME(FP8_VEC_KERNEL_ARGS)
             }
             continue;
         }
-        vi inrange = (vi)(a - p->lo_bits <= p->range_bits) | azero;
+        vi inrange = (vi)(a - P.lo_bits <= P.range_bits) | azero;
         /* stochastic rounding: the lanes outside the hot path (subnormal,
          * overflowing, NaN) are cast one by one by the scalar fallback after
          * the vector's store overwrote them with its hot-path guess */
-        int partial = p->stochastic && !all_lanes(inrange);
+        int partial = P.stochastic && !all_lanes(inrange);
         if (partial || all_lanes(inrange)) {
             vu r;
-            if (p->stochastic) {
+            if (P.stochastic) {
                 /* up with probability rem / 2^rshift: the fraction rem, moved
                  * to the top of 32 bits, plus 32 random bits carries out */
-                vu frac = (a & ~p->keep_mask) << (32 - p->rshift);
+                vu frac = (a & ~P.keep_mask) << (32 - P.rshift);
                 RZ_SYNC();
                 vu carry = (vu)(vi)((frac + random16(rz, radd)) < frac);
-                r = (a & p->keep_mask) + (carry & (1u << p->rshift));
+                r = (a & P.keep_mask) + (carry & (1u << P.rshift));
             } else {
-                r = (a + (p->round_add + ((a >> p->rshift) & p->round_lsb))) & p->keep_mask;
+                r = (a + (P.round_add + ((a >> P.rshift) & P.round_lsb))) & P.keep_mask;
             }
-            vu keep_sign = ~(vu)azero | p->negzero_keep; /* fnuz: no -0 */
-            c_round -= (vu)(inrange & (vi)((a & ~p->keep_mask) != 0));
+            vu keep_sign = ~(vu)azero | P.negzero_keep; /* fnuz: no -0 */
+            c_round -= (vu)(inrange & (vi)((a & ~P.keep_mask) != 0));
             if (codes) {
-                vu code = (((r >> p->rshift) - p->rebias) & ~(vu)azero) | ((neg << p->sign_shift) & keep_sign);
+                vu code = (((r >> P.rshift) - P.rebias) & ~(vu)azero) | ((neg << P.sign_shift) & keep_sign);
                 store_codes(codes, code_bytes, i, code);
             }
             if (out) {
@@ -214,40 +217,40 @@ void FP8_VEC_NAME(FP8_VEC_KERNEL_ARGS)
             }
             if (partial) /* rare: the mask is read lane by lane only here */
                 for (unsigned miss = ~lane_bits(inrange) & 0xFFFFu; miss; miss &= miss - 1)
-                    p->sr_fallback(p->sr_ctx, i + (size_t)__builtin_ctz(miss), 1);
+                    P.sr_fallback(P.sr_ctx, i + (size_t)__builtin_ctz(miss), 1);
             continue;
         }
-        if (p->medium_ok && all_lanes((vi)(a < 0x7F800000u))) {
+        if (P.medium_ok && all_lanes((vi)(a < 0x7F800000u))) {
             /* every lane finite: normals rounded as in the hot path (a
              * result above max is an overflow: decided after rounding),
              * subnormals and zeros as k = round(|y| / q) in float, exact */
-            vi sub = (vi)(a < p->lo_bits);
-            vu r = (a + (p->round_add + ((a >> p->rshift) & p->round_lsb))) & p->keep_mask;
-            vi ovf = ~sub & (vi)(r > p->max_bits);
-            vf t = (vf)a * p->inv_q;
-            vf kf = p->nearest ? (t + 0x1p23f) - 0x1p23f : t;
+            vi sub = (vi)(a < P.lo_bits);
+            vu r = (a + (P.round_add + ((a >> P.rshift) & P.round_lsb))) & P.keep_mask;
+            vi ovf = ~sub & (vi)(r > P.max_bits);
+            vf t = (vf)a * P.inv_q;
+            vf kf = P.nearest ? (t + 0x1p23f) - 0x1p23f : t;
             vu ks = (vu)__builtin_convertvector(kf, vi);
             vi magzero = sub & (vi)(ks == 0);
-            vi low = (vi)(ks < (vu)(zero + p->lowsub));
+            vi low = (vi)(ks < (vu)(zero + P.lowsub));
             vi flushed = magzero & ~azero;
             c_flush -= (vu)flushed;
             c_sub -= (vu)(sub & ~magzero & low);
-            c_round -= (vu)(((sub & ~low) | (~sub & (vi)((a & ~p->keep_mask) != 0))) & ~ovf);
-            c_sat -= (vu)(ovf & p->ovf_sat);
-            c_ovf -= (vu)(ovf & ~p->ovf_sat);
+            c_round -= (vu)(((sub & ~low) | (~sub & (vi)((a & ~P.keep_mask) != 0))) & ~ovf);
+            c_sat -= (vu)(ovf & P.ovf_sat);
+            c_ovf -= (vu)(ovf & ~P.ovf_sat);
             if (gflags) /* no branch: whether a vector flushes is a coin toss on FP4 data */
                 gflags[g] |= (unsigned char)(2u * (unsigned)!all_lanes(~flushed) + (unsigned)!all_lanes(~ovf));
-            vu keep_sign = ~(vu)magzero | p->negzero_keep;
+            vu keep_sign = ~(vu)magzero | P.negzero_keep;
             vi negm = -(vi)neg;
             if (codes) {
-                vu code = SEL((vu)sub, ks, (r >> p->rshift) - p->rebias) | ((neg << p->sign_shift) & keep_sign);
-                code = SEL((vu)ovf, SEL((vu)negm, uz + p->ovf_code[1], uz + p->ovf_code[0]), code);
+                vu code = SEL((vu)sub, ks, (r >> P.rshift) - P.rebias) | ((neg << P.sign_shift) & keep_sign);
+                code = SEL((vu)ovf, SEL((vu)negm, uz + P.ovf_code[1], uz + P.ovf_code[0]), code);
                 store_codes(codes, code_bytes, i, code);
             }
             if (out) {
-                vu mb = SEL((vu)sub, (vu)(__builtin_convertvector((vi)ks, vf) * p->q), r);
+                vu mb = SEL((vu)sub, (vu)(__builtin_convertvector((vi)ks, vf) * P.q), r);
                 mb |= (neg << 31) & keep_sign;
-                mb = SEL((vu)ovf, SEL((vu)negm, uz + p->ovf_val[1], uz + p->ovf_val[0]), mb);
+                mb = SEL((vu)ovf, SEL((vu)negm, uz + P.ovf_val[1], uz + P.ovf_val[0]), mb);
                 vf o = (vf)mb * scale_inv;
                 memcpy(out + i, &o, sizeof o);
             }
@@ -260,56 +263,56 @@ void FP8_VEC_NAME(FP8_VEC_KERNEL_ARGS)
         vi ef = (vi)(a >> 23);
         vi e = (ef + (ones & (ef == 0))) - 127;          /* subnormal: -126 */
         vu sig = (a & 0x7FFFFFu) | ((vu)(ef != 0) & 0x800000u);
-        vi d = p->emin - e;
+        vi d = P.emin - e;
         d &= (d > 0);
-        vi s = (23 - p->mbits) + d;
+        vi s = (23 - P.mbits) + d;
         s = SEL(s > 31, zero + 31, s);
         vu su = (vu)s;
         vu k = sig >> su;
         vu rem = sig & (((vu)ones << su) - 1);
         vu half = (vu)ones << (su - 1);
         vi up = (vi)(rem > half) | ((vi)(rem == half) & -(vi)(k & 1));
-        k -= (vu)(up & p->nearest);
-        vi biased = e + p->bias;
+        k -= (vu)(up & P.nearest);
+        vi biased = e + P.bias;
         biased = SEL(biased < 1, ones, biased);
         vu mag = ((vu)(biased - 1) << mbits) + k;
         vi special = is_nan | is_inf;
-        vi ovf = (vi)(mag > p->max_mag) & ~special;
+        vi ovf = (vi)(mag > P.max_mag) & ~special;
         vi normal = ~(special | ovf);
         vi magzero = (vi)(mag == 0);
         vi flushed = magzero & ~is_zero & normal;
-        vi sub = ~magzero & (vi)(mag < (vu)(zero + p->lowsub)) & normal;
-        vi rounded = (vi)(rem != 0) & ~magzero & (vi)(mag >= (vu)(zero + p->lowsub)) & normal;
+        vi sub = ~magzero & (vi)(mag < (vu)(zero + P.lowsub)) & normal;
+        vi rounded = (vi)(rem != 0) & ~magzero & (vi)(mag >= (vu)(zero + P.lowsub)) & normal;
 
         c_flush -= (vu)flushed;
         c_sub -= (vu)sub;
         c_round -= (vu)rounded;
         c_nan -= (vu)is_nan;
-        c_sat -= (vu)((is_inf & p->inf_sat) | (ovf & p->ovf_sat));
-        c_ovf -= (vu)((is_inf & ~p->inf_sat) | (ovf & ~p->ovf_sat));
+        c_sat -= (vu)((is_inf & P.inf_sat) | (ovf & P.ovf_sat));
+        c_ovf -= (vu)((is_inf & ~P.inf_sat) | (ovf & ~P.ovf_sat));
         if (gflags)
             gflags[g] |= (unsigned char)((unsigned)!all_lanes(~(is_inf | ovf)) + 2u * (unsigned)!all_lanes(~flushed));
 
         if (codes) {
-            vu sgn = neg << p->sign_shift;
-            sgn &= ~(vu)magzero | p->negzero_keep;
+            vu sgn = neg << P.sign_shift;
+            sgn &= ~(vu)magzero | P.negzero_keep;
             vu code = sgn | mag;
-            code = SEL((vu)ovf, SEL((vu)negm, uz + p->ovf_code[1], uz + p->ovf_code[0]), code);
-            code = SEL((vu)is_inf, SEL((vu)negm, uz + p->inf_code[1], uz + p->inf_code[0]), code);
-            code = SEL((vu)is_nan, SEL((vu)negm, uz + p->nan_code[1], uz + p->nan_code[0]), code);
+            code = SEL((vu)ovf, SEL((vu)negm, uz + P.ovf_code[1], uz + P.ovf_code[0]), code);
+            code = SEL((vu)is_inf, SEL((vu)negm, uz + P.inf_code[1], uz + P.inf_code[0]), code);
+            code = SEL((vu)is_nan, SEL((vu)negm, uz + P.nan_code[1], uz + P.nan_code[0]), code);
             store_codes(codes, code_bytes, i, code);
         }
         if (out) {
             /* value = k * 2^qe, qe = max(e, emin) - mbits >= -136 */
-            vi qe = e + d - p->mbits;
+            vi qe = e + d - P.mbits;
             vu p2 = SEL((vu)(qe >= -126), (vu)(qe + 127) << 23, (vu)ones << (vu)(qe + 149));
             p2 = SEL((vu)(qe >= -126), p2, SEL((vu)(qe >= -149), p2, (vu)zero));
             vf mv = __builtin_convertvector((vi)k, vf) * (vf)p2;
             vu bits = (vu)mv;
-            bits |= (neg << 31) & (~(vu)magzero | p->negzero_keep);
-            bits = SEL((vu)ovf, SEL((vu)negm, uz + p->ovf_val[1], uz + p->ovf_val[0]), bits);
-            bits = SEL((vu)is_inf, SEL((vu)negm, uz + p->inf_val[1], uz + p->inf_val[0]), bits);
-            bits = SEL((vu)is_nan, SEL((vu)negm, uz + p->nan_val[1], uz + p->nan_val[0]), bits);
+            bits |= (neg << 31) & (~(vu)magzero | P.negzero_keep);
+            bits = SEL((vu)ovf, SEL((vu)negm, uz + P.ovf_val[1], uz + P.ovf_val[0]), bits);
+            bits = SEL((vu)is_inf, SEL((vu)negm, uz + P.inf_val[1], uz + P.inf_val[0]), bits);
+            bits = SEL((vu)is_nan, SEL((vu)negm, uz + P.nan_val[1], uz + P.nan_val[0]), bits);
             vf o = (vf)bits * scale_inv;
             memcpy(out + i, &o, sizeof o);
         }

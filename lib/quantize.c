@@ -275,22 +275,38 @@ static void group_scales(fp8_recipe_state *st, const uint32_t *amax, size_t ng, 
 /* Interleaved 32-bit sub-histograms (stats_vec.h), flushed into the
  * 64-bit histogram before any counter can wrap. */
 typedef struct {
-    uint32_t sub[FP8_HIST_SUBS][FP8_EXP_BINS];
+    fp8__hist_state s;
     uint64_t pending;
 } hist_acc;
 
+void fp8__hist_fold(fp8__hist_state *h)
+{
+    for (int idx = 0; idx < 256; idx++) {
+        uint32_t cnt = h->pair[0][idx] + h->pair[1][idx] + h->pair[2][idx] + h->pair[3][idx];
+        uint32_t c0 = (uint32_t)idx & 15u, c1 = (uint32_t)idx >> 4;
+        if (!cnt)
+            continue;
+        if (c0 != 15 && c0 <= h->top)
+            h->sub[0][h->top - c0] += cnt;
+        if (c1 != 15 && c1 <= h->top)
+            h->sub[0][h->top - c1] += cnt;
+    }
+    memset(h->pair, 0, sizeof h->pair);
+}
+
 static void hist_flush(hist_acc *h, uint64_t *out)
 {
+    fp8__hist_fold(&h->s);
     for (int k = 0; k < FP8_HIST_SUBS; k++)
         for (int b = 0; b < FP8_EXP_BINS; b++)
-            out[b] += h->sub[k][b];
-    memset(h->sub, 0, sizeof h->sub);
+            out[b] += h->s.sub[k][b];
+    memset(h->s.sub, 0, sizeof h->s.sub);
     h->pending = 0;
 }
 
 static void hist_add(hist_acc *h, uint64_t *out, const float *x, size_t n)
 {
-    hist_vec(h->sub, x, n);
+    hist_vec(h->s.sub, x, n);
     h->pending += n;
     if (h->pending > ((uint64_t)1 << 31)) /* 32-bit counters stay exact */
         hist_flush(h, out);
@@ -344,7 +360,7 @@ typedef struct {
 static void piece_stats(pass_ctx *c, const float *x, const float *q, size_t m)
 {
     if (c->xstats) {
-        xmoments_add(&c->xmom, x, m, c->hist ? c->hacc->sub : NULL);
+        xmoments_add(&c->xmom, x, m, c->hist ? &c->hacc->s : NULL);
         if (c->hist && (c->hacc->pending += m) > ((uint64_t)1 << 31))
             hist_flush(c->hacc, c->hist);
     }
@@ -587,7 +603,7 @@ int fp8_tensor_stats(const float *x, size_t n, fp8_stats *stats, unsigned flags)
     /* pieces as the fused pass takes a per-tensor recipe's: the same sums */
     for (size_t i = 0; i < n; i += PIECE) {
         size_t k = n - i < PIECE ? n - i : PIECE;
-        xmoments_add(&m, x + i, k, h ? h->sub : NULL);
+        xmoments_add(&m, x + i, k, h ? &h->s : NULL);
         if (h && (h->pending += k) > ((uint64_t)1 << 31))
             hist_flush(h, stats->exp_hist);
     }

@@ -30,6 +30,30 @@ typedef uint16_t vh16 __attribute__((vector_size(32)));
 static inline vu16 umax16(vu16 a, vu16 b) { return (vu16)(((vi16)(a >= b) & (vi16)a) | (~(vi16)(a >= b) & (vi16)b)); }
 static inline vu16 umin16(vu16 a, vu16 b) { return (vu16)(((vi16)(a <= b) & (vi16)a) | (~(vi16)(a <= b) & (vi16)b)); }
 
+typedef uint64_t vq8 __attribute__((vector_size(64)));
+typedef uint8_t vb8 __attribute__((vector_size(8)));
+
+/* Bit l set when lane l of mask m (-1/0 lanes) is set. */
+static inline unsigned lane_bits16(vi16 m)
+{
+#if defined(__AVX512F__)
+    __m512i v;
+    memcpy(&v, &m, sizeof v);
+    return _mm512_movepi32_mask(v);
+#elif defined(__AVX2__)
+    __m256i lo, hi;
+    memcpy(&lo, &m, 32);
+    memcpy(&hi, (char *)&m + 32, 32);
+    return (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(lo)) |
+           (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(hi)) << 8;
+#else
+    unsigned b = 0;
+    for (int l = 0; l < 16; l++)
+        b |= (unsigned)(m[l] != 0) << l;
+    return b;
+#endif
+}
+
 /* Merge a piece's shifted sums (n, K, S1..S4 about K) into the running
  * moments (Pebay 2008, the pairwise form of Welford's update). */
 static void merge_piece(fp8__moments *m, double n, double K, double S1, double S2, double S3, double S4)
@@ -236,7 +260,9 @@ void FN(fp8__xmoments_add_)(FP8_XMOMENTS_ARGS)
     memcpy(&mz, m->mnz, 64);
     const vf16 pinf = (vf16){0} + INFINITY;
     vu16 czero = {0}, bmax = {0};
-    uint16_t b[256] __attribute__((aligned(64)));
+    uint8_t pb[128] __attribute__((aligned(64))); /* a block's pair codes */
+    uint16_t om[16];                              /* its vectors' lanes outside the window */
+    uint32_t top = hist ? hist->top : 0;
     size_t i = 0;
     while (i < nl) {
         vf16 s1 = {0}, s2 = {0}, s3 = {0}, s4 = {0}, l1 = {0};
@@ -263,21 +289,41 @@ void FN(fp8__xmoments_add_)(FP8_XMOMENTS_ARGS)
             czero -= (vu16)z;
             mz = VMIN16(mz, (vf16)(((vi16)ax & ~z) | ((vi16)pinf & z)));
             if (hist) {
-                vh16 h = __builtin_convertvector((au >> 23) + 1 + (vu16)z, vh16); /* 0 for zeros */
-                memcpy(b + (i - k0), &h, sizeof h);
+                vu16 c = ((vu16){0} + top) - ((au >> 23) + 1 + (vu16)z); /* bin: 0 for zeros */
+                c = umin16(c, (vu16){0} + 15u);                           /* above top wraps: 15 too */
+                om[(i - k0) / 16] = (uint16_t)lane_bits16((vi16)(c == 15u));
+                vq8 c2 = (vq8)c;
+                vb8 pr = __builtin_convertvector((c2 & 15u) | ((c2 >> 28) & 0xF0u), vb8);
+                memcpy(pb + (i - k0) / 2, &pr, sizeof pr);
             }
         }
-        if (hist)
-            for (size_t k = 0; k < stop - k0; k += 8) {
-                hist[0][b[k]]++;
-                hist[1][b[k + 1]]++;
-                hist[2][b[k + 2]]++;
-                hist[3][b[k + 3]]++;
-                hist[4][b[k + 4]]++;
-                hist[5][b[k + 5]]++;
-                hist[6][b[k + 6]]++;
-                hist[7][b[k + 7]]++;
+        if (hist) {
+            size_t np = (stop - k0) / 2;
+            for (size_t k = 0; k < np; k += 4) {
+                hist->pair[0][pb[k]]++;
+                hist->pair[1][pb[k + 1]]++;
+                hist->pair[2][pb[k + 2]]++;
+                hist->pair[3][pb[k + 3]]++;
             }
+            for (size_t v = 0; v < (stop - k0) / 16; v++) /* outside the window: one by one */
+                for (unsigned b = om[v]; b; b &= b - 1) {
+                    int l = __builtin_ctz(b);
+                    uint32_t u;
+                    memcpy(&u, x + k0 + v * 16 + (size_t)l, 4);
+                    u &= 0x7FFFFFFFu;
+                    hist->sub[l & 7][(u >> 23) + (u != 0)]++;
+                }
+            /* the window follows the largest bin so far */
+            uint32_t mb = 0;
+            for (int l = 0; l < 16; l++)
+                mb = bmax[l] > mb ? bmax[l] : mb;
+            uint32_t want = (mb >> 23) + (mb != 0);
+            if (want > top) {
+                hist->top = top;
+                fp8__hist_fold(hist);
+                hist->top = top = want;
+            }
+        }
 #define ACC(D, v)                                                                                          \
     do {                                                                                                   \
         vd8 lo_, hi_;                                                                                      \
@@ -296,7 +342,7 @@ void FN(fp8__xmoments_add_)(FP8_XMOMENTS_ARGS)
             uint32_t u;
             memcpy(&u, x + k, 4);
             u &= 0x7FFFFFFFu;
-            hist[k % FP8_HIST_SUBS][(u >> 23) + (u != 0)]++;
+            hist->sub[k % FP8_HIST_SUBS][(u >> 23) + (u != 0)]++;
         }
     double T1 = 0, T2 = 0, T3 = 0, T4 = 0;
     uint32_t am = 0;

@@ -41,7 +41,20 @@ void fp8__moments_init(fp8__moments *m);
  * hist is not NULL, its exponent-histogram bins (as fp8__hist_add) in the
  * same pass; fp8__err_add the error sums of x against x_hat (e2, q2, xq,
  * maxerr, qbad, x2).  Each leaves the other's fields alone. */
-#define FP8_XMOMENTS_ARGS fp8__moments *m, const float *x, size_t n, uint32_t (*hist)[257]
+/* The exponent histogram as x's pass keeps it: eight interleaved 32-bit
+ * sub-histograms (as fp8__hist_add), and a window of the 15 bins top-14 ..
+ * top counted two elements at a time: pair[.][c0 + 16 c1] counts the
+ * consecutive pairs whose bins are top - c0 and top - c1 (code 15: outside
+ * the window, that element counted in sub instead).  top follows the
+ * largest bin seen; fp8__hist_fold moves the pairs into sub[0].  All zero
+ * to start. */
+typedef struct {
+    uint32_t sub[8][257];
+    uint32_t pair[4][256];
+    uint32_t top;
+} fp8__hist_state;
+void fp8__hist_fold(fp8__hist_state *h);
+#define FP8_XMOMENTS_ARGS fp8__moments *m, const float *x, size_t n, fp8__hist_state *hist
 void fp8__xmoments_add_avx512(FP8_XMOMENTS_ARGS);
 void fp8__xmoments_add_avx2(FP8_XMOMENTS_ARGS);
 void fp8__xmoments_add_base(FP8_XMOMENTS_ARGS);
