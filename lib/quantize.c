@@ -28,7 +28,10 @@
 #include "recipe_internal.h"
 #include "stats_vec.h"
 
-#define PIECE 4096 /* elements cast and summed per step of the fused pass */
+/* elements cast and summed per step of the fused pass: a piece of x and
+ * its x_hat (256 KB) stay in a core's L2 while the passes over them run;
+ * measured here, 4096 (L1-sized) was 10 % slower, 32768 and up level */
+#define PIECE 32768
 
 typedef void (*moments_fn)(FP8_MOMENTS_ARGS);
 typedef void (*xmoments_fn)(FP8_XMOMENTS_ARGS);
@@ -803,7 +806,8 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
     /* the per-group arrays live in the state's scratch, reused cast after cast */
     if (ng > SIZE_MAX / 32)
         return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: %zu groups", ng);
-    size_t need = ng * (4 * sizeof(uint32_t) + 1);
+    const size_t nbuf = numel < PIECE ? numel : PIECE;
+    size_t need = nbuf * sizeof(float) + ng * (4 * sizeof(uint32_t) + 1);
     if (st->scratch_bytes < need) {
         void *sp = malloc(need);
         if (!sp)
@@ -811,20 +815,20 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
         free(st->scratch);
         st->scratch = sp, st->scratch_bytes = need;
     }
-    uint32_t *gamax = st->scratch, *gminnz = gamax + ng;
+    float *buf = st->scratch; /* a piece's x_hat when it cannot go straight to out */
+    uint32_t *gamax = (uint32_t *)(buf + nbuf), *gminnz = gamax + ng;
     float *scale = (float *)(gminnz + ng), *scale_inv = scale + ng;
     unsigned char *flags = (unsigned char *)(scale_inv + ng);
     memset(gamax, 0, ng * sizeof *gamax);
     memset(flags, 0, ng);
-    float *buf = malloc(PIECE * sizeof *buf);
     float *xt = trans ? malloc(numel * sizeof *xt) : NULL;
     float *qt = trans && out ? malloc(numel * sizeof *qt) : NULL;
     const size_t cb = (size_t)st->format->code_bytes;
     void *ct = trans && codes ? malloc(numel * cb) : NULL;
     uint64_t *hist = want_hist ? calloc(FP8_EXP_BINS, sizeof *hist) : NULL;
     hist_acc *hacc = want_hist ? calloc(1, sizeof *hacc) : NULL;
-    if (!buf || (trans && !xt) || (trans && out && !qt) || (want_hist && (!hist || !hacc)) || (trans && codes && !ct)) {
-        free(buf), free(xt), free(qt), free(hist), free(hacc), free(ct);
+    if ((trans && !xt) || (trans && out && !qt) || (want_hist && (!hist || !hacc)) || (trans && codes && !ct)) {
+        free(xt), free(qt), free(hist), free(hacc), free(ct);
         return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: out of memory for a %zux%zu tensor", rows, cols);
     }
     for (size_t g = 0; g < ng; g++)
@@ -843,7 +847,7 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
     fp8__fenv_enter(&env);
 
     /* 1. amax pass */
-    uint32_t tot_amax = 0, tot_minnz = 0x7F800000u; /* (delayed scaling needs no amax pass) */
+    uint32_t tot_amax = 0; /* (delayed scaling needs no amax pass) */
     if (need_amax) {
         for (size_t i = 0; i < L.R; i++) {
             if (L.per_tensor && i > 0)
@@ -862,8 +866,6 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
         for (size_t g = 0; g < ng; g++) {
             if (gamax[g] > tot_amax)
                 tot_amax = gamax[g];
-            if (gminnz[g] < tot_minnz)
-                tot_minnz = gminnz[g];
         }
     }
 
@@ -971,6 +973,6 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
         stats->numel = numel;
     }
     fp8__fenv_leave(&env);
-    free(buf), free(xt), free(qt), free(hist), free(hacc), free(ct);
+    free(xt), free(qt), free(hist), free(hacc), free(ct);
     return FP8_OK;
 }

@@ -33,23 +33,23 @@ static inline vu16 umin16(vu16 a, vu16 b) { return (vu16)(((vi16)(a <= b) & (vi1
 typedef uint64_t vq8 __attribute__((vector_size(64)));
 typedef uint8_t vb8 __attribute__((vector_size(8)));
 
-/* Bit l set when lane l of mask m (-1/0 lanes) is set. */
-static inline unsigned lane_bits16(vi16 m)
+/* Bit l set when lane l of a equals v. */
+static inline unsigned eq_bits16(vu16 a, uint32_t v)
 {
 #if defined(__AVX512F__)
-    __m512i v;
-    memcpy(&v, &m, sizeof v);
-    return _mm512_movepi32_mask(v);
+    __m512i w;
+    memcpy(&w, &a, sizeof w);
+    return _mm512_cmpeq_epi32_mask(w, _mm512_set1_epi32((int)v));
 #elif defined(__AVX2__)
-    __m256i lo, hi;
-    memcpy(&lo, &m, 32);
-    memcpy(&hi, (char *)&m + 32, 32);
-    return (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(lo)) |
-           (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(hi)) << 8;
+    __m256i lo, hi, t = _mm256_set1_epi32((int)v);
+    memcpy(&lo, &a, 32);
+    memcpy(&hi, (char *)&a + 32, 32);
+    return (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(lo, t))) |
+           (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(hi, t))) << 8;
 #else
     unsigned b = 0;
     for (int l = 0; l < 16; l++)
-        b |= (unsigned)(m[l] != 0) << l;
+        b |= (unsigned)(a[l] == v) << l;
     return b;
 #endif
 }
@@ -291,7 +291,7 @@ void FN(fp8__xmoments_add_)(FP8_XMOMENTS_ARGS)
             if (hist) {
                 vu16 c = ((vu16){0} + top) - ((au >> 23) + 1 + (vu16)z); /* bin: 0 for zeros */
                 c = umin16(c, (vu16){0} + 15u);                           /* above top wraps: 15 too */
-                om[(i - k0) / 16] = (uint16_t)lane_bits16((vi16)(c == 15u));
+                om[(i - k0) / 16] = (uint16_t)eq_bits16(c, 15u);
                 vq8 c2 = (vq8)c;
                 vb8 pr = __builtin_convertvector((c2 & 15u) | ((c2 >> 28) & 0xF0u), vb8);
                 memcpy(pb + (i - k0) / 2, &pr, sizeof pr);

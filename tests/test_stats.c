@@ -182,7 +182,7 @@ static void run_case(const char *spec, int kind, size_t rows, size_t cols, int s
 static void all_cases(void)
 {
     const shape shapes[] = {{"1x1", 1, 1}, {"1x1000", 1, 1000}, {"130x260", 130, 260}, {"64x512", 64, 512},
-                            {"7x33", 7, 33}};
+                            {"7x33", 7, 33}, {"300x300 (several pieces)", 300, 300}};
     for (size_t ri = 0; ri < NRECIPES; ri++)
         for (int kind = 0; kind < 9; kind++)
             for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
