@@ -890,12 +890,14 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
             grouped = 0; /* zero-scale groups take the per-segment path */
     if (grouped) {
         /* whole rows at a time, many groups per kernel call, one moment
-         * pass per piece of up to PIECE elements */
+         * pass per piece of up to PIECE elements; groups one row high lie
+         * in memory order, so their rows run together as one */
         const size_t chunk = (PIECE / L.seg) * L.seg;
-        for (size_t i = 0; i < L.R; i++) {
+        const size_t RR = L.br == 1 ? 1 : L.R, CC = L.br == 1 ? numel : L.C;
+        for (size_t i = 0; i < RR; i++) {
             size_t gbase = (i / L.br) * L.nbc;
-            for (size_t j0 = 0; j0 < L.C; j0 += chunk) {
-                size_t m = L.C - j0 < chunk ? L.C - j0 : chunk, off = i * L.C + j0, gi = gbase + j0 / L.seg;
+            for (size_t j0 = 0; j0 < CC; j0 += chunk) {
+                size_t m = CC - j0 < chunk ? CC - j0 : chunk, off = i * CC + j0, gi = gbase + j0 / L.seg;
                 float *dst = (OUT && OUT != X) ? OUT + off : buf;
                 fp8__caster_run_groups(&c.caster, X + off, m, L.seg, scale + gi, scale_inv + gi, dst,
                                        CODES ? (char *)CODES + off * cb : NULL, c.cnt, flags + gi, off);
