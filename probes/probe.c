@@ -56,8 +56,6 @@ struct fp8_probe {
     int64_t bam_step;
     size_t bam_rows, bam_cols;
     float *bam;
-    float *par_out;                   /* threads > 1, in place: the active x_hat's buffer, kept */
-    size_t par_out_n;                 /* (fresh pages cost more than the cast on some machines) */
 };
 
 struct fp8_probe_run {
@@ -216,7 +214,6 @@ static void probe_free(fp8_probe *p)
         fp8_recipe_state_free(p->st[i]);
     pthread_mutex_destroy(&p->lock);
     free(p->bam);
-    free(p->par_out);
     free(p);
 }
 
@@ -469,8 +466,8 @@ typedef struct {
     float *gsi;
     fp8_amax_info ai;
     int st[MAX_RECIPES]; /* each recipe's status */
-    int xgiven;          /* xs holds the input's own statistics, computed once for every recipe */
-    fp8_stats xs;        /* (fp8_tensor_stats: moments, extremes, exponent histogram) */
+    const fp8_stats *xs; /* recorded steps: the input's own statistics (fp8_tensor_stats: moments,
+                            extremes, exponent histogram), computed once for every recipe */
 } cast_job;
 
 static void cast_recipe(void *ctx, int i)
@@ -495,18 +492,18 @@ static void cast_recipe(void *ctx, int i)
     const int rht = p->st[i]->recipe.rht_active;
     unsigned fl = j->flags;
     fp8_stats *s = j->rec ? &j->stats[i] : NULL;
-    if (s && j->xgiven && !rht) {
-        *s = j->xs;
+    if (s && j->xs && !rht) {
+        *s = *j->xs;
         fl |= FP8_STATS_X_GIVEN;
-    } else if (s && j->xgiven) {
+    } else if (s && j->xs) {
         fl |= FP8_STATS_NO_EXP_HIST;
     }
     if (is_active && j->snap_codes)
         j->st[i] = fp8_quantize_codes(p->st[i], j->x, j->rows, j->cols, j->codes, j->gsi, j->out, s, fl);
     else
         j->st[i] = fp8_quantize_ex(p->st[i], j->x, j->rows, j->cols, is_active ? j->out : NULL, s, fl);
-    if (s && j->xgiven && rht && j->st[i] == FP8_OK)
-        memcpy(s->exp_hist, j->xs.exp_hist, sizeof s->exp_hist);
+    if (s && j->xs && rht && j->st[i] == FP8_OK)
+        memcpy(s->exp_hist, j->xs->exp_hist, sizeof s->exp_hist);
 }
 
 /* A rough cost of a recipe's cast, for handing out the biggest jobs first */
@@ -535,62 +532,39 @@ static void par_job(void *ctx, int k)
     cast_recipe(q->j, q->order[k]);
 }
 
-/* Every recipe's cast.  On a recorded step with several recipes the input's
- * own statistics come first, once (the active recipe may then overwrite
- * x); then the casts, serially, shadows first (out may alias x), or with
- * the probe option threads > 1 on a large tensor, side by side (the active
- * recipe then writes into a buffer of its own when out overlaps x, copied
- * at the end).  Each recipe has its own state and the input's statistics
- * are computed the one way, so the results are the same bits either way. */
+/* Every recipe's cast (the input's own statistics, on a recorded step, came
+ * first), serially, shadows first (out may alias x), or with the probe
+ * option threads > 1 on a recorded step of a large tensor, side by side; an
+ * active recipe that writes over x then comes last, on its own.  Each
+ * recipe has its own state and the input's statistics are computed the one
+ * way, so the results are the same bits either way. */
 static int cast_all(cast_job *j, int threads)
 {
     fp8_probe *p = j->p;
     size_t n = j->rows * j->cols;
-    float *out = j->out;
-    int own = 0; /* the active recipe writes into p->par_out */
-    j->xgiven = 0;
-    if (j->rec && p->nrec > 1) {
-        int st = fp8_tensor_stats(j->x, n, &j->xs, j->flags & FP8_STATS_NO_EXP_HIST);
-        if (st != FP8_OK)
-            return st;
-        j->xgiven = 1;
-    }
-    int par = threads > 1 && j->rec && p->nrec > 1 && n >= ((size_t)1 << 16);
-    if (par && p->has_active && out && out < j->x + n && j->x < out + n) {
-        if (p->par_out_n < n) {
-            float *b = malloc(n * sizeof *b);
-            if (b) {
-                free(p->par_out);
-                p->par_out = b, p->par_out_n = n;
-            }
-        }
-        if (p->par_out_n >= n)
-            j->out = p->par_out, own = 1;
-        else
-            par = 0;
-    }
+    int in_place = p->has_active && j->out && j->out < j->x + n && j->x < j->out + n;
+    int par = threads > 1 && j->rec && p->nrec - in_place > 1 && n >= ((size_t)1 << 16);
     int st = FP8_OK;
     if (par) {
         par_jobs q = {.j = j};
         int nj = 0;
         for (int c = 1; c <= 4; c++)
-            for (int i = 0; i < p->nrec; i++)
+            for (int i = in_place; i < p->nrec; i++)
                 if (cast_cost(&p->st[i]->recipe) == c)
                     q.order[nj++] = i;
         fp8__parallel_for(nj, threads, par_job, &q);
-        for (int i = 0; i < p->nrec; i++)
+        for (int i = in_place; i < p->nrec; i++)
             if (st == FP8_OK)
                 st = j->st[i];
+        if (in_place && st == FP8_OK) {
+            cast_recipe(j, 0);
+            st = j->st[0];
+        }
     } else {
         for (int i = p->nrec - 1; i >= 0 && st == FP8_OK; i--) {
             cast_recipe(j, i);
             st = j->st[i];
         }
-    }
-    if (own) {
-        if (st == FP8_OK)
-            memcpy(out, p->par_out, n * sizeof *out);
-        j->out = out;
     }
     return st;
 }
@@ -654,9 +628,19 @@ static int probe_run(fp8_probe *p, int64_t step, const float *x, size_t rows, si
         snap_codes = 0;
     if (copy)
         memcpy(copy, x, rows * cols * sizeof *copy);
-    /* one amax pass for the series and the delayed shadows of unrecorded steps */
+    /* one pass over x: on a recorded step its statistics for every recipe
+     * (the amax among them), otherwise its amax, for the series and the
+     * delayed shadows of unrecorded steps */
     fp8_amax_info ai = {0, 0, 0};
-    if (rows && cols && rows <= SIZE_MAX / cols)
+    fp8_stats *xs = rec ? malloc(sizeof *xs) : NULL;
+    if (xs && !(rows && cols && rows <= SIZE_MAX / cols &&
+                fp8_tensor_stats(x, rows * cols, xs, flags & FP8_STATS_NO_EXP_HIST) == FP8_OK)) {
+        free(xs);
+        xs = NULL; /* each recipe computes them itself */
+    }
+    if (xs)
+        ai.amax = (float)xs->amax, ai.inf_count = xs->inf_count, ai.nan_count = xs->nan_count;
+    else if (rows && cols && rows <= SIZE_MAX / cols)
         fp8_tensor_amax(x, rows * cols, &ai);
     step_acc done = {0};
     int st = FP8_OK;
@@ -684,7 +668,7 @@ static int probe_run(fp8_probe *p, int64_t step, const float *x, size_t rows, si
         if (p->st[i]->recipe.kind == FP8_RECIPE_DELAYED)
             p->st[i]->known_amax = ai.amax, p->st[i]->known_inf = ai.inf_count > 0;
     cast_job job = {.p = p, .x = x, .rows = rows, .cols = cols, .out = out, .stats = stats, .flags = flags,
-                    .rec = rec, .snap_codes = snap_codes, .codes = codes, .gsi = gsi, .ai = ai};
+                    .rec = rec, .snap_codes = snap_codes, .codes = codes, .gsi = gsi, .ai = ai, .xs = xs};
     st = cast_all(&job, o->threads);
     for (int i = 0; i < p->nrec; i++) {
         if (o->series && in_window && p->acc.has && !isnan(p->st[i]->group_amax))
@@ -717,6 +701,7 @@ static int probe_run(fp8_probe *p, int64_t step, const float *x, size_t rows, si
         pthread_mutex_unlock(&run->lock);
     }
     free(stats);
+    free(xs);
     free(copy);
     free(codes);
     free(gsi);

@@ -573,7 +573,7 @@ static void test_eval_and_options(void)
 
 /* The option threads=2 casts a record's recipes side by side: the same bits
  * as one thread, for apply in place (out aliases x: the active recipe then
- * writes through a buffer of its own) and out of place, every statistic of
+ * casts last, on its own) and out of place, every statistic of
  * every record equal; small tensors and unrecorded steps stay serial. */
 static void test_parallel_recipes(void)
 {
