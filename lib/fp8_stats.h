@@ -112,6 +112,12 @@ typedef struct {
 } fp8_amax_info;
 int fp8_tensor_amax(const float *x, size_t n, fp8_amax_info *out);
 
+/* fp8_quantize without statistics that also measures x's amax information
+ * (as fp8_tensor_amax) on the cast's own pass, piece by piece while the
+ * piece is in cache, instead of a pass of its own over x (out may equal x:
+ * the amax is of the input).  What a probe's unrecorded step needs. */
+int fp8_quantize_amax(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out, fp8_amax_info *ai);
+
 /* The exponent histogram of x[0..n) (bins as fp8_stats.exp_hist), written
  * into hist: what fp8_quantize_ex computes unless FP8_STATS_NO_EXP_HIST, on
  * its own (the probes run it beside the casts on another thread). */

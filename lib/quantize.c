@@ -355,6 +355,9 @@ typedef struct {
     hist_acc *hacc;
     int stats;          /* error sums wanted     */
     int xstats;         /* x's statistics wanted (not given by the caller) */
+    int scan;           /* x's amax, Inf and NaN counts wanted, piece by piece while hot */
+    uint32_t amax_bits;
+    uint64_t ninf, nnan;
     float *buf;         /* PIECE floats          */
 } pass_ctx;
 
@@ -369,6 +372,13 @@ static void piece_stats(pass_ctx *c, const float *x, const float *q, size_t m)
     }
     if (c->stats)
         err_add(&c->mom, x, q, m);
+    if (c->scan) {
+        uint32_t a;
+        uint64_t ci, cn;
+        amax_scan(x, m, &a, &ci, &cn); /* m <= PIECE: the lane counters hold it */
+        c->amax_bits = a > c->amax_bits ? a : c->amax_bits;
+        c->ninf += ci, c->nnan += cn;
+    }
 }
 
 /* Cast one segment and accumulate; returns its overflow/underflow flags. */
@@ -676,12 +686,19 @@ size_t fp8_quantize_group_of(const fp8_recipe *r, size_t rows, size_t cols, size
 }
 
 static int quantize_impl(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
-                         fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv);
+                         fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai);
 
 int fp8_quantize_ex(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out, fp8_stats *stats,
                     unsigned options)
 {
-    return quantize_impl(st, x, rows, cols, out, stats, options, NULL, NULL);
+    return quantize_impl(st, x, rows, cols, out, stats, options, NULL, NULL, NULL);
+}
+
+int fp8_quantize_amax(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out, fp8_amax_info *ai)
+{
+    if (!ai)
+        return FP8_ERROR(FP8_EINVAL, "fp8_quantize_amax: ai is NULL");
+    return quantize_impl(st, x, rows, cols, out, NULL, 0, NULL, NULL, ai);
 }
 
 int fp8_quantize_codes(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, void *codes,
@@ -689,7 +706,7 @@ int fp8_quantize_codes(fp8_recipe_state *st, const float *x, size_t rows, size_t
 {
     if (!codes || !group_scale_inv)
         return FP8_ERROR(FP8_EINVAL, "fp8_quantize_codes: codes and group_scale_inv are required");
-    return quantize_impl(st, x, rows, cols, out, stats, options, codes, group_scale_inv);
+    return quantize_impl(st, x, rows, cols, out, stats, options, codes, group_scale_inv, NULL);
 }
 
 /* ---- NVFP4's random Hadamard transform ---------------------------------- */
@@ -737,16 +754,21 @@ static void rht_apply(float *x, size_t rows, size_t cols, const float d[16], int
 }
 
 static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
-                         fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv);
+                         fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai);
 
 /* NVFP4 with rht on this role: the cast and every statistic are of the
  * transformed tensor (the transform is orthonormal: errors, SQNR and norms
  * are those of the original), x_hat is transformed back. */
 static int quantize_impl(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
-                         fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv)
+                         fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai)
 {
     if (!st || !x || !st->recipe.rht_active || rows == 0 || cols == 0 || rows > SIZE_MAX / cols / sizeof(float))
-        return quantize_core(st, x, rows, cols, out, stats, options, codes, group_scale_inv);
+        return quantize_core(st, x, rows, cols, out, stats, options, codes, group_scale_inv, ai);
+    if (ai) { /* of x, not of the transformed tensor */
+        int rc = fp8_tensor_amax(x, rows * cols, ai);
+        if (rc != FP8_OK)
+            return rc;
+    }
     options &= ~FP8_STATS_X_GIVEN; /* statistics of x are not those of the transformed tensor */
     float *y = malloc(rows * cols * sizeof *y), d[16];
     if (!y)
@@ -757,7 +779,7 @@ static int quantize_impl(fp8_recipe_state *st, const float *x, size_t rows, size
     fp8__fenv_enter(&fe);
     rht_apply(y, rows, cols, d, 0);
     fp8__fenv_leave(&fe);
-    int rc = quantize_core(st, y, rows, cols, out, stats, options, codes, group_scale_inv);
+    int rc = quantize_core(st, y, rows, cols, out, stats, options, codes, group_scale_inv, NULL);
     if (rc == FP8_OK && out) {
         fp8__fenv_enter(&fe);
         rht_apply(out, rows, cols, d, 1);
@@ -768,7 +790,7 @@ static int quantize_impl(fp8_recipe_state *st, const float *x, size_t rows, size
 }
 
 static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
-                         fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv)
+                         fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai)
 {
     if (!st || !x)
         return FP8_ERROR(FP8_EINVAL, "fp8_quantize: %s is NULL", st ? "the tensor" : "the recipe state");
@@ -781,11 +803,14 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
     if (!out && !stats && !codes) {
         /* nothing to produce: only the recipe's state moves (delayed
          * scaling notes the amax; the other recipes keep no state) */
-        if (r->kind == FP8_RECIPE_DELAYED) {
+        if (r->kind == FP8_RECIPE_DELAYED || ai) {
             uint32_t amax;
             uint64_t ninf, nnan;
             amax_info(x, rows * cols, &amax, &ninf, &nnan); /* integer work only */
-            fp8_recipe_state_observe(st, ninf && !r->finite_amax ? INFINITY : bits_to_float(amax));
+            if (r->kind == FP8_RECIPE_DELAYED)
+                fp8_recipe_state_observe(st, ninf && !r->finite_amax ? INFINITY : bits_to_float(amax));
+            if (ai)
+                ai->amax = bits_to_float(amax), ai->inf_count = ninf, ai->nan_count = nnan;
         }
         return FP8_OK;
     }
@@ -882,6 +907,10 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
     c.hacc = hacc;
     c.stats = stats != NULL;
     c.xstats = stats && !x_given;
+    /* x's amax measured on the cast's own pass, piece by piece while the
+     * piece is in cache: asked for, or a delayed recipe's note without
+     * statistics and without an amax from the caller */
+    c.scan = ai || (r->kind == FP8_RECIPE_DELAYED && !stats && isnan(st->known_amax));
     fp8__moments_init(&c.xmom);
     c.buf = buf;
     int grouped = !L.per_tensor && L.seg % 16 == 0 && L.C % L.seg == 0 && L.seg <= PIECE && c.caster.vec;
@@ -940,14 +969,14 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
         } else if (!isnan(st->known_amax)) { /* the caller's own amax pass (probes) */
             amax = st->known_amax;
             ninf = st->known_inf ? 1 : 0;
-        } else {
-            uint32_t ab;
-            uint64_t nnan;
-            amax_info(X, numel, &ab, &ninf, &nnan);
-            amax = bits_to_float(ab);
+        } else { /* c.scan */
+            amax = bits_to_float(c.amax_bits);
+            ninf = c.ninf;
         }
         fp8_recipe_state_observe(st, ninf && !r->finite_amax ? INFINITY : amax); /* TE's amax: Inf when present */
     }
+    if (ai)
+        ai->amax = bits_to_float(c.amax_bits), ai->inf_count = c.ninf, ai->nan_count = c.nnan;
     if (stats) {
         if (x_given) {
             fp8_stats xs;

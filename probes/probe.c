@@ -466,6 +466,7 @@ typedef struct {
     float *gsi;
     fp8_amax_info ai;
     int st[MAX_RECIPES]; /* each recipe's status */
+    int active_done;     /* the active recipe has cast already (fp8_quantize_amax) */
     const fp8_stats *xs; /* recorded steps: the input's own statistics (fp8_tensor_stats: moments,
                             extremes, exponent histogram), computed once for every recipe */
 } cast_job;
@@ -476,6 +477,8 @@ static void cast_recipe(void *ctx, int i)
     fp8_probe *p = j->p;
     int is_active = p->has_active && i == 0;
     j->st[i] = FP8_OK;
+    if (is_active && j->active_done)
+        return;
     if (!is_active && !j->rec) {
         /* a shadow on a step that records nothing: no cast, no statistics;
          * only a delayed state moves, by the tensor's amax (TE's: Inf when
@@ -504,6 +507,15 @@ static void cast_recipe(void *ctx, int i)
         j->st[i] = fp8_quantize_ex(p->st[i], j->x, j->rows, j->cols, is_active ? j->out : NULL, s, fl);
     if (s && j->xs && rht && j->st[i] == FP8_OK)
         memcpy(s->exp_hist, j->xs->exp_hist, sizeof s->exp_hist);
+}
+
+/* 1 when a recipe reduces its amax over a group of ranks */
+static int reduces(const fp8_probe *p)
+{
+    for (int i = 0; i < p->nrec; i++)
+        if (p->group[i] >= 0)
+            return 1;
+    return 0;
 }
 
 /* A rough cost of a recipe's cast, for handing out the biggest jobs first */
@@ -638,13 +650,19 @@ static int probe_run(fp8_probe *p, int64_t step, const float *x, size_t rows, si
         free(xs);
         xs = NULL; /* each recipe computes them itself */
     }
+    /* an unrecorded step whose active recipe casts: the amax comes from the
+     * active cast's own pass, done first (nothing else reads x then; a
+     * recipe reducing its amax over ranks needs it before any cast) */
+    int fused = !rec && !bam && out && p->has_active && !reduces(p);
     if (xs)
         ai.amax = (float)xs->amax, ai.inf_count = xs->inf_count, ai.nan_count = xs->nan_count;
-    else if (rows && cols && rows <= SIZE_MAX / cols)
+    else if (!fused && rows && cols && rows <= SIZE_MAX / cols)
         fp8_tensor_amax(x, rows * cols, &ai);
     step_acc done = {0};
     int st = FP8_OK;
     pthread_mutex_lock(&p->lock);
+    if (fused) /* (a delayed recipe's note of its amax leaves the scale alone until the step ends) */
+        st = fp8_quantize_amax(p->st[0], x, rows, cols, out, &ai);
     if (o->series && in_window) {
         if (p->acc.has && p->acc.step != step) { /* a step without step_end: store it on its own */
             done = p->acc;
@@ -668,8 +686,10 @@ static int probe_run(fp8_probe *p, int64_t step, const float *x, size_t rows, si
         if (p->st[i]->recipe.kind == FP8_RECIPE_DELAYED)
             p->st[i]->known_amax = ai.amax, p->st[i]->known_inf = ai.inf_count > 0;
     cast_job job = {.p = p, .x = x, .rows = rows, .cols = cols, .out = out, .stats = stats, .flags = flags,
-                    .rec = rec, .snap_codes = snap_codes, .codes = codes, .gsi = gsi, .ai = ai, .xs = xs};
-    st = cast_all(&job, o->threads);
+                    .rec = rec, .snap_codes = snap_codes, .codes = codes, .gsi = gsi, .ai = ai, .xs = xs,
+                    .active_done = fused};
+    if (st == FP8_OK)
+        st = cast_all(&job, o->threads);
     for (int i = 0; i < p->nrec; i++) {
         if (o->series && in_window && p->acc.has && !isnan(p->st[i]->group_amax))
             p->acc.group_amax[i] = p->st[i]->group_amax;

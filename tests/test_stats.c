@@ -473,6 +473,51 @@ static void test_block_range(void)
     }
 }
 
+/* fp8_quantize_amax: the same x_hat and recipe state as fp8_quantize, and
+ * the amax, Inf and NaN counts of fp8_tensor_amax, in place and not, for
+ * every recipe (transposed, Hadamard-transformed, several pieces) and the
+ * tensors with NaN, Inf, zeros and subnormals */
+static void test_quantize_amax(void)
+{
+    const size_t rows = 300, cols = 300, n = rows * cols;
+    float *x = malloc(n * 4), *q1 = malloc(n * 4), *q2 = malloc(n * 4);
+    const char *more[] = {"nvfp4:rht"};
+    for (size_t ri = 0; ri <= NRECIPES; ri++) {
+        const char *spec = ri < NRECIPES ? recipes[ri] : more[0];
+        fp8_recipe r;
+        fp8_recipe_parse(spec, &r);
+        fp8_recipe_state *a = fp8_recipe_state_alloc(&r, FP8_ROLE_GRADIENT);
+        fp8_recipe_state *b = fp8_recipe_state_alloc(&r, FP8_ROLE_GRADIENT);
+        for (int kind = 0; kind < 9; kind++) {
+            fill(kind, x, n, 900u + (uint64_t)kind);
+            fp8_amax_info want, got;
+            fp8_tensor_amax(x, n, &want);
+            CU_ASSERT_EQUAL_FATAL(fp8_quantize(a, x, rows, cols, q1, NULL), FP8_OK);
+            if (kind % 2) { /* in place */
+                memcpy(q2, x, n * 4);
+                CU_ASSERT_EQUAL_FATAL(fp8_quantize_amax(b, q2, rows, cols, q2, &got), FP8_OK);
+            } else {
+                CU_ASSERT_EQUAL_FATAL(fp8_quantize_amax(b, x, rows, cols, q2, &got), FP8_OK);
+            }
+            CU_ASSERT_EQUAL(memcmp(q1, q2, n * 4), 0);
+            CU_ASSERT_EQUAL(bits_of(got.amax), bits_of(want.amax));
+            CU_ASSERT_EQUAL(got.inf_count, want.inf_count);
+            CU_ASSERT_EQUAL(got.nan_count, want.nan_count);
+            fp8_recipe_state_step(a);
+            fp8_recipe_state_step(b);
+            CU_ASSERT_EQUAL(a->scale, b->scale);
+        }
+        fp8_recipe_state_free(a);
+        fp8_recipe_state_free(b);
+    }
+    fp8_recipe r;
+    fp8_recipe_parse("e4m3:delayed", &r);
+    fp8_recipe_state *st = fp8_recipe_state_alloc(&r, FP8_ROLE_GRADIENT);
+    CU_ASSERT_EQUAL(fp8_quantize_amax(st, x, rows, cols, q1, NULL), FP8_EINVAL);
+    fp8_recipe_state_free(st);
+    free(x), free(q1), free(q2);
+}
+
 void register_stats_tests(void)
 {
     static const char *const names[] = {"hand-worked statistics", "engine vs scalar oracle, 26 recipes x 9 tensors",
@@ -481,8 +526,10 @@ void register_stats_tests(void)
                                         "codes and group scales reproduce x_hat",
                                         "tensor amax, Inf and NaN counts vs a plain loop",
                                         "x's statistics given once equal the engine's own",
-                                        "largest group ratio: exact where the bits mislead, subnormal minimum"};
+                                        "largest group ratio: exact where the bits mislead, subnormal minimum",
+                                        "fp8_quantize_amax: fp8_quantize's x_hat and state, fp8_tensor_amax's amax"};
     static void (*const fns[])(void) = {test_known_values, test_vs_oracle, test_vs_oracle_ftz, test_options,
-                                        test_codes, test_tensor_amax, test_x_given, test_block_range};
-    add_suite("stats", names, fns, 8);
+                                        test_codes, test_tensor_amax, test_x_given, test_block_range,
+                                        test_quantize_amax};
+    add_suite("stats", names, fns, 9);
 }
