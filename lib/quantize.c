@@ -35,6 +35,7 @@
 
 typedef void (*moments_fn)(FP8_MOMENTS_ARGS);
 typedef void (*xmoments_fn)(FP8_XMOMENTS_ARGS);
+typedef void (*both_fn)(FP8_BOTH_ARGS);
 typedef void (*range_fn)(FP8_RANGE_ARGS);
 typedef void (*range_groups_fn)(FP8_RANGE_GROUPS_ARGS);
 typedef void (*hist_fn)(FP8_HIST_ARGS);
@@ -46,6 +47,7 @@ static amax_scan_fn amax_scan;
 
 static moments_fn err_add;
 static xmoments_fn xmoments_add;
+static both_fn both_add;
 static range_fn range_pass;
 static range_groups_fn range_groups;
 static pthread_once_t pick_once = PTHREAD_ONCE_INIT;
@@ -54,6 +56,7 @@ static void pick(void)
 {
     err_add = fp8__err_add_base;
     xmoments_add = fp8__xmoments_add_base;
+    both_add = fp8__both_add_base;
     range_pass = fp8__range_base;
     range_groups = fp8__range_groups_base;
     hist_vec = fp8__hist_add_base;
@@ -64,6 +67,7 @@ static void pick(void)
     if (__builtin_cpu_supports("avx512f")) {
         err_add = fp8__err_add_avx512;
         xmoments_add = fp8__xmoments_add_avx512;
+        both_add = fp8__both_add_avx512;
         range_pass = fp8__range_avx512;
         range_groups = fp8__range_groups_avx512;
         hist_vec = fp8__hist_add_avx512;
@@ -72,6 +76,7 @@ static void pick(void)
     } else if (__builtin_cpu_supports("avx2")) {
         err_add = fp8__err_add_avx2;
         xmoments_add = fp8__xmoments_add_avx2;
+        both_add = fp8__both_add_avx2;
         range_pass = fp8__range_avx2;
         range_groups = fp8__range_groups_avx2;
         hist_vec = fp8__hist_add_avx2;
@@ -348,8 +353,9 @@ static void zero_scale_piece(const fp8_format *f, const float *x, size_t n, floa
 
 typedef struct {
     fp8__caster caster;
-    fp8__moments mom;   /* the error sums        */
-    fp8__moments xmom;  /* x's own statistics    */
+    fp8__moments mom;   /* the error sums when x's statistics are given */
+    fp8__moments xmom;  /* x's own statistics (and the error sums otherwise) */
+    fp8__moments *err;  /* the one holding the error sums */
     uint64_t cnt[FP8_NCLASS];
     uint64_t *hist;     /* FP8_EXP_BINS, or NULL */
     hist_acc *hacc;
@@ -366,12 +372,15 @@ typedef struct {
 static void piece_stats(pass_ctx *c, const float *x, const float *q, size_t m)
 {
     if (c->xstats) {
-        xmoments_add(&c->xmom, x, m, c->hist ? &c->hacc->s : NULL);
+        if (c->stats)
+            both_add(&c->xmom, x, q, m, c->hist ? &c->hacc->s : NULL);
+        else
+            xmoments_add(&c->xmom, x, m, c->hist ? &c->hacc->s : NULL);
         if (c->hist && (c->hacc->pending += m) > ((uint64_t)1 << 31))
             hist_flush(c->hacc, c->hist);
-    }
-    if (c->stats)
+    } else if (c->stats) {
         err_add(&c->mom, x, q, m);
+    }
     if (c->scan) {
         uint32_t a;
         uint64_t ci, cn;
@@ -524,7 +533,7 @@ static void finish_stats(fp8_stats *s, const pass_ctx *c, const layout *L, const
                          const uint32_t *gminnz_bits, const float *scale, const float *scale_inv,
                          const unsigned char *flags, float s_global, const fp8_format *f)
 {
-    const fp8__moments *m = &c->mom;
+    const fp8__moments *m = c->err;
     double e2 = 0, q2 = 0, xq = 0;
     for (int l = 0; l < FP8_ML; l++)
         e2 += m->e2[l], q2 += m->q2[l], xq += m->xq[l];
@@ -907,6 +916,7 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
     c.hacc = hacc;
     c.stats = stats != NULL;
     c.xstats = stats && !x_given;
+    c.err = c.xstats ? &c.xmom : &c.mom;
     /* x's amax measured on the cast's own pass, piece by piece while the
      * piece is in cache: asked for, or a delayed recipe's note without
      * statistics and without an amax from the caller */

@@ -226,6 +226,34 @@ static void moments_masked(FP8_MOMENTS_ARGS)
         hi = __builtin_convertvector(h_[1], vd8);                                                          \
     } while (0)
 
+/* x's statistics of x[0..n) in double lanes (moments_masked on a scratch
+ * copy; its error sums are discarded) */
+static void x_masked(fp8__moments *m, const float *x, size_t n)
+{
+    fp8__moments t = *m;
+    moments_masked(&t, x, NULL, n);
+    m->cn = t.cn, m->cmean = t.cmean, m->cM2 = t.cM2, m->cM3 = t.cM3, m->cM4 = t.cM4;
+    memcpy(m->l1, t.l1, sizeof m->l1);
+    memcpy(m->xx, t.xx, sizeof m->xx);
+    memcpy(m->mn, t.mn, sizeof m->mn);
+    memcpy(m->mx, t.mx, sizeof m->mx);
+    memcpy(m->mnz, t.mnz, sizeof m->mnz);
+    m->nan = t.nan, m->inf = t.inf, m->zero = t.zero;
+}
+
+/* the error sums of x[0..n) against xq in double lanes, added to m's */
+static void err_masked(fp8__moments *m, const float *x, const float *xq, size_t n)
+{
+    fp8__moments t;
+    fp8__moments_init(&t);
+    moments_masked(&t, x, xq, n);
+    for (int l = 0; l < FP8_ML; l++)
+        m->e2[l] += t.e2[l], m->q2[l] += t.q2[l], m->xq[l] += t.xq[l], m->x2[l] += t.x2[l];
+    for (int l = 0; l < 16; l++)
+        m->maxerr[l] = t.maxerr[l] > m->maxerr[l] ? t.maxerr[l] : m->maxerr[l];
+    m->qbad += t.qbad;
+}
+
 /* The lean paths: 16 float32 lanes; every power and product is a float32
  * term, summed into float32 partials over 16 steps (256 elements) and then
  * into double.  A partial holds 16 terms, so it is within 16 * 2^-24 (1e-6)
@@ -234,13 +262,16 @@ static void moments_masked(FP8_MOMENTS_ARGS)
  * (variance below 2^-60) is redone in double.  sum x^2 (the denominator of
  * the error ratios) is summed in double lanes, where each square is exact.
  *
- * x alone, with the exponent bins of
- * the piece (when hist) computed from the same |x| bits and counted into
- * eight sub-histograms.  Lean when every x is finite and max |x| lies in
- * [2^-24, 2^28] (checked on the way: the bits' maximum); otherwise the
- * moments are redone by the masked path, whose error sums go to a scratch
- * struct.  The bins need no condition. */
-void FN(fp8__xmoments_add_)(FP8_XMOMENTS_ARGS)
+ * x's statistics with the exponent bins of the piece (when hist) computed
+ * from the same |x| bits and counted into eight sub-histograms, and with xq
+ * the error sums too, in one loop.  x's part is lean when every x is finite
+ * and max |x| lies in [2^-24, 2^28] (checked on the way: the bits' maximum),
+ * the error part when the larger of x's and x_hat's maxima does (NaN and
+ * Inf bits lie above); otherwise that part is
+ * redone by the masked path.  The bins need no condition.  xq is a
+ * constant NULL or not at each call: the compiler builds both loops. */
+static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const float *x, const float *xq,
+                                                          size_t n, fp8__hist_state *hist)
 {
     size_t nl = n - n % 16;
     vf16 ks = {0};
@@ -253,8 +284,10 @@ void FN(fp8__xmoments_add_)(FP8_XMOMENTS_ARGS)
     for (int l = 0; l < 16; l++)
         ksum += ks[l];
     const float K = nl ? (float)(ksum / (double)nl) : 0.0f;
-    vd8 S1 = {0}, S2 = {0}, S3 = {0}, S4 = {0}, L1 = {0}, XA = {0}, XB = {0};
-    vf16 mn, mx, mz;
+    vd8 S1 = {0}, S2 = {0}, S3 = {0}, S4 = {0}, L1 = {0}, XA = {0}, XB = {0}, E2 = {0}, Q2 = {0}, XQ = {0};
+    vf16 mn, mx, mz, me;
+    memcpy(&me, m->maxerr, 64);
+    vu16 qmax = {0};
     memcpy(&mn, m->mn, 64);
     memcpy(&mx, m->mx, 64);
     memcpy(&mz, m->mnz, 64);
@@ -265,7 +298,7 @@ void FN(fp8__xmoments_add_)(FP8_XMOMENTS_ARGS)
     uint32_t top = hist ? hist->top : 0;
     size_t i = 0;
     while (i < nl) {
-        vf16 s1 = {0}, s2 = {0}, s3 = {0}, s4 = {0}, l1 = {0};
+        vf16 s1 = {0}, s2 = {0}, s3 = {0}, s4 = {0}, l1 = {0}, e2 = {0}, q2 = {0}, xq2 = {0};
         size_t stop = nl - i >= 256 ? i + 256 : nl, k0 = i;
         for (; i < stop; i += 16) {
             vf16 xv;
@@ -288,6 +321,16 @@ void FN(fp8__xmoments_add_)(FP8_XMOMENTS_ARGS)
             vi16 z = (vi16)(au == 0);
             czero -= (vu16)z;
             mz = VMIN16(mz, (vf16)(((vi16)ax & ~z) | ((vi16)pinf & z)));
+            if (xq) {
+                vf16 qv;
+                memcpy(&qv, xq + i, 64);
+                vf16 e = xv - qv;
+                FMA16(e2, e, e);
+                FMA16(xq2, xv, qv);
+                FMA16(q2, qv, qv);
+                me = VMAX16(me, (vf16)((vi16)e & 0x7FFFFFFF));
+                qmax = umax16(qmax, (vu16)qv & 0x7FFFFFFFu);
+            }
             if (hist) {
                 vu16 c = ((vu16){0} + top) - ((au >> 23) + 1 + (vu16)z); /* bin: 0 for zeros */
                 c = umin16(c, (vu16){0} + 15u);                           /* above top wraps: 15 too */
@@ -335,6 +378,11 @@ void FN(fp8__xmoments_add_)(FP8_XMOMENTS_ARGS)
         ACC(S3, s3);
         ACC(S4, s4);
         ACC(L1, l1);
+        if (xq) {
+            ACC(E2, e2);
+            ACC(Q2, q2);
+            ACC(XQ, xq2);
+        }
 #undef ACC
     }
     if (hist)
@@ -351,16 +399,8 @@ void FN(fp8__xmoments_add_)(FP8_XMOMENTS_ARGS)
     for (int l = 0; l < 16; l++)
         am = bmax[l] > am ? bmax[l] : am;
     int lean = nl && am >= 0x33800000u && am <= 0x4D800000u && T2 >= (double)nl * 0x1p-60;
-    if (!lean) { /* redo the lean part in double lanes; error sums discarded */
-        fp8__moments t = *m;
-        moments_masked(&t, x, NULL, nl);
-        m->cn = t.cn, m->cmean = t.cmean, m->cM2 = t.cM2, m->cM3 = t.cM3, m->cM4 = t.cM4;
-        memcpy(m->l1, t.l1, sizeof m->l1);
-        memcpy(m->xx, t.xx, sizeof m->xx);
-        memcpy(m->mn, t.mn, sizeof m->mn);
-        memcpy(m->mx, t.mx, sizeof m->mx);
-        memcpy(m->mnz, t.mnz, sizeof m->mnz);
-        m->nan = t.nan, m->inf = t.inf, m->zero = t.zero;
+    if (!lean) { /* redo the lean part in double lanes */
+        x_masked(m, x, nl);
     } else {
         for (int l = 0; l < FP8_ML; l++)
             m->l1[l] += L1[l], m->xx[l] += XA[l] + XB[l];
@@ -371,23 +411,33 @@ void FN(fp8__xmoments_add_)(FP8_XMOMENTS_ARGS)
             m->zero += czero[l];
         merge_piece(m, (double)nl, (double)K, T1, T2, T3, T4);
     }
-    if (nl < n) {
-        fp8__moments t = *m;
-        moments_masked(&t, x + nl, NULL, n - nl);
-        m->cn = t.cn, m->cmean = t.cmean, m->cM2 = t.cM2, m->cM3 = t.cM3, m->cM4 = t.cM4;
-        memcpy(m->l1, t.l1, sizeof m->l1);
-        memcpy(m->xx, t.xx, sizeof m->xx);
-        memcpy(m->mn, t.mn, sizeof m->mn);
-        memcpy(m->mx, t.mx, sizeof m->mx);
-        memcpy(m->mnz, t.mnz, sizeof m->mnz);
-        m->nan = t.nan, m->inf = t.inf, m->zero = t.zero;
+    if (nl < n)
+        x_masked(m, x + nl, n - nl);
+    if (!xq)
+        return;
+    /* the error sums: lean on fp8__err_add's condition (the larger of the
+     * two maxima in [2^-24, 2^28]), so both routes give the same bits */
+    uint32_t qm = am;
+    for (int l = 0; l < 16; l++)
+        qm = qmax[l] > qm ? qmax[l] : qm;
+    size_t from = 0;
+    if (nl && qm >= 0x33800000u && qm <= 0x4D800000u) {
+        for (int l = 0; l < FP8_ML; l++)
+            m->e2[l] += E2[l], m->q2[l] += Q2[l], m->xq[l] += XQ[l];
+        memcpy(m->maxerr, &me, 64);
+        from = nl;
     }
+    if (from < n)
+        err_masked(m, x + from, xq + from, n - from);
 }
 
-/* The error sums alone.  Lean (float32 partials of 16 terms, as
- * moments_lean) when every x and x_hat is finite and both maxima lie in
- * [2^-24, 2^28] (checked on the way); otherwise the masked path on a
- * scratch struct, whose error sums are added. */
+void FN(fp8__xmoments_add_)(FP8_XMOMENTS_ARGS) { xm_core(m, x, NULL, n, hist); }
+
+void FN(fp8__both_add_)(FP8_BOTH_ARGS) { xm_core(m, x, xq, n, hist); }
+
+/* The error sums alone (x's statistics given).  Lean (float32 partials of
+ * 16 terms) when every x and x_hat is finite and both maxima lie in
+ * [2^-24, 2^28] (checked on the way); otherwise the masked path. */
 void FN(fp8__err_add_)(FP8_MOMENTS_ARGS)
 {
     size_t nl = xq ? n - n % 16 : 0, i = 0;
@@ -430,16 +480,8 @@ void FN(fp8__err_add_)(FP8_MOMENTS_ARGS)
         memcpy(m->maxerr, &me, 64);
         from = nl;
     }
-    if (from < n) {
-        fp8__moments t;
-        fp8__moments_init(&t);
-        moments_masked(&t, x + from, xq ? xq + from : NULL, n - from);
-        for (int l = 0; l < FP8_ML; l++)
-            m->e2[l] += t.e2[l], m->q2[l] += t.q2[l], m->xq[l] += t.xq[l], m->x2[l] += t.x2[l];
-        for (int l = 0; l < 16; l++)
-            m->maxerr[l] = t.maxerr[l] > m->maxerr[l] ? t.maxerr[l] : m->maxerr[l];
-        m->qbad += t.qbad;
-    }
+    if (from < n)
+        err_masked(m, x + from, xq ? xq + from : NULL, n - from);
 }
 
 static inline void group_lanes(const float *x, size_t glen, vu16 *amax, vu16 *minnz);

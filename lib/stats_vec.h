@@ -58,6 +58,12 @@ void fp8__hist_fold(fp8__hist_state *h);
 void fp8__xmoments_add_avx512(FP8_XMOMENTS_ARGS);
 void fp8__xmoments_add_avx2(FP8_XMOMENTS_ARGS);
 void fp8__xmoments_add_base(FP8_XMOMENTS_ARGS);
+/* fp8__both_add: both in one pass (x's statistics, bins when hist, and the
+ * error sums against xq) */
+#define FP8_BOTH_ARGS fp8__moments *m, const float *x, const float *xq, size_t n, fp8__hist_state *hist
+void fp8__both_add_avx512(FP8_BOTH_ARGS);
+void fp8__both_add_avx2(FP8_BOTH_ARGS);
+void fp8__both_add_base(FP8_BOTH_ARGS);
 void fp8__err_add_avx512(FP8_MOMENTS_ARGS);
 void fp8__err_add_avx2(FP8_MOMENTS_ARGS);
 void fp8__err_add_base(FP8_MOMENTS_ARGS);
