@@ -226,6 +226,23 @@ static void moments_masked(FP8_MOMENTS_ARGS)
         hi = __builtin_convertvector(h_[1], vd8);                                                          \
     } while (0)
 
+/* a float32 partial v added into the double lanes D */
+#define ACC(D, v)                                                                                          \
+    do {                                                                                                   \
+        vd8 lo_, hi_;                                                                                      \
+        HALVES(v, lo_, hi_);                                                                               \
+        D += lo_ + hi_;                                                                                    \
+    } while (0)
+/* one vector's error terms into the partials e2, xq2, q2 and the lane max me */
+#define ERR_STEP(xv, qv)                                                                                   \
+    do {                                                                                                   \
+        vf16 e_ = (xv) - (qv);                                                                             \
+        FMA16(e2, e_, e_);                                                                                 \
+        FMA16(xq2, xv, qv);                                                                                \
+        FMA16(q2, qv, qv);                                                                                 \
+        me = VMAX16(me, (vf16)((vi16)e_ & 0x7FFFFFFF));                                                    \
+    } while (0)
+
 /* x's statistics of x[0..n) in double lanes (moments_masked on a scratch
  * copy; its error sums are discarded) */
 static void x_masked(fp8__moments *m, const float *x, size_t n)
@@ -252,6 +269,23 @@ static void err_masked(fp8__moments *m, const float *x, const float *xq, size_t 
     for (int l = 0; l < 16; l++)
         m->maxerr[l] = t.maxerr[l] > m->maxerr[l] ? t.maxerr[l] : m->maxerr[l];
     m->qbad += t.qbad;
+}
+
+/* The lean error sums of x[0..nl) (E2, Q2, XQ, me) enter m when the larger
+ * of x's and x_hat's maxima (float32 bits; NaN and Inf lie above) is in
+ * [2^-24, 2^28]; whatever they did not cover is summed in double. */
+static void err_commit(fp8__moments *m, const float *x, const float *xq, size_t n, size_t nl, uint32_t maxbits,
+                       const vd8 *E2, const vd8 *Q2, const vd8 *XQ, const vf16 *me)
+{
+    size_t from = 0;
+    if (nl && maxbits >= 0x33800000u && maxbits <= 0x4D800000u) {
+        for (int l = 0; l < FP8_ML; l++)
+            m->e2[l] += (*E2)[l], m->q2[l] += (*Q2)[l], m->xq[l] += (*XQ)[l];
+        memcpy(m->maxerr, me, 64);
+        from = nl;
+    }
+    if (from < n)
+        err_masked(m, x + from, xq ? xq + from : NULL, n - from);
 }
 
 /* The lean paths: 16 float32 lanes; every power and product is a float32
@@ -324,11 +358,7 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
             if (xq) {
                 vf16 qv;
                 memcpy(&qv, xq + i, 64);
-                vf16 e = xv - qv;
-                FMA16(e2, e, e);
-                FMA16(xq2, xv, qv);
-                FMA16(q2, qv, qv);
-                me = VMAX16(me, (vf16)((vi16)e & 0x7FFFFFFF));
+                ERR_STEP(xv, qv);
                 qmax = umax16(qmax, (vu16)qv & 0x7FFFFFFFu);
             }
             if (hist) {
@@ -367,12 +397,6 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
                 hist->top = top = want;
             }
         }
-#define ACC(D, v)                                                                                          \
-    do {                                                                                                   \
-        vd8 lo_, hi_;                                                                                      \
-        HALVES(v, lo_, hi_);                                                                               \
-        D += lo_ + hi_;                                                                                    \
-    } while (0)
         ACC(S1, s1);
         ACC(S2, s2);
         ACC(S3, s3);
@@ -383,7 +407,6 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
             ACC(Q2, q2);
             ACC(XQ, xq2);
         }
-#undef ACC
     }
     if (hist)
         for (size_t k = nl; k < n; k++) {
@@ -420,15 +443,7 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
     uint32_t qm = am;
     for (int l = 0; l < 16; l++)
         qm = qmax[l] > qm ? qmax[l] : qm;
-    size_t from = 0;
-    if (nl && qm >= 0x33800000u && qm <= 0x4D800000u) {
-        for (int l = 0; l < FP8_ML; l++)
-            m->e2[l] += E2[l], m->q2[l] += Q2[l], m->xq[l] += XQ[l];
-        memcpy(m->maxerr, &me, 64);
-        from = nl;
-    }
-    if (from < n)
-        err_masked(m, x + from, xq + from, n - from);
+    err_commit(m, x, xq, n, nl, qm, &E2, &Q2, &XQ, &me);
 }
 
 void FN(fp8__xmoments_add_)(FP8_XMOMENTS_ARGS) { xm_core(m, x, NULL, n, hist); }
@@ -452,36 +467,17 @@ void FN(fp8__err_add_)(FP8_MOMENTS_ARGS)
             vf16 xv, qv;
             memcpy(&xv, x + i, 64);
             memcpy(&qv, xq + i, 64);
-            vf16 e = xv - qv;
-            FMA16(e2, e, e);
-            FMA16(xq2, xv, qv);
-            FMA16(q2, qv, qv);
-            me = VMAX16(me, (vf16)((vi16)e & 0x7FFFFFFF));
+            ERR_STEP(xv, qv);
             bmax = umax16(bmax, umax16((vu16)xv & 0x7FFFFFFFu, (vu16)qv & 0x7FFFFFFFu));
         }
-#define ACC(D, v)                                                                                          \
-    do {                                                                                                   \
-        vd8 lo_, hi_;                                                                                      \
-        HALVES(v, lo_, hi_);                                                                               \
-        D += lo_ + hi_;                                                                                    \
-    } while (0)
         ACC(E2, e2);
         ACC(Q2, q2);
         ACC(XQ, xq2);
-#undef ACC
     }
     uint32_t am = 0;
     for (int l = 0; l < 16; l++)
         am = bmax[l] > am ? bmax[l] : am;
-    size_t from = 0;
-    if (nl && am >= 0x33800000u && am <= 0x4D800000u) {
-        for (int l = 0; l < FP8_ML; l++)
-            m->e2[l] += E2[l], m->q2[l] += Q2[l], m->xq[l] += XQ[l];
-        memcpy(m->maxerr, &me, 64);
-        from = nl;
-    }
-    if (from < n)
-        err_masked(m, x + from, xq ? xq + from : NULL, n - from);
+    err_commit(m, x, xq, n, nl, am, &E2, &Q2, &XQ, &me);
 }
 
 static inline void group_lanes(const float *x, size_t glen, vu16 *amax, vu16 *minnz);
