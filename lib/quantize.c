@@ -6,10 +6,13 @@
  * into scratch, and transpose x_hat back):
  *   1. amax pass (recipes that scale from this tensor): finite amax and
  *      min nonzero |x| of every scale group, vectorised (stats_vec.c);
- *   2. the scale of every group, by the reference system's rule (recipe.c);
- *   3. one fused pass: the element cast of each segment (a run of one
- *      group along a row) into an L1-sized buffer, then the moment sums,
- *      error sums and exponent histogram over that buffer and x.
+ *   2. the scale of every group, by the reference system's rule
+ *      (quantize_scales.c, recipe.c);
+ *   3. one fused pass over pieces of up to PIECE elements: the element cast
+ *      of the piece, then, while it is in cache, x's own statistics with the
+ *      exponent bins and the error sums against x_hat (one vector loop, or
+ *      the error sums alone when the caller gave x's statistics);
+ *   4. the sums turned into fp8_stats (quantize_finish.c).
  * Groups: one per tensor (none, delayed, current), per row (rowwise), per
  * tile (block: tiles of block_rows x block_cols; edge tiles are partial and
  * take their amax over the elements they have), per `group` elements along a
@@ -26,6 +29,7 @@
 #include "fp8_stats.h"
 #include "fpenv.h"
 #include "recipe_internal.h"
+#include "quantize_internal.h"
 #include "stats_vec.h"
 
 /* elements cast and summed per step of the fused pass: a piece of x and
@@ -86,6 +90,12 @@ static void pick(void)
 #endif
 }
 
+size_t fp8__best_ratio(const uint32_t *amax, const uint32_t *minnz, size_t ng)
+{
+    pthread_once(&pick_once, pick);
+    return best_ratio(amax, minnz, ng);
+}
+
 void fp8__moments_init(fp8__moments *m)
 {
     memset(m, 0, sizeof *m);
@@ -98,15 +108,6 @@ void fp8__moments_init(fp8__moments *m)
 }
 
 /* ---- layout ----------------------------------------------------------------- */
-
-typedef struct {
-    size_t R, C;        /* shape of the (possibly transposed) data          */
-    size_t seg;         /* segment length along a row (C for per-row groups) */
-    size_t nbc;         /* segments per row                                 */
-    size_t br;          /* rows per group (1, block_rows, or R)             */
-    size_t ngroups;
-    int per_tensor;     /* one group: the whole tensor is one segment       */
-} layout;
 
 static void make_layout(const fp8_recipe *r, size_t R, size_t C, layout *L)
 {
@@ -155,127 +156,6 @@ static void transpose(const float *src, size_t rows, size_t cols, float *dst) /*
             for (size_t i = i0; i < i0 + T && i < rows; i++)
                 for (size_t j = j0; j < j0 + T && j < cols; j++)
                     dst[j * rows + i] = src[i * cols + j];
-}
-
-/* ---- scales ----------------------------------------------------------------- */
-
-static float bits_to_float(uint32_t b)
-{
-    float f;
-    memcpy(&f, &b, 4);
-    return f;
-}
-
-/* 2^e for e in [-149, 127], exactly, without libm (called per block) */
-static float pow2f(int e)
-{
-    return bits_to_float(e >= -126 ? (uint32_t)(e + 127) << 23 : 1u << (e + 149));
-}
-
-/* nvfp4 (TE NVFP4BlockScaling, BRIEF §2): S_enc = 448*6/global_amax, block
- * decode scale (block_amax/6)*S_enc stored as e4m3 (RNE, saturating); the
- * elements are cast as x * (S_enc / s_block) and dequantised with
- * s_block * s_global, s_global = 1/S_enc. */
-static void nvfp4_scales(float gamax, const uint32_t *amax, size_t ng, float *scale, float *scale_inv,
-                         float *s_global)
-{
-    const fp8_format *e4m3 = fp8_format_find("e4m3", NULL);
-    fp8_class cls;
-    float S_enc = 1.0f;
-    if (gamax > 0.0f) {
-        S_enc = (448.0f * 6.0f) / gamax;
-        if (isinf(S_enc))
-            S_enc = FLT_MAX;
-    }
-    *s_global = 1.0f / S_enc;
-    const float sg = *s_global;
-    size_t g = 0;
-    /* 8 blocks at a time: the e4m3 cast of the decode scale by the same
-     * rules as fp8__encode_bits (nearest-even on the float32 bits for
-     * normals, an exact float rounding for subnormals; dec <= 448 always,
-     * since block amax <= global amax) */
-    typedef float v8f __attribute__((vector_size(32)));
-    typedef uint32_t v8u __attribute__((vector_size(32)));
-    typedef int32_t v8i __attribute__((vector_size(32)));
-    for (; g + 8 <= ng; g += 8) {
-        v8u ab;
-        memcpy(&ab, amax + g, 32);
-        v8f dec = ((v8f)ab / 6.0f) * S_enc;
-        v8u db = (v8u)dec;
-        v8u rn = (db + (0x7FFFFu + ((db >> 20) & 1u))) & 0xFFF00000u;  /* normal: 3 mantissa bits */
-        const v8u b448 = (v8u){0} + 0x43E00000u;
-        v8i over = (v8i)(rn > b448);
-        rn = (v8u)((over & (v8i)b448) | (~over & (v8i)rn));            /* saturate at 448 */
-        v8f ksub = ((dec * 512.0f) + 0x1p23f) - 0x1p23f;                /* subnormal: step 2^-9 */
-        v8u rs = (v8u)(ksub * (1.0f / 512.0f));
-        v8i sub = (v8i)(db < 0x3C800000u);                               /* below 2^-6 */
-        v8f sb = (v8f)(((v8u)sub & rs) | ((v8u)~sub & rn));
-        v8i pos = (v8i)(sb > 0.0f);
-        v8f sc = S_enc / sb;
-        v8i fin = (v8i)(sc <= 3.4028235e38f);
-        const v8i fltmax = (v8i){0} + (int32_t)0x7F7FFFFF;
-        sc = (v8f)(((v8i)sc & fin) | (fltmax & ~fin)); /* Inf -> FLT_MAX */
-        sc = (v8f)((v8i)sc & pos);
-        v8f si = (v8f)((v8i)(sb * sg) & pos);
-        memcpy(scale + g, &sc, 32);
-        memcpy(scale_inv + g, &si, 32);
-    }
-    for (; g < ng; g++) {
-        float dec = (bits_to_float(amax[g]) / 6.0f) * S_enc;
-        uint32_t db;
-        memcpy(&db, &dec, 4);
-        float sb = bits_to_float(fp8__decode_bits(e4m3, fp8__encode_bits(e4m3, FP8_ROUND_NEAREST, 1, db, 0, &cls)));
-        if (sb > 0.0f) {
-            scale[g] = S_enc / sb;
-            if (isinf(scale[g]))
-                scale[g] = FLT_MAX;
-            scale_inv[g] = sb * sg;
-        } else {
-            scale[g] = 0.0f; /* the block's nonzero values all flush */
-            scale_inv[g] = 0.0f;
-        }
-    }
-}
-
-static void group_scales(fp8_recipe_state *st, const uint32_t *amax, size_t ng, float gamax, float *scale,
-                         float *scale_inv, float *s_global)
-{
-    const fp8_recipe *r = &st->recipe;
-    const float fp8max = (float)st->format->max;
-    *s_global = 1.0f;
-    for (size_t g = 0; g < ng; g++) {
-        float a = bits_to_float(amax[g]);
-        switch (r->kind) {
-        case FP8_RECIPE_DELAYED:
-            scale[g] = st->scale, scale_inv[g] = st->scale_inv;
-            break;
-        case FP8_RECIPE_CURRENT:
-            if (!isnan(st->group_amax))
-                a = st->group_amax > a ? st->group_amax : a; /* reduced over the recipe's group */
-            /* fall through */
-        case FP8_RECIPE_ROWWISE:
-        case FP8_RECIPE_COLWISE:
-            scale[g] = fp8__scale_current(fp8max, a, r->eps, r->pow2, r->torchao);
-            scale_inv[g] = 1.0f / scale[g];
-            break;
-        case FP8_RECIPE_BLOCK:
-            fp8__scale_block(fp8max, a, r, &scale[g], &scale_inv[g]);
-            break;
-        case FP8_RECIPE_MX: {
-            uint32_t code = fp8__scale_mx(st->format, a, r->mx_round);
-            int E = code == 0xFF ? 0 : (int)code - 127; /* NaN needs a non-finite amax: excluded */
-            scale[g] = pow2f(-E);
-            scale_inv[g] = pow2f(E);
-            break;
-        }
-        case FP8_RECIPE_NVFP4:
-            nvfp4_scales(gamax, amax, ng, scale, scale_inv, s_global);
-            return;
-        default:
-            scale[g] = scale_inv[g] = 1.0f;
-            break;
-        }
-    }
 }
 
 /* ---- the fused pass --------------------------------------------------------- */
@@ -418,153 +298,6 @@ static unsigned run_segment(pass_ctx *c, const float *x, size_t n, float scale, 
     return flags;
 }
 
-/* The per-group part of the statistics: scale_inv's range, mean, std and
- * exponent histogram, the groups that overflowed or flushed, the largest
- * amax / min-nonzero ratio.  Millions of groups for 1x16 recipes: partial
- * sums and sub-histograms four wide (a single running sum or counter is a
- * chain of dependent adds), no libm calls, the largest ratio found by a
- * vector pass (stats_vec.c). */
-static void group_summary(fp8_stats *s, size_t ng, const float *scale_inv, const unsigned char *flags,
-                          const uint32_t *gamax_bits, const uint32_t *gminnz_bits)
-{
-    double sum[4] = {0, 0, 0, 0};
-    float mn[4] = {INFINITY, INFINITY, INFINITY, INFINITY}, mx[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
-    uint64_t shist[4][FP8_SCALE_BINS];
-    memset(shist, 0, sizeof shist);
-    uint64_t fo = 0, fu = 0;
-    size_t g = 0;
-    for (; g + 4 <= ng; g += 4)
-        for (int k = 0; k < 4; k++) {
-            float v = scale_inv[g + (size_t)k];
-            uint32_t b;
-            memcpy(&b, &v, 4);
-            sum[k] += v;
-            mn[k] = v < mn[k] ? v : mn[k];
-            mx[k] = v > mx[k] ? v : mx[k];
-            shist[k][(b >> 23) & 0xFF]++;
-            fo += flags[g + (size_t)k] & 1;
-            fu += (flags[g + (size_t)k] >> 1) & 1;
-        }
-    for (; g < ng; g++) {
-        float v = scale_inv[g];
-        uint32_t b;
-        memcpy(&b, &v, 4);
-        sum[0] += v;
-        mn[0] = v < mn[0] ? v : mn[0];
-        mx[0] = v > mx[0] ? v : mx[0];
-        shist[0][(b >> 23) & 0xFF]++;
-        fo += flags[g] & 1;
-        fu += (flags[g] >> 1) & 1;
-    }
-    for (int k = 0; k < FP8_SCALE_BINS; k++)
-        s->scale_hist[k] += shist[0][k] + shist[1][k] + shist[2][k] + shist[3][k];
-    s->blocks_with_overflow = fo;
-    s->blocks_with_underflow = fu;
-    const double mean = (sum[0] + sum[1] + sum[2] + sum[3]) / (double)ng;
-    double m2[4] = {0, 0, 0, 0};
-    for (g = 0; g + 4 <= ng; g += 4)
-        for (int k = 0; k < 4; k++) {
-            double d = (double)scale_inv[g + (size_t)k] - mean;
-            m2[k] += d * d;
-        }
-    for (; g < ng; g++) {
-        double d = (double)scale_inv[g] - mean;
-        m2[0] += d * d;
-    }
-    s->scale_inv_min = fminf(fminf(mn[0], mn[1]), fminf(mn[2], mn[3]));
-    s->scale_inv_max = fmaxf(fmaxf(mx[0], mx[1]), fmaxf(mx[2], mx[3]));
-    s->scale_inv_mean = mean;
-    s->scale_inv_std = sqrt((m2[0] + m2[1] + m2[2] + m2[3]) / (double)ng);
-    if (!gamax_bits)
-        return;
-    size_t best = best_ratio(gamax_bits, gminnz_bits, ng);
-    s->max_block_dynamic_range =
-        best == SIZE_MAX ? 0.0 : log2(bits_to_float(gamax_bits[best])) - log2(bits_to_float(gminnz_bits[best]));
-}
-
-/* x's own statistics, from src to dst (the rest of dst untouched) */
-static void keep_x_fields(fp8_stats *dst, const fp8_stats *src)
-{
-    dst->numel = src->numel, dst->finite = src->finite;
-    dst->nan_count = src->nan_count, dst->inf_count = src->inf_count, dst->zero_count = src->zero_count;
-    dst->mean = src->mean, dst->std = src->std, dst->kurtosis = src->kurtosis;
-    dst->min = src->min, dst->max = src->max, dst->amax = src->amax;
-    dst->l1 = src->l1, dst->l2 = src->l2, dst->min_nonzero = src->min_nonzero;
-    dst->dynamic_range = src->dynamic_range;
-    memcpy(dst->exp_hist, src->exp_hist, sizeof dst->exp_hist);
-}
-
-/* The statistics of x alone from its sums (x2: sum x^2 over finite x). */
-static void finish_x(fp8_stats *s, const fp8__moments *m, uint64_t numel)
-{
-    double l1 = 0, x2 = 0; /* x2: sum x^2 over finite x */
-    for (int l = 0; l < FP8_ML; l++)
-        l1 += m->l1[l], x2 += m->xx[l];
-    float mn = INFINITY, mx = -INFINITY, mz = INFINITY;
-    for (int l = 0; l < 16; l++) {
-        mn = fminf(mn, m->mn[l]);
-        mx = fmaxf(mx, m->mx[l]);
-        mz = fminf(mz, m->mnz[l]);
-    }
-    s->numel = numel;
-    s->nan_count = m->nan;
-    s->inf_count = m->inf;
-    s->finite = s->numel - m->nan - m->inf;
-    s->zero_count = m->zero;
-    double n = (double)s->finite;
-    if (s->finite) {
-        double M2 = m->cM2, M4 = m->cM4;
-        s->mean = m->cmean;
-        s->std = sqrt(M2 / n);
-        s->kurtosis = M2 > 0 ? n * M4 / (M2 * M2) : 0.0;
-        s->min = mn, s->max = mx;
-        s->amax = fmax(fabs((double)mn), fabs((double)mx));
-    }
-    s->l1 = l1;
-    s->l2 = sqrt(x2);
-    s->min_nonzero = isinf(mz) ? 0.0 : mz;
-    s->dynamic_range = (s->min_nonzero > 0) ? log2(s->amax) - log2(s->min_nonzero) : 0.0;
-}
-
-/* The recipe's statistics; s already holds x's (finish_x, or the caller's
- * fp8_tensor_stats).  The error sums' denominator sum x^2 is l2^2 either
- * way, so both routes give the same bits. */
-static void finish_stats(fp8_stats *s, const pass_ctx *c, const layout *L, const uint32_t *gamax_bits,
-                         const uint32_t *gminnz_bits, const float *scale, const float *scale_inv,
-                         const unsigned char *flags, float s_global, const fp8_format *f)
-{
-    const fp8__moments *m = c->err;
-    double e2 = 0, q2 = 0, xq = 0;
-    for (int l = 0; l < FP8_ML; l++)
-        e2 += m->e2[l], q2 += m->q2[l], xq += m->xq[l];
-    float me = 0;
-    for (int l = 0; l < 16; l++)
-        me = fmaxf(me, m->maxerr[l]);
-    double x2 = s->l2 * s->l2;
-    memcpy(s->classes.n, c->cnt, sizeof c->cnt);
-    s->overflows = c->cnt[FP8_CLASS_SATURATED] + c->cnt[FP8_CLASS_OVERFLOW];
-    s->underflows = c->cnt[FP8_CLASS_FLUSHED];
-    s->subnormals = c->cnt[FP8_CLASS_SUBNORMAL];
-    s->err_excluded = m->qbad;
-    s->sq_err = e2;
-    uint64_t nerr = s->finite - m->qbad;
-    s->mse = nerr ? e2 / (double)nerr : 0.0;
-    s->rel_err = x2 > 0 ? sqrt(e2 / x2) : (e2 > 0 ? INFINITY : 0.0);
-    s->sqnr_db = e2 > 0 ? 10.0 * log10(x2 / e2) : INFINITY;
-    s->cosine = (x2 > 0 && q2 > 0) ? xq / sqrt(x2 * q2) : (x2 == q2 ? 1.0 : 0.0);
-    s->max_abs_err = me;
-
-    s->format = f;
-    s->nscales = L->ngroups;
-    s->nblocks = L->ngroups;
-    s->scale = scale[0];
-    s->scale_inv = scale_inv[0];
-    s->global_scale_inv = s_global;
-    group_summary(s, L->ngroups, scale_inv, flags, gamax_bits, gminnz_bits);
-    if (!gamax_bits)
-        s->max_block_dynamic_range = s->dynamic_range;
-}
-
 /* amax, Inf and NaN counts in chunks the lane counters hold */
 static void amax_info(const float *x, size_t n, uint32_t *amax_bits, uint64_t *ninf, uint64_t *nnan)
 {
@@ -587,7 +320,7 @@ int fp8_tensor_amax(const float *x, size_t n, fp8_amax_info *out)
     pthread_once(&pick_once, pick);
     uint32_t a;
     amax_info(x, n, &a, &out->inf_count, &out->nan_count);
-    out->amax = bits_to_float(a);
+    out->amax = fp8__bits_to_float(a);
     return FP8_OK;
 }
 
@@ -629,7 +362,7 @@ int fp8_tensor_stats(const float *x, size_t n, fp8_stats *stats, unsigned flags)
         if (h && (h->pending += k) > ((uint64_t)1 << 31))
             hist_flush(h, stats->exp_hist);
     }
-    finish_x(stats, &m, n);
+    fp8__finish_x(stats, &m, n);
     if (h)
         hist_flush(h, stats->exp_hist);
     fp8__fenv_leave(&env);
@@ -647,7 +380,7 @@ static uint64_t te_overflow_count(const float *X, const layout *L, const float *
     uint64_t n = 0;
     for (size_t g = 0; g < L->ngroups; g++) {
         float thr = fmax * scale_inv[g];
-        float ga = L->per_tensor ? amax : bits_to_float(gamax[g]);
+        float ga = L->per_tensor ? amax : fp8__bits_to_float(gamax[g]);
         if (!any_inf && !(ga > thr))
             continue;
         size_t r0 = L->per_tensor ? 0 : (g / L->nbc) * L->br, c0 = L->per_tensor ? 0 : (g % L->nbc) * L->seg;
@@ -718,50 +451,6 @@ int fp8_quantize_codes(fp8_recipe_state *st, const float *x, size_t rows, size_t
     return quantize_impl(st, x, rows, cols, out, stats, options, codes, group_scale_inv, NULL);
 }
 
-/* ---- NVFP4's random Hadamard transform ---------------------------------- */
-
-/* The 16 random signs of seed (splitmix64), as +-1. */
-static void rht_signs(uint64_t seed, float d[16])
-{
-    uint64_t z = seed + 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    for (int i = 0; i < 16; i++)
-        d[i] = (z >> i) & 1 ? -1.0f : 1.0f;
-}
-
-/* v <- H16 v / 4 (H16 the Sylvester Hadamard matrix: orthonormal after /4,
- * symmetric, its own inverse) */
-static void wht16(float *v)
-{
-    for (int len = 1; len < 16; len <<= 1)
-        for (int i = 0; i < 16; i += 2 * len)
-            for (int j = i; j < i + len; j++) {
-                float a = v[j], b = v[j + len];
-                v[j] = a + b, v[j + len] = a - b;
-            }
-    for (int i = 0; i < 16; i++)
-        v[i] *= 0.25f;
-}
-
-/* forward: y = H (d . x) / 4 on every whole group of 16 along each row;
- * inverse: x = d . (H y / 4).  A row's last partial group is left alone. */
-static void rht_apply(float *x, size_t rows, size_t cols, const float d[16], int inverse)
-{
-    for (size_t i = 0; i < rows; i++)
-        for (size_t j = 0; j + 16 <= cols; j += 16) {
-            float *v = x + i * cols + j;
-            if (!inverse)
-                for (int k = 0; k < 16; k++)
-                    v[k] *= d[k];
-            wht16(v);
-            if (inverse)
-                for (int k = 0; k < 16; k++)
-                    v[k] *= d[k];
-        }
-}
-
 static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
                          fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai);
 
@@ -783,15 +472,15 @@ static int quantize_impl(fp8_recipe_state *st, const float *x, size_t rows, size
     if (!y)
         return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: out of memory for the Hadamard transform of %zux%zu", rows, cols);
     memcpy(y, x, rows * cols * sizeof *y);
-    rht_signs(st->recipe.rht_seed, d);
+    fp8__rht_signs(st->recipe.rht_seed, d);
     fp8__fenv fe;
     fp8__fenv_enter(&fe);
-    rht_apply(y, rows, cols, d, 0);
+    fp8__rht_apply(y, rows, cols, d, 0);
     fp8__fenv_leave(&fe);
     int rc = quantize_core(st, y, rows, cols, out, stats, options, codes, group_scale_inv, NULL);
     if (rc == FP8_OK && out) {
         fp8__fenv_enter(&fe);
-        rht_apply(out, rows, cols, d, 1);
+        fp8__rht_apply(out, rows, cols, d, 1);
         fp8__fenv_leave(&fe);
     }
     free(y);
@@ -817,9 +506,9 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
             uint64_t ninf, nnan;
             amax_info(x, rows * cols, &amax, &ninf, &nnan); /* integer work only */
             if (r->kind == FP8_RECIPE_DELAYED)
-                fp8_recipe_state_observe(st, ninf && !r->finite_amax ? INFINITY : bits_to_float(amax));
+                fp8_recipe_state_observe(st, ninf && !r->finite_amax ? INFINITY : fp8__bits_to_float(amax));
             if (ai)
-                ai->amax = bits_to_float(amax), ai->inf_count = ninf, ai->nan_count = nnan;
+                ai->amax = fp8__bits_to_float(amax), ai->inf_count = ninf, ai->nan_count = nnan;
         }
         return FP8_OK;
     }
@@ -905,7 +594,7 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
 
     /* 2. scales */
     float s_global = 1.0f;
-    group_scales(st, gamax, ng, bits_to_float(tot_amax), scale, scale_inv, &s_global);
+    fp8__group_scales(st, gamax, ng, fp8__bits_to_float(tot_amax), scale, scale_inv, &s_global);
 
     /* 3. fused pass */
     pass_ctx c;
@@ -980,24 +669,24 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
             amax = st->known_amax;
             ninf = st->known_inf ? 1 : 0;
         } else { /* c.scan */
-            amax = bits_to_float(c.amax_bits);
+            amax = fp8__bits_to_float(c.amax_bits);
             ninf = c.ninf;
         }
         fp8_recipe_state_observe(st, ninf && !r->finite_amax ? INFINITY : amax); /* TE's amax: Inf when present */
     }
     if (ai)
-        ai->amax = bits_to_float(c.amax_bits), ai->inf_count = c.ninf, ai->nan_count = c.nnan;
+        ai->amax = fp8__bits_to_float(c.amax_bits), ai->inf_count = c.ninf, ai->nan_count = c.nnan;
     if (stats) {
         if (x_given) {
             fp8_stats xs;
-            keep_x_fields(&xs, stats);
+            fp8__keep_x_fields(&xs, stats);
             memset(stats, 0, sizeof *stats);
-            keep_x_fields(stats, &xs);
+            fp8__keep_x_fields(stats, &xs);
         } else {
             memset(stats, 0, sizeof *stats);
-            finish_x(stats, &c.xmom, numel);
+            fp8__finish_x(stats, &c.xmom, numel);
         }
-        finish_stats(stats, &c, &L, L.per_tensor ? NULL : gamax, gminnz, scale, scale_inv, flags, s_global,
+        fp8__finish_stats(stats, c.cnt, c.err, &L, L.per_tensor ? NULL : gamax, gminnz, scale, scale_inv, flags, s_global,
                      st->format);
         /* TE defines its count for per-tensor static scales (delayed scaling);
          * under current and grouped scaling a group's own maximum exceeds

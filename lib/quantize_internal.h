@@ -1,0 +1,59 @@
+/*
+ * quantize_internal.h — internal: what the engine's files share (quantize.c
+ * runs the passes; quantize_scales.c sets the groups' scales;
+ * quantize_finish.c turns the sums into fp8_stats; rht.c is NVFP4's random
+ * Hadamard transform).
+ */
+#ifndef FP8_QUANTIZE_INTERNAL_H
+#define FP8_QUANTIZE_INTERNAL_H
+#include <stdint.h>
+#include <string.h>
+
+#include "fp8_recipe.h"
+#include "fp8_stats.h"
+#include "stats_vec.h"
+
+/* A tensor's scale groups: one per tensor (none, delayed, current), per row
+ * (rowwise), per tile, or per `group` elements along a row. */
+typedef struct {
+    size_t R, C;        /* shape of the (possibly transposed) data          */
+    size_t seg;         /* segment length along a row (C for per-row groups) */
+    size_t nbc;         /* segments per row                                 */
+    size_t br;          /* rows per group (1, block_rows, or R)             */
+    size_t ngroups;
+    int per_tensor;     /* one group: the whole tensor is one segment       */
+} layout;
+
+
+static inline float fp8__bits_to_float(uint32_t b)
+{
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+}
+
+/* The scale and scale_inv of each of ng groups from their amaxes (float32
+ * bits; gamax the tensor's), by the recipe's rule; s_global: NVFP4's. */
+void fp8__group_scales(fp8_recipe_state *st, const uint32_t *amax, size_t ng, float gamax, float *scale,
+                       float *scale_inv, float *s_global);
+
+/* The first group with the largest amax / min-nonzero ratio (stats_vec.c's
+ * vector pass for this machine); SIZE_MAX if none. */
+size_t fp8__best_ratio(const uint32_t *amax, const uint32_t *minnz, size_t ng);
+
+/* x's statistics (the high-precision side of fp8_stats) from its sums */
+void fp8__finish_x(fp8_stats *s, const fp8__moments *m, uint64_t numel);
+/* x's statistics from src to dst, the rest of dst untouched */
+void fp8__keep_x_fields(fp8_stats *dst, const fp8_stats *src);
+/* The recipe's statistics; s already holds x's.  cnt: the cast's classes,
+ * err: the error sums; gamax/gminnz NULL for per-tensor recipes. */
+void fp8__finish_stats(fp8_stats *s, const uint64_t cnt[FP8_NCLASS], const fp8__moments *err, const layout *L,
+                       const uint32_t *gamax_bits, const uint32_t *gminnz_bits, const float *scale,
+                       const float *scale_inv, const unsigned char *flags, float s_global, const fp8_format *f);
+
+/* NVFP4's random Hadamard transform: the 16 signs of a seed, and the
+ * transform (or its inverse) of every whole group of 16 along each row. */
+void fp8__rht_signs(uint64_t seed, float d[16]);
+void fp8__rht_apply(float *x, size_t rows, size_t cols, const float d[16], int inverse);
+
+#endif
