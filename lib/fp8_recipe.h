@@ -167,6 +167,12 @@ typedef struct fp8_recipe_state {
                                   by the state (fp8_recipe_state_free; copies:
                                   fp8_recipe_state_copy) */
     size_t scratch_bytes;
+    int threads;               /* fp8_quantize's threads (0 or 1: the calling
+                                  one; at most 16): a tensor of more than one
+                                  piece of 32768 elements is cast in parts side
+                                  by side.  The results are the same bits
+                                  whatever the number (the probe option
+                                  `threads` sets it) */
 } fp8_recipe_state;
 
 /* Allocate the state of recipe r for a tensor of the given role.  Delayed

@@ -128,5 +128,7 @@ int fp8_tensor_exp_hist(const float *x, size_t n, uint64_t hist[FP8_EXP_BINS]);
  * unless FP8_STATS_NO_EXP_HIST in flags) of x[0..n) in one pass; every
  * other field zero.  What FP8_STATS_X_GIVEN expects. */
 int fp8_tensor_stats(const float *x, size_t n, fp8_stats *stats, unsigned flags);
+/* The same on up to `threads` threads (the same bits whatever the number). */
+int fp8_tensor_stats_ex(const float *x, size_t n, fp8_stats *stats, unsigned flags, int threads);
 
 #endif

@@ -29,6 +29,7 @@
 #include "fp8_stats.h"
 #include "fpenv.h"
 #include "recipe_internal.h"
+#include "parallel.h"
 #include "quantize_internal.h"
 #include "stats_vec.h"
 
@@ -94,6 +95,41 @@ size_t fp8__best_ratio(const uint32_t *amax, const uint32_t *minnz, size_t ng)
 {
     pthread_once(&pick_once, pick);
     return best_ratio(amax, minnz, ng);
+}
+
+void fp8__moments_combine(fp8__moments *m, double nb, double mb, double M2b, double M3b, double M4b)
+{
+    if (nb == 0)
+        return;
+    double na = m->cn, N = na + nb;
+    if (na == 0) {
+        m->cn = nb, m->cmean = mb, m->cM2 = M2b, m->cM3 = M3b, m->cM4 = M4b;
+        return;
+    }
+    double delta = mb - m->cmean, d2 = delta * delta;
+    double M2a = m->cM2, M3a = m->cM3, M4a = m->cM4;
+    m->cmean += delta * nb / N;
+    m->cM4 = M4a + M4b + d2 * d2 * na * nb * (na * na - na * nb + nb * nb) / (N * N * N) +
+             6 * d2 * (na * na * M2b + nb * nb * M2a) / (N * N) + 4 * delta * (na * M3b - nb * M3a) / N;
+    m->cM3 = M3a + M3b + d2 * delta * na * nb * (na - nb) / (N * N) + 3 * delta * (na * M2b - nb * M2a) / N;
+    m->cM2 = M2a + M2b + d2 * na * nb / N;
+    m->cn = N;
+}
+
+void fp8__moments_merge(fp8__moments *a, const fp8__moments *b)
+{
+    fp8__moments_combine(a, b->cn, b->cmean, b->cM2, b->cM3, b->cM4);
+    for (int l = 0; l < FP8_ML; l++) {
+        a->l1[l] += b->l1[l], a->e2[l] += b->e2[l], a->q2[l] += b->q2[l];
+        a->xq[l] += b->xq[l], a->x2[l] += b->x2[l], a->xx[l] += b->xx[l];
+    }
+    for (int l = 0; l < 16; l++) {
+        a->mn[l] = b->mn[l] < a->mn[l] ? b->mn[l] : a->mn[l];
+        a->mx[l] = b->mx[l] > a->mx[l] ? b->mx[l] : a->mx[l];
+        a->maxerr[l] = b->maxerr[l] > a->maxerr[l] ? b->maxerr[l] : a->maxerr[l];
+        a->mnz[l] = b->mnz[l] < a->mnz[l] ? b->mnz[l] : a->mnz[l];
+    }
+    a->nan += b->nan, a->inf += b->inf, a->zero += b->zero, a->qbad += b->qbad;
 }
 
 void fp8__moments_init(fp8__moments *m)
@@ -298,6 +334,179 @@ static unsigned run_segment(pass_ctx *c, const float *x, size_t n, float scale, 
     return flags;
 }
 
+/* ---- parts: the passes side by side ------------------------------------- */
+
+/* A piece's x_hat when it cannot go straight to out: one buffer per thread,
+ * kept (fresh pages cost more than a small tensor's cast on some machines) */
+static pthread_key_t buf_key;
+static pthread_once_t buf_once = PTHREAD_ONCE_INIT;
+static void buf_key_make(void) { pthread_key_create(&buf_key, free); }
+static float *thread_buf(void)
+{
+    pthread_once(&buf_once, buf_key_make);
+    float *b = pthread_getspecific(buf_key);
+    if (!b && (b = malloc(PIECE * sizeof *b)) != NULL && pthread_setspecific(buf_key, b) != 0) {
+        free(b);
+        b = NULL;
+    }
+    return b;
+}
+
+/* Per-tensor recipes and groups one row high (their groups lie in memory
+ * order) split into up to MAX_PARTS parts of whole pieces (chunks of whole
+ * groups); each part has sums of its own, merged in part order, so the
+ * result is the same bits whatever the number of threads that ran the
+ * parts (the recipe state's `threads`).  Other layouts run as one part. */
+#define MAX_PARTS 8
+
+typedef struct {
+    pass_ctx c;
+    uint64_t hist64[FP8_EXP_BINS]; /* this part's histogram flushes */
+    unsigned tflags;               /* per-tensor recipes: the one group's flags */
+    int failed;                    /* no buffer on its thread: redone on the caller's */
+} part;
+
+typedef struct {
+    const layout *L;
+    const float *X;
+    float *OUT;
+    void *CODES;
+    size_t cb, numel, unit, U; /* U units of `unit` elements (the last may be short) */
+    int grouped, split, P;
+    float *scale, *scale_inv;
+    unsigned char *flags;
+    uint32_t *gamax, *gminnz;
+    uint32_t pam[MAX_PARTS], pmz[MAX_PARTS]; /* per-tensor amax pass, per part */
+    fp8_recipe_state *st;                    /* the scales: */
+    size_t ng;
+    uint32_t tot_amax;
+    float s_global;
+    part *parts;
+} fused;
+
+/* the cast and statistics of units [u0, u1) */
+static void fused_units(fused *F, part *pp, size_t u0, size_t u1)
+{
+    pass_ctx *c = &pp->c;
+    const layout *L = F->L;
+    for (size_t u = u0; u < u1; u++) {
+        size_t off = u * F->unit, m = F->numel - off < F->unit ? F->numel - off : F->unit;
+        void *cp = F->CODES ? (char *)F->CODES + off * F->cb : NULL;
+        if (!F->grouped) { /* per tensor */
+            pp->tflags |= run_segment(c, F->X + off, m, F->scale[0], F->scale_inv[0], F->OUT ? F->OUT + off : NULL, cp,
+                                      off);
+            continue;
+        }
+        size_t gi = off / L->seg;
+        float *dst = (F->OUT && F->OUT != F->X) ? F->OUT + off : c->buf;
+        fp8__caster_run_groups(&c->caster, F->X + off, m, L->seg, F->scale + gi, F->scale_inv + gi, dst, cp, c->cnt,
+                               F->flags + gi, off);
+        piece_stats(c, F->X + off, dst, m);
+        if (F->OUT && dst == c->buf)
+            memcpy(F->OUT + off, c->buf, m * sizeof(float));
+    }
+}
+
+/* the layouts that run as one part: tiles more than a row high, and
+ * segments the grouped kernel does not take */
+static void fused_whole(fused *F, part *pp)
+{
+    pass_ctx *c = &pp->c;
+    const layout *L = F->L;
+    const float *X = F->X;
+    if (F->grouped) { /* tiles of br rows: a row's chunks, row after row */
+        const size_t chunk = (PIECE / L->seg) * L->seg;
+        for (size_t i = 0; i < L->R; i++)
+            for (size_t j0 = 0; j0 < L->C; j0 += chunk) {
+                size_t m = L->C - j0 < chunk ? L->C - j0 : chunk, off = i * L->C + j0;
+                size_t gi = (i / L->br) * L->nbc + j0 / L->seg;
+                float *dst = (F->OUT && F->OUT != X) ? F->OUT + off : c->buf;
+                fp8__caster_run_groups(&c->caster, X + off, m, L->seg, F->scale + gi, F->scale_inv + gi, dst,
+                                       F->CODES ? (char *)F->CODES + off * F->cb : NULL, c->cnt, F->flags + gi, off);
+                piece_stats(c, X + off, dst, m);
+                if (F->OUT && dst == c->buf)
+                    memcpy(F->OUT + off, c->buf, m * sizeof(float));
+            }
+        return;
+    }
+    for (size_t i = 0; i < L->R; i++)
+        for (size_t jb = 0; jb < L->nbc; jb++) {
+            size_t j0 = jb * L->seg, len = L->C - j0 < L->seg ? L->C - j0 : L->seg;
+            size_t g = (i / L->br) * L->nbc + jb, off = i * L->C + j0;
+            F->flags[g] |= (unsigned char)run_segment(c, X + off, len, F->scale[g], F->scale_inv[g],
+                                                      F->OUT ? F->OUT + off : NULL,
+                                                      F->CODES ? (char *)F->CODES + off * F->cb : NULL, off);
+        }
+}
+
+static void fused_job(void *ctx, int p)
+{
+    fused *F = ctx;
+    part *pp = &F->parts[p];
+    if (!(pp->c.buf = thread_buf())) {
+        pp->failed = 1;
+        return;
+    }
+    fp8__fenv env; /* this thread's floating-point environment, as the caller's */
+    fp8__fenv_enter(&env);
+    if (F->split)
+        fused_units(F, pp, F->U * (size_t)p / (size_t)F->P, F->U * (size_t)(p + 1) / (size_t)F->P);
+    else
+        fused_whole(F, pp);
+    fp8__fenv_leave(&env);
+}
+
+static void scales_job(void *ctx, int p)
+{
+    fused *F = ctx;
+    size_t P = F->ng >= 4096 ? (size_t)F->P : 1, g0 = F->ng * (size_t)p / P, g1 = F->ng * (size_t)(p + 1) / P;
+    float sg = 1.0f;
+    fp8__fenv env;
+    fp8__fenv_enter(&env);
+    fp8__group_scales(F->st, F->gamax + g0, g1 - g0, fp8__bits_to_float(F->tot_amax), F->scale + g0,
+                      F->scale_inv + g0, &sg);
+    fp8__fenv_leave(&env);
+    if (p == 0)
+        F->s_global = sg; /* NVFP4's, the same from every range */
+}
+
+/* the amax pass of rows [i0, i1) (groups other than one per tensor) */
+static void amax_rows(const layout *L, const float *X, size_t i0, size_t i1, uint32_t *gamax, uint32_t *gminnz)
+{
+    for (size_t i = i0; i < i1; i++) {
+        if (L->br == 1 && L->seg % 16 == 0 && L->C % L->seg == 0 && L->seg < 1024) {
+            /* short groups along the row: one call for the whole row */
+            range_groups(X + i * L->C, L->C, L->seg, gamax + i * L->nbc, gminnz + i * L->nbc);
+            continue;
+        }
+        for (size_t jb = 0; jb < L->nbc; jb++) {
+            size_t j0 = jb * L->seg, len = L->C - j0 < L->seg ? L->C - j0 : L->seg;
+            size_t g = (i / L->br) * L->nbc + jb;
+            range_pass(X + i * L->C + j0, len, &gamax[g], &gminnz[g]);
+        }
+    }
+}
+
+static void amax_job(void *ctx, int p)
+{
+    fused *F = ctx;
+    const layout *L = F->L;
+    size_t P = (size_t)F->P;
+    if (L->per_tensor) {
+        size_t u0 = F->U * (size_t)p / P, u1 = F->U * (size_t)(p + 1) / P;
+        size_t e0 = u0 * F->unit, e1 = u1 * F->unit < F->numel ? u1 * F->unit : F->numel;
+        F->pam[p] = 0, F->pmz[p] = 0x7F800000u;
+        if (e1 > e0)
+            range_pass(F->X + e0, e1 - e0, &F->pam[p], &F->pmz[p]);
+        return;
+    }
+    size_t rows = L->br == 1 ? L->R : (L->R + L->br - 1) / L->br; /* whole tile rows per part */
+    size_t r0 = rows * (size_t)p / P, r1 = rows * (size_t)(p + 1) / P;
+    if (L->br > 1)
+        r0 *= L->br, r1 = r1 * L->br < L->R ? r1 * L->br : L->R;
+    amax_rows(L, F->X, r0, r1, F->gamax, F->gminnz);
+}
+
 /* amax, Inf and NaN counts in chunks the lane counters hold */
 static void amax_info(const float *x, size_t n, uint32_t *amax_bits, uint64_t *ninf, uint64_t *nnan)
 {
@@ -343,31 +552,69 @@ int fp8_tensor_exp_hist(const float *x, size_t n, uint64_t hist[FP8_EXP_BINS])
 
 int fp8_tensor_stats(const float *x, size_t n, fp8_stats *stats, unsigned flags)
 {
+    return fp8_tensor_stats_ex(x, n, stats, flags, 1);
+}
+
+/* x's statistics of pieces [U p / P, U (p + 1) / P) into part p */
+typedef struct {
+    const float *x;
+    size_t n, U;
+    int P;
+    part *parts;
+} xstats_work;
+
+static void xstats_job(void *ctx, int p)
+{
+    xstats_work *W = ctx;
+    fp8__fenv env;
+    fp8__fenv_enter(&env);
+    for (size_t u = W->U * (size_t)p / (size_t)W->P; u < W->U * (size_t)(p + 1) / (size_t)W->P; u++) {
+        size_t off = u * PIECE;
+        piece_stats(&W->parts[p].c, W->x + off, NULL, W->n - off < PIECE ? W->n - off : PIECE);
+    }
+    fp8__fenv_leave(&env);
+}
+
+int fp8_tensor_stats_ex(const float *x, size_t n, fp8_stats *stats, unsigned flags, int threads)
+{
     if (!stats || (!x && n))
         return FP8_ERROR(FP8_EINVAL, "fp8_tensor_stats: %s is NULL", stats ? "the tensor" : "stats");
     pthread_once(&pick_once, pick);
     const int want_hist = !(flags & FP8_STATS_NO_EXP_HIST);
-    hist_acc *h = want_hist ? calloc(1, sizeof *h) : NULL;
-    if (want_hist && !h)
-        return FP8_ERROR(FP8_ENOMEM, "fp8_tensor_stats: out of memory");
-    memset(stats, 0, sizeof *stats);
-    fp8__moments m;
-    fp8__moments_init(&m);
-    fp8__fenv env;
-    fp8__fenv_enter(&env);
-    /* pieces as the fused pass takes a per-tensor recipe's: the same sums */
-    for (size_t i = 0; i < n; i += PIECE) {
-        size_t k = n - i < PIECE ? n - i : PIECE;
-        xmoments_add(&m, x + i, k, h ? &h->s : NULL);
-        if (h && (h->pending += k) > ((uint64_t)1 << 31))
-            hist_flush(h, stats->exp_hist);
+    /* the parts a per-tensor recipe's cast takes: the same sums */
+    xstats_work W = {x, n, (n + PIECE - 1) / PIECE, 1, NULL};
+    W.P = W.U < 1 ? 1 : (int)(W.U < MAX_PARTS ? W.U : MAX_PARTS);
+    W.parts = calloc((size_t)W.P, sizeof *W.parts);
+    int nomem = !W.parts;
+    for (int p = 0; !nomem && p < W.P; p++) {
+        pass_ctx *c = &W.parts[p].c;
+        fp8__moments_init(&c->xmom);
+        c->xstats = 1;
+        if (want_hist) {
+            c->hist = W.parts[p].hist64;
+            nomem = !(c->hacc = calloc(1, sizeof(hist_acc)));
+        }
     }
-    fp8__finish_x(stats, &m, n);
-    if (h)
-        hist_flush(h, stats->exp_hist);
-    fp8__fenv_leave(&env);
-    free(h);
-    return FP8_OK;
+    if (!nomem) {
+        memset(stats, 0, sizeof *stats);
+        fp8__parallel_for(W.P, threads, xstats_job, &W);
+        fp8__moments *m = &W.parts[0].c.xmom;
+        for (int p = 1; p < W.P; p++)
+            fp8__moments_merge(m, &W.parts[p].c.xmom);
+        fp8__fenv env;
+        fp8__fenv_enter(&env);
+        fp8__finish_x(stats, m, n);
+        fp8__fenv_leave(&env);
+        for (int p = 0; want_hist && p < W.P; p++) {
+            hist_flush(W.parts[p].c.hacc, W.parts[p].hist64);
+            for (int k = 0; k < FP8_EXP_BINS; k++)
+                stats->exp_hist[k] += W.parts[p].hist64[k];
+        }
+    }
+    for (int p = 0; W.parts && p < W.P; p++)
+        free(W.parts[p].c.hacc);
+    free(W.parts);
+    return nomem ? FP8_ERROR(FP8_ENOMEM, "fp8_tensor_stats: out of memory") : FP8_OK;
 }
 
 /* TE's overflow count: |x| > fp8_max * scale_inv, both float32 as TE's
@@ -529,8 +776,7 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
     /* the per-group arrays live in the state's scratch, reused cast after cast */
     if (ng > SIZE_MAX / 32)
         return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: %zu groups", ng);
-    const size_t nbuf = numel < PIECE ? numel : PIECE;
-    size_t need = nbuf * sizeof(float) + ng * (4 * sizeof(uint32_t) + 1);
+    size_t need = ng * (4 * sizeof(uint32_t) + 1);
     if (st->scratch_bytes < need) {
         void *sp = malloc(need);
         if (!sp)
@@ -538,8 +784,7 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
         free(st->scratch);
         st->scratch = sp, st->scratch_bytes = need;
     }
-    float *buf = st->scratch; /* a piece's x_hat when it cannot go straight to out */
-    uint32_t *gamax = (uint32_t *)(buf + nbuf), *gminnz = gamax + ng;
+    uint32_t *gamax = st->scratch, *gminnz = gamax + ng;
     float *scale = (float *)(gminnz + ng), *scale_inv = scale + ng;
     unsigned char *flags = (unsigned char *)(scale_inv + ng);
     memset(gamax, 0, ng * sizeof *gamax);
@@ -548,12 +793,27 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
     float *qt = trans && out ? malloc(numel * sizeof *qt) : NULL;
     const size_t cb = (size_t)st->format->code_bytes;
     void *ct = trans && codes ? malloc(numel * cb) : NULL;
-    uint64_t *hist = want_hist ? calloc(FP8_EXP_BINS, sizeof *hist) : NULL;
-    hist_acc *hacc = want_hist ? calloc(1, sizeof *hacc) : NULL;
-    if ((trans && !xt) || (trans && out && !qt) || (want_hist && (!hist || !hacc)) || (trans && codes && !ct)) {
-        free(xt), free(qt), free(hist), free(hacc), free(ct);
+    /* the parts (see fused): pieces of PIECE for per-tensor recipes, chunks
+     * of whole groups for groups one row high */
+    fused F;
+    memset(&F, 0, sizeof F);
+    F.L = &L, F.cb = cb, F.numel = numel, F.gamax = gamax, F.gminnz = gminnz;
+    F.grouped = !L.per_tensor && L.seg % 16 == 0 && L.C % L.seg == 0 && L.seg <= PIECE;
+    F.split = L.per_tensor || (F.grouped && L.br == 1);
+    F.unit = L.per_tensor ? PIECE : (PIECE / L.seg) * L.seg;
+    F.U = F.split ? (numel + F.unit - 1) / F.unit : 1;
+    F.P = F.split ? (int)(F.U < MAX_PARTS ? F.U : MAX_PARTS) : 1;
+    F.parts = calloc((size_t)F.P, sizeof *F.parts);
+    int nomem = !F.parts || !thread_buf();
+    for (int p = 0; !nomem && want_hist && p < F.P; p++)
+        nomem = !(F.parts[p].c.hacc = calloc(1, sizeof(hist_acc)));
+    if ((trans && !xt) || (trans && out && !qt) || nomem || (trans && codes && !ct)) {
+        for (int p = 0; F.parts && p < F.P; p++)
+            free(F.parts[p].c.hacc);
+        free(xt), free(qt), free(F.parts), free(ct);
         return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: out of memory for a %zux%zu tensor", rows, cols);
     }
+    const int threads = st->threads > 1 ? st->threads : 1;
     for (size_t g = 0; g < ng; g++)
         gminnz[g] = 0x7F800000u;
     const float *X = x;
@@ -570,82 +830,80 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
     fp8__fenv_enter(&env);
 
     /* 1. amax pass */
+    F.X = X;
     uint32_t tot_amax = 0; /* (delayed scaling needs no amax pass) */
     if (need_amax) {
-        for (size_t i = 0; i < L.R; i++) {
-            if (L.per_tensor && i > 0)
-                break;
-            if (!L.per_tensor && L.br == 1 && L.seg % 16 == 0 && L.C % L.seg == 0 && L.seg < 1024) {
-                /* short groups along the row: one call for the whole row */
-                range_groups(X + i * L.C, L.C, L.seg, gamax + i * L.nbc, gminnz + i * L.nbc);
-                continue;
+        fp8__parallel_for(F.P, threads, amax_job, &F);
+        if (L.per_tensor)
+            for (int p = 0; p < F.P; p++) {
+                gamax[0] = F.pam[p] > gamax[0] ? F.pam[p] : gamax[0];
+                gminnz[0] = F.pmz[p] < gminnz[0] ? F.pmz[p] : gminnz[0];
             }
-            for (size_t jb = 0; jb < L.nbc; jb++) {
-                size_t j0 = jb * L.seg, len = L.per_tensor ? numel : (L.C - j0 < L.seg ? L.C - j0 : L.seg);
-                size_t g = L.per_tensor ? 0 : (i / L.br) * L.nbc + jb;
-                range_pass(X + i * L.C + j0, len, &gamax[g], &gminnz[g]);
-            }
-        }
-        for (size_t g = 0; g < ng; g++) {
+        for (size_t g = 0; g < ng; g++)
             if (gamax[g] > tot_amax)
                 tot_amax = gamax[g];
-        }
     }
 
-    /* 2. scales */
-    float s_global = 1.0f;
-    fp8__group_scales(st, gamax, ng, fp8__bits_to_float(tot_amax), scale, scale_inv, &s_global);
+    /* 2. scales, a range of groups per part (each group's from its own
+     * amax and the tensor's) */
+    F.st = st, F.ng = ng, F.tot_amax = tot_amax, F.scale = scale, F.scale_inv = scale_inv;
+    fp8__parallel_for(ng >= 4096 ? F.P : 1, threads, scales_job, &F);
+    float s_global = F.s_global;
 
-    /* 3. fused pass */
-    pass_ctx c;
-    memset(&c, 0, sizeof c);
-    fp8__caster_init(&c.caster, st->format, &r->cast);
-    fp8__moments_init(&c.mom);
-    c.hist = hist;
-    c.hacc = hacc;
-    c.stats = stats != NULL;
-    c.xstats = stats && !x_given;
-    c.err = c.xstats ? &c.xmom : &c.mom;
-    /* x's amax measured on the cast's own pass, piece by piece while the
-     * piece is in cache: asked for, or a delayed recipe's note without
-     * statistics and without an amax from the caller */
-    c.scan = ai || (r->kind == FP8_RECIPE_DELAYED && !stats && isnan(st->known_amax));
-    fp8__moments_init(&c.xmom);
-    c.buf = buf;
-    int grouped = !L.per_tensor && L.seg % 16 == 0 && L.C % L.seg == 0 && L.seg <= PIECE && c.caster.vec;
-    for (size_t g = 0; grouped && g < ng; g++)
+    /* 3. fused pass, part by part */
+    for (size_t g = 0; F.grouped && g < ng; g++)
         if (!(scale[g] > 0.0f))
-            grouped = 0; /* zero-scale groups take the per-segment path */
-    if (grouped) {
-        /* whole rows at a time, many groups per kernel call, one moment
-         * pass per piece of up to PIECE elements; groups one row high lie
-         * in memory order, so their rows run together as one */
-        const size_t chunk = (PIECE / L.seg) * L.seg;
-        const size_t RR = L.br == 1 ? 1 : L.R, CC = L.br == 1 ? numel : L.C;
-        for (size_t i = 0; i < RR; i++) {
-            size_t gbase = (i / L.br) * L.nbc;
-            for (size_t j0 = 0; j0 < CC; j0 += chunk) {
-                size_t m = CC - j0 < chunk ? CC - j0 : chunk, off = i * CC + j0, gi = gbase + j0 / L.seg;
-                float *dst = (OUT && OUT != X) ? OUT + off : buf;
-                fp8__caster_run_groups(&c.caster, X + off, m, L.seg, scale + gi, scale_inv + gi, dst,
-                                       CODES ? (char *)CODES + off * cb : NULL, c.cnt, flags + gi, off);
-                piece_stats(&c, X + off, dst, m);
-                if (OUT && dst == buf)
-                    memcpy(OUT + off, buf, m * sizeof(float));
-            }
+            F.grouped = 0; /* zero-scale groups take the per-segment path */
+    if (!F.grouped && !L.per_tensor)
+        F.split = 0, F.U = 1; /* (P stays: the extra parts stay empty) */
+    pass_ctx *c0 = &F.parts[0].c;
+    for (int p = 0; p < F.P; p++) {
+        pass_ctx *c = &F.parts[p].c;
+        fp8__caster_init(&c->caster, st->format, &r->cast);
+        if (!c->caster.vec)
+            F.grouped = 0;
+        fp8__moments_init(&c->mom);
+        fp8__moments_init(&c->xmom);
+        c->hist = want_hist ? F.parts[p].hist64 : NULL;
+        c->stats = stats != NULL;
+        c->xstats = stats && !x_given;
+        c->err = c->xstats ? &c->xmom : &c->mom;
+        /* x's amax measured on the cast's own pass, piece by piece while the
+         * piece is in cache: asked for, or a delayed recipe's note without
+         * statistics and without an amax from the caller */
+        c->scan = ai || (r->kind == FP8_RECIPE_DELAYED && !stats && isnan(st->known_amax));
+    }
+    if (!F.grouped && !L.per_tensor)
+        F.split = 0;
+    F.OUT = OUT, F.CODES = CODES, F.scale = scale, F.scale_inv = scale_inv, F.flags = flags;
+    fp8__parallel_for(F.split ? F.P : 1, threads, fused_job, &F);
+    for (int p = 0; p < F.P; p++)
+        if (F.parts[p].failed) /* no buffer on its thread: here, where there is one */
+            fused_job(&F, p);
+    for (int p = 1; p < F.P; p++) { /* the parts' sums, in part order */
+        const pass_ctx *c = &F.parts[p].c;
+        for (int k = 0; k < FP8_NCLASS; k++)
+            c0->cnt[k] += c->cnt[k];
+        if (c0->xstats)
+            fp8__moments_merge(&c0->xmom, &c->xmom);
+        else if (c0->stats)
+            fp8__moments_merge(&c0->mom, &c->mom);
+        c0->amax_bits = c->amax_bits > c0->amax_bits ? c->amax_bits : c0->amax_bits;
+        c0->ninf += c->ninf, c0->nnan += c->nnan;
+    }
+    uint64_t hist[FP8_EXP_BINS];
+    if (want_hist) {
+        memset(hist, 0, sizeof hist);
+        for (int p = 0; p < F.P; p++) {
+            hist_flush(F.parts[p].c.hacc, F.parts[p].hist64);
+            for (int k = 0; k < FP8_EXP_BINS; k++)
+                hist[k] += F.parts[p].hist64[k];
         }
     }
-    for (size_t i = 0; i < L.R && !grouped; i++) {
-        if (L.per_tensor && i > 0)
-            break;
-        for (size_t jb = 0; jb < L.nbc; jb++) {
-            size_t j0 = jb * L.seg, len = L.per_tensor ? numel : (L.C - j0 < L.seg ? L.C - j0 : L.seg);
-            size_t g = L.per_tensor ? 0 : (i / L.br) * L.nbc + jb;
-            size_t off = i * L.C + j0;
-            flags[g] |= (unsigned char)run_segment(&c, X + off, len, scale[g], scale_inv[g], OUT ? OUT + off : NULL,
-                                                   CODES ? (char *)CODES + off * cb : NULL, off);
-        }
-    }
+    for (int p = 0; L.per_tensor && p < F.P; p++)
+        flags[0] |= (unsigned char)F.parts[p].tflags;
+    pass_ctx c = *c0;
+    c.err = c.xstats ? &c.xmom : &c.mom;
     if (trans && out)
         transpose(qt, L.R, L.C, out);
     if (trans && codes)
@@ -696,13 +954,13 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
                                   ? te_overflow_count(X, &L, scale_inv, gamax, (float)stats->amax,
                                                       (float)st->format->max, stats->inf_count > 0)
                                   : UINT64_MAX;
-        if (hist) {
-            hist_flush(hacc, hist);
+        if (want_hist)
             memcpy(stats->exp_hist, hist, sizeof stats->exp_hist);
-        }
         stats->numel = numel;
     }
     fp8__fenv_leave(&env);
-    free(xt), free(qt), free(hist), free(hacc), free(ct);
+    for (int p = 0; p < F.P; p++)
+        free(F.parts[p].c.hacc);
+    free(xt), free(qt), free(F.parts), free(ct);
     return FP8_OK;
 }

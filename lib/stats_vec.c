@@ -67,19 +67,7 @@ static void merge_piece(fp8__moments *m, double n, double K, double S1, double S
     double M4b = S4 - 4 * d * S3 + 6 * d * d * S2 - 3 * n * d * d * d * d;
     if (M2b < 0)
         M2b = 0;
-    double na = m->cn, nb = n, N = na + nb;
-    if (na == 0) {
-        m->cn = nb, m->cmean = mb, m->cM2 = M2b, m->cM3 = M3b, m->cM4 = M4b;
-        return;
-    }
-    double delta = mb - m->cmean, d2 = delta * delta;
-    double M2a = m->cM2, M3a = m->cM3, M4a = m->cM4;
-    m->cmean += delta * nb / N;
-    m->cM4 = M4a + M4b + d2 * d2 * na * nb * (na * na - na * nb + nb * nb) / (N * N * N) +
-             6 * d2 * (na * na * M2b + nb * nb * M2a) / (N * N) + 4 * delta * (na * M3b - nb * M3a) / N;
-    m->cM3 = M3a + M3b + d2 * delta * na * nb * (na - nb) / (N * N) + 3 * delta * (na * M2b - nb * M2a) / N;
-    m->cM2 = M2a + M2b + d2 * na * nb / N;
-    m->cn = N;
+    fp8__moments_combine(m, n, mb, M2b, M3b, M4b);
 }
 
 /* Masked path: 8 elements per step, all in double lanes (every float is

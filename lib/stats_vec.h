@@ -29,6 +29,11 @@ typedef struct {
 } fp8__moments;
 
 void fp8__moments_init(fp8__moments *m);
+/* Pebay's pairwise update: a set of nb values with mean mb and central
+ * sums M2b..M4b joins m's running moments */
+void fp8__moments_combine(fp8__moments *m, double nb, double mb, double M2b, double M3b, double M4b);
+/* b's sums, extremes and counts join a's (b's values after a's) */
+void fp8__moments_merge(fp8__moments *a, const fp8__moments *b);
 
 /* Elements x[0..n) with their dequantized values xq.  NaN/Inf x are
  * counted and skipped; x_hat Inf/NaN counts in qbad. */

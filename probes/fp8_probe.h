@@ -55,10 +55,11 @@ typedef struct {
     int64_t block_amax_every; /* K > 0: at steps kK and kK+1 store every tensor's
                                  1x128-block amaxes (/block_amax; numel/128 floats):
                                  step-to-step block dynamics; 0 (default): off   */
-    int threads;              /* 1 (default): a record's recipes cast one after the
-                                 other; T (<= 16): side by side on T threads when
-                                 the step records and the tensor has >= 2^16
-                                 elements (the same bits either way)           */
+    int threads;              /* 1 (default): every cast on the calling thread;
+                                 T (<= 16): each cast, and a record's input
+                                 statistics, runs the tensor's parts (pieces of
+                                 32768 elements, at most 8 parts) side by side
+                                 on T threads (the same bits either way)       */
 } fp8_probe_options;
 
 /* The defaults above. */

@@ -21,7 +21,6 @@
 #include "fp8_store.h"
 #include "groups.h"
 #include "live.h"
-#include "parallel.h"
 
 #define MAX_RECIPES 16 /* active + up to 15 shadows */
 #define BLOCK_AMAX_WIDTH 128 /* elements per block-amax summary, along a row */
@@ -283,6 +282,8 @@ fp8_probe *fp8_probe_declare(fp8_probe_run *run, const char *name, fp8_role role
             continue;
         p->group[p->nrec] = gi;
         p->st[p->nrec] = fp8_recipe_state_alloc(&r, role);
+        if (p->st[p->nrec])
+            p->st[p->nrec]->threads = run->opt.threads; /* each cast's parts side by side */
         if (!p->st[p->nrec]) {
             probe_free(p);
             return NULL;
@@ -518,65 +519,16 @@ static int reduces(const fp8_probe *p)
     return 0;
 }
 
-/* A rough cost of a recipe's cast, for handing out the biggest jobs first */
-static int cast_cost(const fp8_recipe *r)
-{
-    switch (r->kind) {
-    case FP8_RECIPE_NVFP4: return 4;
-    case FP8_RECIPE_MX: return 3;
-    case FP8_RECIPE_BLOCK:
-    case FP8_RECIPE_ROWWISE:
-    case FP8_RECIPE_COLWISE: return 2;
-    default: return 1;
-    }
-}
-
-/* Parallel jobs: order[k] is a recipe; the work queue hands out the
- * highest index first, so order ascends in cost. */
-typedef struct {
-    cast_job *j;
-    int order[MAX_RECIPES];
-} par_jobs;
-
-static void par_job(void *ctx, int k)
-{
-    par_jobs *q = ctx;
-    cast_recipe(q->j, q->order[k]);
-}
-
 /* Every recipe's cast (the input's own statistics, on a recorded step, came
- * first), serially, shadows first (out may alias x), or with the probe
- * option threads > 1 on a recorded step of a large tensor, side by side; an
- * active recipe that writes over x then comes last, on its own.  Each
- * recipe has its own state and the input's statistics are computed the one
- * way, so the results are the same bits either way. */
-static int cast_all(cast_job *j, int threads)
+ * first), shadows first: out may alias x.  With the probe option threads,
+ * each cast runs its tensor's parts side by side (fp8_recipe_state.threads):
+ * the same bits as one thread. */
+static int cast_all(cast_job *j)
 {
-    fp8_probe *p = j->p;
-    size_t n = j->rows * j->cols;
-    int in_place = p->has_active && j->out && j->out < j->x + n && j->x < j->out + n;
-    int par = threads > 1 && j->rec && p->nrec - in_place > 1 && n >= ((size_t)1 << 16);
     int st = FP8_OK;
-    if (par) {
-        par_jobs q = {.j = j};
-        int nj = 0;
-        for (int c = 1; c <= 4; c++)
-            for (int i = in_place; i < p->nrec; i++)
-                if (cast_cost(&p->st[i]->recipe) == c)
-                    q.order[nj++] = i;
-        fp8__parallel_for(nj, threads, par_job, &q);
-        for (int i = in_place; i < p->nrec; i++)
-            if (st == FP8_OK)
-                st = j->st[i];
-        if (in_place && st == FP8_OK) {
-            cast_recipe(j, 0);
-            st = j->st[0];
-        }
-    } else {
-        for (int i = p->nrec - 1; i >= 0 && st == FP8_OK; i--) {
-            cast_recipe(j, i);
-            st = j->st[i];
-        }
+    for (int i = j->p->nrec - 1; i >= 0 && st == FP8_OK; i--) {
+        cast_recipe(j, i);
+        st = j->st[i];
     }
     return st;
 }
@@ -646,7 +598,7 @@ static int probe_run(fp8_probe *p, int64_t step, const float *x, size_t rows, si
     fp8_amax_info ai = {0, 0, 0};
     fp8_stats *xs = rec ? malloc(sizeof *xs) : NULL;
     if (xs && !(rows && cols && rows <= SIZE_MAX / cols &&
-                fp8_tensor_stats(x, rows * cols, xs, flags & FP8_STATS_NO_EXP_HIST) == FP8_OK)) {
+                fp8_tensor_stats_ex(x, rows * cols, xs, flags & FP8_STATS_NO_EXP_HIST, o->threads) == FP8_OK)) {
         free(xs);
         xs = NULL; /* each recipe computes them itself */
     }
@@ -689,7 +641,7 @@ static int probe_run(fp8_probe *p, int64_t step, const float *x, size_t rows, si
                     .rec = rec, .snap_codes = snap_codes, .codes = codes, .gsi = gsi, .ai = ai, .xs = xs,
                     .active_done = fused};
     if (st == FP8_OK)
-        st = cast_all(&job, o->threads);
+        st = cast_all(&job);
     for (int i = 0; i < p->nrec; i++) {
         if (o->series && in_window && p->acc.has && !isnan(p->st[i]->group_amax))
             p->acc.group_amax[i] = p->st[i]->group_amax;

@@ -397,7 +397,7 @@ static void step_pair(fp8_recipe_state *a, fp8_recipe_state *b)
  * by both routes stays equal (delayed scaling notes the given amax). */
 static void test_x_given(void)
 {
-    const size_t rows = 64, cols = 512, n = rows * cols;
+    const size_t rows = 300, cols = 300, n = rows * cols; /* three pieces: three parts */
     float *x = malloc(n * 4), *q1 = malloc(n * 4), *q2 = malloc(n * 4);
     for (size_t ri = 0; ri < NRECIPES; ri++) {
         fp8_recipe r;
@@ -522,6 +522,70 @@ static void test_quantize_amax(void)
     free(x), free(q1), free(q2);
 }
 
+/* A recipe state's `threads` casts a tensor's parts side by side: the same
+ * x_hat, codes, statistics and state as one thread, bit for bit, for every
+ * recipe and kind of tensor, in place and not, on shapes of one part, of
+ * several parts with a short last one, and of more pieces than parts */
+static void test_threads_same_bits(void)
+{
+    const size_t shapes[3][2] = {{64, 100}, {300, 300}, {520, 1100}};
+    for (int si = 0; si < 3; si++) {
+        const size_t rows = shapes[si][0], cols = shapes[si][1], n = rows * cols;
+        float *x = malloc(n * 4), *q[3] = {malloc(n * 4), malloc(n * 4), malloc(n * 4)};
+        uint8_t *codes[3] = {malloc(n * 2), malloc(n * 2), malloc(n * 2)};
+        float *gsi[3] = {malloc(n * 4), malloc(n * 4), malloc(n * 4)};
+        const char *more[] = {"nvfp4:rht"};
+        int differ = 0;
+        for (size_t ri = 0; ri <= NRECIPES; ri++) {
+            const char *spec = ri < NRECIPES ? recipes[ri] : more[0];
+            fp8_recipe r;
+            fp8_recipe_parse(spec, &r);
+            fp8_recipe_state *st[3];
+            const int th[3] = {1, 2, 3};
+            for (int k = 0; k < 3; k++) {
+                st[k] = fp8_recipe_state_alloc(&r, FP8_ROLE_GRADIENT);
+                st[k]->threads = th[k];
+            }
+            for (int kind = 0; kind < 9; kind += (si == 2 ? 4 : 1)) {
+                fp8_stats s[3];
+                for (int k = 0; k < 3; k++) {
+                    fill(kind, x, n, 700u + (uint64_t)kind);
+                    if (kind % 2) { /* in place */
+                        memcpy(q[k], x, n * 4);
+                        CU_ASSERT_EQUAL_FATAL(fp8_quantize(st[k], q[k], rows, cols, q[k], &s[k]), FP8_OK);
+                    } else {
+                        CU_ASSERT_EQUAL_FATAL(
+                            fp8_quantize_codes(st[k], x, rows, cols, codes[k], gsi[k], q[k], &s[k], 0), FP8_OK);
+                    }
+                    s[k].format = s[0].format; /* each state holds its own copy */
+                    fp8_recipe_state_step(st[k]);
+                }
+                for (int k = 1; k < 3; k++) {
+                    differ += memcmp(q[0], q[k], n * 4) != 0;
+                    differ += memcmp(&s[0], &s[k], sizeof s[0]) != 0;
+                    differ += st[0]->scale != st[k]->scale;
+                    if (!(kind % 2))
+                        differ += memcmp(codes[0], codes[k], n * (size_t)st[0]->format->code_bytes) != 0;
+                }
+                if (differ && differ < 4)
+                    fprintf(stderr, "\n  threads: %s kind %d %zux%zu differs", spec, kind, rows, cols);
+            }
+            for (int k = 0; k < 3; k++)
+                fp8_recipe_state_free(st[k]);
+        }
+        CU_ASSERT_EQUAL(differ, 0);
+        /* x's own statistics likewise */
+        fill(7, x, n, 5);
+        fp8_stats a, b;
+        fp8_tensor_stats_ex(x, n, &a, 0, 1);
+        fp8_tensor_stats_ex(x, n, &b, 0, 3);
+        CU_ASSERT_EQUAL(memcmp(&a, &b, sizeof a), 0);
+        free(x);
+        for (int k = 0; k < 3; k++)
+            free(q[k]), free(codes[k]), free(gsi[k]);
+    }
+}
+
 void register_stats_tests(void)
 {
     static const char *const names[] = {"hand-worked statistics", "engine vs scalar oracle, 26 recipes x 9 tensors",
@@ -531,9 +595,10 @@ void register_stats_tests(void)
                                         "tensor amax, Inf and NaN counts vs a plain loop",
                                         "x's statistics given once equal the engine's own",
                                         "largest group ratio: exact where the bits mislead, subnormal minimum",
-                                        "fp8_quantize_amax: fp8_quantize's x_hat and state, fp8_tensor_amax's amax"};
+                                        "fp8_quantize_amax: fp8_quantize's x_hat and state, fp8_tensor_amax's amax",
+                                        "threads: a tensor's parts side by side, the same bits as one thread"};
     static void (*const fns[])(void) = {test_known_values, test_vs_oracle, test_vs_oracle_ftz, test_options,
                                         test_codes, test_tensor_amax, test_x_given, test_block_range,
-                                        test_quantize_amax};
-    add_suite("stats", names, fns, 9);
+                                        test_quantize_amax, test_threads_same_bits};
+    add_suite("stats", names, fns, 10);
 }
