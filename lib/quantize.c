@@ -97,103 +97,6 @@ size_t fp8__best_ratio(const uint32_t *amax, const uint32_t *minnz, size_t ng)
     return best_ratio(amax, minnz, ng);
 }
 
-void fp8__moments_combine(fp8__moments *m, double nb, double mb, double M2b, double M3b, double M4b)
-{
-    if (nb == 0)
-        return;
-    double na = m->cn, N = na + nb;
-    if (na == 0) {
-        m->cn = nb, m->cmean = mb, m->cM2 = M2b, m->cM3 = M3b, m->cM4 = M4b;
-        return;
-    }
-    double delta = mb - m->cmean, d2 = delta * delta;
-    double M2a = m->cM2, M3a = m->cM3, M4a = m->cM4;
-    m->cmean += delta * nb / N;
-    m->cM4 = M4a + M4b + d2 * d2 * na * nb * (na * na - na * nb + nb * nb) / (N * N * N) +
-             6 * d2 * (na * na * M2b + nb * nb * M2a) / (N * N) + 4 * delta * (na * M3b - nb * M3a) / N;
-    m->cM3 = M3a + M3b + d2 * delta * na * nb * (na - nb) / (N * N) + 3 * delta * (na * M2b - nb * M2a) / N;
-    m->cM2 = M2a + M2b + d2 * na * nb / N;
-    m->cn = N;
-}
-
-void fp8__moments_merge(fp8__moments *a, const fp8__moments *b)
-{
-    fp8__moments_combine(a, b->cn, b->cmean, b->cM2, b->cM3, b->cM4);
-    for (int l = 0; l < FP8_ML; l++) {
-        a->l1[l] += b->l1[l], a->e2[l] += b->e2[l], a->q2[l] += b->q2[l];
-        a->xq[l] += b->xq[l], a->x2[l] += b->x2[l], a->xx[l] += b->xx[l];
-    }
-    for (int l = 0; l < 16; l++) {
-        a->mn[l] = b->mn[l] < a->mn[l] ? b->mn[l] : a->mn[l];
-        a->mx[l] = b->mx[l] > a->mx[l] ? b->mx[l] : a->mx[l];
-        a->maxerr[l] = b->maxerr[l] > a->maxerr[l] ? b->maxerr[l] : a->maxerr[l];
-        a->mnz[l] = b->mnz[l] < a->mnz[l] ? b->mnz[l] : a->mnz[l];
-    }
-    a->nan += b->nan, a->inf += b->inf, a->zero += b->zero, a->qbad += b->qbad;
-}
-
-void fp8__moments_init(fp8__moments *m)
-{
-    memset(m, 0, sizeof *m);
-    for (int l = 0; l < 16; l++) {
-        m->mn[l] = INFINITY;
-        m->mx[l] = -INFINITY;
-        m->mnz[l] = INFINITY;
-        m->maxerr[l] = 0.0f;
-    }
-}
-
-/* ---- layout ----------------------------------------------------------------- */
-
-static void make_layout(const fp8_recipe *r, size_t R, size_t C, layout *L)
-{
-    memset(L, 0, sizeof *L);
-    L->R = R;
-    L->C = C;
-    switch (r->kind) {
-    case FP8_RECIPE_ROWWISE:
-    case FP8_RECIPE_COLWISE:
-        L->seg = C, L->nbc = 1, L->br = 1, L->ngroups = R;
-        break;
-    case FP8_RECIPE_BLOCK:
-        L->seg = (size_t)r->block_cols, L->br = (size_t)r->block_rows;
-        L->nbc = (C + L->seg - 1) / L->seg;
-        L->ngroups = ((R + L->br - 1) / L->br) * L->nbc;
-        break;
-    case FP8_RECIPE_NVFP4:
-        if (r->tile2d) { /* weights=RxC: 2D scale tiles (the weight's role) */
-            L->seg = (size_t)r->wblock_cols, L->br = (size_t)r->wblock_rows;
-            L->nbc = (C + L->seg - 1) / L->seg;
-            L->ngroups = ((R + L->br - 1) / L->br) * L->nbc;
-            break;
-        }
-        __attribute__((fallthrough)); /* otherwise 1 x group along rows, as MX */
-    case FP8_RECIPE_MX:
-        L->seg = (size_t)r->group, L->br = 1;
-        L->nbc = (C + L->seg - 1) / L->seg;
-        L->ngroups = R * L->nbc;
-        break;
-    default:
-        L->per_tensor = 1, L->seg = R * C, L->nbc = 1, L->br = R, L->ngroups = 1;
-        break;
-    }
-}
-
-static int needs_transpose(const fp8_recipe *r)
-{
-    return r->kind == FP8_RECIPE_COLWISE || (r->kind == FP8_RECIPE_BLOCK && r->transposed);
-}
-
-static void transpose(const float *src, size_t rows, size_t cols, float *dst) /* dst: cols x rows */
-{
-    const size_t T = 32;
-    for (size_t i0 = 0; i0 < rows; i0 += T)
-        for (size_t j0 = 0; j0 < cols; j0 += T)
-            for (size_t i = i0; i < i0 + T && i < rows; i++)
-                for (size_t j = j0; j < j0 + T && j < cols; j++)
-                    dst[j * rows + i] = src[i * cols + j];
-}
-
 /* ---- the fused pass --------------------------------------------------------- */
 
 /* Interleaved 32-bit sub-histograms (stats_vec.h), flushed into the
@@ -202,21 +105,6 @@ typedef struct {
     fp8__hist_state s;
     uint64_t pending;
 } hist_acc;
-
-void fp8__hist_fold(fp8__hist_state *h)
-{
-    for (int idx = 0; idx < 256; idx++) {
-        uint32_t cnt = h->pair[0][idx] + h->pair[1][idx] + h->pair[2][idx] + h->pair[3][idx];
-        uint32_t c0 = (uint32_t)idx & 15u, c1 = (uint32_t)idx >> 4;
-        if (!cnt)
-            continue;
-        if (c0 != 15 && c0 <= h->top)
-            h->sub[0][h->top - c0] += cnt;
-        if (c1 != 15 && c1 <= h->top)
-            h->sub[0][h->top - c1] += cnt;
-    }
-    memset(h->pair, 0, sizeof h->pair);
-}
 
 static void hist_flush(hist_acc *h, uint64_t *out)
 {
@@ -617,61 +505,9 @@ int fp8_tensor_stats_ex(const float *x, size_t n, fp8_stats *stats, unsigned fla
     return nomem ? FP8_ERROR(FP8_ENOMEM, "fp8_tensor_stats: out of memory") : FP8_OK;
 }
 
-/* TE's overflow count: |x| > fp8_max * scale_inv, both float32 as TE's
- * torch expression computes them (Inf counts, NaN does not), per group.
- * Only groups that can hold such a value are read: their amax exceeds the
- * threshold, or the tensor holds an Inf. */
-static uint64_t te_overflow_count(const float *X, const layout *L, const float *scale_inv, const uint32_t *gamax,
-                                  float amax, float fmax, int any_inf)
-{
-    uint64_t n = 0;
-    for (size_t g = 0; g < L->ngroups; g++) {
-        float thr = fmax * scale_inv[g];
-        float ga = L->per_tensor ? amax : fp8__bits_to_float(gamax[g]);
-        if (!any_inf && !(ga > thr))
-            continue;
-        size_t r0 = L->per_tensor ? 0 : (g / L->nbc) * L->br, c0 = L->per_tensor ? 0 : (g % L->nbc) * L->seg;
-        size_t r1 = L->per_tensor ? 1 : (r0 + L->br < L->R ? r0 + L->br : L->R);
-        size_t len = L->per_tensor ? L->R * L->C : (c0 + L->seg < L->C ? L->seg : L->C - c0);
-        for (size_t i = r0; i < r1; i++) {
-            const float *p = X + i * (L->per_tensor ? 0 : L->C) + c0;
-            for (size_t j = 0; j < len; j++)
-                n += fabsf(p[j]) > thr;
-        }
-    }
-    return n;
-}
-
 int fp8_quantize(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out, fp8_stats *stats)
 {
     return fp8_quantize_ex(st, x, rows, cols, out, stats, 0);
-}
-
-static void transpose_codes(const void *src, size_t rows, size_t cols, size_t cb, void *dst)
-{
-    for (size_t i = 0; i < rows; i++)
-        for (size_t j = 0; j < cols; j++)
-            memcpy((char *)dst + (j * rows + i) * cb, (const char *)src + (i * cols + j) * cb, cb);
-}
-
-size_t fp8_quantize_ngroups(const fp8_recipe *r, size_t rows, size_t cols)
-{
-    layout L;
-    int t = needs_transpose(r);
-    make_layout(r, t ? cols : rows, t ? rows : cols, &L);
-    return L.ngroups;
-}
-
-size_t fp8_quantize_group_of(const fp8_recipe *r, size_t rows, size_t cols, size_t i, size_t j)
-{
-    layout L;
-    int t = needs_transpose(r);
-    if (t) {
-        size_t k = i;
-        i = j, j = k;
-    }
-    make_layout(r, t ? cols : rows, t ? rows : cols, &L);
-    return L.per_tensor ? 0 : (i / L.br) * L.nbc + j / L.seg;
 }
 
 static int quantize_impl(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
@@ -759,9 +595,9 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
         }
         return FP8_OK;
     }
-    const int trans = needs_transpose(r);
+    const int trans = fp8__needs_transpose(r);
     layout L;
-    make_layout(r, trans ? cols : rows, trans ? rows : cols, &L);
+    fp8__make_layout(r, trans ? cols : rows, trans ? rows : cols, &L);
 
     /* scratch, all allocated up front so a failure changes nothing */
     size_t ng = L.ngroups, numel = rows * cols;
@@ -818,7 +654,7 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
         gminnz[g] = 0x7F800000u;
     const float *X = x;
     if (trans) {
-        transpose(x, rows, cols, xt);
+        fp8__transpose(x, rows, cols, xt);
         X = xt;
     }
     float *OUT = trans ? qt : out;
@@ -905,9 +741,9 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
     pass_ctx c = *c0;
     c.err = c.xstats ? &c.xmom : &c.mom;
     if (trans && out)
-        transpose(qt, L.R, L.C, out);
+        fp8__transpose(qt, L.R, L.C, out);
     if (trans && codes)
-        transpose_codes(ct, L.R, L.C, cb, codes);
+        fp8__transpose_codes(ct, L.R, L.C, cb, codes);
     if (group_scale_inv)
         memcpy(group_scale_inv, scale_inv, ng * sizeof *scale_inv);
 
@@ -951,7 +787,7 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
          * fp8_max * scale_inv by a float32 rounding now and then, which would
          * cost a pass and mean nothing: not defined there */
         stats->te_overflows = r->kind == FP8_RECIPE_DELAYED || r->kind == FP8_RECIPE_NONE
-                                  ? te_overflow_count(X, &L, scale_inv, gamax, (float)stats->amax,
+                                  ? fp8__te_overflow_count(X, &L, scale_inv, gamax, (float)stats->amax,
                                                       (float)st->format->max, stats->inf_count > 0)
                                   : UINT64_MAX;
         if (want_hist)

@@ -1,8 +1,8 @@
 /*
  * quantize_internal.h — internal: what the engine's files share (quantize.c
- * runs the passes; quantize_scales.c sets the groups' scales;
- * quantize_finish.c turns the sums into fp8_stats; rht.c is NVFP4's random
- * Hadamard transform).
+ * runs the passes; quantize_layout.c places the groups; quantize_scales.c
+ * sets their scales; quantize_finish.c turns the sums into fp8_stats;
+ * moments.c joins sums; rht.c is NVFP4's random Hadamard transform).
  */
 #ifndef FP8_QUANTIZE_INTERNAL_H
 #define FP8_QUANTIZE_INTERNAL_H
@@ -24,6 +24,15 @@ typedef struct {
     int per_tensor;     /* one group: the whole tensor is one segment       */
 } layout;
 
+
+void fp8__make_layout(const fp8_recipe *r, size_t R, size_t C, layout *L);
+/* column-wise recipes (and transposed blocks) cast the transpose */
+int fp8__needs_transpose(const fp8_recipe *r);
+void fp8__transpose(const float *src, size_t rows, size_t cols, float *dst); /* dst: cols x rows */
+void fp8__transpose_codes(const void *src, size_t rows, size_t cols, size_t cb, void *dst);
+/* TE's overflow count (fp8_stats.te_overflows) of X under the groups' scale_inv */
+uint64_t fp8__te_overflow_count(const float *X, const layout *L, const float *scale_inv, const uint32_t *gamax,
+                                float amax, float fmax, int any_inf);
 
 static inline float fp8__bits_to_float(uint32_t b)
 {
