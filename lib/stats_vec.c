@@ -276,6 +276,21 @@ static void err_commit(fp8__moments *m, const float *x, const float *xq, size_t 
         err_masked(m, x + from, xq ? xq + from : NULL, n - from);
 }
 
+/* the mean of x[0..n) (n a multiple of 16), as float: a shift */
+static float piece_mean(const float *x, size_t n)
+{
+    vf16 ks = {0};
+    for (size_t k = 0; k < n; k += 16) {
+        vf16 v;
+        memcpy(&v, x + k, 64);
+        ks += v;
+    }
+    double ksum = 0;
+    for (int l = 0; l < 16; l++)
+        ksum += ks[l];
+    return n ? (float)(ksum / (double)n) : 0.0f;
+}
+
 /* The lean paths: 16 float32 lanes; every power and product is a float32
  * term, summed into float32 partials over 16 steps (256 elements) and then
  * into double.  A partial holds 16 terms, so it is within 16 * 2^-24 (1e-6)
@@ -296,16 +311,13 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
                                                           size_t n, fp8__hist_state *hist)
 {
     size_t nl = n - n % 16;
-    vf16 ks = {0};
-    for (size_t k = 0; k < nl; k += 16) {
-        vf16 v;
-        memcpy(&v, x + k, 64);
-        ks += v;
-    }
-    double ksum = 0;
-    for (int l = 0; l < 16; l++)
-        ksum += ks[l];
-    const float K = nl ? (float)(ksum / (double)nl) : 0.0f;
+    /* the shift: the running mean of the sums so far, else this piece's own
+     * (a pass of its own).  A piece far from the running mean loses digits
+     * in its own central sums in proportion to its offset^p, but Pebay's
+     * merge adds a between-piece term of the same order, so the merged
+     * moments keep their accuracy (tested against the oracle on means that
+     * jump and drift between the pieces of one part) */
+    const float K = m->cn > 0 ? (float)m->cmean : piece_mean(x, nl);
     vd8 S1 = {0}, S2 = {0}, S3 = {0}, S4 = {0}, L1 = {0}, XA = {0}, XB = {0}, E2 = {0}, Q2 = {0}, XQ = {0};
     vf16 mn, mx, mz, me;
     memcpy(&me, m->maxerr, 64);

@@ -135,6 +135,8 @@ static void fill(int kind, float *x, size_t n, uint64_t seed)
         case 5: x[i] = (i & 1) ? -0.0f : 0.0f; if (i % 5 == 0) x[i] = (float)g; break; /* +-0 mostly */
         case 6: x[i] = 3.25f; break;                                         /* constant */
         case 7: x[i] = (float)(g * exp(8 * (u - 0.5))); break;               /* wide dynamic range */
+        case 9: x[i] = (float)((i < 3 * 32768 ? 0.0 : 1e4) + g); break;      /* the mean jumps at the 4th piece */
+        case 10: x[i] = (float)(1e-3 * (double)i + g); break;                /* the mean drifts */
         default: x[i] = (float)(1e6 + g); break;                             /* large mean, small std */
         }
     }
@@ -184,9 +186,17 @@ static void all_cases(void)
     const shape shapes[] = {{"1x1", 1, 1}, {"1x1000", 1, 1000}, {"130x260", 130, 260}, {"64x512", 64, 512},
                             {"7x33", 7, 33}, {"300x300 (several pieces)", 300, 300}};
     for (size_t ri = 0; ri < NRECIPES; ri++)
-        for (int kind = 0; kind < 9; kind++)
+        for (int kind = 0; kind < 11; kind++) /* 9, 10: means that move from piece to piece */
             for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
                 run_case(recipes[ri], kind, shapes[si].rows, shapes[si].cols, kind == 0 ? 3 : 1);
+    /* more pieces than parts (eight): a part sums several pieces, each about
+     * the running mean unless the piece's own lies far from it (kind 9 jumps
+     * between the two pieces of one part here: 11 pieces, part 2 = pieces
+     * 2 and 3) */
+    static const int big_kinds[] = {0, 8, 9, 10};
+    for (size_t ri = 0; ri < NRECIPES; ri++)
+        for (size_t k = 0; k < sizeof big_kinds / sizeof big_kinds[0]; k++)
+            run_case(recipes[ri], big_kinds[k], 600, 600, 1);
 }
 
 static void test_vs_oracle(void) { all_cases(); }
@@ -588,7 +598,7 @@ static void test_threads_same_bits(void)
 
 void register_stats_tests(void)
 {
-    static const char *const names[] = {"hand-worked statistics", "engine vs scalar oracle, 26 recipes x 9 tensors",
+    static const char *const names[] = {"hand-worked statistics", "engine vs scalar oracle, 26 recipes x 11 tensors",
                                         "engine under FTZ/DAZ equals the default environment",
                                         "apply-only and no-histogram paths agree",
                                         "codes and group scales reproduce x_hat",
