@@ -141,7 +141,7 @@ void attention_forward_ref(float *out, float *att, const float *q, const float *
                     for (size_t i = 0; i < hs; i++)
                         s += qt[i] * ku[i];
                     a[u] = s * scale;
-                    mx = fmaxf(mx, a[u]);
+                    mx = a[u] > mx ? a[u] : mx; /* fmaxf without the call: NaN leaves mx too */
                 }
                 float sum = 0;
                 for (size_t u = 0; u <= t; u++) {
@@ -219,7 +219,7 @@ void attention_forward(float *out, float *att, const float *q, const float *k, c
             for (size_t t = 0; t < T; t++) {
                 float *a = A + t * T, mx = -INFINITY, sum = 0;
                 for (size_t u = 0; u <= t; u++)
-                    mx = fmaxf(mx, a[u]);
+                    mx = a[u] > mx ? a[u] : mx; /* fmaxf without the call: NaN leaves mx too */
                 for (size_t u = 0; u <= t; u++) {
                     a[u] = expf(a[u] - mx);
                     sum += a[u];
@@ -292,7 +292,7 @@ float crossentropy_forward(float *probs, const float *logits, const int *targets
         float *p = probs + n * V;
         float mx = -INFINITY;
         for (size_t j = 0; j < V; j++)
-            mx = fmaxf(mx, l[j]);
+            mx = l[j] > mx ? l[j] : mx;
         double sum = 0;
         for (size_t j = 0; j < V; j++) {
             p[j] = expf(l[j] - mx);
