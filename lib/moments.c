@@ -32,7 +32,7 @@ void fp8__moments_merge(fp8__moments *a, const fp8__moments *b)
     fp8__moments_combine(a, b->cn, b->cmean, b->cM2, b->cM3, b->cM4);
     for (int l = 0; l < FP8_ML; l++) {
         a->l1[l] += b->l1[l], a->e2[l] += b->e2[l], a->q2[l] += b->q2[l];
-        a->xq[l] += b->xq[l], a->x2[l] += b->x2[l], a->xx[l] += b->xx[l];
+        a->xq[l] += b->xq[l], a->xx[l] += b->xx[l];
     }
     for (int l = 0; l < 16; l++) {
         a->mn[l] = b->mn[l] < a->mn[l] ? b->mn[l] : a->mn[l];

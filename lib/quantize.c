@@ -116,12 +116,18 @@ static void hist_flush(hist_acc *h, uint64_t *out)
     h->pending = 0;
 }
 
+/* n more elements counted in h's 32-bit sub-histograms: flushed into out
+ * before any counter can wrap */
+static void hist_count(hist_acc *h, uint64_t *out, size_t n)
+{
+    if ((h->pending += n) > ((uint64_t)1 << 31))
+        hist_flush(h, out);
+}
+
 static void hist_add(hist_acc *h, uint64_t *out, const float *x, size_t n)
 {
     hist_vec(h->s.sub, x, n);
-    h->pending += n;
-    if (h->pending > ((uint64_t)1 << 31)) /* 32-bit counters stay exact */
-        hist_flush(h, out);
+    hist_count(h, out, n);
 }
 
 /* A group whose scale is zero (nvfp4 block scale underflowed): every
@@ -159,7 +165,6 @@ typedef struct {
     fp8__caster caster;
     fp8__moments mom;   /* the error sums when x's statistics are given */
     fp8__moments xmom;  /* x's own statistics (and the error sums otherwise) */
-    fp8__moments *err;  /* the one holding the error sums */
     uint64_t cnt[FP8_NCLASS];
     uint64_t *hist;     /* FP8_EXP_BINS, or NULL */
     hist_acc *hacc;
@@ -171,6 +176,9 @@ typedef struct {
     float *buf;         /* PIECE floats          */
 } pass_ctx;
 
+/* the sums that hold the error sums */
+static const fp8__moments *err_sums(const pass_ctx *c) { return c->xstats ? &c->xmom : &c->mom; }
+
 /* The statistics of a piece of x and its x_hat q: x's own (with the
  * exponent bins in the same pass) unless given, the error sums if wanted. */
 static void piece_stats(pass_ctx *c, const float *x, const float *q, size_t m)
@@ -180,8 +188,8 @@ static void piece_stats(pass_ctx *c, const float *x, const float *q, size_t m)
             both_add(&c->xmom, x, q, m, c->hist ? &c->hacc->s : NULL);
         else
             xmoments_add(&c->xmom, x, m, c->hist ? &c->hacc->s : NULL);
-        if (c->hist && (c->hacc->pending += m) > ((uint64_t)1 << 31))
-            hist_flush(c->hacc, c->hist);
+        if (c->hist)
+            hist_count(c->hacc, c->hist, m);
     } else if (c->stats) {
         err_add(&c->mom, x, q, m);
     }
@@ -272,26 +280,66 @@ typedef struct {
     part *parts;
 } fused;
 
+/* part p's units of U split into P: [*u0, *u1) */
+static void part_range(size_t U, int P, int p, size_t *u0, size_t *u1)
+{
+    *u0 = U * (size_t)p / (size_t)P, *u1 = U * (size_t)(p + 1) / (size_t)P;
+}
+
+/* P parts, each with a histogram accumulator when want_hist; NULL when out
+ * of memory */
+static part *parts_alloc(int P, int want_hist)
+{
+    part *parts = calloc((size_t)P, sizeof *parts);
+    for (int p = 0; parts && want_hist && p < P; p++)
+        if (!(parts[p].c.hacc = calloc(1, sizeof(hist_acc)))) {
+            while (p--)
+                free(parts[p].c.hacc);
+            free(parts);
+            return NULL;
+        }
+    return parts;
+}
+
+static void parts_free(part *parts, int P)
+{
+    for (int p = 0; parts && p < P; p++)
+        free(parts[p].c.hacc);
+    free(parts);
+}
+
+/* the parts' exponent histograms added into out (integers: any order) */
+static void parts_hist(part *parts, int P, uint64_t out[FP8_EXP_BINS])
+{
+    for (int p = 0; p < P; p++) {
+        hist_flush(parts[p].c.hacc, parts[p].hist64);
+        for (int k = 0; k < FP8_EXP_BINS; k++)
+            out[k] += parts[p].hist64[k];
+    }
+}
+
+/* the cast and statistics of one chunk of whole groups (the grouped kernel) */
+static void grouped_chunk(fused *F, pass_ctx *c, size_t off, size_t m, size_t gi)
+{
+    float *dst = (F->OUT && F->OUT != F->X) ? F->OUT + off : c->buf;
+    fp8__caster_run_groups(&c->caster, F->X + off, m, F->L->seg, F->scale + gi, F->scale_inv + gi, dst,
+                           F->CODES ? (char *)F->CODES + off * F->cb : NULL, c->cnt, F->flags + gi, off);
+    piece_stats(c, F->X + off, dst, m);
+    if (F->OUT && dst == c->buf)
+        memcpy(F->OUT + off, c->buf, m * sizeof(float));
+}
+
 /* the cast and statistics of units [u0, u1) */
 static void fused_units(fused *F, part *pp, size_t u0, size_t u1)
 {
-    pass_ctx *c = &pp->c;
-    const layout *L = F->L;
     for (size_t u = u0; u < u1; u++) {
         size_t off = u * F->unit, m = F->numel - off < F->unit ? F->numel - off : F->unit;
-        void *cp = F->CODES ? (char *)F->CODES + off * F->cb : NULL;
-        if (!F->grouped) { /* per tensor */
-            pp->tflags |= run_segment(c, F->X + off, m, F->scale[0], F->scale_inv[0], F->OUT ? F->OUT + off : NULL, cp,
-                                      off);
-            continue;
-        }
-        size_t gi = off / L->seg;
-        float *dst = (F->OUT && F->OUT != F->X) ? F->OUT + off : c->buf;
-        fp8__caster_run_groups(&c->caster, F->X + off, m, L->seg, F->scale + gi, F->scale_inv + gi, dst, cp, c->cnt,
-                               F->flags + gi, off);
-        piece_stats(c, F->X + off, dst, m);
-        if (F->OUT && dst == c->buf)
-            memcpy(F->OUT + off, c->buf, m * sizeof(float));
+        if (F->grouped)
+            grouped_chunk(F, &pp->c, off, m, off / F->L->seg);
+        else /* per tensor */
+            pp->tflags |= run_segment(&pp->c, F->X + off, m, F->scale[0], F->scale_inv[0],
+                                      F->OUT ? F->OUT + off : NULL,
+                                      F->CODES ? (char *)F->CODES + off * F->cb : NULL, off);
     }
 }
 
@@ -305,16 +353,9 @@ static void fused_whole(fused *F, part *pp)
     if (F->grouped) { /* tiles of br rows: a row's chunks, row after row */
         const size_t chunk = (PIECE / L->seg) * L->seg;
         for (size_t i = 0; i < L->R; i++)
-            for (size_t j0 = 0; j0 < L->C; j0 += chunk) {
-                size_t m = L->C - j0 < chunk ? L->C - j0 : chunk, off = i * L->C + j0;
-                size_t gi = (i / L->br) * L->nbc + j0 / L->seg;
-                float *dst = (F->OUT && F->OUT != X) ? F->OUT + off : c->buf;
-                fp8__caster_run_groups(&c->caster, X + off, m, L->seg, F->scale + gi, F->scale_inv + gi, dst,
-                                       F->CODES ? (char *)F->CODES + off * F->cb : NULL, c->cnt, F->flags + gi, off);
-                piece_stats(c, X + off, dst, m);
-                if (F->OUT && dst == c->buf)
-                    memcpy(F->OUT + off, c->buf, m * sizeof(float));
-            }
+            for (size_t j0 = 0; j0 < L->C; j0 += chunk)
+                grouped_chunk(F, c, i * L->C + j0, L->C - j0 < chunk ? L->C - j0 : chunk,
+                              (i / L->br) * L->nbc + j0 / L->seg);
         return;
     }
     for (size_t i = 0; i < L->R; i++)
@@ -337,8 +378,10 @@ static void fused_job(void *ctx, int p)
     }
     fp8__fenv env; /* this thread's floating-point environment, as the caller's */
     fp8__fenv_enter(&env);
+    size_t u0, u1;
+    part_range(F->U, F->P, p, &u0, &u1);
     if (F->split)
-        fused_units(F, pp, F->U * (size_t)p / (size_t)F->P, F->U * (size_t)(p + 1) / (size_t)F->P);
+        fused_units(F, pp, u0, u1);
     else
         fused_whole(F, pp);
     fp8__fenv_leave(&env);
@@ -347,7 +390,8 @@ static void fused_job(void *ctx, int p)
 static void scales_job(void *ctx, int p)
 {
     fused *F = ctx;
-    size_t P = F->ng >= 4096 ? (size_t)F->P : 1, g0 = F->ng * (size_t)p / P, g1 = F->ng * (size_t)(p + 1) / P;
+    size_t g0, g1;
+    part_range(F->ng, F->ng >= 4096 ? F->P : 1, p, &g0, &g1);
     float sg = 1.0f;
     fp8__fenv env;
     fp8__fenv_enter(&env);
@@ -379,9 +423,9 @@ static void amax_job(void *ctx, int p)
 {
     fused *F = ctx;
     const layout *L = F->L;
-    size_t P = (size_t)F->P;
     if (L->per_tensor) {
-        size_t u0 = F->U * (size_t)p / P, u1 = F->U * (size_t)(p + 1) / P;
+        size_t u0, u1;
+        part_range(F->U, F->P, p, &u0, &u1);
         size_t e0 = u0 * F->unit, e1 = u1 * F->unit < F->numel ? u1 * F->unit : F->numel;
         F->pam[p] = 0, F->pmz[p] = 0x7F800000u;
         if (e1 > e0)
@@ -389,7 +433,8 @@ static void amax_job(void *ctx, int p)
         return;
     }
     size_t rows = L->br == 1 ? L->R : (L->R + L->br - 1) / L->br; /* whole tile rows per part */
-    size_t r0 = rows * (size_t)p / P, r1 = rows * (size_t)(p + 1) / P;
+    size_t r0, r1;
+    part_range(rows, F->P, p, &r0, &r1);
     if (L->br > 1)
         r0 *= L->br, r1 = r1 * L->br < L->R ? r1 * L->br : L->R;
     amax_rows(L, F->X, r0, r1, F->gamax, F->gminnz);
@@ -456,7 +501,9 @@ static void xstats_job(void *ctx, int p)
     xstats_work *W = ctx;
     fp8__fenv env;
     fp8__fenv_enter(&env);
-    for (size_t u = W->U * (size_t)p / (size_t)W->P; u < W->U * (size_t)(p + 1) / (size_t)W->P; u++) {
+    size_t u0, u1;
+    part_range(W->U, W->P, p, &u0, &u1);
+    for (size_t u = u0; u < u1; u++) {
         size_t off = u * PIECE;
         piece_stats(&W->parts[p].c, W->x + off, NULL, W->n - off < PIECE ? W->n - off : PIECE);
     }
@@ -472,16 +519,13 @@ int fp8_tensor_stats_ex(const float *x, size_t n, fp8_stats *stats, unsigned fla
     /* the parts a per-tensor recipe's cast takes: the same sums */
     xstats_work W = {x, n, (n + PIECE - 1) / PIECE, 1, NULL};
     W.P = W.U < 1 ? 1 : (int)(W.U < MAX_PARTS ? W.U : MAX_PARTS);
-    W.parts = calloc((size_t)W.P, sizeof *W.parts);
+    W.parts = parts_alloc(W.P, want_hist);
     int nomem = !W.parts;
     for (int p = 0; !nomem && p < W.P; p++) {
         pass_ctx *c = &W.parts[p].c;
         fp8__moments_init(&c->xmom);
         c->xstats = 1;
-        if (want_hist) {
-            c->hist = W.parts[p].hist64;
-            nomem = !(c->hacc = calloc(1, sizeof(hist_acc)));
-        }
+        c->hist = want_hist ? W.parts[p].hist64 : NULL;
     }
     if (!nomem) {
         memset(stats, 0, sizeof *stats);
@@ -493,15 +537,10 @@ int fp8_tensor_stats_ex(const float *x, size_t n, fp8_stats *stats, unsigned fla
         fp8__fenv_enter(&env);
         fp8__finish_x(stats, m, n);
         fp8__fenv_leave(&env);
-        for (int p = 0; want_hist && p < W.P; p++) {
-            hist_flush(W.parts[p].c.hacc, W.parts[p].hist64);
-            for (int k = 0; k < FP8_EXP_BINS; k++)
-                stats->exp_hist[k] += W.parts[p].hist64[k];
-        }
+        if (want_hist)
+            parts_hist(W.parts, W.P, stats->exp_hist);
     }
-    for (int p = 0; W.parts && p < W.P; p++)
-        free(W.parts[p].c.hacc);
-    free(W.parts);
+    parts_free(W.parts, W.P);
     return nomem ? FP8_ERROR(FP8_ENOMEM, "fp8_tensor_stats: out of memory") : FP8_OK;
 }
 
@@ -639,14 +678,10 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
     F.unit = L.per_tensor ? PIECE : (PIECE / L.seg) * L.seg;
     F.U = F.split ? (numel + F.unit - 1) / F.unit : 1;
     F.P = F.split ? (int)(F.U < MAX_PARTS ? F.U : MAX_PARTS) : 1;
-    F.parts = calloc((size_t)F.P, sizeof *F.parts);
-    int nomem = !F.parts || !thread_buf();
-    for (int p = 0; !nomem && want_hist && p < F.P; p++)
-        nomem = !(F.parts[p].c.hacc = calloc(1, sizeof(hist_acc)));
-    if ((trans && !xt) || (trans && out && !qt) || nomem || (trans && codes && !ct)) {
-        for (int p = 0; F.parts && p < F.P; p++)
-            free(F.parts[p].c.hacc);
-        free(xt), free(qt), free(F.parts), free(ct);
+    F.parts = parts_alloc(F.P, want_hist);
+    if ((trans && !xt) || (trans && out && !qt) || !F.parts || !thread_buf() || (trans && codes && !ct)) {
+        parts_free(F.parts, F.P);
+        free(xt), free(qt), free(ct);
         return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: out of memory for a %zux%zu tensor", rows, cols);
     }
     const int threads = st->threads > 1 ? st->threads : 1;
@@ -682,7 +717,7 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
 
     /* 2. scales, a range of groups per part (each group's from its own
      * amax and the tensor's) */
-    F.st = st, F.ng = ng, F.tot_amax = tot_amax, F.scale = scale, F.scale_inv = scale_inv;
+    F.st = st, F.ng = ng, F.tot_amax = tot_amax, F.scale = scale, F.scale_inv = scale_inv, F.flags = flags;
     fp8__parallel_for(ng >= 4096 ? F.P : 1, threads, scales_job, &F);
     float s_global = F.s_global;
 
@@ -690,8 +725,6 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
     for (size_t g = 0; F.grouped && g < ng; g++)
         if (!(scale[g] > 0.0f))
             F.grouped = 0; /* zero-scale groups take the per-segment path */
-    if (!F.grouped && !L.per_tensor)
-        F.split = 0, F.U = 1; /* (P stays: the extra parts stay empty) */
     pass_ctx *c0 = &F.parts[0].c;
     for (int p = 0; p < F.P; p++) {
         pass_ctx *c = &F.parts[p].c;
@@ -703,15 +736,14 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
         c->hist = want_hist ? F.parts[p].hist64 : NULL;
         c->stats = stats != NULL;
         c->xstats = stats && !x_given;
-        c->err = c->xstats ? &c->xmom : &c->mom;
         /* x's amax measured on the cast's own pass, piece by piece while the
          * piece is in cache: asked for, or a delayed recipe's note without
          * statistics and without an amax from the caller */
         c->scan = ai || (r->kind == FP8_RECIPE_DELAYED && !stats && isnan(st->known_amax));
     }
     if (!F.grouped && !L.per_tensor)
-        F.split = 0;
-    F.OUT = OUT, F.CODES = CODES, F.scale = scale, F.scale_inv = scale_inv, F.flags = flags;
+        F.split = 0; /* one part (P stays: the extra parts stay empty) */
+    F.OUT = OUT, F.CODES = CODES;
     fp8__parallel_for(F.split ? F.P : 1, threads, fused_job, &F);
     for (int p = 0; p < F.P; p++)
         if (F.parts[p].failed) /* no buffer on its thread: here, where there is one */
@@ -720,26 +752,13 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
         const pass_ctx *c = &F.parts[p].c;
         for (int k = 0; k < FP8_NCLASS; k++)
             c0->cnt[k] += c->cnt[k];
-        if (c0->xstats)
-            fp8__moments_merge(&c0->xmom, &c->xmom);
-        else if (c0->stats)
-            fp8__moments_merge(&c0->mom, &c->mom);
+        fp8__moments_merge(&c0->xmom, &c->xmom); /* (sums not kept stay empty) */
+        fp8__moments_merge(&c0->mom, &c->mom);
         c0->amax_bits = c->amax_bits > c0->amax_bits ? c->amax_bits : c0->amax_bits;
         c0->ninf += c->ninf, c0->nnan += c->nnan;
     }
-    uint64_t hist[FP8_EXP_BINS];
-    if (want_hist) {
-        memset(hist, 0, sizeof hist);
-        for (int p = 0; p < F.P; p++) {
-            hist_flush(F.parts[p].c.hacc, F.parts[p].hist64);
-            for (int k = 0; k < FP8_EXP_BINS; k++)
-                hist[k] += F.parts[p].hist64[k];
-        }
-    }
     for (int p = 0; L.per_tensor && p < F.P; p++)
         flags[0] |= (unsigned char)F.parts[p].tflags;
-    pass_ctx c = *c0;
-    c.err = c.xstats ? &c.xmom : &c.mom;
     if (trans && out)
         fp8__transpose(qt, L.R, L.C, out);
     if (trans && codes)
@@ -747,29 +766,8 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
     if (group_scale_inv)
         memcpy(group_scale_inv, scale_inv, ng * sizeof *scale_inv);
 
-    if (r->kind == FP8_RECIPE_DELAYED) { /* this step's amax enters slot 0 */
-        float amax;
-        uint64_t ninf;
-        if (x_given) {
-            amax = (float)stats->amax;
-            ninf = stats->inf_count;
-        } else if (stats) {
-            float mn = INFINITY, mx = -INFINITY;
-            for (int l = 0; l < 16; l++)
-                mn = fminf(mn, c.xmom.mn[l]), mx = fmaxf(mx, c.xmom.mx[l]);
-            amax = isinf(mn) ? 0.0f : fmaxf(fabsf(mn), fabsf(mx));
-            ninf = c.xmom.inf;
-        } else if (!isnan(st->known_amax)) { /* the caller's own amax pass (probes) */
-            amax = st->known_amax;
-            ninf = st->known_inf ? 1 : 0;
-        } else { /* c.scan */
-            amax = fp8__bits_to_float(c.amax_bits);
-            ninf = c.ninf;
-        }
-        fp8_recipe_state_observe(st, ninf && !r->finite_amax ? INFINITY : amax); /* TE's amax: Inf when present */
-    }
     if (ai)
-        ai->amax = fp8__bits_to_float(c.amax_bits), ai->inf_count = c.ninf, ai->nan_count = c.nnan;
+        ai->amax = fp8__bits_to_float(c0->amax_bits), ai->inf_count = c0->ninf, ai->nan_count = c0->nnan;
     if (stats) {
         if (x_given) {
             fp8_stats xs;
@@ -778,9 +776,9 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
             fp8__keep_x_fields(stats, &xs);
         } else {
             memset(stats, 0, sizeof *stats);
-            fp8__finish_x(stats, &c.xmom, numel);
+            fp8__finish_x(stats, &c0->xmom, numel);
         }
-        fp8__finish_stats(stats, c.cnt, c.err, &L, L.per_tensor ? NULL : gamax, gminnz, scale, scale_inv, flags, s_global,
+        fp8__finish_stats(stats, c0->cnt, err_sums(c0), &L, L.per_tensor ? NULL : gamax, gminnz, scale, scale_inv, flags, s_global,
                      st->format);
         /* TE defines its count for per-tensor static scales (delayed scaling);
          * under current and grouped scaling a group's own maximum exceeds
@@ -791,12 +789,18 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
                                                       (float)st->format->max, stats->inf_count > 0)
                                   : UINT64_MAX;
         if (want_hist)
-            memcpy(stats->exp_hist, hist, sizeof stats->exp_hist);
+            parts_hist(F.parts, F.P, stats->exp_hist);
         stats->numel = numel;
     }
+    if (r->kind == FP8_RECIPE_DELAYED) { /* this step's amax enters slot 0 (TE's amax: Inf when present) */
+        float amax = stats ? (float)stats->amax /* x's, computed or given */
+                     : !isnan(st->known_amax) ? st->known_amax /* the caller's own amax pass (probes) */
+                                               : fp8__bits_to_float(c0->amax_bits); /* c0->scan */
+        int inf = stats ? stats->inf_count > 0 : !isnan(st->known_amax) ? st->known_inf : c0->ninf > 0;
+        fp8_recipe_state_observe(st, inf && !r->finite_amax ? INFINITY : amax);
+    }
     fp8__fenv_leave(&env);
-    for (int p = 0; p < F.P; p++)
-        free(F.parts[p].c.hacc);
-    free(xt), free(qt), free(F.parts), free(ct);
+    parts_free(F.parts, F.P);
+    free(xt), free(qt), free(ct);
     return FP8_OK;
 }

@@ -79,7 +79,7 @@ static void moments_masked(FP8_MOMENTS_ARGS)
         if (isfinite(x[k]))
             ksum += x[k], kn++;
     const double K = kn ? (double)(float)(ksum / kn) : 0.0; /* the piece's mean, rounded */
-    vd8 s1 = {0}, s2 = {0}, s3 = {0}, s4 = {0}, l1 = {0}, x2 = {0}, e2 = {0}, q2 = {0}, xqs = {0}, xx = {0};
+    vd8 s1 = {0}, s2 = {0}, s3 = {0}, s4 = {0}, l1 = {0}, e2 = {0}, q2 = {0}, xqs = {0}, xx = {0};
     vd8 mn, mx, me, mz;
     for (int l = 0; l < 8; l++) {
         mn[l] = fmin(m->mn[l], m->mn[l + 8]);
@@ -118,8 +118,6 @@ static void moments_masked(FP8_MOMENTS_ARGS)
         s4 += d2 * d2;
         vd8 ax = (vd8)(a & fin);
         l1 += ax;
-        vd8 xbad = (vd8)((vl8)xz & (fin & ~qfin));
-        x2 += xbad * xbad;                                /* x^2 where x_hat is not finite */
         vd8 qz = (vd8)((vl8)qd & qfin), xe = (vd8)((vl8)xz & qfin);
         vd8 e = xe - qz;
         e2 += e * e;
@@ -141,7 +139,6 @@ static void moments_masked(FP8_MOMENTS_ARGS)
     for (int l = 0; l < FP8_ML; l++) {
         T1 += s1[l], T2 += s2[l], T3 += s3[l], T4 += s4[l];
         m->l1[l] += l1[l];
-        m->x2[l] += x2[l];
         m->xx[l] += xx[l];
         m->e2[l] += e2[l];
         m->q2[l] += q2[l];
@@ -177,7 +174,6 @@ static void moments_masked(FP8_MOMENTS_ARGS)
             m->mx[0] = xv;
         if (!isfinite(qv)) {
             m->qbad++;
-            m->x2[0] += xd * xd;
             continue;
         }
         double qd = qv, e = xd - qd;
@@ -253,7 +249,7 @@ static void err_masked(fp8__moments *m, const float *x, const float *xq, size_t 
     fp8__moments_init(&t);
     moments_masked(&t, x, xq, n);
     for (int l = 0; l < FP8_ML; l++)
-        m->e2[l] += t.e2[l], m->q2[l] += t.q2[l], m->xq[l] += t.xq[l], m->x2[l] += t.x2[l];
+        m->e2[l] += t.e2[l], m->q2[l] += t.q2[l], m->xq[l] += t.xq[l];
     for (int l = 0; l < 16; l++)
         m->maxerr[l] = t.maxerr[l] > m->maxerr[l] ? t.maxerr[l] : m->maxerr[l];
     m->qbad += t.qbad;

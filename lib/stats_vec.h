@@ -22,7 +22,6 @@ typedef struct {
     double e2[FP8_ML];                              /* sum (x - x_hat)^2     */
     double q2[FP8_ML];                              /* sum x_hat^2           */
     double xq[FP8_ML];                              /* sum x * x_hat         */
-    double x2[FP8_ML];                              /* sum x^2 where x_hat is Inf/NaN */
     double xx[FP8_ML];                              /* sum x^2 over finite x, in double: sqnr's and rel_err's denominator */
     float mn[16], mx[16], maxerr[16], mnz[16];      /* lane min, max, max|e|, min nonzero |x| */
     uint64_t nan, inf, zero, qbad;                  /* counts                */
@@ -45,7 +44,7 @@ void fp8__moments_merge(fp8__moments *a, const fp8__moments *b);
  * (moments, |x| sum, min, max, min nonzero, zeros, NaN, Inf) and, when
  * hist is not NULL, its exponent-histogram bins (as fp8__hist_add) in the
  * same pass; fp8__err_add the error sums of x against x_hat (e2, q2, xq,
- * maxerr, qbad, x2).  Each leaves the other's fields alone. */
+ * maxerr, qbad).  Each leaves the other's fields alone. */
 /* The exponent histogram as x's pass keeps it: eight interleaved 32-bit
  * sub-histograms (as fp8__hist_add), and a window of the 15 bins top-14 ..
  * top counted two elements at a time: pair[.][c0 + 16 c1] counts the
