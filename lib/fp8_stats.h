@@ -87,8 +87,10 @@ int fp8_quantize(fp8_recipe_state *st, const float *x, size_t rows, size_t cols,
  * recipe's own statistics are computed: several recipes on one tensor pay
  * for x's moments and histogram once.  Counts, sq_err, mse and max_abs_err
  * come out the same bits either way, and for per-tensor recipes every
- * statistic does (a grouped recipe's own pass sums x in other pieces).  Ignored (x's statistics recomputed) by a
- * recipe that casts a Hadamard-transformed tensor (nvfp4 rht). */
+ * statistic does (a grouped recipe's own pass sums x in other pieces).
+ * A recipe that casts a Hadamard-transformed tensor (nvfp4 rht) computes
+ * that tensor's statistics afresh and keeps only the given exponent
+ * histogram (the histogram always describes the input). */
 #define FP8_STATS_X_GIVEN 2u
 int fp8_quantize_ex(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
                     fp8_stats *stats, unsigned flags);

@@ -589,7 +589,15 @@ static int quantize_impl(fp8_recipe_state *st, const float *x, size_t rows, size
         if (rc != FP8_OK)
             return rc;
     }
-    options &= ~FP8_STATS_X_GIVEN; /* statistics of x are not those of the transformed tensor */
+    /* given statistics of x are not those of the transformed tensor, which
+     * the cast computes afresh, except the exponent histogram: that one
+     * always describes the input */
+    uint64_t xhist[FP8_EXP_BINS];
+    const int keep_hist = stats && (options & FP8_STATS_X_GIVEN);
+    if (keep_hist) {
+        memcpy(xhist, stats->exp_hist, sizeof xhist);
+        options = (options & ~FP8_STATS_X_GIVEN) | FP8_STATS_NO_EXP_HIST;
+    }
     float *y = malloc(rows * cols * sizeof *y), d[16];
     if (!y)
         return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: out of memory for the Hadamard transform of %zux%zu", rows, cols);
@@ -600,6 +608,8 @@ static int quantize_impl(fp8_recipe_state *st, const float *x, size_t rows, size
     fp8__rht_apply(y, rows, cols, d, 0);
     fp8__fenv_leave(&fe);
     int rc = quantize_core(st, y, rows, cols, out, stats, options, codes, group_scale_inv, NULL);
+    if (rc == FP8_OK && keep_hist)
+        memcpy(stats->exp_hist, xhist, sizeof xhist);
     if (rc == FP8_OK && out) {
         fp8__fenv_enter(&fe);
         fp8__rht_apply(out, rows, cols, d, 1);

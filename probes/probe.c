@@ -412,24 +412,18 @@ static void cast_recipe(void *ctx, int i)
         return;
     }
     /* the input's own statistics are computed once for all recipes (xs)
-     * and given to each; an RHT recipe casts a transformed tensor, whose
-     * moments it computes itself, but the exponent histogram always
-     * describes the input */
-    const int rht = p->st[i]->recipe.rht_active;
+     * and given to each (a recipe casting a Hadamard-transformed tensor
+     * keeps only their histogram: fp8_stats.h) */
     unsigned fl = j->flags;
     fp8_stats *s = j->rec ? &j->stats[i] : NULL;
-    if (s && j->xs && !rht) {
+    if (s && j->xs) {
         *s = *j->xs;
         fl |= FP8_STATS_X_GIVEN;
-    } else if (s && j->xs) {
-        fl |= FP8_STATS_NO_EXP_HIST;
     }
     if (is_active && j->snap_codes)
         j->st[i] = fp8_quantize_codes(p->st[i], j->x, j->rows, j->cols, j->codes, j->gsi, j->out, s, fl);
     else
         j->st[i] = fp8_quantize_ex(p->st[i], j->x, j->rows, j->cols, is_active ? j->out : NULL, s, fl);
-    if (s && j->xs && rht && j->st[i] == FP8_OK)
-        memcpy(s->exp_hist, j->xs->exp_hist, sizeof s->exp_hist);
 }
 
 /* 1 when a recipe reduces its amax over a group of ranks */
