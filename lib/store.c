@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "chunkwrite.h"
 #include "store_layout.h"
 
 /* ---- the writer ----------------------------------------------------------- */
@@ -27,9 +28,11 @@
 static hsize_t chunk_rows(int i);
 
 typedef struct {
-    void *data;
-    size_t n, cap, elem; /* elements buffered, capacity, bytes per element */
-    hsize_t written;     /* rows already in the file                       */
+    void *data;          /* kept rows, then the n rows not yet written       */
+    size_t n, cap, elem; /* rows buffered, capacity, bytes per row           */
+    size_t kept;         /* rows of the last, partly filled chunk, already in
+                            the file: a flush rewrites that chunk whole      */
+    hsize_t written;     /* rows already in the file                         */
 } buffer;
 
 struct fp8_store {
@@ -44,6 +47,8 @@ struct fp8_store {
     int *idx[3];          /* open-addressing hash of their rows (-1 empty) */
     size_t idxcap[3];
     int failed;           /* a write failed: later flushes refuse     */
+    int threads;          /* chunks encoded on up to this many threads */
+    fp8__zkeep zkeep;
     int snaps_off, bamax_off; /* no space for snapshots / block amaxes: dropped from then on, the rest goes on */
     /* the last exponent histogram stored, for records of the same tensor
      * and step (hist_row UINT64_MAX: none yet) */
@@ -55,14 +60,14 @@ struct fp8_store {
 
 static int buf_push(buffer *b, const void *elem)
 {
-    if (b->n == b->cap) {
+    if (b->kept + b->n == b->cap) {
         size_t cap = b->cap ? 2 * b->cap : 64;
         void *d = realloc(b->data, cap * b->elem);
         if (!d)
             return FP8_ERROR(FP8_ENOMEM, "run file: out of memory buffering records");
         b->data = d, b->cap = cap;
     }
-    memcpy((char *)b->data + b->n * b->elem, elem, b->elem);
+    memcpy((char *)b->data + (b->kept + b->n) * b->elem, elem, b->elem);
     b->n++;
     return FP8_OK;
 }
@@ -92,6 +97,7 @@ static void store_free(fp8_store *s)
             H5Tclose(s->type[i]);
         free(s->buf[i].data);
     }
+    fp8__zkeep_free(&s->zkeep);
     if (s->file > 0)
         H5Fclose(s->file);
     free(s->tensors);
@@ -369,16 +375,16 @@ int fp8_store_add_block_amax(fp8_store *s, int tensor, int64_t step, uint64_t ro
 /* Append n elements of elem bytes to a buffer without a per-element push. */
 static int buf_append(buffer *b, const void *data, size_t n)
 {
-    if (b->n + n > b->cap) {
+    if (b->kept + b->n + n > b->cap) {
         size_t cap = b->cap ? b->cap : 65536;
-        while (cap < b->n + n)
+        while (cap < b->kept + b->n + n)
             cap *= 2;
         void *d = realloc(b->data, cap * b->elem);
         if (!d)
             return FP8_ERROR(FP8_ENOMEM, "run file: out of memory buffering a snapshot");
         b->data = d, b->cap = cap;
     }
-    memcpy((char *)b->data + b->n * b->elem, data, n * b->elem);
+    memcpy((char *)b->data + (b->kept + b->n) * b->elem, data, n * b->elem);
     b->n += n;
     return FP8_OK;
 }
@@ -456,59 +462,59 @@ static int reserve(fp8_store *s, size_t need)
     return fstatvfs(fd, &v) == 0 && (uint64_t)v.f_bavail * v.f_frsize >= need ? 0 : -1;
 }
 
-/* Append dataset i's buffered rows a chunk at a time, each behind its own
- * reservation (the rows, the partial chunk HDF5 rewrites, metadata), so a
- * full disk stops recording at a chunk boundary and keeps what fits.
- * headroom: bytes that must stay free (reserved) after this dataset's
- * writes, for the statistics of later flushes.  0, -1 (a write failed), -2
- * (no space). */
-static int append(fp8_store *s, int i, size_t headroom)
+/* The chunks dataset i's buffered rows touch: the partly filled last one
+ * (its kept rows and the first new ones), then the next; each encoded as
+ * the filters store it.  Returns how many were added at jobs. */
+static int plan(const fp8_store *s, int i, fp8__chunk_enc *jobs)
+{
+    const buffer *b = &s->buf[i];
+    size_t total = b->kept + b->n, step = (size_t)chunk_rows(i), row_bytes = b->elem, elem = H5Tget_size(s->type[i]);
+    if (!b->n)
+        return 0;
+    if (!elem || row_bytes % elem)
+        elem = 1; /* cannot happen (rows are whole elements); unshuffled bytes would be refused by readers */
+    int nj = 0;
+    for (size_t r = 0; r < total; r += step, nj++) {
+        size_t have = total - r < step ? total - r : step;
+        jobs[nj] = (fp8__chunk_enc){.src = (const char *)b->data + r * row_bytes, .present = have * row_bytes,
+                                    .bytes = step * row_bytes, .elem = elem};
+    }
+    return nj;
+}
+
+/* Write dataset i's encoded chunks (plan's, in order) a chunk at a time,
+ * each behind its own reservation (its bytes, metadata), so a full disk
+ * stops recording at a chunk boundary and keeps what fits.  headroom:
+ * bytes that must stay free (reserved) after this dataset's writes, for
+ * the statistics of later flushes.  0, -1 (a write failed), -2 (no space). */
+static int append(fp8_store *s, int i, const fp8__chunk_enc *jobs, int nj, size_t headroom)
 {
     buffer *b = &s->buf[i];
     if (!b->n)
         return 0;
-    int hist = i == D_EXP_HIST || i == D_SCALE_HIST;
     hsize_t width = i == D_EXP_HIST ? FP8_EXP_BINS : i == D_SCALE_HIST ? FP8_SCALE_BINS : 1;
-    hsize_t step = chunk_rows(i);
-    size_t done = 0, row_bytes = b->elem; /* b->elem is a whole row (histograms: 257 or 256 values) */
-    /* what a chunk takes on disk: twice the compression ratio seen so far in
-     * this dataset (deflate's ratio drifts), at most the raw bytes */
-    double ratio = 1.0;
-    if (b->written > 0) {
-        hsize_t stored = H5Dget_storage_size(s->dset[i]);
-        double r = 2.0 * (double)stored / ((double)b->written * (double)row_bytes);
-        ratio = r > 0 && r < 1 ? r : 1.0;
-    }
+    size_t step = (size_t)chunk_rows(i), total = b->kept + b->n, in_file = b->kept, row_bytes = b->elem;
+    hsize_t first = b->written - b->kept; /* the dataset row of data's first row: a chunk boundary */
     int rc = 0;
-    while (done < b->n) {
-        /* batches end on chunk boundaries: each touches one chunk, written whole */
-        hsize_t room = step - b->written % step, cnt = b->n - done < room ? b->n - done : room;
-        if (reserve(s, (size_t)(ratio * (double)(step * row_bytes)) + 16 * 1024 + headroom) != 0) {
+    for (int c = 0; c < nj && !rc; c++) {
+        size_t end = (size_t)(c + 1) * step < total ? (size_t)(c + 1) * step : total;
+        hsize_t newdims[2] = {first + end, width}, offset[2] = {first + (hsize_t)c * step, 0};
+        if (jobs[c].failed)
+            rc = -1; /* no memory to encode it */
+        else if (reserve(s, jobs[c].out_size + 16 * 1024 + headroom) != 0)
             rc = -2;
-            break;
-        }
-        hsize_t newdims[2] = {b->written + cnt, width}, start[2] = {b->written, 0}, count[2] = {cnt, width};
-        if (H5Dset_extent(s->dset[i], newdims) < 0) {
+        else if (H5Dset_extent(s->dset[i], newdims) < 0 ||
+                 H5Dwrite_chunk(s->dset[i], H5P_DEFAULT, 0, offset, jobs[c].out_size, jobs[c].out) < 0)
             rc = -1;
-            break;
-        }
-        hid_t fs = H5Dget_space(s->dset[i]);
-        hid_t ms = H5Screate_simple(hist ? 2 : 1, count, NULL);
-        herr_t e = H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL);
-        if (e >= 0)
-            e = H5Dwrite(s->dset[i], s->type[i], ms, fs, H5P_DEFAULT, (const char *)b->data + done * row_bytes);
-        H5Sclose(ms);
-        H5Sclose(fs);
-        if (e < 0) {
-            rc = -1;
-            break;
-        }
-        b->written += cnt;
-        done += (size_t)cnt;
+        else
+            in_file = end;
     }
-    if (done < b->n && done > 0) /* keep the rows not written at the front (dropped when recording stops) */
-        memmove(b->data, (char *)b->data + done * row_bytes, (b->n - done) * row_bytes);
-    b->n -= done;
+    /* keep the rows of the chunk now partly filled, then those not written
+     * (dropped when recording stops) */
+    b->written = first + in_file;
+    size_t keep_from = in_file - (size_t)(b->written % step);
+    memmove(b->data, (char *)b->data + keep_from * row_bytes, (total - keep_from) * row_bytes);
+    b->kept = in_file - keep_from, b->n = total - in_file;
     if (H5Dflush(s->dset[i]) < 0 && !rc)
         rc = -1;
     return rc;
@@ -559,11 +565,22 @@ int fp8_store_flush(fp8_store *s)
             i != D_BAMAX_INDEX)
             essential += s->buf[i].n * s->buf[i].elem;
     size_t headroom = 4 * essential > (1u << 20) ? 4 * essential : (1u << 20);
-    int bad = 0;
-    for (int k = 0; k < ND && !bad; k++) {
+    /* every dataset's chunks encoded first, on the probe's threads */
+    int nj = 0, first_job[ND + 1];
+    for (int i = 0; i < ND; i++)
+        nj += s->buf[i].n ? (int)((s->buf[i].kept + s->buf[i].n + chunk_rows(i) - 1) / chunk_rows(i)) : 0;
+    fp8__chunk_enc *jobs = nj ? malloc((size_t)nj * sizeof *jobs) : NULL;
+    int bad = nj && !jobs ? -1 : 0;
+    if (jobs) {
+        for (int i = 0, at = 0; i < ND; i++)
+            first_job[i] = at, at += plan(s, i, jobs + at);
+        first_job[ND] = nj;
+        fp8__encode_chunks(jobs, nj, s->threads, &s->zkeep);
+    }
+    for (int k = 0; k < ND && !bad && jobs; k++) {
         int i = order[k];
         int bulky = k >= 8;
-        bad = append(s, i, bulky ? headroom : 0);
+        bad = append(s, i, jobs + first_job[i], first_job[i + 1] - first_job[i], bulky ? headroom : 0);
         /* the bulky optional data (snapshots, block amaxes) give way to the
          * statistics: drop their group, keep recording the rest */
         int snap = i == D_SNAP_DATA || i == D_SNAP_CODES || i == D_SNAP_SCALES || i == D_SNAP_INDEX;
@@ -577,6 +594,9 @@ int fp8_store_flush(fp8_store *s)
             bad = 0;
         }
     }
+    for (int j = 0; j < nj; j++)
+        free(jobs[j].out);
+    free(jobs);
     xfsz_restore(&old);
     quiet_off(&q);
     if (bad) {
@@ -588,6 +608,12 @@ int fp8_store_flush(fp8_store *s)
         return FP8_ERROR(FP8_EIO, "%s: writing failed (disk full?); what was flushed before stays readable", s->path);
     }
     return FP8_OK;
+}
+
+void fp8__store_set_threads(fp8_store *s, int threads)
+{
+    if (s)
+        s->threads = threads;
 }
 
 int fp8_store_close(fp8_store *s)

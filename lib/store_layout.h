@@ -122,4 +122,8 @@ static inline void quiet_on(quiet *q)
 static inline void quiet_off(const quiet *q) { H5Eset_auto2(H5E_DEFAULT, q->fn, q->data); }
 
 
+/* The writer encodes a flush's chunks on up to this many threads (the
+ * probe option threads; 1 when never set). */
+void fp8__store_set_threads(fp8_store *s, int threads);
+
 #endif

@@ -21,6 +21,7 @@
 #include "fp8_store.h"
 #include "groups.h"
 #include "live.h"
+#include "store_layout.h" /* fp8__store_set_threads */
 
 #define MAX_RECIPES 16 /* active + up to 15 shadows */
 #define BLOCK_AMAX_WIDTH 128 /* elements per block-amax summary, along a row */
@@ -113,6 +114,7 @@ fp8_probe_run *fp8_probe_open(const char *path, const fp8_probe_options *opts, c
         o.snapshot_pattern = run->snapshot_pattern;
     }
     run->opt = o;
+    fp8__store_set_threads(run->store, o.threads); /* a flush's chunks encoded on the probe's threads */
     run->last_flush = now_seconds();
     pthread_mutex_init(&run->lock, NULL);
     if (fp8__live_add(run) != 0) {

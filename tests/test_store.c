@@ -14,6 +14,8 @@
 #include "fp8.h"
 #include "fp8_store.h"
 #include "chunkread.h"
+#include "chunkwrite.h"
+#include "store_layout.h" /* fp8__store_set_threads */
 #include "tests.h"
 
 /* deterministic, distinct statistics for record k */
@@ -367,14 +369,98 @@ static void test_parallel_chunks(void)
     H5Fclose(f);
 }
 
+/* Every chunk of dataset `name` in file a holds the bytes HDF5's own filter
+ * pipeline writes for the same rows: the rows read back, written through
+ * H5Dwrite into a dataset of the same creation properties in file ref, and
+ * the two files' chunks compared byte for byte (the last one partly filled);
+ * expect: the rows the writer was given, when the test knows them. */
+static void same_chunks_as_hdf5(hid_t a, hid_t ref, const char *name, const void *expect)
+{
+    hid_t d = H5Dopen2(a, name, H5P_DEFAULT), ft = H5Dget_type(d), sp = H5Dget_space(d), dcpl = H5Dget_create_plist(d);
+    CU_ASSERT_FATAL(d >= 0 && dcpl >= 0);
+    hsize_t dims[2] = {0, 0}, chunk[2] = {0, 0};
+    int rank = H5Sget_simple_extent_ndims(sp);
+    H5Sget_simple_extent_dims(sp, dims, NULL);
+    H5Pget_chunk(dcpl, 2, chunk);
+    CU_ASSERT_FATAL(dims[0] > chunk[0]); /* several chunks, the last one partly filled */
+    size_t row = H5Tget_size(ft) * (rank == 2 ? (size_t)dims[1] : 1);
+    unsigned char *all = malloc((size_t)dims[0] * row);
+    CU_ASSERT_FATAL(all != NULL);
+    CU_ASSERT_FATAL(H5Dread(d, ft, H5S_ALL, H5S_ALL, H5P_DEFAULT, all) >= 0);
+    if (expect) /* the rows given to the writer, read back through HDF5's pipeline */
+        CU_ASSERT(memcmp(all, expect, (size_t)dims[0] * row) == 0);
+    hid_t r = H5Dcreate2(ref, name, ft, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    CU_ASSERT_FATAL(r >= 0);
+    CU_ASSERT_FATAL(H5Dwrite(r, ft, H5S_ALL, H5S_ALL, H5P_DEFAULT, all) >= 0);
+    H5Dflush(r);
+    int nchunks = 0, same = 0;
+    for (hsize_t c = 0; c < dims[0]; c += chunk[0], nchunks++) {
+        hsize_t off[2] = {c, 0}, na = 0, nr = 0;
+        H5Dget_chunk_storage_size(d, off, &na);
+        H5Dget_chunk_storage_size(r, off, &nr);
+        unsigned char *ba = malloc(na + 1), *br = malloc(nr + 1);
+        uint32_t ma = 99, mr = 99;
+        int ok = na && na == nr && H5Dread_chunk(d, H5P_DEFAULT, off, &ma, ba) >= 0 &&
+                 H5Dread_chunk(r, H5P_DEFAULT, off, &mr, br) >= 0 && ma == 0 && mr == 0 && memcmp(ba, br, na) == 0;
+        same += ok;
+        free(ba), free(br);
+    }
+    CU_ASSERT_EQUAL(same, nchunks);
+    if (same != nchunks)
+        fprintf(stderr, "\n  /%s: %d of %d chunks differ from HDF5's own encoding\n", name, nchunks - same, nchunks);
+    free(all);
+    H5Dclose(r), H5Pclose(dcpl), H5Sclose(sp), H5Tclose(ft), H5Dclose(d);
+}
+
+static void test_chunks_as_hdf5(void)
+{
+    for (int threads = 1; threads <= 3; threads += 2) {
+        /* flushes at irregular steps: the last chunk is rewritten partly filled
+         * many times, and one flush spans several chunks */
+        fp8_store *st = fp8_store_create("build/t_enc.h5", NULL, 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+        fp8__store_set_threads(st, threads);
+        int t = fp8_store_tensor(st, "a", FP8_ROLE_ACTIVATION, 0);
+        int r[2] = {fp8_store_recipe(st, "e4m3:current"), fp8_store_recipe(st, "mxfp8")};
+        fp8_stats x;
+        uint64_t seed = 5, (*hist)[FP8_EXP_BINS] = malloc(300 * sizeof *hist);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(hist);
+        for (int step = 0; step < 300; step++) {
+            fake_stats(&x, (uint64_t)step);
+            for (int k = 0; k < FP8_EXP_BINS; k++)
+                x.exp_hist[k] = hist[step][k] = test_rand(&seed) % 3 == 0 ? test_rand(&seed) % 1000 : 0;
+            for (int q = 0; q < 2; q++)
+                CU_ASSERT_EQUAL(fp8_store_add_record(st, t, r[q], step, q == 0, 4, 8, &x), FP8_OK);
+            CU_ASSERT_EQUAL(fp8_store_add_step(st, t, r[0], step, 1, (float)x.amax, 0.5f, 0), FP8_OK);
+            if (step % 7 == 3 || (step > 40 && step < 200 && step % 97 == 0))
+                CU_ASSERT_EQUAL(fp8_store_flush(st), FP8_OK);
+        }
+        CU_ASSERT_EQUAL(fp8_store_close(st), FP8_OK);
+        hid_t a = H5Fopen("build/t_enc.h5", H5F_ACC_RDONLY, H5P_DEFAULT);
+        hid_t ref = H5Fcreate("build/t_enc_ref.h5", H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+        CU_ASSERT_FATAL(a >= 0 && ref >= 0);
+        same_chunks_as_hdf5(a, ref, "records", NULL); /* a compound, shuffled (its fields: the round trip) */
+        same_chunks_as_hdf5(a, ref, "exp_hist", hist); /* 2-D, 64-row chunks, one row per step */
+        same_chunks_as_hdf5(a, ref, "scale_hist", NULL);
+        H5Fclose(ref), H5Fclose(a);
+        free(hist);
+    }
+    /* HDF5's shuffle by hand on a 3-element, 4-byte case, one element present */
+    unsigned char src[4] = {1, 2, 3, 4}, dst[12];
+    fp8__shuffle(dst, src, 4, 12, 4);
+    const unsigned char want[12] = {1, 0, 0, 2, 0, 0, 3, 0, 0, 4, 0, 0};
+    CU_ASSERT(memcmp(dst, want, 12) == 0);
+}
+
 void register_store_tests(void)
 {
     static const char *const names[] = {"write and read back every field, lazy tensors",
                                         "bad files: text, missing, foreign HDF5, newer schema, truncated",
                                         "SIGKILL at random moments: 20 trials, nothing flushed is lost",
                                         "a reader follows a writer in another process (SWMR)",
-                                        "chunks inflated on two threads = H5Dread's bytes"};
+                                        "chunks inflated on two threads = H5Dread's bytes",
+                                        "chunks the writer encodes = HDF5's filter pipeline's bytes, 1 and 3 threads"};
     static void (*const fns[])(void) = {test_round_trip, test_bad_files, test_sigkill, test_live_read,
-                                        test_parallel_chunks};
-    add_suite("store", names, fns, 5);
+                                        test_parallel_chunks, test_chunks_as_hdf5};
+    add_suite("store", names, fns, 6);
 }

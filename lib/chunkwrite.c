@@ -1,0 +1,141 @@
+/*
+ * chunkwrite.c — internal: a chunk's stored bytes, made as HDF5's filter
+ * pipeline makes them (the mirror of chunkread.c).
+ *
+ * Every run-file dataset is chunked, shuffled and deflated at level 1.  A
+ * flush rewrites each dataset's last, partly filled chunk, and HDF5 (a
+ * serial build) shuffles and deflates it on the calling thread with a
+ * deflate stream made afresh per chunk.  Here the writer shuffles and
+ * deflates its chunks itself — the same zlib parameters as HDF5's deflate
+ * filter (compress2: window 15 bits, memory level 8, default strategy), so
+ * the same bytes — keeping one stream per thread, on the probe's threads,
+ * and hands HDF5 the finished chunks (H5Dwrite_chunk).
+ */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "chunkwrite.h"
+#include "parallel.h"
+
+#define LEVEL 1 /* H5Pset_deflate(dcpl, 1) in store.c */
+
+void fp8__shuffle(unsigned char *dst, const unsigned char *src, size_t present, size_t bytes, size_t elem)
+{
+    /* HDF5's shuffle: byte b of element e goes to b * nelem + e */
+    size_t nelem = bytes / elem, have = present / elem;
+    if (elem <= 16) {
+        for (size_t e = 0; e < have; e++)
+            for (size_t b = 0; b < elem; b++)
+                dst[b * nelem + e] = src[e * elem + b];
+    } else {
+        for (size_t b = 0; b < elem; b++) {
+            unsigned char *d = dst + b * nelem;
+            const unsigned char *s = src + b;
+            for (size_t e = 0; e < have; e++)
+                d[e] = s[e * elem];
+        }
+    }
+    for (size_t b = 0; b < elem; b++)
+        memset(dst + b * nelem + have, 0, nelem - have);
+    /* bytes past the last whole element are copied as they are (none here:
+     * a chunk is whole rows of whole elements) */
+    memset(dst + nelem * elem, 0, bytes - nelem * elem);
+}
+
+static int encode(fp8__chunk_enc *c, fp8__zkeep *keep, int t)
+{
+    z_stream *z = keep->z[t];
+    if (!z) {
+        z = calloc(1, sizeof *z);
+        if (!z)
+            return -1;
+        if (deflateInit(z, LEVEL) != Z_OK) {
+            free(z);
+            return -1;
+        }
+        keep->z[t] = z;
+    } else if (deflateReset(z) != Z_OK) {
+        return -1;
+    }
+    const unsigned char *in = c->src;
+    if (c->elem > 1) {
+        if (keep->scratch_size[t] < c->bytes) {
+            unsigned char *b = realloc(keep->scratch[t], c->bytes);
+            if (!b)
+                return -1;
+            keep->scratch[t] = b, keep->scratch_size[t] = c->bytes;
+        }
+        fp8__shuffle(keep->scratch[t], c->src, c->present, c->bytes, c->elem);
+        in = keep->scratch[t];
+    } else if (c->present < c->bytes) { /* unshuffled, but the zero tail still goes in */
+        if (keep->scratch_size[t] < c->bytes) {
+            unsigned char *b = realloc(keep->scratch[t], c->bytes);
+            if (!b)
+                return -1;
+            keep->scratch[t] = b, keep->scratch_size[t] = c->bytes;
+        }
+        memcpy(keep->scratch[t], c->src, c->present);
+        memset(keep->scratch[t] + c->present, 0, c->bytes - c->present);
+        in = keep->scratch[t];
+    }
+    uLong cap = deflateBound(z, (uLong)c->bytes);
+    c->out = malloc(cap);
+    if (!c->out)
+        return -1;
+    z->next_in = (Bytef *)in, z->avail_in = (uInt)c->bytes;
+    z->next_out = c->out, z->avail_out = (uInt)cap;
+    if (deflate(z, Z_FINISH) != Z_STREAM_END) {
+        free(c->out);
+        c->out = NULL;
+        return -1;
+    }
+    c->out_size = (size_t)z->total_out;
+    return 0;
+}
+
+typedef struct {
+    fp8__chunk_enc *jobs;
+    int n;
+    atomic_int next;
+    fp8__zkeep *keep;
+} enc_ctx;
+
+/* task t takes the next job until none is left, with stream t */
+static void enc_task(void *ctx, int t)
+{
+    enc_ctx *E = ctx;
+    for (int i; (i = atomic_fetch_add(&E->next, 1)) < E->n;)
+        E->jobs[i].failed = encode(&E->jobs[i], E->keep, t) != 0;
+}
+
+void fp8__encode_chunks(fp8__chunk_enc *jobs, int n, int threads, fp8__zkeep *keep)
+{
+    if (threads < 1)
+        threads = 1;
+    if (threads > FP8_ZKEEP_MAX)
+        threads = FP8_ZKEEP_MAX;
+    if (threads > n)
+        threads = n;
+    for (int i = 0; i < n; i++)
+        jobs[i].out = NULL, jobs[i].out_size = 0, jobs[i].failed = 0;
+    enc_ctx E = {.jobs = jobs, .n = n, .keep = keep};
+    atomic_init(&E.next, 0);
+    if (threads <= 1)
+        enc_task(&E, 0);
+    else
+        fp8__parallel_for(threads, threads, enc_task, &E);
+}
+
+void fp8__zkeep_free(fp8__zkeep *keep)
+{
+    for (int t = 0; t < FP8_ZKEEP_MAX; t++) {
+        if (keep->z[t]) {
+            deflateEnd(keep->z[t]);
+            free(keep->z[t]);
+        }
+        free(keep->scratch[t]);
+        keep->z[t] = NULL, keep->scratch[t] = NULL, keep->scratch_size[t] = 0;
+    }
+}
