@@ -272,7 +272,8 @@ typedef struct {
     float *scale, *scale_inv;
     unsigned char *flags;
     uint32_t *gamax, *gminnz;
-    uint32_t pam[MAX_PARTS], pmz[MAX_PARTS]; /* per-tensor amax pass, per part */
+    uint32_t pam[MAX_PARTS], pmz[MAX_PARTS]; /* amax pass, per part (pmz: per-tensor recipes) */
+    unsigned char zero_scale[MAX_PARTS];     /* scales: a group's scale is not > 0, per part */
     fp8_recipe_state *st;                    /* the scales: */
     size_t ng;
     uint32_t tot_amax;
@@ -398,6 +399,9 @@ static void scales_job(void *ctx, int p)
     fp8__group_scales(F->st, F->gamax + g0, g1 - g0, fp8__bits_to_float(F->tot_amax), F->scale + g0,
                       F->scale_inv + g0, &sg);
     fp8__fenv_leave(&env);
+    for (size_t g = g0; g < g1; g++)
+        if (!(F->scale[g] > 0.0f))
+            F->zero_scale[p] = 1; /* such groups take the per-segment path */
     if (p == 0)
         F->s_global = sg; /* NVFP4's, the same from every range */
 }
@@ -435,9 +439,16 @@ static void amax_job(void *ctx, int p)
     size_t rows = L->br == 1 ? L->R : (L->R + L->br - 1) / L->br; /* whole tile rows per part */
     size_t r0, r1;
     part_range(rows, F->P, p, &r0, &r1);
+    size_t g0 = r0 * L->nbc, g1 = r1 * L->nbc; /* this part's groups */
+    for (size_t g = g0; g < g1; g++)
+        F->gminnz[g] = 0x7F800000u;
     if (L->br > 1)
         r0 *= L->br, r1 = r1 * L->br < L->R ? r1 * L->br : L->R;
     amax_rows(L, F->X, r0, r1, F->gamax, F->gminnz);
+    uint32_t top = 0; /* the part's largest amax, for the tensor's */
+    for (size_t g = g0; g < g1; g++)
+        top = F->gamax[g] > top ? F->gamax[g] : top;
+    F->pam[p] = top;
 }
 
 /* amax, Inf and NaN counts in chunks the lane counters hold */
@@ -695,8 +706,9 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
         return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: out of memory for a %zux%zu tensor", rows, cols);
     }
     const int threads = st->threads > 1 ? st->threads : 1;
-    for (size_t g = 0; g < ng; g++)
-        gminnz[g] = 0x7F800000u;
+    if (!need_amax) /* (else the amax pass sets them) */
+        for (size_t g = 0; g < ng; g++)
+            gminnz[g] = 0x7F800000u;
     const float *X = x;
     if (trans) {
         fp8__transpose(x, rows, cols, xt);
@@ -714,15 +726,16 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
     F.X = X;
     uint32_t tot_amax = 0; /* (delayed scaling needs no amax pass) */
     if (need_amax) {
-        fp8__parallel_for(F.P, threads, amax_job, &F);
         if (L.per_tensor)
-            for (int p = 0; p < F.P; p++) {
-                gamax[0] = F.pam[p] > gamax[0] ? F.pam[p] : gamax[0];
+            gminnz[0] = 0x7F800000u;
+        fp8__parallel_for(F.P, threads, amax_job, &F);
+        for (int p = 0; p < F.P; p++) {
+            tot_amax = F.pam[p] > tot_amax ? F.pam[p] : tot_amax;
+            if (L.per_tensor)
                 gminnz[0] = F.pmz[p] < gminnz[0] ? F.pmz[p] : gminnz[0];
-            }
-        for (size_t g = 0; g < ng; g++)
-            if (gamax[g] > tot_amax)
-                tot_amax = gamax[g];
+        }
+        if (L.per_tensor)
+            gamax[0] = tot_amax;
     }
 
     /* 2. scales, a range of groups per part (each group's from its own
@@ -732,8 +745,8 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
     float s_global = F.s_global;
 
     /* 3. fused pass, part by part */
-    for (size_t g = 0; F.grouped && g < ng; g++)
-        if (!(scale[g] > 0.0f))
+    for (int p = 0; p < F.P; p++)
+        if (F.zero_scale[p])
             F.grouped = 0; /* zero-scale groups take the per-segment path */
     pass_ctx *c0 = &F.parts[0].c;
     for (int p = 0; p < F.P; p++) {
@@ -789,7 +802,7 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
             fp8__finish_x(stats, &c0->xmom, numel);
         }
         fp8__finish_stats(stats, c0->cnt, err_sums(c0), &L, L.per_tensor ? NULL : gamax, gminnz, scale, scale_inv, flags, s_global,
-                     st->format);
+                     st->format, threads);
         /* TE defines its count for per-tensor static scales (delayed scaling);
          * under current and grouped scaling a group's own maximum exceeds
          * fp8_max * scale_inv by a float32 rounding now and then, which would

@@ -7,72 +7,169 @@
  */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "parallel.h"
 #include "quantize_internal.h"
 
 /* The per-group part of the statistics: scale_inv's range, mean, std and
  * exponent histogram, the groups that overflowed or flushed, the largest
- * amax / min-nonzero ratio.  Millions of groups for 1x16 recipes: partial
- * sums and sub-histograms four wide (a single running sum or counter is a
- * chain of dependent adds), no libm calls, the largest ratio found by a
- * vector pass (stats_vec.c). */
-static void group_summary(fp8_stats *s, size_t ng, const float *scale_inv, const unsigned char *flags,
-                          const uint32_t *gamax_bits, const uint32_t *gminnz_bits)
+ * amax / min-nonzero ratio.  Millions of groups for 1x16 recipes: ranges of
+ * RANGE groups (fixed, so the sums are the same bits on any thread count)
+ * on the recipe's threads, each with partial sums and sub-histograms four
+ * wide (a single running sum or counter is a chain of dependent adds), no
+ * libm calls, its largest ratio found by a vector pass (stats_vec.c); the
+ * ranges' results merged in range order. */
+#define RANGE 4096
+
+typedef struct {
+    double sum[4], m2[4];
+    float mn[4], mx[4];
+    uint32_t shist[4][FP8_SCALE_BINS]; /* a range's groups: 32-bit counters hold them */
+    uint64_t fo, fu;
+    size_t best;
+} gsum;
+
+typedef struct {
+    size_t ng;
+    const float *scale_inv;
+    const unsigned char *flags;
+    const uint32_t *gamax, *gminnz;
+    gsum *r;
+    double mean;
+    int pass; /* 0: sums, histogram, counts, best ratio; 1: squared deviations from mean */
+} gsum_work;
+
+/* range p of the groups into r (sums in locals: the flags are bytes, which
+ * may alias anything, so sums kept in *r would be stored at every group) */
+static void gsum_range(const gsum_work *W, int p, gsum *r)
 {
+    const float *si = W->scale_inv;
+    const unsigned char *fl = W->flags;
+    size_t g0 = (size_t)p * RANGE, g1 = W->ng - g0 < RANGE ? W->ng : g0 + RANGE, g = g0;
+    if (W->pass == 1) {
+        double m2[4] = {0, 0, 0, 0}, mean = W->mean;
+        for (; g + 4 <= g1; g += 4)
+            for (int k = 0; k < 4; k++) {
+                double d = (double)si[g + (size_t)k] - mean;
+                m2[k] += d * d;
+            }
+        for (; g < g1; g++) {
+            double d = (double)si[g] - mean;
+            m2[0] += d * d;
+        }
+        memcpy(r->m2, m2, sizeof m2);
+        return;
+    }
     double sum[4] = {0, 0, 0, 0};
     float mn[4] = {INFINITY, INFINITY, INFINITY, INFINITY}, mx[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
-    uint64_t shist[4][FP8_SCALE_BINS];
-    memset(shist, 0, sizeof shist);
     uint64_t fo = 0, fu = 0;
-    size_t g = 0;
-    for (; g + 4 <= ng; g += 4)
+    for (; g + 4 <= g1; g += 4)
         for (int k = 0; k < 4; k++) {
-            float v = scale_inv[g + (size_t)k];
+            float v = si[g + (size_t)k];
             uint32_t b;
             memcpy(&b, &v, 4);
             sum[k] += v;
             mn[k] = v < mn[k] ? v : mn[k];
             mx[k] = v > mx[k] ? v : mx[k];
-            shist[k][(b >> 23) & 0xFF]++;
-            fo += flags[g + (size_t)k] & 1;
-            fu += (flags[g + (size_t)k] >> 1) & 1;
+            r->shist[k][(b >> 23) & 0xFF]++;
+            fo += fl[g + (size_t)k] & 1;
+            fu += (fl[g + (size_t)k] >> 1) & 1;
         }
-    for (; g < ng; g++) {
-        float v = scale_inv[g];
+    for (; g < g1; g++) {
+        float v = si[g];
         uint32_t b;
         memcpy(&b, &v, 4);
         sum[0] += v;
         mn[0] = v < mn[0] ? v : mn[0];
         mx[0] = v > mx[0] ? v : mx[0];
-        shist[0][(b >> 23) & 0xFF]++;
-        fo += flags[g] & 1;
-        fu += (flags[g] >> 1) & 1;
+        r->shist[0][(b >> 23) & 0xFF]++;
+        fo += fl[g] & 1;
+        fu += (fl[g] >> 1) & 1;
     }
-    for (int k = 0; k < FP8_SCALE_BINS; k++)
-        s->scale_hist[k] += shist[0][k] + shist[1][k] + shist[2][k] + shist[3][k];
-    s->blocks_with_overflow = fo;
-    s->blocks_with_underflow = fu;
-    const double mean = (sum[0] + sum[1] + sum[2] + sum[3]) / (double)ng;
-    double m2[4] = {0, 0, 0, 0};
-    for (g = 0; g + 4 <= ng; g += 4)
-        for (int k = 0; k < 4; k++) {
-            double d = (double)scale_inv[g + (size_t)k] - mean;
-            m2[k] += d * d;
+    memcpy(r->sum, sum, sizeof sum), memcpy(r->mn, mn, sizeof mn), memcpy(r->mx, mx, sizeof mx);
+    r->fo = fo, r->fu = fu;
+    if (W->gamax) {
+        size_t b = fp8__best_ratio(W->gamax + g0, W->gminnz + g0, g1 - g0);
+        r->best = b == SIZE_MAX ? SIZE_MAX : g0 + b;
+    }
+}
+
+static void gsum_job(void *ctx, int p)
+{
+    gsum_work *W = ctx;
+    gsum_range(W, p, &W->r[p]);
+}
+
+/* range r's results into the totals t, ranges in order: the same bits
+ * however the ranges ran */
+static void gsum_merge(gsum *t, const gsum *r, fp8_stats *s, const uint32_t *gamax, const uint32_t *gminnz,
+                       double *ba, double *bm)
+{
+    for (int k = 0; k < 4; k++) {
+        t->sum[k] += r->sum[k], t->m2[k] += r->m2[k];
+        t->mn[k] = r->mn[k] < t->mn[k] ? r->mn[k] : t->mn[k];
+        t->mx[k] = r->mx[k] > t->mx[k] ? r->mx[k] : t->mx[k];
+        for (int b = 0; s && b < FP8_SCALE_BINS; b++)
+            s->scale_hist[b] += r->shist[k][b];
+    }
+    t->fo += r->fo, t->fu += r->fu;
+    if (gamax && r->best != SIZE_MAX) {
+        /* the largest ratio, the first of equals (as one pass would): the
+         * products of two floats are exact in double */
+        double a = fp8__bits_to_float(gamax[r->best]), m = fp8__bits_to_float(gminnz[r->best]);
+        if (a * *bm > *ba * m)
+            *ba = a, *bm = m, t->best = r->best;
+    }
+}
+
+static void group_summary(fp8_stats *s, size_t ng, const float *scale_inv, const unsigned char *flags,
+                          const uint32_t *gamax_bits, const uint32_t *gminnz_bits, int threads)
+{
+    int nr = (int)((ng + RANGE - 1) / RANGE);
+    gsum *r = calloc((size_t)nr, sizeof *r), one, tot;
+    gsum_work W = {ng, scale_inv, flags, gamax_bits, gminnz_bits, r, 0.0, 0};
+    memset(&tot, 0, sizeof tot);
+    for (int k = 0; k < 4; k++)
+        tot.mn[k] = INFINITY, tot.mx[k] = -INFINITY;
+    tot.best = SIZE_MAX;
+    double ba = 0, bm = 1;
+    for (W.pass = 0; W.pass < 2; W.pass++) {
+        if (r) {
+            for (int p = 0; p < nr; p++)
+                r[p].best = SIZE_MAX;
+            fp8__parallel_for(nr, threads, gsum_job, &W);
         }
-    for (; g < ng; g++) {
-        double d = (double)scale_inv[g] - mean;
-        m2[0] += d * d;
+        for (int p = 0; p < nr; p++) {
+            gsum *q = r ? &r[p] : &one;
+            if (!r) { /* no memory for the ranges: one after another here */
+                memset(&one, 0, sizeof one);
+                one.best = SIZE_MAX;
+                gsum_range(&W, p, &one);
+            }
+            if (W.pass == 0)
+                gsum_merge(&tot, q, s, gamax_bits, gminnz_bits, &ba, &bm);
+            else
+                for (int k = 0; k < 4; k++)
+                    tot.m2[k] += q->m2[k];
+            if (r && W.pass == 0)
+                memset(q->m2, 0, sizeof q->m2);
+        }
+        W.mean = (tot.sum[0] + tot.sum[1] + tot.sum[2] + tot.sum[3]) / (double)ng;
     }
-    s->scale_inv_min = fminf(fminf(mn[0], mn[1]), fminf(mn[2], mn[3]));
-    s->scale_inv_max = fmaxf(fmaxf(mx[0], mx[1]), fmaxf(mx[2], mx[3]));
-    s->scale_inv_mean = mean;
-    s->scale_inv_std = sqrt((m2[0] + m2[1] + m2[2] + m2[3]) / (double)ng);
+    free(r);
+    s->blocks_with_overflow = tot.fo;
+    s->blocks_with_underflow = tot.fu;
+    s->scale_inv_min = fminf(fminf(tot.mn[0], tot.mn[1]), fminf(tot.mn[2], tot.mn[3]));
+    s->scale_inv_max = fmaxf(fmaxf(tot.mx[0], tot.mx[1]), fmaxf(tot.mx[2], tot.mx[3]));
+    s->scale_inv_mean = W.mean;
+    s->scale_inv_std = sqrt((tot.m2[0] + tot.m2[1] + tot.m2[2] + tot.m2[3]) / (double)ng);
     if (!gamax_bits)
         return;
-    size_t best = fp8__best_ratio(gamax_bits, gminnz_bits, ng);
-    s->max_block_dynamic_range =
-        best == SIZE_MAX ? 0.0 : log2(fp8__bits_to_float(gamax_bits[best])) - log2(fp8__bits_to_float(gminnz_bits[best]));
+    s->max_block_dynamic_range = tot.best == SIZE_MAX ? 0.0
+                                                      : log2(fp8__bits_to_float(gamax_bits[tot.best])) -
+                                                            log2(fp8__bits_to_float(gminnz_bits[tot.best]));
 }
 
 /* x's own statistics, from src to dst (the rest of dst untouched) */
@@ -124,7 +221,8 @@ void fp8__finish_x(fp8_stats *s, const fp8__moments *m, uint64_t numel)
  * way, so both routes give the same bits. */
 void fp8__finish_stats(fp8_stats *s, const uint64_t cnt[FP8_NCLASS], const fp8__moments *err, const layout *L,
                        const uint32_t *gamax_bits, const uint32_t *gminnz_bits, const float *scale,
-                       const float *scale_inv, const unsigned char *flags, float s_global, const fp8_format *f)
+                       const float *scale_inv, const unsigned char *flags, float s_global, const fp8_format *f,
+                       int threads)
 {
     const fp8__moments *m = err;
     double e2 = 0, q2 = 0, xq = 0;
@@ -153,7 +251,7 @@ void fp8__finish_stats(fp8_stats *s, const uint64_t cnt[FP8_NCLASS], const fp8__
     s->scale = scale[0];
     s->scale_inv = scale_inv[0];
     s->global_scale_inv = s_global;
-    group_summary(s, L->ngroups, scale_inv, flags, gamax_bits, gminnz_bits);
+    group_summary(s, L->ngroups, scale_inv, flags, gamax_bits, gminnz_bits, threads);
     if (!gamax_bits)
         s->max_block_dynamic_range = s->dynamic_range;
 }
