@@ -254,6 +254,10 @@ static float *thread_buf(void)
  * result is the same bits whatever the number of threads that ran the
  * parts (the recipe state's `threads`).  Other layouts run as one part. */
 #define MAX_PARTS 8
+/* The amax pass and the scales (a maximum, and values group by group: the
+ * same whatever the split) in up to this many jobs, finer than the parts
+ * so that two threads end together */
+#define AJOBS 32
 
 typedef struct {
     pass_ctx c;
@@ -272,8 +276,9 @@ typedef struct {
     float *scale, *scale_inv;
     unsigned char *flags;
     uint32_t *gamax, *gminnz;
-    uint32_t pam[MAX_PARTS], pmz[MAX_PARTS]; /* amax pass, per part (pmz: per-tensor recipes) */
-    unsigned char zero_scale[MAX_PARTS];     /* scales: a group's scale is not > 0, per part */
+    int AJ, SJ;                          /* jobs of the amax pass and of the scales */
+    uint32_t pam[AJOBS], pmz[AJOBS];     /* amax pass, per job (pmz: per-tensor recipes) */
+    unsigned char zero_scale[AJOBS];     /* scales: a group's scale is not > 0, per job */
     fp8_recipe_state *st;                    /* the scales: */
     size_t ng;
     uint32_t tot_amax;
@@ -392,7 +397,7 @@ static void scales_job(void *ctx, int p)
 {
     fused *F = ctx;
     size_t g0, g1;
-    part_range(F->ng, F->ng >= 4096 ? F->P : 1, p, &g0, &g1);
+    part_range(F->ng, F->SJ, p, &g0, &g1);
     float sg = 1.0f;
     fp8__fenv env;
     fp8__fenv_enter(&env);
@@ -429,16 +434,16 @@ static void amax_job(void *ctx, int p)
     const layout *L = F->L;
     if (L->per_tensor) {
         size_t u0, u1;
-        part_range(F->U, F->P, p, &u0, &u1);
+        part_range(F->U, F->AJ, p, &u0, &u1);
         size_t e0 = u0 * F->unit, e1 = u1 * F->unit < F->numel ? u1 * F->unit : F->numel;
         F->pam[p] = 0, F->pmz[p] = 0x7F800000u;
         if (e1 > e0)
             range_pass(F->X + e0, e1 - e0, &F->pam[p], &F->pmz[p]);
         return;
     }
-    size_t rows = L->br == 1 ? L->R : (L->R + L->br - 1) / L->br; /* whole tile rows per part */
+    size_t rows = L->br == 1 ? L->R : (L->R + L->br - 1) / L->br; /* whole tile rows per job */
     size_t r0, r1;
-    part_range(rows, F->P, p, &r0, &r1);
+    part_range(rows, F->AJ, p, &r0, &r1);
     size_t g0 = r0 * L->nbc, g1 = r1 * L->nbc; /* this part's groups */
     for (size_t g = g0; g < g1; g++)
         F->gminnz[g] = 0x7F800000u;
@@ -728,8 +733,11 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
     if (need_amax) {
         if (L.per_tensor)
             gminnz[0] = 0x7F800000u;
-        fp8__parallel_for(F.P, threads, amax_job, &F);
-        for (int p = 0; p < F.P; p++) {
+        size_t trows = L.br == 1 ? L.R : (L.R + L.br - 1) / L.br;
+        size_t aj = L.per_tensor ? F.U : trows < numel / 4096 ? trows : numel / 4096; /* jobs of >= 4096 elements */
+        F.AJ = aj < 1 ? 1 : aj > AJOBS ? AJOBS : (int)aj;
+        fp8__parallel_for(F.AJ, threads, amax_job, &F);
+        for (int p = 0; p < F.AJ; p++) {
             tot_amax = F.pam[p] > tot_amax ? F.pam[p] : tot_amax;
             if (L.per_tensor)
                 gminnz[0] = F.pmz[p] < gminnz[0] ? F.pmz[p] : gminnz[0];
@@ -741,11 +749,12 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
     /* 2. scales, a range of groups per part (each group's from its own
      * amax and the tensor's) */
     F.st = st, F.ng = ng, F.tot_amax = tot_amax, F.scale = scale, F.scale_inv = scale_inv, F.flags = flags;
-    fp8__parallel_for(ng >= 4096 ? F.P : 1, threads, scales_job, &F);
+    F.SJ = ng >= 4096 ? (int)(ng / 1024 < AJOBS ? ng / 1024 : AJOBS) : 1;
+    fp8__parallel_for(F.SJ, threads, scales_job, &F);
     float s_global = F.s_global;
 
     /* 3. fused pass, part by part */
-    for (int p = 0; p < F.P; p++)
+    for (int p = 0; p < F.SJ; p++)
         if (F.zero_scale[p])
             F.grouped = 0; /* zero-scale groups take the per-segment path */
     pass_ctx *c0 = &F.parts[0].c;
