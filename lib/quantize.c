@@ -292,10 +292,46 @@ static void part_range(size_t U, int P, int p, size_t *u0, size_t *u1)
     *u0 = U * (size_t)p / (size_t)P, *u1 = U * (size_t)(p + 1) / (size_t)P;
 }
 
-/* P parts, each with a histogram accumulator when want_hist; NULL when out
- * of memory */
+/* The parts of a cast, kept per calling thread like the piece buffer: a
+ * cast's parts and their histograms (~250 KB) freshly allocated would come
+ * from fresh pages at every cast once the heap gives them back.  A nested
+ * cast on the same thread (none today) would allocate its own. */
+typedef struct {
+    int busy;
+    part parts[MAX_PARTS];
+    hist_acc hacc[MAX_PARTS];
+} parts_cache;
+static pthread_key_t parts_key;
+static pthread_once_t parts_once = PTHREAD_ONCE_INIT;
+static void parts_key_make(void) { pthread_key_create(&parts_key, free); }
+static parts_cache *thread_parts(void)
+{
+    pthread_once(&parts_once, parts_key_make);
+    parts_cache *pc = pthread_getspecific(parts_key);
+    if (!pc && (pc = malloc(sizeof *pc)) != NULL) {
+        pc->busy = 0;
+        if (pthread_setspecific(parts_key, pc) != 0) {
+            free(pc);
+            pc = NULL;
+        }
+    }
+    return pc;
+}
+
+/* P parts, zeroed, each with a zeroed histogram accumulator when want_hist;
+ * NULL when out of memory */
 static part *parts_alloc(int P, int want_hist)
 {
+    parts_cache *pc = thread_parts();
+    if (pc && !pc->busy) {
+        pc->busy = 1;
+        memset(pc->parts, 0, (size_t)P * sizeof *pc->parts);
+        for (int p = 0; want_hist && p < P; p++) {
+            memset(&pc->hacc[p], 0, sizeof pc->hacc[p]);
+            pc->parts[p].c.hacc = &pc->hacc[p];
+        }
+        return pc->parts;
+    }
     part *parts = calloc((size_t)P, sizeof *parts);
     for (int p = 0; parts && want_hist && p < P; p++)
         if (!(parts[p].c.hacc = calloc(1, sizeof(hist_acc)))) {
@@ -309,6 +345,11 @@ static part *parts_alloc(int P, int want_hist)
 
 static void parts_free(part *parts, int P)
 {
+    parts_cache *pc = pthread_getspecific(parts_key);
+    if (pc && parts == pc->parts) {
+        pc->busy = 0;
+        return;
+    }
     for (int p = 0; parts && p < P; p++)
         free(parts[p].c.hacc);
     free(parts);
