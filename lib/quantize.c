@@ -771,7 +771,13 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
     /* 1. amax pass */
     F.X = X;
     uint32_t tot_amax = 0; /* (delayed scaling needs no amax pass) */
-    if (need_amax) {
+    if (need_amax && L.per_tensor && x_given && stats->finite > 0) {
+        /* x's amax is in its given statistics (max |x| over finite x, a
+         * float32 value): no pass (gminnz[0] is not read for one group) */
+        float a = (float)stats->amax;
+        memcpy(&tot_amax, &a, 4);
+        gamax[0] = tot_amax;
+    } else if (need_amax) {
         if (L.per_tensor)
             gminnz[0] = 0x7F800000u;
         size_t trows = L.br == 1 ? L.R : (L.R + L.br - 1) / L.br;
