@@ -277,6 +277,8 @@ typedef struct {
     unsigned char *flags;
     uint32_t *gamax, *gminnz;
     int AJ, SJ;                          /* jobs of the amax pass and of the scales */
+    int early;                           /* the amax jobs compute the scales too (not NVFP4's:
+                                            they need the tensor's amax) */
     uint32_t pam[AJOBS], pmz[AJOBS];     /* amax pass, per job (pmz: per-tensor recipes) */
     unsigned char zero_scale[AJOBS];     /* scales: a group's scale is not > 0, per job */
     fp8_recipe_state *st;                    /* the scales: */
@@ -434,11 +436,9 @@ static void fused_job(void *ctx, int p)
     fp8__fenv_leave(&env);
 }
 
-static void scales_job(void *ctx, int p)
+/* the scales of groups [g0, g1), noted in job p's zero-scale flag */
+static void group_scales_range(fused *F, size_t g0, size_t g1, int p)
 {
-    fused *F = ctx;
-    size_t g0, g1;
-    part_range(F->ng, F->SJ, p, &g0, &g1);
     float sg = 1.0f;
     fp8__fenv env;
     fp8__fenv_enter(&env);
@@ -448,8 +448,16 @@ static void scales_job(void *ctx, int p)
     for (size_t g = g0; g < g1; g++)
         if (!(F->scale[g] > 0.0f))
             F->zero_scale[p] = 1; /* such groups take the per-segment path */
-    if (p == 0)
+    if (g0 == 0)
         F->s_global = sg; /* NVFP4's, the same from every range */
+}
+
+static void scales_job(void *ctx, int p)
+{
+    fused *F = ctx;
+    size_t g0, g1;
+    part_range(F->ng, F->SJ, p, &g0, &g1);
+    group_scales_range(F, g0, g1, p);
 }
 
 /* the amax pass of rows [i0, i1) (groups other than one per tensor) */
@@ -495,6 +503,8 @@ static void amax_job(void *ctx, int p)
     for (size_t g = g0; g < g1; g++)
         top = F->gamax[g] > top ? F->gamax[g] : top;
     F->pam[p] = top;
+    if (F->early && g1 > g0) /* scales that need only their group's amax: here, while it is hot */
+        group_scales_range(F, g0, g1, p);
 }
 
 /* amax, Inf and NaN counts in chunks the lane counters hold */
@@ -778,6 +788,8 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
         memcpy(&tot_amax, &a, 4);
         gamax[0] = tot_amax;
     } else if (need_amax) {
+        F.st = st, F.ng = ng, F.scale = scale, F.scale_inv = scale_inv, F.s_global = 1.0f;
+        F.early = !L.per_tensor && r->kind != FP8_RECIPE_NVFP4;
         if (L.per_tensor)
             gminnz[0] = 0x7F800000u;
         size_t trows = L.br == 1 ? L.R : (L.R + L.br - 1) / L.br;
@@ -796,8 +808,12 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
     /* 2. scales, a range of groups per part (each group's from its own
      * amax and the tensor's) */
     F.st = st, F.ng = ng, F.tot_amax = tot_amax, F.scale = scale, F.scale_inv = scale_inv, F.flags = flags;
-    F.SJ = ng >= 4096 ? (int)(ng / 1024 < AJOBS ? ng / 1024 : AJOBS) : 1;
-    fp8__parallel_for(F.SJ, threads, scales_job, &F);
+    if (F.early)
+        F.SJ = F.AJ; /* done: the amax jobs' zero-scale flags */
+    else {
+        F.SJ = ng >= 4096 ? (int)(ng / 1024 < AJOBS ? ng / 1024 : AJOBS) : 1;
+        fp8__parallel_for(F.SJ, threads, scales_job, &F);
+    }
     float s_global = F.s_global;
 
     /* 3. fused pass, part by part */
