@@ -26,7 +26,6 @@
 typedef struct {
     double sum[4], m2[4];
     float mn[4], mx[4];
-    uint32_t shist[4][FP8_SCALE_BINS]; /* a range's groups: 32-bit counters hold them */
     uint64_t fo, fu;
     size_t best;
 } gsum;
@@ -37,6 +36,7 @@ typedef struct {
     const unsigned char *flags;
     const uint32_t *gamax, *gminnz;
     gsum *r;
+    uint64_t *scale_hist; /* the statistics' histogram: ranges add into it atomically (integers: any order) */
     double mean;
     int pass; /* 0: sums, histogram, counts, best ratio; 1: squared deviations from mean */
 } gsum_work;
@@ -65,6 +65,8 @@ static void gsum_range(const gsum_work *W, int p, gsum *r)
     double sum[4] = {0, 0, 0, 0};
     float mn[4] = {INFINITY, INFINITY, INFINITY, INFINITY}, mx[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
     uint64_t fo = 0, fu = 0;
+    uint32_t shist[4][FP8_SCALE_BINS]; /* a range's groups: 32-bit counters hold them */
+    memset(shist, 0, sizeof shist);
     for (; g + 4 <= g1; g += 4)
         for (int k = 0; k < 4; k++) {
             float v = si[g + (size_t)k];
@@ -73,7 +75,7 @@ static void gsum_range(const gsum_work *W, int p, gsum *r)
             sum[k] += v;
             mn[k] = v < mn[k] ? v : mn[k];
             mx[k] = v > mx[k] ? v : mx[k];
-            r->shist[k][(b >> 23) & 0xFF]++;
+            shist[k][(b >> 23) & 0xFF]++;
             fo += fl[g + (size_t)k] & 1;
             fu += (fl[g + (size_t)k] >> 1) & 1;
         }
@@ -84,9 +86,14 @@ static void gsum_range(const gsum_work *W, int p, gsum *r)
         sum[0] += v;
         mn[0] = v < mn[0] ? v : mn[0];
         mx[0] = v > mx[0] ? v : mx[0];
-        r->shist[0][(b >> 23) & 0xFF]++;
+        shist[0][(b >> 23) & 0xFF]++;
         fo += fl[g] & 1;
         fu += (fl[g] >> 1) & 1;
+    }
+    for (int b = 0; b < FP8_SCALE_BINS; b++) {
+        uint64_t v = (uint64_t)shist[0][b] + shist[1][b] + shist[2][b] + shist[3][b];
+        if (v)
+            __atomic_fetch_add(&W->scale_hist[b], v, __ATOMIC_RELAXED);
     }
     memcpy(r->sum, sum, sizeof sum), memcpy(r->mn, mn, sizeof mn), memcpy(r->mx, mx, sizeof mx);
     r->fo = fo, r->fu = fu;
@@ -104,15 +111,12 @@ static void gsum_job(void *ctx, int p)
 
 /* range r's results into the totals t, ranges in order: the same bits
  * however the ranges ran */
-static void gsum_merge(gsum *t, const gsum *r, fp8_stats *s, const uint32_t *gamax, const uint32_t *gminnz,
-                       double *ba, double *bm)
+static void gsum_merge(gsum *t, const gsum *r, const uint32_t *gamax, const uint32_t *gminnz, double *ba, double *bm)
 {
     for (int k = 0; k < 4; k++) {
         t->sum[k] += r->sum[k], t->m2[k] += r->m2[k];
         t->mn[k] = r->mn[k] < t->mn[k] ? r->mn[k] : t->mn[k];
         t->mx[k] = r->mx[k] > t->mx[k] ? r->mx[k] : t->mx[k];
-        for (int b = 0; s && b < FP8_SCALE_BINS; b++)
-            s->scale_hist[b] += r->shist[k][b];
     }
     t->fo += r->fo, t->fu += r->fu;
     if (gamax && r->best != SIZE_MAX) {
@@ -129,7 +133,7 @@ static void group_summary(fp8_stats *s, size_t ng, const float *scale_inv, const
 {
     int nr = (int)((ng + RANGE - 1) / RANGE);
     gsum *r = calloc((size_t)nr, sizeof *r), one, tot;
-    gsum_work W = {ng, scale_inv, flags, gamax_bits, gminnz_bits, r, 0.0, 0};
+    gsum_work W = {ng, scale_inv, flags, gamax_bits, gminnz_bits, r, s->scale_hist, 0.0, 0};
     memset(&tot, 0, sizeof tot);
     for (int k = 0; k < 4; k++)
         tot.mn[k] = INFINITY, tot.mx[k] = -INFINITY;
@@ -149,7 +153,7 @@ static void group_summary(fp8_stats *s, size_t ng, const float *scale_inv, const
                 gsum_range(&W, p, &one);
             }
             if (W.pass == 0)
-                gsum_merge(&tot, q, s, gamax_bits, gminnz_bits, &ba, &bm);
+                gsum_merge(&tot, q, gamax_bits, gminnz_bits, &ba, &bm);
             else
                 for (int k = 0; k < 4; k++)
                     tot.m2[k] += q->m2[k];
