@@ -55,9 +55,14 @@ static int encode(fp8__chunk_enc *c, fp8__zkeep *keep, int t)
             free(z);
             return -1;
         }
-        keep->z[t] = z;
+        keep->z[t] = z, keep->rle[t] = 0;
     } else if (deflateReset(z) != Z_OK) {
         return -1;
+    }
+    if (keep->rle[t] != c->rle) { /* (a reset stream: nothing pending to flush) */
+        if (deflateParams(z, LEVEL, c->rle ? Z_RLE : Z_DEFAULT_STRATEGY) != Z_OK)
+            return -1;
+        keep->rle[t] = c->rle;
     }
     const unsigned char *in = c->src;
     if (c->elem > 1) {

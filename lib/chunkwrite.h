@@ -14,10 +14,13 @@
 /* One chunk to encode: `present` bytes of rows from src, then zeros up to
  * `bytes` (the chunk's full size: HDF5 stores whole chunks), shuffled as
  * elements of `elem` bytes.  out (malloc'd, the caller frees) and out_size
- * are set; failed on no memory or a zlib error. */
+ * are set; failed on no memory or a zlib error.  rle: zlib's Z_RLE strategy
+ * instead of the default (a standard deflate stream all the same; on
+ * shuffled float32 data about as small and 2.5x as fast to make). */
 typedef struct {
     const void *src;
     size_t present, bytes, elem;
+    int rle;            /* deflate with zlib's run-length strategy (float data) */
     unsigned char *out;
     size_t out_size;
     int failed;
@@ -28,6 +31,7 @@ typedef struct {
  * one would take, and fault in, at every chunk). */
 typedef struct {
     void *z[FP8_ZKEEP_MAX];
+    int rle[FP8_ZKEEP_MAX]; /* the strategy stream t is set to */
     unsigned char *scratch[FP8_ZKEEP_MAX];
     size_t scratch_size[FP8_ZKEEP_MAX];
 } fp8__zkeep;

@@ -477,7 +477,8 @@ static int plan(const fp8_store *s, int i, fp8__chunk_enc *jobs)
     for (size_t r = 0; r < total; r += step, nj++) {
         size_t have = total - r < step ? total - r : step;
         jobs[nj] = (fp8__chunk_enc){.src = (const char *)b->data + r * row_bytes, .present = have * row_bytes,
-                                    .bytes = step * row_bytes, .elem = elem};
+                                    .bytes = step * row_bytes, .elem = elem,
+                                    .rle = i == D_SNAP_DATA || i == D_SNAP_SCALES || i == D_BAMAX_DATA};
     }
     return nj;
 }

@@ -424,7 +424,10 @@ static void test_chunks_as_hdf5(void)
         int r[2] = {fp8_store_recipe(st, "e4m3:current"), fp8_store_recipe(st, "mxfp8")};
         fp8_stats x;
         uint64_t seed = 5, (*hist)[FP8_EXP_BINS] = malloc(300 * sizeof *hist);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(hist);
+        float *snap = malloc(5 * 30000 * sizeof *snap);
+        CU_ASSERT_FATAL(hist && snap);
+        for (int k = 0; k < 5 * 30000; k++)
+            snap[k] = (float)((double)(test_rand(&seed) >> 11) * 0x1p-53 - 0.5) * (float)(1 + k % 7);
         for (int step = 0; step < 300; step++) {
             fake_stats(&x, (uint64_t)step);
             for (int k = 0; k < FP8_EXP_BINS; k++)
@@ -432,6 +435,8 @@ static void test_chunks_as_hdf5(void)
             for (int q = 0; q < 2; q++)
                 CU_ASSERT_EQUAL(fp8_store_add_record(st, t, r[q], step, q == 0, 4, 8, &x), FP8_OK);
             CU_ASSERT_EQUAL(fp8_store_add_step(st, t, r[0], step, 1, (float)x.amax, 0.5f, 0), FP8_OK);
+            if (step % 60 == 5) /* float data, deflated run-length-wise, in the same flushes and streams */
+                CU_ASSERT_EQUAL(fp8_store_add_snapshot(st, t, step, snap + (size_t)(step / 60) * 30000, 100, 300), FP8_OK);
             if (step % 7 == 3 || (step > 40 && step < 200 && step % 97 == 0))
                 CU_ASSERT_EQUAL(fp8_store_flush(st), FP8_OK);
         }
@@ -442,6 +447,14 @@ static void test_chunks_as_hdf5(void)
         same_chunks_as_hdf5(a, ref, "records", NULL); /* a compound, shuffled (its fields: the round trip) */
         same_chunks_as_hdf5(a, ref, "exp_hist", hist); /* 2-D, 64-row chunks, one row per step */
         same_chunks_as_hdf5(a, ref, "scale_hist", NULL);
+        /* the snapshots, read back through HDF5's pipeline, are the floats given */
+        hid_t d = H5Dopen2(a, "snapshot_data", H5P_DEFAULT);
+        float *back = malloc(5 * 30000 * sizeof *back);
+        CU_ASSERT_FATAL(d >= 0 && back);
+        CU_ASSERT(H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, back) >= 0);
+        CU_ASSERT(memcmp(back, snap, 5 * 30000 * sizeof *back) == 0);
+        H5Dclose(d);
+        free(back), free(snap);
         H5Fclose(ref), H5Fclose(a);
         free(hist);
     }
@@ -459,7 +472,7 @@ void register_store_tests(void)
                                         "SIGKILL at random moments: 20 trials, nothing flushed is lost",
                                         "a reader follows a writer in another process (SWMR)",
                                         "chunks inflated on two threads = H5Dread's bytes",
-                                        "chunks the writer encodes = HDF5's filter pipeline's bytes, 1 and 3 threads"};
+                                        "chunks the writer encodes = HDF5's filter pipeline's bytes, 1 and 3 threads; floats read back"};
     static void (*const fns[])(void) = {test_round_trip, test_bad_files, test_sigkill, test_live_read,
                                         test_parallel_chunks, test_chunks_as_hdf5};
     add_suite("store", names, fns, 6);
