@@ -5,8 +5,10 @@
  *   fp32, no probes          -> GEMM + rest
  *   fp8 cast, no recording   -> + FP8 emulation
  *   fp8 + default shadows    -> + probes and HDF5 (the defaults of fp8prof train:
- *                               12 shadows, statistics every 10 steps, every-step
+ *                               6 shadows, statistics every 10 steps, every-step
  *                               amax and scales, block amaxes at 10k, 10k+1)
+ *   + the GEMM-output error  -> what fp8prof train also does by default (the
+ *                               trainer's measurement, printed on its own)
  * Targets: probes + HDF5 <= 10% of the step; FP8 emulation <= 35%.
  */
 #include <stdio.h>
@@ -18,23 +20,23 @@
 #include "model.h"
 #include "train.h"
 
-#define STEPS 21 /* covers two recorded steps of the default every 10 */
+/* Steps 0..WARM-1 warm up (first touches; the file's first flush creates
+ * its chunk indexes); steps WARM..STEPS-1 are timed: 50 steps, the
+ * defaults' steady mix — five recorded steps (every 10), five flushes, five
+ * block-amax pairs (10k, 10k+1) and one snapshot pair (50k, 50k+1). */
+#define WARM 11
+#define STEPS 61
 
-static double time_steps(model *m, fp8_probe_run *run, const int *x, const int *y)
+/* one training step of m (and its run's step end), in seconds */
+static double one_step(model *m, fp8_probe_run *run, const int *x, const int *y, int s)
 {
-    double best = 1e30;
-    for (int s = 0; s < STEPS; s++) {
-        double t0 = bench_now();
-        model_forward(m, x, y, s, 1);
-        model_backward(m, s);
-        model_adamw(m, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.0f, s + 1);
-        if (run)
-            fp8_probe_step_end(run, s);
-        double dt = bench_now() - t0;
-        if (s > 0) /* the first step warms up */
-            best = best > 1e29 ? dt : best + dt;
-    }
-    return best / (STEPS - 1); /* the mean step, recorded or not */
+    double t0 = bench_now();
+    model_forward(m, x, y, s, 1);
+    model_backward(m, s);
+    model_adamw(m, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.0f, s + 1);
+    if (run)
+        fp8_probe_step_end(run, s);
+    return bench_now() - t0;
 }
 
 int bench_train(void)
@@ -46,8 +48,8 @@ int bench_train(void)
     int *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
     for (size_t i = 0; i < N; i++)
         x[i] = (int)(i * 7 % 251), y[i] = (int)(i * 11 % 253);
-    printf("fp8prof bench: a training step (layers %d, dim %d, hidden %zu, %zu tokens; mean of %d steps, best of 3 "
-           "interleaved rounds; %d default shadows)\n", c.layers, c.dim, H, N, STEPS - 1, o.nshadow);
+    printf("fp8prof bench: a training step (layers %d, dim %d, hidden %zu, %zu tokens; mean of %d steps, best of 2 "
+           "rounds of the three side by side; %d default shadows)\n", c.layers, c.dim, H, N, STEPS - WARM, o.nshadow);
     /* the GEMMs of one step: forward + 2 backward per linear, plus the head */
     float *a = calloc(N * (H > 3 * C ? H : 3 * C), 4), *w = calloc(H * C * 3 + 256 * C, 4),
           *o2 = calloc(N * (H > 256 ? H : 256) * 3, 4);
@@ -70,23 +72,17 @@ int bench_train(void)
         double dt = bench_now() - t0;
         tg = rep == 0 || dt < tg ? dt : tg;
     }
-    /* the three configurations interleaved, three rounds, the fastest round
-     * of each kept: a shared machine's noise (+-10% between runs here) would
-     * otherwise swamp differences of a few percent */
-    double t32 = 1e30, tcast = 1e30, tfull = 1e30;
-    for (int round = 0; round < 3; round++) {
+    /* the three configurations step by step side by side in one process
+     * (step s of each, then step s + 1 of each), two rounds, the faster kept:
+     * this machine's speed drifts by +-10% between processes and minutes,
+     * which would swamp differences of a few percent between separate runs */
+    double t32 = 1e30, tcast = 1e30, tfull = 1e30, tgemm = 1e30;
+    for (int round = 0; round < 2; round++) {
         model *m32 = model_create(&c, 1, PREC_FP32, NULL, NULL, 0, NULL, 0, 0);
-        double t = time_steps(m32, NULL, x, y);
-        t32 = t < t32 ? t : t32;
-        model_free(m32);
         fp8_probe_options po = fp8_probe_defaults();
         po.start = 1000000; /* nothing recorded: the casts alone */
         fp8_probe_run *r1 = fp8_probe_open("build/bench_train_cast.h5", &po, NULL, 0);
         model *mc = model_create(&c, 1, PREC_FP8, o.recipe, NULL, 0, r1, 0, 0);
-        t = time_steps(mc, r1, x, y);
-        tcast = t < tcast ? t : tcast;
-        model_free(mc);
-        fp8_probe_close(r1);
         po = fp8_probe_defaults();
         po.snapshot_pattern = "*.mlp.w2.input";
         po.snapshot_every = o.val_every;
@@ -94,10 +90,34 @@ int bench_train(void)
         po.block_amax_every = o.block_amax_every;
         fp8_probe_run *r2 = fp8_probe_open("build/bench_train_full.h5", &po, NULL, 0);
         model *mf = model_create(&c, 1, PREC_FP8, o.recipe, o.shadows, o.nshadow, r2, 0, 0);
-        t = time_steps(mf, r2, x, y);
-        tfull = t < tfull ? t : tfull;
+        /* and as fp8prof train runs by default: the same, plus the GEMM-output
+         * error the trainer measures at the recorded steps */
+        fp8_probe_run *r3 = fp8_probe_open("build/bench_train_gemm.h5", &po, NULL, 0);
+        model *mg = model_create(&c, 1, PREC_FP8, o.recipe, o.shadows, o.nshadow, r3, 0, 0);
+        if (mg)
+            model_set_gemm_error(mg, o.gemm_every < 0 ? o.record_every : o.gemm_every);
+        if (!m32 || !r1 || !mc || !r2 || !mf || !r3 || !mg) {
+            fprintf(stderr, "bench: %s\n", fp8_error_message());
+            return 1;
+        }
+        double s32 = 0, scast = 0, sfull = 0, sgemm = 0;
+        for (int s = 0; s < STEPS; s++) {
+            double a32 = one_step(m32, NULL, x, y, s), acast = one_step(mc, r1, x, y, s), afull = one_step(mf, r2, x, y, s);
+            double agemm = one_step(mg, r3, x, y, s);
+            if (s >= WARM)
+                s32 += a32, scast += acast, sfull += afull, sgemm += agemm;
+        }
+        t32 = s32 / (STEPS - WARM) < t32 ? s32 / (STEPS - WARM) : t32; /* the mean step, recorded or not */
+        tcast = scast / (STEPS - WARM) < tcast ? scast / (STEPS - WARM) : tcast;
+        tfull = sfull / (STEPS - WARM) < tfull ? sfull / (STEPS - WARM) : tfull;
+        tgemm = sgemm / (STEPS - WARM) < tgemm ? sgemm / (STEPS - WARM) : tgemm;
+        model_free(m32);
+        model_free(mc);
+        fp8_probe_close(r1);
         model_free(mf);
         fp8_probe_close(r2);
+        model_free(mg);
+        fp8_probe_close(r3);
     }
     double emu = tcast - t32, probes = tfull - tcast, rest = t32 - tg;
     printf("sgemm, the step's GEMM shapes: %.2f GFLOP/s (%.1f ms)\n", flops / tg / 1e9, tg * 1e3);
@@ -107,6 +127,9 @@ int bench_train(void)
            probes * 1e3, 100 * probes / tfull, probes <= 0.10 * tfull ? "met" : "MISSED", rest * 1e3,
            100 * rest / tfull);
     printf("(fp32 step %.1f ms; fp8 casts without recording %.1f ms)\n", t32 * 1e3, tcast * 1e3);
+    printf("fp8prof train's defaults add the GEMM-output error (every FP8 GEMM against FP32, at the recorded steps): "
+           "%.1f ms a step (%.0f%% of the probed step; %.1f ms with it)\n",
+           (tgemm - tfull) * 1e3, 100 * (tgemm - tfull) / tfull, tgemm * 1e3);
     free(a), free(w), free(o2), free(x), free(y);
     return 0;
 }
