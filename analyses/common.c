@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "bigmem.h"
 #include "analysis.h"
 #include "factors.h"
 #include "fp8_error.h"
@@ -87,9 +88,9 @@ static int index_pairs(an_run *a, pair_hash *h)
     while (cap < 2 * n + 2)
         cap *= 2;
     h->cap = cap;
-    h->key = malloc(cap * sizeof *h->key);
-    h->id = malloc(cap * sizeof *h->id);
-    uint64_t *uniq = malloc((n + 1) * sizeof *uniq);
+    h->key = fp8__malloc_big(cap * sizeof *h->key); /* (per-record arrays: huge pages, bigmem.h) */
+    h->id = fp8__malloc_big(cap * sizeof *h->id);
+    uint64_t *uniq = fp8__malloc_big((n + 1) * sizeof *uniq);
     a->tpair = calloc((size_t)r->ntensors + 2, sizeof *a->tpair);
     if (!h->key || !h->id || !uniq || !a->tpair) {
         free(uniq);
@@ -152,11 +153,11 @@ static int index_run(an_run *a, const pair_hash *h)
     const fp8_run *r = a->run;
     size_t T = (size_t)r->ntensors, R = (size_t)r->nrecipes, n = r->nrecords, P = a->npairs;
     a->start = calloc(P + 2, sizeof *a->start);
-    a->order = malloc((n + 1) * sizeof *a->order);
+    a->order = fp8__malloc_big((n + 1) * sizeof *a->order);
     a->active = malloc((T + 1) * sizeof *a->active);
     a->recipes = calloc(R + 1, sizeof *a->recipes);
     a->recipe_ok = calloc(R + 1, sizeof *a->recipe_ok);
-    size_t *fill = calloc(P + 1, sizeof *fill), *pid = malloc((n + 1) * sizeof *pid);
+    size_t *fill = calloc(P + 1, sizeof *fill), *pid = fp8__malloc_big((n + 1) * sizeof *pid);
     if (!a->start || !a->order || !a->active || !a->recipes || !a->recipe_ok || !fill || !pid) {
         free(fill), free(pid);
         return -1;
@@ -247,10 +248,10 @@ static int index_series(an_run *a, const pair_hash *h)
     const fp8_run *r = a->run;
     size_t T = (size_t)r->ntensors, n = r->nsteps, P = a->npairs;
     a->sstart = calloc(P + 2, sizeof *a->sstart);
-    a->sorder = malloc((n + 1) * sizeof *a->sorder);
+    a->sorder = fp8__malloc_big((n + 1) * sizeof *a->sorder);
     a->warm_end = malloc((T + 1) * sizeof *a->warm_end);
     a->canon = malloc((P + 1) * sizeof *a->canon);
-    size_t *fill = calloc(P + 1, sizeof *fill), *pid = malloc((n + 1) * sizeof *pid);
+    size_t *fill = calloc(P + 1, sizeof *fill), *pid = fp8__malloc_big((n + 1) * sizeof *pid);
     if (!a->sstart || !a->sorder || !a->warm_end || !a->canon || !fill || !pid) {
         free(fill), free(pid);
         return -1;

@@ -10,6 +10,7 @@
 
 #include "chunkread.h"
 #include "fp8_ranks.h"
+#include "bigmem.h"
 #include "store_layout.h"
 
 /* Open a run file for reading: SWMR first (a writer may be running or have
@@ -458,9 +459,9 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
     r->scalar_name = calloc(nn + 1, FP8_NAME_MAX);
     r->nrecords = nrec;
     if (lean)
-        r->summaries = calloc(nrec + 1, sizeof *r->summaries);
+        r->summaries = fp8__calloc_big(nrec + 1, sizeof *r->summaries);
     else
-        r->records = calloc(nrec + 1, sizeof *r->records);
+        r->records = fp8__calloc_big(nrec + 1, sizeof *r->records);
     r->nscalars = nsc;
     r->scalar_id = calloc(nsc + 1, sizeof *r->scalar_id);
     r->scalar_step = calloc(nsc + 1, sizeof *r->scalar_step);

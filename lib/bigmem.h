@@ -1,0 +1,18 @@
+/*
+ * bigmem.h — internal: zeroed arrays of hundreds of MB (a long run's loaded
+ * records) backed by transparent huge pages where the kernel offers them.
+ */
+#ifndef FP8_BIGMEM_H
+#define FP8_BIGMEM_H
+
+#include <stddef.h>
+
+/* calloc(n, size), and for 32 MB or more 2 MB-aligned memory the kernel is
+ * asked to back with huge pages (madvise MADV_HUGEPAGE), zeroed here; free()
+ * releases it either way.  NULL when out of memory or n * size overflows. */
+void *fp8__calloc_big(size_t n, size_t size);
+
+/* malloc(bytes) likewise (not zeroed: the caller writes it). */
+void *fp8__malloc_big(size_t bytes);
+
+#endif
