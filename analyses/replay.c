@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bigmem.h"
 #include "analysis.h"
 #include "keys.h"
 #include "compare.h"
@@ -368,10 +369,10 @@ static int load_hists(const an_run *a, const int *input, chist **hs, uint64_t **
             rows[m] = x->hist_row, where[m++] = i;
     }
     uint64_t cap = (uint64_t)total * 24 + 1024, used = 0;
-    uint64_t *pool = malloc(cap * sizeof *pool);
+    uint64_t *pool = fp8__malloc_big(cap * sizeof *pool); /* (huge pages: bigmem.h) */
     enum { BATCH = 8192 };
     uint64_t *buf = malloc((size_t)BATCH * FP8_EXP_BINS * sizeof *buf);
-    chist *h = calloc(a->run->nrecords + 1, sizeof *h);
+    chist *h = fp8__calloc_big(a->run->nrecords + 1, sizeof *h);
     int rc = 0;
     if (!pool || !buf || !h)
         rc = -1;

@@ -229,7 +229,7 @@ static int load_series(hid_t file, fp8_run *r, const unsigned char *keep, int64_
     int bad = ds < 0;
     if (!bad) {
         n = (size_t)rows_of(ds);
-        rows = malloc((n ? n : 1) * sizeof(disk_step));
+        rows = n <= SIZE_MAX / sizeof(disk_step) ? fp8__malloc_big((n ? n : 1) * sizeof(disk_step)) : NULL;
         bad = !rows || (n && read_rows(ds, st, 0, n, 0, rows) != 0);
         H5Dclose(ds);
     }
@@ -246,7 +246,7 @@ static int load_series(hid_t file, fp8_run *r, const unsigned char *keep, int64_
         free(rows), free(bix);
         return FP8_ERROR(FP8_EINVAL, "%s: /steps or /block_amax_index is missing or unreadable", r->path);
     }
-    r->steps = malloc((n + 1) * sizeof *r->steps);
+    r->steps = fp8__calloc_big(n + 1, sizeof *r->steps);
     r->block_amax = malloc((nb + 1) * sizeof *r->block_amax);
     if (!r->steps || !r->block_amax) {
         free(rows), free(bix);
