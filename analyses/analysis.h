@@ -221,6 +221,9 @@ int an_smooth_window(size_t n);
 
 /* Quantile (0..1) of n doubles; sorts v in place (GSL); NaN if n == 0. */
 double an_quantile(double *v, size_t n, double q);
+/* the same value without sorting (v is reordered, not sorted): for a few
+ * quantiles of millions of values */
+double an_quantile_select(double *v, size_t n, double q);
 
 /* Overflow/underflow thresholds of a format in x units for multiplier
  * scale_inv: |x| > over overflows (rounds past max), |x| <= under flushes

@@ -639,6 +639,22 @@ double an_quantile(double *v, size_t n, double q)
     return gsl_stats_quantile_from_sorted_data(v, 1, n, q);
 }
 
+double an_quantile_select(double *v, size_t n, double q)
+{
+    if (n == 0)
+        return NAN;
+    /* gsl_stats_quantile_from_sorted_data's interpolation, its two order
+     * statistics found by selection (linear time) instead of a sort */
+    const double index = q * (double)(n - 1);
+    const size_t lhs = (size_t)index;
+    const double delta = index - (double)lhs;
+    const double lo = gsl_stats_select(v, 1, n, lhs);
+    if (lhs == n - 1)
+        return lo;
+    const double hi = gsl_stats_select(v, 1, n, lhs + 1);
+    return (1 - delta) * lo + delta * hi;
+}
+
 void an_thresholds(const fp8_format *f, double scale_inv, double *over, double *under)
 {
     /* max plus half its ulp: above it round-to-nearest goes past max.  The

@@ -640,6 +640,34 @@ static void test_dynamics_and_channels(void)
     close_ctx(&c);
 }
 
+/* Quantiles by selection equal GSL's from the sorted data, bit for bit:
+ * random lengths (1 to 2000), many ties, every q of a grid and the ends. */
+static void test_quantile_select(void)
+{
+    uint64_t seed = 99;
+    int same = 0, total = 0;
+    for (int trial = 0; trial < 200; trial++) {
+        size_t n = 1 + test_rand(&seed) % (trial < 20 ? 4 : 2000);
+        double *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+        for (size_t i = 0; i < n; i++)
+            a[i] = trial % 3 ? (double)(test_rand(&seed) % 50) - 25.0 /* ties */
+                             : ((double)(test_rand(&seed) >> 11) * 0x1p-53 - 0.5) * 1e3;
+        for (int k = 0; k <= 20; k++) {
+            double q = k == 20 ? 0.99 : k / 19.0 > 1 ? 1 : k / 19.0;
+            memcpy(b, a, n * sizeof *b);
+            double want = an_quantile(b, n, q);
+            memcpy(b, a, n * sizeof *b);
+            double got = an_quantile_select(b, n, q);
+            same += memcmp(&want, &got, sizeof got) == 0, total++;
+        }
+        free(a), free(b);
+    }
+    CU_ASSERT_EQUAL(same, total);
+    CU_ASSERT(isnan(an_quantile_select(NULL, 0, 0.5)));
+    double h[5] = {5, 1, 4, 2, 3}; /* by hand: the 0.3 quantile of 1..5 is 1 + 0.3 * 4 = 2.2 */
+    CU_ASSERT_DOUBLE_EQUAL(an_quantile_select(h, 5, 0.3), 2.2, 1e-15);
+}
+
 void register_analyses_tests(void)
 {
     static const char *const names[] = {"8x amax jump: delayed history 16 overflows once (not evidence), current never",
@@ -652,10 +680,11 @@ void register_analyses_tests(void)
                                         "loss: 1% above tracks, 5% above from step 150 diverges there",
                                         "bits per element, hand-worked",
                                         "format comparison: E5M2 is 6 dB below E4M3 on Gaussians; advise counts it",
-                                        "dynamics: blocks move, the tensor does not; outlier channel found"};
+                                        "dynamics: blocks move, the tensor does not; outlier channel found",
+                                        "quantiles by selection = GSL's from sorted data, bit for bit"};
     static void (*const fns[])(void) = {test_jump_events,     test_replay_truth,     test_hist_bounds,
                                         test_student_t_kurtosis, test_plots_render, test_report_nan_and_single,
                                         test_bad_input,       test_loss_divergence,  test_bits_per_element,
-                                        test_bootstrap_and_advise, test_dynamics_and_channels};
-    add_suite("analyses", names, fns, 11);
+                                        test_bootstrap_and_advise, test_dynamics_and_channels, test_quantile_select};
+    add_suite("analyses", names, fns, 12);
 }
