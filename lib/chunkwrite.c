@@ -46,6 +46,8 @@ void fp8__shuffle(unsigned char *dst, const unsigned char *src, size_t present, 
 
 static int encode(fp8__chunk_enc *c, fp8__zkeep *keep, int t)
 {
+    if (!c->elem || c->bytes % c->elem || c->present > c->bytes)
+        return -1; /* not whole elements: the shuffle would not be HDF5's */
     z_stream *z = keep->z[t];
     if (!z) {
         z = calloc(1, sizeof *z);

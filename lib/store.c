@@ -471,8 +471,6 @@ static int plan(const fp8_store *s, int i, fp8__chunk_enc *jobs)
     size_t total = b->kept + b->n, step = (size_t)chunk_rows(i), row_bytes = b->elem, elem = H5Tget_size(s->type[i]);
     if (!b->n)
         return 0;
-    if (!elem || row_bytes % elem)
-        elem = 1; /* cannot happen (rows are whole elements); unshuffled bytes would be refused by readers */
     int nj = 0;
     for (size_t r = 0; r < total; r += step, nj++) {
         size_t have = total - r < step ? total - r : step;
