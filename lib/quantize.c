@@ -232,21 +232,29 @@ static unsigned run_segment(pass_ctx *c, const float *x, size_t n, float scale, 
 
 /* ---- parts: the passes side by side ------------------------------------- */
 
-/* A piece's x_hat when it cannot go straight to out: one buffer per thread,
- * kept (fresh pages cost more than a small tensor's cast on some machines) */
-static pthread_key_t buf_key;
-static pthread_once_t buf_once = PTHREAD_ONCE_INIT;
-static void buf_key_make(void) { pthread_key_create(&buf_key, free); }
-static float *thread_buf(void)
+/* Blocks kept per thread until it exits (fresh pages cost more than a small
+ * tensor's cast on some machines): zeroed when first made; NULL when out of
+ * memory. */
+static pthread_key_t buf_key, parts_key;
+static pthread_once_t keys_once = PTHREAD_ONCE_INIT;
+static void keys_make(void)
 {
-    pthread_once(&buf_once, buf_key_make);
-    float *b = pthread_getspecific(buf_key);
-    if (!b && (b = malloc(PIECE * sizeof *b)) != NULL && pthread_setspecific(buf_key, b) != 0) {
+    pthread_key_create(&buf_key, free);
+    pthread_key_create(&parts_key, free);
+}
+static void *kept_block(const pthread_key_t *key, size_t bytes)
+{
+    pthread_once(&keys_once, keys_make); /* (before *key is read) */
+    void *b = pthread_getspecific(*key);
+    if (!b && (b = calloc(1, bytes)) != NULL && pthread_setspecific(*key, b) != 0) {
         free(b);
         b = NULL;
     }
     return b;
 }
+
+/* A piece's x_hat when it cannot go straight to out */
+static float *thread_buf(void) { return kept_block(&buf_key, PIECE * sizeof(float)); }
 
 /* Per-tensor recipes and groups one row high (their groups lie in memory
  * order) split into up to MAX_PARTS parts of whole pieces (chunks of whole
@@ -294,7 +302,8 @@ static void part_range(size_t U, int P, int p, size_t *u0, size_t *u1)
     *u0 = U * (size_t)p / (size_t)P, *u1 = U * (size_t)(p + 1) / (size_t)P;
 }
 
-/* The parts of a cast, kept per calling thread like the piece buffer: a
+/* The parts of a cast, kept per calling thread like the piece buffer (busy
+ * starts 0: the block is zeroed): a
  * cast's parts and their histograms (~250 KB) freshly allocated would come
  * from fresh pages at every cast once the heap gives them back.  A nested
  * cast on the same thread (none today) would allocate its own. */
@@ -303,22 +312,7 @@ typedef struct {
     part parts[MAX_PARTS];
     hist_acc hacc[MAX_PARTS];
 } parts_cache;
-static pthread_key_t parts_key;
-static pthread_once_t parts_once = PTHREAD_ONCE_INIT;
-static void parts_key_make(void) { pthread_key_create(&parts_key, free); }
-static parts_cache *thread_parts(void)
-{
-    pthread_once(&parts_once, parts_key_make);
-    parts_cache *pc = pthread_getspecific(parts_key);
-    if (!pc && (pc = malloc(sizeof *pc)) != NULL) {
-        pc->busy = 0;
-        if (pthread_setspecific(parts_key, pc) != 0) {
-            free(pc);
-            pc = NULL;
-        }
-    }
-    return pc;
-}
+static parts_cache *thread_parts(void) { return kept_block(&parts_key, sizeof(parts_cache)); }
 
 /* P parts, zeroed, each with a zeroed histogram accumulator when want_hist;
  * NULL when out of memory */
@@ -347,7 +341,7 @@ static part *parts_alloc(int P, int want_hist)
 
 static void parts_free(part *parts, int P)
 {
-    parts_cache *pc = pthread_getspecific(parts_key);
+    parts_cache *pc = pthread_getspecific(parts_key); /* (the key exists: parts_alloc made it) */
     if (pc && parts == pc->parts) {
         pc->busy = 0;
         return;
