@@ -777,10 +777,11 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
     uint32_t tot_amax = 0; /* (delayed scaling needs no amax pass) */
     if (need_amax && L.per_tensor && x_given && stats->finite > 0) {
         /* x's amax is in its given statistics (max |x| over finite x, a
-         * float32 value): no pass (gminnz[0] is not read for one group) */
+         * float32 value): no pass (gminnz[0] is not read for one group;
+         * set to "none" all the same, not left from the last cast) */
         float a = (float)stats->amax;
         memcpy(&tot_amax, &a, 4);
-        gamax[0] = tot_amax;
+        gamax[0] = tot_amax, gminnz[0] = 0x7F800000u;
     } else if (need_amax) {
         F.st = st, F.ng = ng, F.scale = scale, F.scale_inv = scale_inv, F.s_global = 1.0f;
         F.early = !L.per_tensor && r->kind != FP8_RECIPE_NVFP4;
