@@ -7,9 +7,9 @@
 
 #include <stddef.h>
 
-/* calloc(n, size), and for 32 MB or more 2 MB-aligned memory the kernel is
- * asked to back with huge pages (madvise MADV_HUGEPAGE), zeroed here; free()
- * releases it either way.  NULL when out of memory or n * size overflows. */
+/* calloc(n, size), and for 32 MB or more the kernel asked to back its
+ * 2 MB-aligned part with huge pages (madvise MADV_HUGEPAGE); free() releases
+ * it.  NULL when out of memory or n * size overflows. */
 void *fp8__calloc_big(size_t n, size_t size);
 
 /* malloc(bytes) likewise (not zeroed: the caller writes it). */
