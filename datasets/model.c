@@ -353,17 +353,18 @@ static void fp8_gemm_nt(const model *m, float *y, const float *A, const float *B
 }
 
 /* dgrad and wgrad of an FP8 linear: dx[N,C] (+)= dq[N,OC] qw[OC,C] and
- * dw[OC,C] (+)= dq^T qx, under the accumulator model (sgemm without one) */
+ * dw[OC,C] (+)= dq^T qx (+= where dx_acc / dw_acc), under the accumulator
+ * model (sgemm without one) */
 static void fp8_gemm_backward(const model *m, float *dx, float *dw, const float *dq, const float *qx, const float *qw,
-                              size_t N, size_t C, size_t OC, int accumulate)
+                              size_t N, size_t C, size_t OC, int dx_acc, int dw_acc)
 {
     if (!m->acc_on) {
         if (dx)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)C, (int)OC, 1.0f, dq, (int)OC, qw,
-                        (int)C, accumulate ? 1.0f : 0.0f, dx, (int)C);
+                        (int)C, dx_acc ? 1.0f : 0.0f, dx, (int)C);
         if (dw)
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)OC, (int)C, (int)N, 1.0f, dq, (int)OC, qx, (int)C,
-                        accumulate ? 1.0f : 0.0f, dw, (int)C);
+                        dw_acc ? 1.0f : 0.0f, dw, (int)C);
         return;
     }
     float *qwT = dx ? transposed(qw, OC, C) : NULL, *dqT = dw ? transposed(dq, N, OC) : NULL,
@@ -371,12 +372,12 @@ static void fp8_gemm_backward(const model *m, float *dx, float *dw, const float 
     if ((dx && !qwT) || (dw && (!dqT || !qxT))) { /* out of memory: FP32 */
         model plain = *m;
         plain.acc_on = 0;
-        fp8_gemm_backward(&plain, dx, dw, dq, qx, qw, N, C, OC, accumulate);
+        fp8_gemm_backward(&plain, dx, dw, dq, qx, qw, N, C, OC, dx_acc, dw_acc);
     } else {
         if (dx)
-            fp8_gemm_nt(m, dx, dq, qwT, N, C, OC, accumulate); /* K = OC */
+            fp8_gemm_nt(m, dx, dq, qwT, N, C, OC, dx_acc); /* K = OC */
         if (dw)
-            fp8_gemm_nt(m, dw, dqT, qxT, OC, C, N, accumulate); /* K = N, the tokens */
+            fp8_gemm_nt(m, dw, dqT, qxT, OC, C, N, dw_acc); /* K = N, the tokens */
     }
     free(qwT), free(dqT), free(qxT);
 }
@@ -408,23 +409,32 @@ static void fp8_linear_forward(model *m, float *y, const float *x, const float *
     fp8_linear_forward_unsmooth(m, y, x, x, NULL, w, qx, qw, px, pw, N, C, OC, s);
 }
 
-/* dx += cast(dy) qw; dw += cast(dy)^T qx */
+/* dx (+)= cast(dy) qw (+= when dx_acc: dx holds another branch's gradient);
+ * dw = cast(dy)^T qx (a weight's gradient is written once a step).  The
+ * GEMM-output error compares each FP8 GEMM alone with the same GEMM on the
+ * unquantized operands: a GEMM that wrote its buffer afresh (beta 0) left
+ * exactly that output there; one that accumulated is computed again alone. */
 static void fp8_linear_backward(model *m, float *dx, float *dw, const float *dy, const float *qx, const float *qw,
-                                fp8_probe *pg, size_t N, size_t C, size_t OC, const lin_src *s)
+                                fp8_probe *pg, size_t N, size_t C, size_t OC, const lin_src *s, int dx_acc)
 {
     cast_operand(m, pg, dy, N, OC, m->d_quant);
-    fp8_gemm_backward(m, dx, dw, m->d_quant, qx, qw, N, C, OC, 1);
+    fp8_gemm_backward(m, dx, dw, m->d_quant, qx, qw, N, C, OC, dx_acc, 0);
     if (gemm_due(m) && s->x && s->w) {
-        /* dgrad and wgrad on their own (the ones above accumulate into
-         * buffers other branches share): FP8 operands against unquantized */
-        fp8_gemm_backward(m, m->gemm_a, NULL, m->d_quant, qx, qw, N, C, OC, 0);
+        const float *gx = dx, *gw = dw;
+        if (dx_acc || !dx) {
+            fp8_gemm_backward(m, m->gemm_a, NULL, m->d_quant, qx, qw, N, C, OC, 0, 0);
+            gx = m->gemm_a;
+        }
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)C, (int)OC, 1.0f, dy, (int)OC, s->w,
                     (int)C, 0.0f, m->gemm_b, (int)C);
-        gemm_record(m, s, "dgrad", sqnr_db(m->gemm_a, m->gemm_b, N * C));
-        fp8_gemm_backward(m, NULL, m->gemm_a, m->d_quant, qx, qw, N, C, OC, 0);
+        gemm_record(m, s, "dgrad", sqnr_db(gx, m->gemm_b, N * C));
+        if (!dw) {
+            fp8_gemm_backward(m, NULL, m->gemm_a, m->d_quant, qx, qw, N, C, OC, 0, 0);
+            gw = m->gemm_a;
+        }
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)OC, (int)C, (int)N, 1.0f, dy, (int)OC, s->x, (int)C,
                     0.0f, m->gemm_b, (int)C);
-        gemm_record(m, s, "wgrad", sqnr_db(m->gemm_a, m->gemm_b, OC * C));
+        gemm_record(m, s, "wgrad", sqnr_db(gw, m->gemm_b, OC * C));
     }
 }
 
@@ -515,7 +525,7 @@ void model_backward(model *m, long step)
     crossentropy_backward(m->d_logits, m->probs, m->targets, N, V);
     memset(m->d_n, 0, N * C * sizeof(float));
     if (m->fp8_head && m->prec != PREC_FP32)
-        fp8_linear_backward(m, m->d_n, m->dhead, m->d_logits, m->q_nf, m->q_head, m->p_head_g, N, C, V, &m->head_src);
+        fp8_linear_backward(m, m->d_n, m->dhead, m->d_logits, m->q_nf, m->q_head, m->p_head_g, N, C, V, &m->head_src, 0);
     else
         linear_backward(m->d_n, m->dhead, m->d_logits, m->nf, m->head, N, C, V);
     memset(m->d_x, 0, N * C * sizeof(float));
@@ -530,7 +540,7 @@ void model_backward(model *m, long step)
         if (m->smooth == SMOOTH_FOLD) {
             /* y = h' W2'^T: dh' = dy W2', dh = dh' * s; dW2' = dy^T h', dW2 = dW2' / s */
             memset(m->d_w2, 0, C * H * sizeof(float));
-            fp8_linear_backward(m, m->d_h, m->d_w2, m->d_x, a->q_in[L_W2], a->q_w[L_W2], a->p_g[L_W2], N, H, C, &a->src[L_W2]);
+            fp8_linear_backward(m, m->d_h, m->d_w2, m->d_x, a->q_in[L_W2], a->q_w[L_W2], a->p_g[L_W2], N, H, C, &a->src[L_W2], 0);
             for (size_t c = 0; c < C; c++)
                 for (size_t i = 0; i < H; i++)
                     g->w2[c * H + i] += m->d_w2[c * H + i] / a->s[i]; /* W2' = W2 / s */
@@ -541,19 +551,20 @@ void model_backward(model *m, long step)
             /* plain, or published: y = (Q(h s) / s) Q(W2)^T with the kept
              * cast already unscaled, s a constant and the cast's gradient
              * passed straight through, so dh and dW2 are the plain ones */
-            fp8_linear_backward(m, m->d_h, g->w2, m->d_x, a->q_in[L_W2], a->q_w[L_W2], a->p_g[L_W2], N, H, C, &a->src[L_W2]);
+            fp8_linear_backward(m, m->d_h, g->w2, m->d_x, a->q_in[L_W2], a->q_w[L_W2], a->p_g[L_W2], N, H, C, &a->src[L_W2], 0);
         }
         memset(m->d_g, 0, N * H * sizeof(float));
         memset(m->d_u, 0, N * H * sizeof(float));
         swiglu_backward(m->d_g, m->d_u, m->d_h, a->g, a->u, N * H);
         memset(m->d_n, 0, N * C * sizeof(float));
-        fp8_linear_backward(m, m->d_n, g->w1, m->d_g, a->q_in[L_W1], a->q_w[L_W1], a->p_g[L_W1], N, C, H, &a->src[L_W1]);
-        fp8_linear_backward(m, m->d_n, g->w3, m->d_u, a->q_in[L_W3], a->q_w[L_W3], a->p_g[L_W3], N, C, H, &a->src[L_W3]);
+        fp8_linear_backward(m, m->d_n, g->w1, m->d_g, a->q_in[L_W1], a->q_w[L_W1], a->p_g[L_W1], N, C, H, &a->src[L_W1], 0);
+        fp8_linear_backward(m, m->d_n, g->w3, m->d_u, a->q_in[L_W3], a->q_w[L_W3], a->p_g[L_W3], N, C, H, &a->src[L_W3],
+                            1); /* onto w1's */
         /* d_xm = d_x + rmsnorm backward */
         rmsnorm_backward(m->d_x, g->mlp_norm, m->d_n, a->xm, p->mlp_norm, a->rstd2, N, C);
         /* attention block: xm = x + ao Wo^T */
         memset(m->d_ao, 0, N * C * sizeof(float));
-        fp8_linear_backward(m, m->d_ao, g->wo, m->d_x, a->q_in[L_OUT], a->q_w[L_OUT], a->p_g[L_OUT], N, C, C, &a->src[L_OUT]);
+        fp8_linear_backward(m, m->d_ao, g->wo, m->d_x, a->q_in[L_OUT], a->q_w[L_OUT], a->p_g[L_OUT], N, C, C, &a->src[L_OUT], 0);
         float *dq = m->d_q, *dk = m->d_q + N * C, *dv = m->d_q + 2 * N * C;
         memset(m->d_q, 0, 3 * N * C * sizeof(float));
         attention_backward(dq, dk, dv, m->d_ao, a->att, a->q, a->k, a->v, B, T, C, NH);
@@ -565,7 +576,8 @@ void model_backward(model *m, long step)
             memcpy(m->d_qkv + n * 3 * C + 2 * C, dv + n * C, C * sizeof(float));
         }
         memset(m->d_n, 0, N * C * sizeof(float));
-        fp8_linear_backward(m, m->d_n, g->wqkv, m->d_qkv, a->q_in[L_QKV], a->q_w[L_QKV], a->p_g[L_QKV], N, C, 3 * C, &a->src[L_QKV]);
+        fp8_linear_backward(m, m->d_n, g->wqkv, m->d_qkv, a->q_in[L_QKV], a->q_w[L_QKV], a->p_g[L_QKV], N, C, 3 * C,
+                            &a->src[L_QKV], 0);
         rmsnorm_backward(m->d_x, g->attn_norm, m->d_n, a->x, p->attn_norm, a->rstd1, N, C);
     }
     embedding_backward(m->dwte, m->d_x, m->tokens, N, C);

@@ -309,6 +309,31 @@ static void test_accumulator_training(void)
     model_free(b);
 }
 
+/* Measuring the GEMM-output error leaves the run alone: the same seed with
+ * the error measured at every step and not at all gives the same losses and
+ * gradient norms, bit for bit (dgrad and wgrad are read from the buffers a
+ * fresh GEMM wrote, or computed again aside; nothing the step uses moves). */
+static void test_gemm_error_leaves_run(void)
+{
+    float loss[2], gn[2];
+    for (int k = 0; k < 2; k++) {
+        fp8_probe_run *run = fp8_probe_open(k ? "build/t_gemm_on.h5" : "build/t_gemm_off.h5", NULL, NULL, 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(run);
+        model *f = model_create(&tiny, 9, PREC_FP8, "hybrid:delayed", NULL, 0, run, 0, 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        model_set_gemm_error(f, k); /* 1: every step; 0: never */
+        train_steps(f, run, 4, &loss[k], &gn[k]);
+        model_free(f);
+        CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
+    }
+    CU_ASSERT(memcmp(&loss[0], &loss[1], sizeof loss[0]) == 0);
+    CU_ASSERT(memcmp(&gn[0], &gn[1], sizeof gn[0]) == 0);
+    int count;
+    double wgrad = gemm_median("build/t_gemm_on.h5", "wgrad", &count);
+    CU_ASSERT_EQUAL(count, 4 * 2 * 5 * 3);
+    CU_ASSERT(wgrad > 15 && wgrad < 60); /* E4M3 operands: some 30 dB */
+}
+
 void register_model_tests(void)
 {
     static const char *const names[] = {"whole-model gradient vs finite differences",
@@ -317,9 +342,11 @@ void register_model_tests(void)
                                         "Smooth SwiGLU: what the folded and the published variant cast",
                                         "FP8 (hybrid delayed) tracks bf16 within 5% over 20 steps",
                                         "GEMM output error: per linear, GEMM and step; ~6 dB a mantissa bit",
-                                        "training on the emulated accumulator: fp32 = sgemm, 4 bits lose accuracy"};
+                                        "training on the emulated accumulator: fp32 = sgemm, 4 bits lose accuracy",
+                                        "measuring the GEMM output error leaves the run's bits alone"};
     static void (*const fns[])(void) = {test_gradient,        test_loss_falls_and_determinism,
                                         test_smooth_swiglu_invariant, test_smooth_swiglu_variants,
-                                        test_fp8_tracks_bf16, test_gemm_error, test_accumulator_training};
-    add_suite("model", names, fns, 7);
+                                        test_fp8_tracks_bf16, test_gemm_error, test_accumulator_training,
+                                        test_gemm_error_leaves_run};
+    add_suite("model", names, fns, 8);
 }
