@@ -11,6 +11,7 @@
  * the same bytes — keeping one stream per thread, on the probe's threads,
  * and hands HDF5 the finished chunks (H5Dwrite_chunk).
  */
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,15 +40,24 @@ void fp8__shuffle(unsigned char *dst, const unsigned char *src, size_t present, 
     }
     for (size_t b = 0; b < elem; b++)
         memset(dst + b * nelem + have, 0, nelem - have);
-    /* bytes past the last whole element are copied as they are (none here:
-     * a chunk is whole rows of whole elements) */
-    memset(dst + nelem * elem, 0, bytes - nelem * elem);
+}
+
+/* stream t's scratch, at least `bytes` long; NULL when out of memory */
+static unsigned char *scratch(fp8__zkeep *keep, int t, size_t bytes)
+{
+    if (keep->scratch_size[t] < bytes) {
+        unsigned char *b = realloc(keep->scratch[t], bytes);
+        if (!b)
+            return NULL;
+        keep->scratch[t] = b, keep->scratch_size[t] = bytes;
+    }
+    return keep->scratch[t];
 }
 
 static int encode(fp8__chunk_enc *c, fp8__zkeep *keep, int t)
 {
-    if (!c->elem || c->bytes % c->elem || c->present > c->bytes)
-        return -1; /* not whole elements: the shuffle would not be HDF5's */
+    if (!c->elem || c->bytes % c->elem || c->present > c->bytes || c->present % c->elem || c->bytes > UINT_MAX / 2)
+        return -1; /* not whole elements (the shuffle would not be HDF5's), or beyond one zlib call */
     z_stream *z = keep->z[t];
     if (!z) {
         z = calloc(1, sizeof *z);
@@ -67,25 +77,15 @@ static int encode(fp8__chunk_enc *c, fp8__zkeep *keep, int t)
         keep->rle[t] = c->rle;
     }
     const unsigned char *in = c->src;
-    if (c->elem > 1) {
-        if (keep->scratch_size[t] < c->bytes) {
-            unsigned char *b = realloc(keep->scratch[t], c->bytes);
-            if (!b)
-                return -1;
-            keep->scratch[t] = b, keep->scratch_size[t] = c->bytes;
-        }
-        fp8__shuffle(keep->scratch[t], c->src, c->present, c->bytes, c->elem);
-        in = keep->scratch[t];
-    } else if (c->present < c->bytes) { /* unshuffled, but the zero tail still goes in */
-        if (keep->scratch_size[t] < c->bytes) {
-            unsigned char *b = realloc(keep->scratch[t], c->bytes);
-            if (!b)
-                return -1;
-            keep->scratch[t] = b, keep->scratch_size[t] = c->bytes;
-        }
-        memcpy(keep->scratch[t], c->src, c->present);
-        memset(keep->scratch[t] + c->present, 0, c->bytes - c->present);
-        in = keep->scratch[t];
+    if (c->elem > 1 || c->present < c->bytes) { /* shuffled, or at least the zero tail appended */
+        unsigned char *sc = scratch(keep, t, c->bytes);
+        if (!sc)
+            return -1;
+        if (c->elem > 1)
+            fp8__shuffle(sc, c->src, c->present, c->bytes, c->elem);
+        else
+            memcpy(sc, c->src, c->present), memset(sc + c->present, 0, c->bytes - c->present);
+        in = sc;
     }
     uLong cap = deflateBound(z, (uLong)c->bytes);
     c->out = malloc(cap);

@@ -40,7 +40,9 @@ typedef struct {
  * Each job's result is the same bytes on any thread count. */
 void fp8__encode_chunks(fp8__chunk_enc *jobs, int n, int threads, fp8__zkeep *keep);
 
-/* HDF5's shuffle filter, on its own (tests compare it with HDF5's). */
+/* HDF5's shuffle filter on `present` bytes of whole elements followed by
+ * zeros up to `bytes` (a multiple of elem), on its own (tests compare it
+ * with HDF5's). */
 void fp8__shuffle(unsigned char *dst, const unsigned char *src, size_t present, size_t bytes, size_t elem);
 
 void fp8__zkeep_free(fp8__zkeep *keep);

@@ -96,7 +96,7 @@ static void gsum_range(const gsum_work *W, int p, gsum *r)
             __atomic_fetch_add(&W->scale_hist[b], v, __ATOMIC_RELAXED);
     }
     memcpy(r->sum, sum, sizeof sum), memcpy(r->mn, mn, sizeof mn), memcpy(r->mx, mx, sizeof mx);
-    r->fo = fo, r->fu = fu;
+    r->fo = fo, r->fu = fu, r->best = SIZE_MAX;
     if (W->gamax) {
         size_t b = fp8__best_ratio(W->gamax + g0, W->gminnz + g0, g1 - g0);
         r->best = b == SIZE_MAX ? SIZE_MAX : g0 + b;
@@ -114,7 +114,7 @@ static void gsum_job(void *ctx, int p)
 static void gsum_merge(gsum *t, const gsum *r, const uint32_t *gamax, const uint32_t *gminnz, double *ba, double *bm)
 {
     for (int k = 0; k < 4; k++) {
-        t->sum[k] += r->sum[k], t->m2[k] += r->m2[k];
+        t->sum[k] += r->sum[k];
         t->mn[k] = r->mn[k] < t->mn[k] ? r->mn[k] : t->mn[k];
         t->mx[k] = r->mx[k] > t->mx[k] ? r->mx[k] : t->mx[k];
     }
@@ -139,28 +139,21 @@ static void group_summary(fp8_stats *s, size_t ng, const float *scale_inv, const
         tot.mn[k] = INFINITY, tot.mx[k] = -INFINITY;
     tot.best = SIZE_MAX;
     double ba = 0, bm = 1;
-    for (W.pass = 0; W.pass < 2; W.pass++) {
-        if (r) {
-            for (int p = 0; p < nr; p++)
-                r[p].best = SIZE_MAX;
+    for (W.pass = 0; W.pass < 2; W.pass++) { /* the sums, then the squared deviations from their mean */
+        if (r)
             fp8__parallel_for(nr, threads, gsum_job, &W);
-        }
         for (int p = 0; p < nr; p++) {
             gsum *q = r ? &r[p] : &one;
-            if (!r) { /* no memory for the ranges: one after another here */
-                memset(&one, 0, sizeof one);
-                one.best = SIZE_MAX;
+            if (!r) /* no memory for the ranges: one after another here */
                 gsum_range(&W, p, &one);
-            }
             if (W.pass == 0)
                 gsum_merge(&tot, q, gamax_bits, gminnz_bits, &ba, &bm);
             else
                 for (int k = 0; k < 4; k++)
                     tot.m2[k] += q->m2[k];
-            if (r && W.pass == 0)
-                memset(q->m2, 0, sizeof q->m2);
         }
-        W.mean = (tot.sum[0] + tot.sum[1] + tot.sum[2] + tot.sum[3]) / (double)ng;
+        if (W.pass == 0)
+            W.mean = (tot.sum[0] + tot.sum[1] + tot.sum[2] + tot.sum[3]) / (double)ng;
     }
     free(r);
     s->blocks_with_overflow = tot.fo;
