@@ -49,7 +49,7 @@ int bench_train(void)
     for (size_t i = 0; i < N; i++)
         x[i] = (int)(i * 7 % 251), y[i] = (int)(i * 11 % 253);
     printf("fp8prof bench: a training step (layers %d, dim %d, hidden %zu, %zu tokens; mean of %d steps, best of 2 "
-           "rounds of the three side by side; %d default shadows)\n", c.layers, c.dim, H, N, STEPS - WARM, o.nshadow);
+           "rounds of the configurations side by side; %d default shadows)\n", c.layers, c.dim, H, N, STEPS - WARM, o.nshadow);
     /* the GEMMs of one step: forward + 2 backward per linear, plus the head */
     float *a = calloc(N * (H > 3 * C ? H : 3 * C), 4), *w = calloc(H * C * 3 + 256 * C, 4),
           *o2 = calloc(N * (H > 256 ? H : 256) * 3, 4);
@@ -72,7 +72,7 @@ int bench_train(void)
         double dt = bench_now() - t0;
         tg = rep == 0 || dt < tg ? dt : tg;
     }
-    /* the three configurations step by step side by side in one process
+    /* the four configurations step by step side by side in one process
      * (step s of each, then step s + 1 of each), two rounds, the faster kept:
      * this machine's speed drifts by +-10% between processes and minutes,
      * which would swamp differences of a few percent between separate runs */
