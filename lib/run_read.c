@@ -47,18 +47,44 @@ static hsize_t rows_of(hid_t d)
     return dims[0];
 }
 
-static int read_all(hid_t file, const char *name, hid_t memtype, size_t elem, void **out, size_t *n)
+/* The rows of dataset `name` now; HSIZE_UNDEF when it is missing. */
+static hsize_t rows_now(hid_t file, const char *name)
+{
+    hid_t d = H5Dopen2(file, name, H5P_DEFAULT);
+    if (d < 0)
+        return HSIZE_UNDEF;
+    hsize_t n = rows_of(d);
+    H5Dclose(d);
+    return n;
+}
+
+/* The first rows of a 1-D dataset: all of them, or at most `limit` (a count
+ * taken earlier: a reader following a live writer reads what refers to the
+ * registries before the registries, see load). */
+static int read_upto(hid_t file, const char *name, hid_t memtype, size_t elem, void **out, size_t *n, hsize_t limit)
 {
     hid_t d = H5Dopen2(file, name, H5P_DEFAULT);
     if (d < 0)
         return -1;
-    *n = (size_t)rows_of(d);
+    hsize_t have = rows_of(d), want = have < limit ? have : limit;
+    *n = (size_t)want;
     *out = calloc(*n ? *n : 1, elem);
     herr_t e = *out ? 0 : -1;
-    if (!e && *n)
-        e = H5Dread(d, memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, *out);
+    if (!e && want) {
+        hid_t fs = H5Dget_space(d), ms = H5Screate_simple(1, &want, NULL);
+        hsize_t start = 0;
+        e = H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, NULL, &want, NULL);
+        if (e >= 0)
+            e = H5Dread(d, memtype, ms, fs, H5P_DEFAULT, *out);
+        H5Sclose(ms), H5Sclose(fs);
+    }
     H5Dclose(d);
     return e < 0 ? -1 : 0;
+}
+
+static int read_all(hid_t file, const char *name, hid_t memtype, size_t elem, void **out, size_t *n)
+{
+    return read_upto(file, name, memtype, elem, out, n, HSIZE_UNDEF);
 }
 
 static char *read_str_attr(hid_t obj, const char *name)
@@ -219,7 +245,10 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
 /* Schema 3: the every-step rows and the block-amax index, kept for the
  * tensors and steps selected; an index naming a tensor or recipe the file
  * does not have is an error naming the dataset and row. */
-static int load_series(hid_t file, fp8_run *r, const unsigned char *keep, int64_t step_min, int64_t step_max)
+/* lim_steps, lim_bix: the rows of /steps and /block_amax_index counted
+ * before the registries were read (load) */
+static int load_series(hid_t file, fp8_run *r, const unsigned char *keep, int64_t step_min, int64_t step_max,
+                       hsize_t lim_steps, hsize_t lim_bix)
 {
     void *rows = NULL, *bix = NULL;
     size_t n = 0, nb = 0;
@@ -228,12 +257,13 @@ static int load_series(hid_t file, fp8_run *r, const unsigned char *keep, int64_
     hid_t ds = H5Dopen2(file, "steps", H5P_DEFAULT);
     int bad = ds < 0;
     if (!bad) {
-        n = (size_t)rows_of(ds);
+        hsize_t have = rows_of(ds);
+        n = (size_t)(have < lim_steps ? have : lim_steps);
         rows = n <= SIZE_MAX / sizeof(disk_step) ? fp8__malloc_big((n ? n : 1) * sizeof(disk_step)) : NULL;
         bad = !rows || (n && read_rows(ds, st, 0, n, 0, rows) != 0);
         H5Dclose(ds);
     }
-    bad = bad || read_all(file, "block_amax_index", bt, sizeof(disk_bamax), &bix, &nb);
+    bad = bad || read_upto(file, "block_amax_index", bt, sizeof(disk_bamax), &bix, &nb, lim_bix);
     H5Tclose(st), H5Tclose(bt);
     uint64_t len_bam = 0;
     hid_t dba = bad ? -1 : H5Dopen2(file, "block_amax", H5P_DEFAULT);
@@ -402,16 +432,25 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
     hid_t tt = fp8__tensor_type(), rt = fp8__recipe_type(), nmt = fp8__name_type(), rct = fp8__record_type(schema),
           st = fp8__scalar_type(),
           snt = fp8__snap_type();
+    /* A writer flushes the registries (tensors, recipes, names) before the
+     * rows that refer to them, and histograms and data before their records
+     * and indexes; a reader following it live counts in the other order —
+     * the referring rows first, then what they refer to — so every row it
+     * reads refers to rows it reads too (a flush between two counts adds
+     * rows to what is counted later). */
+    drec = H5Dopen2(file, "records", H5P_DEFAULT);
+    nrec = drec >= 0 ? rows_of(drec) : 0;
+    hsize_t lim_scal = rows_now(file, "scalars"), lim_snap = rows_now(file, "snapshot_index");
+    hsize_t lim_steps = rows_now(file, "steps"), lim_bix = rows_now(file, "block_amax_index");
+    dexp = H5Dopen2(file, "exp_hist", H5P_DEFAULT);
+    dsch = H5Dopen2(file, "scale_hist", H5P_DEFAULT);
+    ne = dexp >= 0 ? rows_of(dexp) : 0, ns = dsch >= 0 ? rows_of(dsch) : 0;
     int bad = read_all(file, "tensors", tt, sizeof(disk_tensor), &tens, &nt) ||
               read_all(file, "recipes", rt, sizeof(disk_recipe), &recs, &nr) ||
               read_all(file, "scalar_names", nmt, sizeof(disk_name), &names, &nn) ||
-              read_all(file, "scalars", st, sizeof(disk_scalar), &scal, &nsc) ||
-              read_all(file, "snapshot_index", snt, sizeof(disk_snap), &snaps, &nsnap);
+              read_upto(file, "scalars", st, sizeof(disk_scalar), &scal, &nsc, lim_scal) ||
+              read_upto(file, "snapshot_index", snt, sizeof(disk_snap), &snaps, &nsnap, lim_snap);
     H5Tclose(tt), H5Tclose(rt), H5Tclose(nmt), H5Tclose(st), H5Tclose(snt);
-    drec = H5Dopen2(file, "records", H5P_DEFAULT);
-    dexp = H5Dopen2(file, "exp_hist", H5P_DEFAULT);
-    dsch = H5Dopen2(file, "scale_hist", H5P_DEFAULT);
-    nrec = drec >= 0 ? rows_of(drec) : 0, ne = dexp >= 0 ? rows_of(dexp) : 0, ns = dsch >= 0 ? rows_of(dsch) : 0;
     /* records per read: larger when the histograms are not held beside them */
     const size_t SLAB = lean ? 65536 : 4096;
     records = malloc(SLAB * sizeof(disk_record));
@@ -613,7 +652,7 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
         r->snapshots[i].nscales = d->nscales;
     }
     r->nsnapshots = ks;
-    if (schema >= 3 && load_series(file, r, keep, step_min, step_max) != 0) {
+    if (schema >= 3 && load_series(file, r, keep, step_min, step_max, lim_steps, lim_bix) != 0) {
         free(keep);
         fp8_run_free(r);
         r = NULL;
