@@ -352,11 +352,11 @@ static void fp8_gemm_nt(const model *m, float *y, const float *A, const float *B
     free(tmp);
 }
 
-/* dgrad and wgrad of an FP8 linear: dx[N,C] (+)= dq[N,OC] qw[OC,C] and
- * dw[OC,C] (+)= dq^T qx (+= where dx_acc / dw_acc), under the accumulator
- * model (sgemm without one) */
+/* dgrad and wgrad of an FP8 linear: dx[N,C] (+)= dq[N,OC] qw[OC,C] (+= when
+ * dx_acc) and dw[OC,C] = dq^T qx, under the accumulator model (sgemm
+ * without one) */
 static void fp8_gemm_backward(const model *m, float *dx, float *dw, const float *dq, const float *qx, const float *qw,
-                              size_t N, size_t C, size_t OC, int dx_acc, int dw_acc)
+                              size_t N, size_t C, size_t OC, int dx_acc)
 {
     if (!m->acc_on) {
         if (dx)
@@ -364,7 +364,7 @@ static void fp8_gemm_backward(const model *m, float *dx, float *dw, const float 
                         (int)C, dx_acc ? 1.0f : 0.0f, dx, (int)C);
         if (dw)
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)OC, (int)C, (int)N, 1.0f, dq, (int)OC, qx, (int)C,
-                        dw_acc ? 1.0f : 0.0f, dw, (int)C);
+                        0.0f, dw, (int)C);
         return;
     }
     float *qwT = dx ? transposed(qw, OC, C) : NULL, *dqT = dw ? transposed(dq, N, OC) : NULL,
@@ -372,12 +372,12 @@ static void fp8_gemm_backward(const model *m, float *dx, float *dw, const float 
     if ((dx && !qwT) || (dw && (!dqT || !qxT))) { /* out of memory: FP32 */
         model plain = *m;
         plain.acc_on = 0;
-        fp8_gemm_backward(&plain, dx, dw, dq, qx, qw, N, C, OC, dx_acc, dw_acc);
+        fp8_gemm_backward(&plain, dx, dw, dq, qx, qw, N, C, OC, dx_acc);
     } else {
         if (dx)
             fp8_gemm_nt(m, dx, dq, qwT, N, C, OC, dx_acc); /* K = OC */
         if (dw)
-            fp8_gemm_nt(m, dw, dqT, qxT, OC, C, N, dw_acc); /* K = N, the tokens */
+            fp8_gemm_nt(m, dw, dqT, qxT, OC, C, N, 0); /* K = N, the tokens */
     }
     free(qwT), free(dqT), free(qxT);
 }
@@ -418,18 +418,18 @@ static void fp8_linear_backward(model *m, float *dx, float *dw, const float *dy,
                                 fp8_probe *pg, size_t N, size_t C, size_t OC, const lin_src *s, int dx_acc)
 {
     cast_operand(m, pg, dy, N, OC, m->d_quant);
-    fp8_gemm_backward(m, dx, dw, m->d_quant, qx, qw, N, C, OC, dx_acc, 0);
+    fp8_gemm_backward(m, dx, dw, m->d_quant, qx, qw, N, C, OC, dx_acc);
     if (gemm_due(m) && s->x && s->w) {
         const float *gx = dx, *gw = dw;
         if (dx_acc || !dx) {
-            fp8_gemm_backward(m, m->gemm_a, NULL, m->d_quant, qx, qw, N, C, OC, 0, 0);
+            fp8_gemm_backward(m, m->gemm_a, NULL, m->d_quant, qx, qw, N, C, OC, 0);
             gx = m->gemm_a;
         }
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)C, (int)OC, 1.0f, dy, (int)OC, s->w,
                     (int)C, 0.0f, m->gemm_b, (int)C);
         gemm_record(m, s, "dgrad", sqnr_db(gx, m->gemm_b, N * C));
         if (!dw) {
-            fp8_gemm_backward(m, NULL, m->gemm_a, m->d_quant, qx, qw, N, C, OC, 0, 0);
+            fp8_gemm_backward(m, NULL, m->gemm_a, m->d_quant, qx, qw, N, C, OC, 0);
             gw = m->gemm_a;
         }
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)OC, (int)C, (int)N, 1.0f, dy, (int)OC, s->x, (int)C,

@@ -744,6 +744,7 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
     fused F;
     memset(&F, 0, sizeof F);
     F.L = &L, F.cb = cb, F.numel = numel, F.gamax = gamax, F.gminnz = gminnz;
+    F.st = st, F.ng = ng, F.scale = scale, F.scale_inv = scale_inv, F.flags = flags, F.s_global = 1.0f;
     F.grouped = !L.per_tensor && L.seg % 16 == 0 && L.C % L.seg == 0 && L.seg <= PIECE;
     F.split = L.per_tensor || (F.grouped && L.br == 1);
     F.unit = L.per_tensor ? PIECE : (PIECE / L.seg) * L.seg;
@@ -783,7 +784,6 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
         memcpy(&tot_amax, &a, 4);
         gamax[0] = tot_amax, gminnz[0] = 0x7F800000u;
     } else if (need_amax) {
-        F.st = st, F.ng = ng, F.scale = scale, F.scale_inv = scale_inv, F.s_global = 1.0f;
         F.early = !L.per_tensor && r->kind != FP8_RECIPE_NVFP4;
         if (L.per_tensor)
             gminnz[0] = 0x7F800000u;
@@ -802,7 +802,7 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
 
     /* 2. scales, a range of groups per part (each group's from its own
      * amax and the tensor's) */
-    F.st = st, F.ng = ng, F.tot_amax = tot_amax, F.scale = scale, F.scale_inv = scale_inv, F.flags = flags;
+    F.tot_amax = tot_amax;
     if (F.early)
         F.SJ = F.AJ; /* done: the amax jobs' zero-scale flags */
     else {

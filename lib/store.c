@@ -464,7 +464,8 @@ static int reserve(fp8_store *s, size_t need)
 
 /* The chunks dataset i's buffered rows touch: the partly filled last one
  * (its kept rows and the first new ones), then the next; each encoded as
- * the filters store it.  Returns how many were added at jobs. */
+ * the filters store it.  Returns how many were added at jobs (jobs NULL:
+ * only counted). */
 static int plan(const fp8_store *s, int i, fp8__chunk_enc *jobs)
 {
     const buffer *b = &s->buf[i];
@@ -474,9 +475,10 @@ static int plan(const fp8_store *s, int i, fp8__chunk_enc *jobs)
     int nj = 0;
     for (size_t r = 0; r < total; r += step, nj++) {
         size_t have = total - r < step ? total - r : step;
-        jobs[nj] = (fp8__chunk_enc){.src = (const char *)b->data + r * row_bytes, .present = have * row_bytes,
-                                    .bytes = step * row_bytes, .elem = elem,
-                                    .rle = i == D_SNAP_DATA || i == D_SNAP_SCALES || i == D_BAMAX_DATA};
+        if (jobs)
+            jobs[nj] = (fp8__chunk_enc){.src = (const char *)b->data + r * row_bytes, .present = have * row_bytes,
+                                        .bytes = step * row_bytes, .elem = elem,
+                                        .rle = i == D_SNAP_DATA || i == D_SNAP_SCALES || i == D_BAMAX_DATA};
     }
     return nj;
 }
@@ -567,7 +569,7 @@ int fp8_store_flush(fp8_store *s)
     /* every dataset's chunks encoded first, on the probe's threads */
     int nj = 0, first_job[ND + 1];
     for (int i = 0; i < ND; i++)
-        nj += s->buf[i].n ? (int)((s->buf[i].kept + s->buf[i].n + chunk_rows(i) - 1) / chunk_rows(i)) : 0;
+        nj += plan(s, i, NULL);
     fp8__chunk_enc *jobs = nj ? malloc((size_t)nj * sizeof *jobs) : NULL;
     int bad = nj && !jobs ? -1 : 0;
     if (jobs) {

@@ -206,12 +206,11 @@ fp8_probe *fp8_probe_declare(fp8_probe_run *run, const char *name, fp8_role role
             continue;
         p->group[p->nrec] = gi;
         p->st[p->nrec] = fp8_recipe_state_alloc(&r, role);
-        if (p->st[p->nrec])
-            p->st[p->nrec]->threads = run->opt.threads; /* each cast's parts side by side */
         if (!p->st[p->nrec]) {
             probe_free(p);
             return NULL;
         }
+        p->st[p->nrec]->threads = run->opt.threads; /* each cast's parts side by side */
         p->nrec++;
     }
     if (run->groups) {
