@@ -202,13 +202,20 @@ void an_names_free(an_names *x);
 /* The element format tensor t uses under recipe r. */
 const fp8_format *an_format(const an_run *a, int t, int r);
 
-/* Open DIR/name for writing a data file (C locale numbers); NULL with a
- * message printed. */
+/* Open DIR/name for writing a data file (C locale numbers), under a
+ * temporary name until an_data_close renames it into place; refused when
+ * DIR/name is a file of an input run.  NULL with a message printed. */
 FILE *an_data(const an_ctx *c, const char *name);
 
-/* Close the n data files of an analysis (NULL entries skipped); 1 with a
- * message when a write failed (the files are incomplete), else 0. */
+/* Close the n data files of an analysis (NULL entries skipped) and move
+ * each into place; a file whose writing failed is removed instead (an
+ * older file of that name stays).  1 with a message when one failed. */
 int an_data_close(const an_ctx *c, FILE *const *fs, int n);
+int an_data_close1(const an_ctx *c, FILE *f);
+
+/* The -o directory of a command: created if absent; 1 with a message
+ * naming it when it is a file, cannot be created or is not writable. */
+int an_outdir_ready(const char *cmd, const char *dir);
 
 /* Add a finding for the report summary (printf-style), under a topic:
  * "risk", "gain", "verdict", "replay", "dynamics", "outliers", "smooth",

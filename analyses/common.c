@@ -12,10 +12,14 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include <unistd.h>
+
 #include "bigmem.h"
 #include "analysis.h"
 #include "factors.h"
 #include "fp8_error.h"
+#include "fp8_file.h"
+#include "fp8_ranks.h"
 
 void an_defaults(an_ctx *c)
 {
@@ -593,6 +597,36 @@ const fp8_format *an_format(const an_run *a, int t, int r)
     return fp8_recipe_format(&a->recipes[r], (fp8_role)a->run->tensor_role[t]);
 }
 
+/* The data files open for writing: each is written under a temporary name
+ * and renamed into place when it closed cleanly, so a full disk or a crash
+ * leaves no truncated file under the final name (the old one stays). */
+#define AN_MAX_OPEN 64
+static struct {
+    FILE *f;
+    char tmp[4200], path[4096];
+} open_files[AN_MAX_OPEN];
+
+int an_outdir_ready(const char *cmd, const char *dir)
+{
+    struct stat sb;
+    if (stat(dir, &sb) == 0) {
+        if (!S_ISDIR(sb.st_mode)) {
+            fprintf(stderr, "fp8prof: %s: -o %s is a file, not a directory: choose a directory for the data files\n",
+                    cmd, dir);
+            return 1;
+        }
+    } else if (mkdir(dir, 0777) != 0) {
+        fprintf(stderr, "fp8prof: %s: cannot create the output directory %s: %s%s\n", cmd, dir, strerror(errno),
+                errno == ENOENT ? " (its parent directory does not exist)" : "");
+        return 1;
+    }
+    if (access(dir, W_OK | X_OK) != 0) {
+        fprintf(stderr, "fp8prof: %s: cannot write into the output directory %s: %s\n", cmd, dir, strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
 FILE *an_data(const an_ctx *c, const char *name)
 {
     if (mkdir(c->outdir, 0777) != 0 && errno != EEXIST) {
@@ -601,20 +635,61 @@ FILE *an_data(const an_ctx *c, const char *name)
     }
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", c->outdir, name);
-    FILE *f = fopen(path, "w");
+    for (int i = 0; i < c->nruns; i++) {
+        const fp8_run *r = c->runs[i].run;
+        char which[1100];
+        if (fp8_run_same_file(r->nranks ? r->index_path : r->path, path, which, sizeof which)) {
+            fprintf(stderr, "fp8prof: %s would overwrite %s, a file of the input run %s: not written; choose another "
+                            "-o directory\n", path, which, c->runs[i].label);
+            return NULL;
+        }
+    }
+    int k = 0;
+    while (k < AN_MAX_OPEN && open_files[k].f)
+        k++;
+    if (k == AN_MAX_OPEN) {
+        fprintf(stderr, "fp8prof: cannot write %s: too many data files open\n", path);
+        return NULL;
+    }
+    snprintf(open_files[k].path, sizeof open_files[k].path, "%s", path);
+    snprintf(open_files[k].tmp, sizeof open_files[k].tmp, "%s.tmp-%ld", path, (long)getpid());
+    FILE *f = fopen(open_files[k].tmp, "w");
     if (!f)
         fprintf(stderr, "fp8prof: cannot write %s: %s\n", path, strerror(errno));
+    open_files[k].f = f;
     return f;
+}
+
+int an_data_close1(const an_ctx *c, FILE *f)
+{
+    (void)c;
+    if (!f)
+        return 0;
+    int k = 0;
+    while (k < AN_MAX_OPEN && open_files[k].f != f)
+        k++;
+    int bad = (ferror(f) | fclose(f)) != 0;
+    if (k == AN_MAX_OPEN)
+        return bad; /* (not one of ours) */
+    open_files[k].f = NULL;
+    if (bad) {
+        unlink(open_files[k].tmp);
+        fprintf(stderr, "fp8prof: writing %s failed (disk full?): nothing written under that name (an older file "
+                        "there is kept)\n", open_files[k].path);
+        return 1;
+    }
+    if (fp8_file_commit(open_files[k].tmp, open_files[k].path) != FP8_OK) {
+        fprintf(stderr, "fp8prof: %s\n", fp8_error_message());
+        return 1;
+    }
+    return 0;
 }
 
 int an_data_close(const an_ctx *c, FILE *const *fs, int n)
 {
     int bad = 0;
     for (int i = 0; i < n; i++)
-        if (fs[i] && (ferror(fs[i]) | fclose(fs[i])) != 0)
-            bad = 1;
-    if (bad)
-        fprintf(stderr, "fp8prof: writing the data files in %s failed (disk full?): they are incomplete\n", c->outdir);
+        bad |= an_data_close1(c, fs[i]);
     return bad;
 }
 

@@ -171,20 +171,11 @@ int an_ranks_load(const char *path, an_ranks *R)
             FP8_ERROR(FP8_EINVAL, "%s: path too long", path);
             goto fail;
         }
-        fp8_run *run = fp8_run_load_series(rp);
+        fp8_run *run = fp8_run_load_rank(path, r, n); /* its rank, size and run id checked */
         if (!run) {
             char why[600];
             snprintf(why, sizeof why, "%s", fp8_error_message());
             FP8_ERROR(FP8_EINVAL, "rank %d of %s: %s", r, path, why);
-            goto fail;
-        }
-        int mr = -1, mw = -1;
-        if (meta_int(run, "mpi_rank", 0, FP8_RANKS_MAX, &mr) < 0 || meta_int(run, "mpi_world_size", 1, FP8_RANKS_MAX, &mw) < 0 ||
-            (mr >= 0 && mr != r) || (mw >= 0 && mw != n)) {
-            FP8_ERROR(FP8_EINVAL, "%s: its /meta says rank %s of %s, the index says rank %d of %d", rp,
-                      fp8_run_meta(run, "mpi_rank") ? fp8_run_meta(run, "mpi_rank") : "?",
-                      fp8_run_meta(run, "mpi_world_size") ? fp8_run_meta(run, "mpi_world_size") : "?", r, n);
-            fp8_run_free(run);
             goto fail;
         }
         if (r == 0) {

@@ -150,10 +150,8 @@ int an_report(an_ctx *c, int nsteps_done_before, double t0)
                 snprintf(nm2, sizeof nm2, "ranks_scales_%s.tsv", c->runs[i].label);
                 FILE *f1 = an_data(c, nm1), *f2 = an_data(c, nm2);
                 an_ranks_tsv(&R, f1, f2);
-                if (f1)
-                    fclose(f1);
-                if (f2)
-                    fclose(f2);
+                if (an_data_close(c, (FILE *[]){f1, f2}, 2))
+                    rc = 1;
                 an_ranks_summary(&R, sum, sizeof sum);
                 an_finding(c, "ranks", "`%s`: %s", c->runs[i].label, sum);
                 int t = an_ranks_most_skewed(&R);
@@ -288,9 +286,7 @@ int an_report(an_ctx *c, int nsteps_done_before, double t0)
                 fprintf(stderr, "fp8prof: report: %d figure%s missing from index.html (not drawn)\n", missing,
                         missing == 1 ? "" : "s");
         }
-        if (o && fclose(o) != 0)
-            rc = 1;
-        if (h && fclose(h) != 0)
+        if (an_data_close(c, (FILE *[]){o, h}, 2))
             rc = 1;
         progress(c, total, total, rc ? "failed" : "done", t0);
     }

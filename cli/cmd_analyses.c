@@ -123,6 +123,8 @@ static int run_one(const char *cmd, int (*fn)(an_ctx *), int argc, char **argv)
     int n, rc = analysis_options(cmd, argc, argv, &c, paths, 64, &n, &nm);
     if (rc)
         return rc;
+    if (an_outdir_ready(cmd, c.outdir))
+        return 1;
     if (an_open(&c, paths, n)) {
         an_close(&c);
         return 1;
@@ -159,6 +161,8 @@ int cmd_report(int argc, char **argv)
     int n, rc = analysis_options("report", argc, argv, &c, paths, 64, &n, &nm);
     if (rc)
         return rc;
+    if (an_outdir_ready("report", c.outdir))
+        return 1;
     double t0 = an_now();
     fprintf(stderr, "fp8prof report: [1/9] loading %d run%s\n", n, n == 1 ? "" : "s");
     if (an_open(&c, paths, n)) {

@@ -61,7 +61,10 @@ int cmd_check(int argc, char **argv)
         if (a[0] == '-' && a[1] && i + 1 >= argc)
             return cli_usage_error("check: %s needs a value", a);
         if (slot) {
-            rc = cli_number("check", a, argv[++i], -1e9, 1e18, 0, slot);
+            /* counts are whole numbers >= 0, percentages 0..100, an SQNR any finite dB */
+            int count = slot == &b.max_events || slot == &b.max_warmup_steps;
+            int pct = slot == &b.max_underflow_pct || slot == &b.max_overflow_pct;
+            rc = cli_number("check", a, argv[++i], count || pct ? 0 : -1e9, pct ? 100 : count ? 1e18 : 1e9, count, slot);
             any = 1;
         } else if (!strcmp(a, "--recipe"))
             b.recipe = argv[++i];

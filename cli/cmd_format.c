@@ -134,6 +134,9 @@ int cmd_cast(int argc, char **argv)
                 { free(values); return cli_usage_error("cast: --scale needs a number"); }
             if (parse_value(argv[i], &c.scale) != 0 || !(c.scale > 0.0f) || c.scale > 3.4028235e38f)
                 { free(values); return cli_usage_error("cast: --scale '%s' is not a positive finite number", argv[i]); }
+            if (!(1.0f / c.scale <= 3.4028235e38f))
+                { free(values); return cli_usage_error("cast: --scale '%s' is below 2^-128 (%g): its inverse, the "
+                                                       "dequantization multiplier, overflows float32", argv[i], 0x1p-128); }
         } else if (a[0] == '-' && a[1] == '-') {
             { free(values); return cli_usage_error("cast: unknown option '%s'", a); }
         } else if (!fmt) {

@@ -16,6 +16,7 @@
 #include "fp8_store.h"
 #include "fp8_file.h"
 #include "fp8_nvdlfw.h"
+#include "fp8_ranks.h"
 
 static fp8_run *load_or_complain(const char *path)
 {
@@ -193,8 +194,10 @@ int cmd_export(int argc, char **argv)
         return cli_usage_error("export: unknown format '%s' (csv, nvdlfw)", format);
     if (strcmp(format, "nvdlfw") == 0 && !out)
         return cli_usage_error("export --format nvdlfw needs -o DIR");
-    if (out && fp8_file_same(out, path)) {
-        fprintf(stderr, "fp8prof: export: the output %s is the input run itself; choose another name\n", out);
+    char clash[1100];
+    if (out && fp8_run_same_file(path, out, clash, sizeof clash)) {
+        fprintf(stderr, "fp8prof: export: the output %s is %s, a file of the input run %s; nothing written, choose "
+                        "another name\n", out, clash, path);
         return 1;
     }
     fp8_run *r = load_or_complain(path);
@@ -317,6 +320,10 @@ int cmd_watch(int argc, char **argv)
     }
     if (!path)
         return cli_usage_error("watch needs RUN.h5");
+    if (access(path, F_OK) == 0 && fp8_file_regular(path) != FP8_OK) {
+        fprintf(stderr, "fp8prof: watch: %s\n", fp8_error_message());
+        return 1;
+    }
     signal(SIGINT, on_sigint);
     int64_t shown = INT64_MIN;
     int misses = 0, first = 1;

@@ -20,8 +20,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "fp8_file.h"
 #include "fp8_probe.h"
 #include "fp8_probe_mpi.h"
 #include "fp8_ranks.h"
@@ -219,12 +221,20 @@ int cmd_synth(int argc, char **argv)
     long nlocal = mpi ? 1 : o.ranks;
     fp8_probe_options po = fp8_probe_defaults();
     po.every = o.every; /* statistics every N steps; the every-step series always */
+    char run_id[FP8_RUN_ID_LEN + 1];
+    fp8_store_run_id_new(run_id); /* one id for every rank file of this run and its index */
+    po.run_id = run_id;
+    /* one process: each file is written as FILE.partial (locked: a second
+     * synth of the same output is refused) and renamed into place when
+     * complete, so a failure leaves no partial run under the final name */
+    char (*final)[1100] = calloc((size_t)nlocal, sizeof *final);
+    long nfinal = 0;
     fp8_probe_run **run = calloc((size_t)nlocal, sizeof *run);
     fp8_probe **p = calloc((size_t)(nlocal * o.tensors), sizeof *p);
     gsl_rng **rng = calloc((size_t)nlocal, sizeof *rng);
     float *x = malloc((size_t)(o.rows * o.cols) * sizeof *x);
     int rc = 0;
-    if (!run || !p || !rng || !x) {
+    if (!run || !p || !rng || !x || !final) {
         fprintf(stderr, "fp8prof: synth: out of memory\n");
         rc = 1;
         goto done;
@@ -233,18 +243,23 @@ int cmd_synth(int argc, char **argv)
         long rank = mpi ? world_rank : r;
         if (mpi)
             run[r] = synth_open_mpi(out, &o);
-        else if (o.ranks == 1) {
+        else {
+            char path[1200];
             synth_text text;
             const char *kv[40];
-            run[r] = fp8_probe_open(out, &po, kv, synth_meta(&o, 0, &text, kv));
-        } else {
-            char path[1100];
-            synth_text text;
-            const char *kv[40];
-            if (fp8_rank_path(out, (int)rank, path, sizeof path) != 0)
+            long pid = 0;
+            if (o.ranks == 1 ? snprintf(final[r], sizeof final[r], "%s", out) >= (int)sizeof final[r]
+                             : fp8_rank_path(out, (int)rank, final[r], sizeof final[r]) != 0)
                 rc = cli_usage_error("synth: output path too long");
-            else
-                run[r] = fp8_probe_open(path, &po, kv, synth_meta(&o, (int)rank, &text, kv));
+            else if (fp8_file_locked(final[r], &pid)) {
+                fprintf(stderr, "fp8prof: synth: %s is a run file that %s is writing: not replaced; choose another "
+                                "output\n", final[r], pid > 0 ? "another process" : "this process");
+                rc = 1;
+            } else {
+                snprintf(path, sizeof path, "%s.partial", final[r]);
+                nfinal = r + 1;
+                run[r] = fp8_probe_open(path, &po, kv, synth_meta(&o, o.ranks == 1 ? 0 : (int)rank, &text, kv));
+            }
         }
         if (!run[r] && !rc) {
             if (!mpi)
@@ -258,15 +273,6 @@ int cmd_synth(int argc, char **argv)
             gsl_rng_set(rng[r], (unsigned long)o.seed + 1000003ul * (unsigned long)rank);
         if (!rc)
             rc = synth_declare(run[r], &o, p + r * o.tensors);
-    }
-    if (!rc && !mpi && o.ranks > 1) {
-        synth_text text;
-        const char *kv[40];
-        int nkv = synth_meta(&o, -1, &text, kv);
-        if (fp8_ranks_write_index(out, (int)o.ranks, kv, nkv) != FP8_OK) {
-            fprintf(stderr, "fp8prof: synth: %s\n", fp8_error_message());
-            rc = 1;
-        }
     }
     for (long step = 0; step < o.steps && !rc; step++)
         for (long r = 0; r < nlocal && !rc; r++) {
@@ -295,6 +301,29 @@ done:
         if (rng[r])
             gsl_rng_free(rng[r]);
     }
+    /* the finished files into place (or, after a failure, the partial ones
+     * removed: nothing incomplete under a final name) */
+    for (long r = 0; final && r < nfinal; r++) {
+        char path[1200];
+        snprintf(path, sizeof path, "%s.partial", final[r]);
+        if (!run[r])
+            continue; /* (not opened: the file is another writer's, or was never made) */
+        if (rc)
+            unlink(path);
+        else if (fp8_file_commit(path, final[r]) != FP8_OK) {
+            fprintf(stderr, "fp8prof: synth: %s\n", fp8_error_message());
+            rc = 1;
+        }
+    }
+    if (!rc && !mpi && o.ranks > 1) { /* the index, once every rank file is in place */
+        synth_text text;
+        const char *kv[40];
+        int nkv = synth_meta(&o, -1, &text, kv);
+        if (fp8_ranks_write_index(out, (int)o.ranks, kv, nkv, run_id) != FP8_OK) {
+            fprintf(stderr, "fp8prof: synth: %s\n", fp8_error_message());
+            rc = 1;
+        }
+    }
     if (!rc && world_rank == 0)
         printf("wrote %s: %ld steps x %ld tensors (%ldx%ld), 1 + %d recipes%s\n", out, o.steps, o.tensors, o.rows,
                o.cols, o.nsh, o.ranks > 1 ? ", one file per rank and their index" : "");
@@ -302,6 +331,7 @@ done:
     free(run);
     free(p);
     free(x);
+    free(final);
     if (mpi) {
         /* one rank's failure is every rank's: the index names them all */
         int any = rc;

@@ -4,6 +4,7 @@
  */
 #include <stdarg.h>
 #include <hdf5.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,10 +242,15 @@ int cli_usage_error(const char *fmt, ...)
 int cli_number(const char *cmd, const char *opt, const char *v, double lo, double hi, int integer, double *out)
 {
     char *end;
+    errno = 0;
     double d = strtod(v, &end);
-    if (!*v || *end || !(d >= lo && d <= hi) || (integer && d != (double)(long long)d))
-        return cli_usage_error("%s: %s '%s' is not %s in %g..%g", cmd, opt, v, integer ? "an integer" : "a number", lo,
-                               hi);
+    /* decimal only (strtod also reads "0x10", "inf", "nan"); an integer is
+     * digits alone (not "1e3" or "1.0"); a value strtod under- or overflows
+     * ("1e-400") is not the number written */
+    int plain = *v && strspn(v, integer ? "+-0123456789" : "+-0123456789.eE") == strlen(v);
+    if (!plain || *end || errno == ERANGE || !(d >= lo && d <= hi) || (integer && d != (double)(long long)d))
+        return cli_usage_error("%s: %s '%s' is not %s in %g..%g", cmd, opt, v,
+                               integer ? "a whole number (digits only)" : "a decimal number", lo, hi);
     *out = d;
     return 0;
 }

@@ -228,8 +228,15 @@ model *model_create(const model_config *cfg, unsigned long seed, model_precision
     snprintf(m->head_src.name, sizeof m->head_src.name, "head");
     m->run = run;
     if (ok && run && prec == PREC_FP8) { /* the GEMM output error's scratch */
-        size_t g = N * (V > H ? (V > 3 * C ? V : 3 * C) : (H > 3 * C ? H : 3 * C));
-        g = g > V * C ? g : V * C;
+        /* the largest GEMM output: fprop N x OC and dgrad N x IN for every
+         * linear, wgrad OC x IN (3C x C, H x C, C x H, V x C), whichever of
+         * tokens and features is larger */
+        size_t wide = V > H ? V : H;
+        wide = wide > 3 * C ? wide : 3 * C;
+        size_t g = N * wide, w = 3 * C * C;
+        w = w > H * C ? w : H * C;
+        w = w > V * C ? w : V * C;
+        g = g > w ? g : w;
         m->gemm_a = zalloc(g), m->gemm_b = zalloc(g);
         ok = m->gemm_a && m->gemm_b;
     }

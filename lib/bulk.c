@@ -163,6 +163,9 @@ static int check_args(const fp8_format *f, float scale, const void *x, size_t n,
         return FP8_ERROR(FP8_EINVAL, "NULL array for %zu elements", n);
     if (!(scale > 0.0f) || scale > 3.4028235e38f)
         return FP8_ERROR(FP8_EINVAL, "scale %g is not a positive finite number", (double)scale);
+    if (!(1.0f / scale <= 3.4028235e38f)) /* below 2^-128: scale_inv = 1/scale is Inf, 0 * Inf NaN */
+        return FP8_ERROR(FP8_EINVAL, "scale %g is too small: its inverse scale_inv = 1/scale overflows float32 "
+                                     "(the smallest scale is 2^-128 = %g)", (double)scale, 0x1p-128);
     return FP8_OK;
 }
 

@@ -19,13 +19,26 @@
 int fp8_rank_path(const char *index_path, int rank, char *out, size_t n);
 
 /* Write the index for nranks rank files with metadata pairs kv (written to
- * a temporary name and renamed into place).  FP8_OK or FP8_EIO/EINVAL. */
-int fp8_ranks_write_index(const char *index_path, int nranks, const char *const *kv, int nkv);
+ * a temporary name and renamed into place) and the run id every rank file
+ * carries (fp8_store.h: FP8_RUN_ID_LEN hex digits; readers refuse a rank
+ * file whose id differs).  FP8_OK or FP8_EIO/EINVAL. */
+int fp8_ranks_write_index(const char *index_path, int nranks, const char *const *kv, int nkv, const char *run_id);
+
+/* The run id of a run file or an index into id ("" when the file has none:
+ * written before ids existed); 0, or -1 when the file cannot be read. */
+int fp8_ranks_run_id(const char *path, char id[33]);
 
 /* nranks (>= 1) when path is an fp8prof multi-rank index, 0 when it is
  * not (an ordinary run, another file, no file), -1 when it claims to be an
- * index but its rank count is missing or out of range (message set). */
+ * index but its rank count is missing or out of range, or when path is not
+ * a regular file (a FIFO, a device: message set). */
 int fp8_ranks_of(const char *path);
+
+/* 1 when writing `out` would destroy a file the run at run_path consists
+ * of: the run file itself or, for an index, the index or any of its rank
+ * files (same device and inode, whatever the names); `which` (may be NULL)
+ * gets that file's name.  Every command that writes checks its outputs. */
+int fp8_run_same_file(const char *run_path, const char *out, char *which, size_t cap);
 
 /* The declared layout (Megatron's order: tensor-parallel ranks
  * consecutive): rank's instance of group "tp" is the tp consecutive ranks

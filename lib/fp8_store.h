@@ -25,13 +25,28 @@
 #define FP8_STORE_SCHEMA 3
 #define FP8_NAME_MAX 128   /* tensor and scalar names, bytes incl. NUL */
 #define FP8_SPEC_MAX 320   /* recipe specs, bytes incl. NUL            */
+#define FP8_STEP_MAX ((int64_t)1 << 62) /* steps are 0..FP8_STEP_MAX: writers refuse others, readers refuse files with them */
+#define FP8_LAYER_MAX (1 << 20)         /* layers are -1 (none) or 0..FP8_LAYER_MAX */
 
 typedef struct fp8_store fp8_store;
 
 /* Create path (truncating an existing file) with metadata key/value pairs
  * (nkv pairs in kv[2*i], kv[2*i+1]; may be 0).  Switches the file to SWMR
- * writing.  NULL on failure (message in fp8_error_message()). */
+ * writing.  The writer holds the file's lock until fp8_store_close: a
+ * second writer of the same file (thread, process, rank) is refused and
+ * the file left as it is (fp8_file.h).  The file gets a fresh random run
+ * id (root attribute fp8prof_run_id).  NULL on failure (message in
+ * fp8_error_message()). */
 fp8_store *fp8_store_create(const char *path, const char *const *kv, int nkv);
+
+/* The run id: 32 lowercase hex digits (128 random bits), shared by every
+ * rank file of one multi-rank run and its index, so that a reader can
+ * refuse a rank file of another run (docs/schema.md). */
+#define FP8_RUN_ID_LEN 32
+int fp8_store_run_id_new(char id[FP8_RUN_ID_LEN + 1]);
+int fp8_store_run_id_ok(const char *id);
+/* fp8_store_create with the given run id (NULL: a fresh one). */
+fp8_store *fp8_store_create_id(const char *path, const char *const *kv, int nkv, const char *run_id);
 
 /* Register a tensor / recipe / scalar name; returns its id (>= 0) or -1.
  * The same name returns the same id. */
@@ -160,6 +175,7 @@ typedef struct {
      * this is rank 0's file (path); 0 for a one-process run */
     int nranks;
     char index_path[1024];
+    char run_id[FP8_RUN_ID_LEN + 1]; /* fp8prof_run_id ("" in files before it) */
 } fp8_run;
 
 /* Load a run file (also while its writer is running, or after the writer
@@ -185,6 +201,12 @@ fp8_run *fp8_run_load_summary(const char *path, const char *tensor_pattern);
 /* Registries, metadata, scalars, snapshot index and the every-step series
  * (/steps) only: no records (nrecords 0).  What cross-rank analyses read. */
 fp8_run *fp8_run_load_series(const char *path);
+/* Rank `rank` of the multi-rank run indexed at `index` (nranks ranks), as
+ * fp8_run_load_series, refused with a message naming the file when it is
+ * itself an index, when its /meta mpi_rank and mpi_world_size are not
+ * rank and nranks, or when its run id is not the index's (a rank file of
+ * another run, a copy of another rank). */
+fp8_run *fp8_run_load_rank(const char *index, int rank, int nranks);
 
 /* Exponent histograms (FP8_EXP_BINS each) of the given /exp_hist rows
  * (fp8_summary.hist_row; ascending, repeats allowed) into

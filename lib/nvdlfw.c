@@ -25,6 +25,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -36,6 +37,7 @@
 #include "fp8_file.h"
 #include "fp8_nvdlfw.h"
 #include "fp8_ranks.h"
+#include "fp8_store.h"
 
 #define NOMINAL 1000000.0
 #define LOGSUB "nvdlfw_inspect_statistics_logs"
@@ -346,6 +348,10 @@ static char *parse_line(char *line, long long *step, double *v, const char **why
         *why = "the iteration is not a non-negative integer";
         return NULL;
     }
+    if (*step > FP8_STEP_MAX) {
+        *why = "the iteration is past 2^62, the largest step a run file holds";
+        return NULL;
+    }
     for (char *q = end1; q < val; q++)
         if (*q != ' ' && *q != '\t') {
             *why = "text between the iteration and the value";
@@ -365,6 +371,32 @@ static char *parse_line(char *line, long long *step, double *v, const char **why
     return p;
 }
 
+/* One line of f into buf (at most cap - 1 bytes kept, the line's end not
+ * included): memory is bounded whatever the file holds (a node crash's NUL
+ * tail, a log gone wrong).  Returns the line's full length (longer than
+ * cap - 1 when it was cut), -1 at end of file, -2 on a read error; *nul
+ * is set when the line holds a NUL byte. */
+static long read_line(FILE *f, char *buf, size_t cap, int *nul)
+{
+    long n = 0;
+    int c;
+    *nul = 0;
+    while ((c = getc_unlocked(f)) != EOF && c != '\n') { /* (one thread reads f) */
+        if (c == 0)
+            *nul = 1;
+        if ((size_t)n < cap - 1)
+            buf[n] = (char)c;
+        if (n < LONG_MAX)
+            n++;
+    }
+    if (ferror(f))
+        return -2;
+    if (c == EOF && n == 0)
+        return -1;
+    buf[(size_t)n < cap - 1 ? (size_t)n : cap - 1] = 0;
+    return n;
+}
+
 /* The statistics-log files under logdir: the .log files of
  * logdir/nvdlfw_inspect_statistics_logs, of every logdir/rank_<r>/nvdlfw_inspect_statistics_logs
  * (BioNeMo's and Megatron's layout), else of logdir itself. */
@@ -372,6 +404,7 @@ typedef struct {
     char (*path)[1400];
     int *rank;
     int n, cap;
+    char bad[1500]; /* the first .log that is not a regular file, "" none */
 } filelist;
 
 static int cmp_path(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
@@ -386,6 +419,16 @@ static void add_logs(filelist *L, const char *dir, int dir_rank)
         size_t n = strlen(e->d_name);
         if (n <= 4 || strcmp(e->d_name + n - 4, ".log") != 0)
             continue;
+        char full[1400];
+        snprintf(full, sizeof full, "%s/%s", dir, e->d_name);
+        struct stat sb;
+        if (stat(full, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+            /* a directory, FIFO or device named *.log: reading it would fail,
+             * block or never end */
+            if (!L->bad[0])
+                snprintf(L->bad, sizeof L->bad, "%s", full);
+            continue;
+        }
         if (L->n == L->cap) {
             int cap = L->cap ? 2 * L->cap : 16;
             void *p = realloc(L->path, (size_t)cap * sizeof *L->path), *r = p ? realloc(L->rank, (size_t)cap * sizeof *L->rank) : NULL;
@@ -439,7 +482,7 @@ static int layer_of(const char *name)
  * "@rank<r>") into out_path; nranks > 0 adds mpi_rank / mpi_world_size to
  * /meta.  Unparsable lines are reported and counted into *nbad. */
 static int import_one(const filelist *Lp, int only, int nranks, const char *logdir, const char *out_path, size_t *nbad_out,
-                      FILE *report)
+                      FILE *report, const char *run_id)
 {
     filelist L = *Lp;
     char tmp[1200];
@@ -454,7 +497,7 @@ static int import_one(const filelist *Lp, int only, int nranks, const char *logd
                         "mpi_rank", rtxt, "mpi_world_size", wtxt};
     /* written under a temporary name, renamed when complete: a failed import
      * leaves whatever file was there */
-    fp8_store *s = fp8_store_create(tmp, kv, nranks > 0 ? 5 : 3);
+    fp8_store *s = fp8_store_create_id(tmp, kv, nranks > 0 ? 5 : 3, run_id);
     if (!s)
         return FP8_EIO;
     size_t nbad = 0, np = 0, capp = 0;
@@ -462,8 +505,13 @@ static int import_one(const filelist *Lp, int only, int nranks, const char *logd
     index_t ix = {0};
     names_t tn = {0}, rn = {0};
     int st = FP8_OK;
-    char *line = NULL;
-    size_t lcap = 0;
+    char *line = malloc(MAX_LINE + 2);
+    if (!line) {
+        fp8_store_close(s);
+        unlink(tmp);
+        return FP8_ERROR(FP8_ENOMEM, "import: out of memory");
+    }
+    size_t nrecords = 0;
 #define BAD(...)                                                                                                     \
     do {                                                                                                             \
         if (report) {                                                                                                \
@@ -476,24 +524,32 @@ static int import_one(const filelist *Lp, int only, int nranks, const char *logd
     for (int fi = 0; fi < L.n && st == FP8_OK; fi++) {
         if (only >= 0 && L.rank[fi] != only)
             continue;
+        if (fp8_file_regular(L.path[fi]) != FP8_OK) {
+            st = FP8_EINVAL;
+            break;
+        }
         FILE *f = fopen(L.path[fi], "r");
         if (!f) {
             st = FP8_ERROR(FP8_EIO, "%s: cannot open: %s", L.path[fi], strerror(errno));
             break;
         }
-        long lineno = 0;
-        ssize_t got;
-        while (st == FP8_OK && (got = getline(&line, &lcap, f)) >= 0) {
+        long lineno = 0, got;
+        int nul;
+        while (st == FP8_OK && (got = read_line(f, line, MAX_LINE + 2, &nul)) >= 0) {
             lineno++;
             size_t n = (size_t)got;
-            while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
-                line[--n] = 0;
-            if (!n)
-                continue;
             if (n > MAX_LINE) {
                 BAD("a line of %zu bytes (at most %d)", n, MAX_LINE);
                 continue;
             }
+            while (n && line[n - 1] == '\r')
+                line[--n] = 0;
+            if (nul) {
+                BAD("a line holding NUL bytes (a crash's tail?)");
+                continue;
+            }
+            if (!n)
+                continue;
             long long step;
             double v;
             const char *why = NULL;
@@ -584,9 +640,19 @@ static int import_one(const filelist *Lp, int only, int nranks, const char *logd
                 }
                 row = np - 1;
             }
+            if ((pend[row].have & (1u << stat)) && !(pend[row].v[stat] == v)) {
+                /* the same statistic of the same tensor and iteration twice, with
+                 * another value (a restarted job appending to its log?): the
+                 * first kept, this line reported */
+                BAD("iteration %lld of '%s' %s again with another value (%.9g; %.9g kept from an earlier line)", step,
+                    name, stat_names[stat], v, pend[row].v[stat]);
+                continue;
+            }
             pend[row].v[stat] = v;
             pend[row].have |= 1u << stat;
         }
+        if (st == FP8_OK && got == -2)
+            st = FP8_ERROR(FP8_EIO, "%s: read error after line %ld: %s", L.path[fi], lineno, strerror(errno));
         fclose(f);
     }
 #undef BAD
@@ -631,9 +697,13 @@ static int import_one(const filelist *Lp, int only, int nranks, const char *logd
         int active = q->recipe == unknown_rid;
         if (fp8_store_add_record(s, q->tensor, q->recipe, q->step, active, 0, 0, &x) != FP8_OK)
             st = FP8_EIO;
+        nrecords++;
         if (p % 4096 == 4095 && st == FP8_OK)
             st = fp8_store_flush(s);
     }
+    if (st == FP8_OK && nrecords == 0)
+        st = FP8_ERROR(FP8_EINVAL, "%s: no statistics in the logs%s (%zu lines not understood); nothing written",
+                       logdir, only >= 0 ? " of this rank" : "", nbad);
     int cst = fp8_store_close(s);
     if (st == FP8_OK)
         st = cst;
@@ -650,9 +720,21 @@ static int import_one(const filelist *Lp, int only, int nranks, const char *logd
 int fp8_nvdlfw_import(const char *logdir, const char *out_path, size_t *bad, FILE *report)
 {
     filelist L = {0};
-    find_logs(logdir, &L);
     if (bad)
         *bad = 0;
+    struct stat sb;
+    if (!logdir || stat(logdir, &sb) != 0)
+        return FP8_ERROR(FP8_EIO, "%s: cannot open: %s", logdir ? logdir : "(null)", strerror(errno));
+    if (!S_ISDIR(sb.st_mode))
+        return FP8_ERROR(FP8_EINVAL, "%s: not a directory (import-nvdlfw reads a log directory: DIR/%s/*.log)", logdir,
+                         LOGSUB);
+    find_logs(logdir, &L);
+    if (L.bad[0]) {
+        int st = FP8_ERROR(FP8_EINVAL, "%s: named like a log but not a regular file (a directory, FIFO or device): "
+                                       "refused; move it away", L.bad);
+        free(L.path), free(L.rank);
+        return st;
+    }
     if (!L.n) {
         free(L.path), free(L.rank);
         return FP8_ERROR(FP8_EINVAL, "%s: no .log files (expected %s/nvdlfw_inspect_globalrank-<r>.log)", logdir, LOGSUB);
@@ -677,6 +759,8 @@ int fp8_nvdlfw_import(const char *logdir, const char *out_path, size_t *bad, FIL
     }
     size_t nbad = 0;
     int st = FP8_OK;
+    char run_id[FP8_RUN_ID_LEN + 1];
+    fp8_store_run_id_new(run_id); /* one for every rank file and the index */
     if (maxr >= 1 && maxr < FP8_RANKS_MAX && contiguous) {
         for (int r = 0; r <= maxr && st == FP8_OK; r++) {
             char rp[1100];
@@ -686,14 +770,14 @@ int fp8_nvdlfw_import(const char *logdir, const char *out_path, size_t *bad, FIL
                 if (fp8_file_same(L.path[i], rp))
                     st = FP8_ERROR(FP8_EINVAL, "rank %d's output %s is one of the input logs; choose another name", r, rp);
             if (st == FP8_OK)
-                st = import_one(&L, r, maxr + 1, logdir, rp, &nbad, report);
+                st = import_one(&L, r, maxr + 1, logdir, rp, &nbad, report, run_id);
         }
         if (st == FP8_OK) {
             const char *kv[] = {"imported_from", logdir};
-            st = fp8_ranks_write_index(out_path, maxr + 1, kv, 1);
+            st = fp8_ranks_write_index(out_path, maxr + 1, kv, 1, run_id);
         }
     } else
-        st = import_one(&L, -1, 0, logdir, out_path, &nbad, report);
+        st = import_one(&L, -1, 0, logdir, out_path, &nbad, report, NULL);
     free(L.path), free(L.rank);
     if (bad)
         *bad = nbad;

@@ -12,10 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fp8_error.h"
 #include "fp8_file.h"
 #include "fp8_ranks.h"
+#include "fp8_store.h"
 #include "store_layout.h"
 
 int fp8_rank_path(const char *index_path, int rank, char *out, size_t n)
@@ -29,10 +31,11 @@ int fp8_rank_path(const char *index_path, int rank, char *out, size_t n)
     return w < 0 || (size_t)w >= n ? -1 : 0;
 }
 
-int fp8_ranks_write_index(const char *index_path, int nranks, const char *const *kv, int nkv)
+int fp8_ranks_write_index(const char *index_path, int nranks, const char *const *kv, int nkv, const char *run_id)
 {
-    if (!index_path || nranks < 1 || nranks > FP8_RANKS_MAX || nkv < 0 || (nkv && !kv))
-        return FP8_ERROR(FP8_EINVAL, "rank index: bad arguments (path, 1..%d ranks, metadata)", FP8_RANKS_MAX);
+    if (!index_path || nranks < 1 || nranks > FP8_RANKS_MAX || nkv < 0 || (nkv && !kv) || !fp8_store_run_id_ok(run_id))
+        return FP8_ERROR(FP8_EINVAL, "rank index: bad arguments (path, 1..%d ranks, metadata, the ranks' run id)",
+                         FP8_RANKS_MAX);
     char tmp[1100];
     if (fp8_file_tmp_path(index_path, tmp, sizeof tmp) != 0)
         return FP8_ERROR(FP8_EINVAL, "%s: path too long", index_path);
@@ -43,7 +46,7 @@ int fp8_ranks_write_index(const char *index_path, int nranks, const char *const 
     char n[16];
     snprintf(n, sizeof n, "%d", nranks);
     bad = bad || fp8__write_str_attr(f, "fp8prof_index", "1") || fp8__write_str_attr(f, "fp8prof_ranks", n) ||
-          fp8__write_str_attr(f, "created_by", "fp8prof");
+          fp8__write_str_attr(f, "created_by", "fp8prof") || fp8__write_str_attr(f, "fp8prof_run_id", run_id);
     hid_t meta = bad ? -1 : H5Gcreate2(f, "meta", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     bad = bad || meta < 0;
     for (int i = 0; !bad && i < nkv; i++)
@@ -73,8 +76,54 @@ int fp8_ranks_write_index(const char *index_path, int nranks, const char *const 
     return fp8_file_commit(tmp, index_path);
 }
 
+/* a fixed-length string attribute of obj into buf (cap bytes), 0; -1 when
+ * absent, of another type or too long */
+static int str_attr(hid_t obj, const char *name, char *buf, size_t cap)
+{
+    hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
+    hid_t t = a >= 0 ? H5Aget_type(a) : -1;
+    int rc = -1;
+    memset(buf, 0, cap);
+    if (t >= 0 && H5Tget_class(t) == H5T_STRING && !H5Tis_variable_str(t) && H5Tget_size(t) < cap &&
+        H5Aread(a, t, buf) >= 0)
+        rc = 0;
+    if (t >= 0)
+        H5Tclose(t);
+    if (a >= 0)
+        H5Aclose(a);
+    buf[cap - 1] = 0;
+    return rc;
+}
+
+int fp8_ranks_run_id(const char *path, char id[FP8_RUN_ID_LEN + 1])
+{
+    id[0] = 0;
+    if (fp8_file_regular(path) != FP8_OK)
+        return -1;
+    quiet q;
+    quiet_on(&q);
+    int rc = -1;
+    if (H5Fis_hdf5(path) > 0) {
+        hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+        if (f < 0)
+            f = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
+        if (f >= 0) {
+            char buf[64];
+            rc = 0;
+            if (str_attr(f, "fp8prof_run_id", buf, sizeof buf) == 0 && fp8_store_run_id_ok(buf))
+                memcpy(id, buf, FP8_RUN_ID_LEN + 1);
+            H5Fclose(f);
+        }
+    }
+    quiet_off(&q);
+    return rc;
+}
+
 int fp8_ranks_of(const char *path)
 {
+    /* a FIFO or a device would block the open below: refused first */
+    if (path && access(path, F_OK) == 0 && fp8_file_regular(path) != FP8_OK)
+        return -1;
     quiet q;
     quiet_on(&q);
     int n = 0;
@@ -143,4 +192,27 @@ int fp8_ranks_layout_members(int nranks, int tp, const char *group, int rank, ch
         k += (size_t)w;
     }
     return first;
+}
+
+int fp8_run_same_file(const char *run_path, const char *out, char *which, size_t cap)
+{
+    if (which && cap)
+        which[0] = 0;
+    if (!run_path || !out)
+        return 0;
+    if (fp8_file_same(run_path, out)) {
+        if (which && cap)
+            snprintf(which, cap, "%s", run_path);
+        return 1;
+    }
+    int n = fp8_ranks_of(run_path);
+    for (int r = 0; r < n; r++) {
+        char rp[1100];
+        if (fp8_rank_path(run_path, r, rp, sizeof rp) == 0 && fp8_file_same(rp, out)) {
+            if (which && cap)
+                snprintf(which, cap, "%s", rp);
+            return 1;
+        }
+    }
+    return 0;
 }

@@ -4,11 +4,13 @@
  */
 #include <fnmatch.h>
 #include <hdf5.h>
+#include <unistd.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "chunkread.h"
+#include "fp8_file.h"
 #include "fp8_ranks.h"
 #include "bigmem.h"
 #include "store_layout.h"
@@ -19,19 +21,48 @@
  * an hour — on a damaged file that is a hang of hours.  A writer's flush
  * makes a checksum fail for an instant at most, so a few attempts do. */
 #define METADATA_READ_ATTEMPTS 4
-static hid_t open_run_file(const char *path)
+static int open_failed_truncated(void);
+/* *truncated (may be NULL): the open failed because the file is shorter
+ * than its superblock says (read off HDF5's error stack at once: the next
+ * HDF5 call clears it) */
+static hid_t open_run_file_why(const char *path, int *truncated)
 {
+    if (truncated)
+        *truncated = 0;
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     if (fapl >= 0) {
         H5Pset_metadata_read_attempts(fapl, METADATA_READ_ATTEMPTS);
         H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG); /* closing the file closes what a failed read left open */
     }
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl >= 0 ? fapl : H5P_DEFAULT);
+    if (f < 0 && truncated)
+        *truncated = open_failed_truncated();
     if (f < 0)
         f = H5Fopen(path, H5F_ACC_RDONLY, fapl >= 0 ? fapl : H5P_DEFAULT);
+    if (f < 0 && truncated && !*truncated)
+        *truncated = open_failed_truncated();
     if (fapl >= 0)
         H5Pclose(fapl);
     return f;
+}
+
+static hid_t open_run_file(const char *path) { return open_run_file_why(path, NULL); }
+
+/* Whether HDF5's error stack (after a failed open) says the file is shorter
+ * than its superblock's end-of-file address: a copy or download cut short. */
+static herr_t truncated_cb(unsigned n, const H5E_error2_t *e, void *flag)
+{
+    (void)n;
+    if (e && e->desc && strstr(e->desc, "truncated"))
+        *(int *)flag = 1;
+    return 0;
+}
+
+static int open_failed_truncated(void)
+{
+    int flag = 0;
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, truncated_cb, &flag);
+    return flag;
 }
 
 /* Rows of an open dataset as the writer's latest flush left them (SWMR:
@@ -126,6 +157,8 @@ static const char *run_file_of(const char *path, char *buf, size_t cap, int *nra
 
 int fp8_run_writer_open(const char *path)
 {
+    if (!path || fp8_file_regular(path) != FP8_OK)
+        return -1; /* (a FIFO would block the open below) */
     /* an index: its rank 0's writer (the index itself is written once, closed) */
     char rank0[1024];
     int nr;
@@ -240,7 +273,8 @@ static void summarize(const disk_record *d, uint64_t row, fp8_summary *o)
 #undef CP
 }
 
-static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_min, int64_t step_max, int lean);
+static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_min, int64_t step_max, int lean,
+                     int no_index);
 
 /* Schema 3: the every-step rows and the block-amax index, kept for the
  * tensors and steps selected; an index naming a tensor or recipe the file
@@ -285,6 +319,12 @@ static int load_series(hid_t file, fp8_run *r, const unsigned char *keep, int64_
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         const disk_step *d = (const disk_step *)rows + i;
+        if (d->step < 0 || d->step > FP8_STEP_MAX) {
+            int e = FP8_ERROR(FP8_EINVAL, "%s: /steps row %zu: step %lld is outside 0..2^62", r->path, i,
+                              (long long)d->step);
+            free(rows), free(bix);
+            return e;
+        }
         if (d->tensor >= (uint32_t)r->ntensors || d->recipe >= (uint32_t)r->nrecipes) {
             int e = FP8_ERROR(FP8_EINVAL, "%s: /steps row %zu names tensor %u and recipe %u; the file has %d and %d",
                               r->path, i, d->tensor, d->recipe, r->ntensors, r->nrecipes);
@@ -303,6 +343,7 @@ static int load_series(hid_t file, fp8_run *r, const unsigned char *keep, int64_
         const disk_bamax *d = (const disk_bamax *)bix + i;
         uint64_t per_row = d->block ? d->cols / d->block + (d->cols % d->block != 0) : 0;
         if (d->tensor >= (uint32_t)r->ntensors || !d->block || !d->rows || !d->cols || d->rows > UINT64_MAX / per_row ||
+            d->step < 0 || d->step > FP8_STEP_MAX ||
             d->count != d->rows * per_row || d->offset > len_bam || d->count > len_bam - d->offset) {
             int e = FP8_ERROR(FP8_EINVAL,
                               "%s: /block_amax_index row %zu is inconsistent (tensor %u, %llux%llu, block %u, count %llu "
@@ -323,19 +364,53 @@ static int load_series(hid_t file, fp8_run *r, const unsigned char *keep, int64_
     return 0;
 }
 
-fp8_run *fp8_run_load(const char *path) { return load(path, NULL, INT64_MIN, INT64_MAX, 0); }
+fp8_run *fp8_run_load(const char *path) { return load(path, NULL, INT64_MIN, INT64_MAX, 0, 0); }
 
 fp8_run *fp8_run_load_filtered(const char *path, const char *tensor_pattern, int64_t step_min, int64_t step_max)
 {
-    return load(path, tensor_pattern, step_min, step_max, 0);
+    return load(path, tensor_pattern, step_min, step_max, 0, 0);
 }
 
 fp8_run *fp8_run_load_summary(const char *path, const char *tensor_pattern)
 {
-    return load(path, tensor_pattern, INT64_MIN, INT64_MAX, 1);
+    return load(path, tensor_pattern, INT64_MIN, INT64_MAX, 1, 0);
 }
 
-fp8_run *fp8_run_load_series(const char *path) { return load(path, NULL, INT64_MIN, INT64_MAX, 2); }
+fp8_run *fp8_run_load_series(const char *path) { return load(path, NULL, INT64_MIN, INT64_MAX, 2, 0); }
+
+fp8_run *fp8_run_load_rank(const char *index, int rank, int nranks)
+{
+    char rp[1100], iid[FP8_RUN_ID_LEN + 1];
+    if (!index || rank < 0 || fp8_rank_path(index, rank, rp, sizeof rp) != 0) {
+        FP8_ERROR(FP8_EINVAL, "%s: path too long", index ? index : "(null)");
+        return NULL;
+    }
+    if (fp8_ranks_run_id(index, iid) != 0) {
+        FP8_ERROR(FP8_EIO, "%s: cannot read the index", index);
+        return NULL;
+    }
+    fp8_run *run = load(rp, NULL, INT64_MIN, INT64_MAX, 2, 1);
+    if (!run)
+        return NULL;
+    const char *mr = fp8_run_meta(run, "mpi_rank"), *mw = fp8_run_meta(run, "mpi_world_size");
+    char want_r[16], want_w[16];
+    snprintf(want_r, sizeof want_r, "%d", rank);
+    snprintf(want_w, sizeof want_w, "%d", nranks);
+    if (!mr || !mw || strcmp(mr, want_r) != 0 || strcmp(mw, want_w) != 0) {
+        FP8_ERROR(FP8_EINVAL, "%s: its /meta says rank %s of %s, the index says rank %d of %d", rp, mr ? mr : "(none)",
+                  mw ? mw : "(none)", rank, nranks);
+        fp8_run_free(run);
+        return NULL;
+    }
+    if (iid[0] && strcmp(iid, run->run_id) != 0) {
+        FP8_ERROR(FP8_EINVAL, "%s belongs to another run than its index %s (run id %s, the index's %s): a rank file "
+                              "of another run, or a copy; refused",
+                  rp, index, run->run_id[0] ? run->run_id : "(none)", iid);
+        fp8_run_free(run);
+        return NULL;
+    }
+    return run;
+}
 
 /* Largest tensor a snapshot may describe (elements): far past any real one,
  * and small enough that rows * cols * 4 cannot wrap. */
@@ -377,14 +452,28 @@ static const char *snapshot_row_bad(const disk_snap *d, const fp8_run *r, uint64
     return NULL;
 }
 
-static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_min, int64_t step_max, int lean)
+static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_min, int64_t step_max, int lean,
+                     int no_index)
 {
-    /* a multi-rank index: rank 0's file is the run */
+    /* a multi-rank index: rank 0's file is the run (no_index: path is a rank
+     * file, which must not be an index itself) */
     const char *index = path;
     char rank0[1024];
     int nranks;
+    if (!path) {
+        FP8_ERROR(FP8_EINVAL, "no run file given");
+        return NULL;
+    }
+    if (access(path, F_OK) == 0 && fp8_file_regular(path) != FP8_OK)
+        return NULL; /* a FIFO, a device, a directory: refused before anything opens it */
     path = run_file_of(index, rank0, sizeof rank0, &nranks);
     if (!path)
+        return NULL;
+    if (no_index && nranks) {
+        FP8_ERROR(FP8_EINVAL, "%s: a rank file that is itself a rank index: refused, not followed", index);
+        return NULL;
+    }
+    if (nranks && access(path, F_OK) == 0 && fp8_file_regular(path) != FP8_OK)
         return NULL;
     quiet q;
     quiet_on(&q);
@@ -406,9 +495,14 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
         }
         goto done;
     }
-    file = open_run_file(path);
+    int truncated;
+    file = open_run_file_why(path, &truncated);
     if (file < 0) {
-        FP8_ERROR(FP8_EIO, "%s: HDF5 cannot open it", path);
+        if (truncated)
+            FP8_ERROR(FP8_EIO, "%s: truncated: the file is shorter than its HDF5 header says (a copy or transfer cut "
+                               "short?); nothing can be read from it", path);
+        else
+            FP8_ERROR(FP8_EIO, "%s: HDF5 cannot open it (damaged?)", path);
         goto done;
     }
     char *ver = read_str_attr(file, "fp8prof_schema");
@@ -429,6 +523,23 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
         goto done;
     }
     r->schema = schema;
+    snprintf(r->path, sizeof r->path, "%s", path); /* (messages below name it) */
+    {
+        char *id = read_str_attr(file, "fp8prof_run_id");
+        if (id && fp8_store_run_id_ok(id))
+            snprintf(r->run_id, sizeof r->run_id, "%s", id);
+        free(id);
+    }
+    if (nranks) { /* rank 0's file must be the index's */
+        char iid[FP8_RUN_ID_LEN + 1];
+        if (fp8_ranks_run_id(index, iid) == 0 && iid[0] && strcmp(iid, r->run_id) != 0) {
+            FP8_ERROR(FP8_EINVAL, "%s belongs to another run than its index %s (run id %s, the index's %s): refused",
+                      path, index, r->run_id[0] ? r->run_id : "(none)", iid);
+            fp8_run_free(r);
+            r = NULL;
+            goto done;
+        }
+    }
     hid_t tt = fp8__tensor_type(), rt = fp8__recipe_type(), nmt = fp8__name_type(), rct = fp8__record_type(schema),
           st = fp8__scalar_type(),
           snt = fp8__snap_type();
@@ -517,6 +628,15 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
         memcpy(r->tensor_name[i], d->name, FP8_NAME_MAX);
         r->tensor_name[i][FP8_NAME_MAX - 1] = 0;
         r->tensor_role[i] = d->role, r->tensor_layer[i] = d->layer;
+        if (d->layer < -1 || d->layer > FP8_LAYER_MAX || d->role < 0 || d->role >= FP8_NROLE) {
+            FP8_ERROR(FP8_EINVAL, "%s: /tensors row %zu: %s %d is outside %s", path, i,
+                      d->role < 0 || d->role >= FP8_NROLE ? "role" : "layer",
+                      d->role < 0 || d->role >= FP8_NROLE ? d->role : d->layer,
+                      d->role < 0 || d->role >= FP8_NROLE ? "0..4" : "-1..2^20");
+            fp8_run_free(r);
+            r = NULL;
+            goto done;
+        }
     }
     for (size_t i = 0; i < nr; i++) {
         memcpy(r->recipe_spec[i], ((const disk_recipe *)recs)[i].spec, FP8_SPEC_MAX);
@@ -564,6 +684,14 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
             }
         }
         const disk_record *d = (const disk_record *)records + k;
+        if (d->step < 0 || d->step > FP8_STEP_MAX) {
+            FP8_ERROR(FP8_EINVAL, "%s: /records row %zu: step %lld is outside 0..2^62", path, i, (long long)d->step);
+            free(keep);
+            fp8_run_free(r);
+            r = NULL;
+            H5Tclose(rct);
+            goto done;
+        }
         if (d->tensor >= nt || d->recipe >= nr) {
             /* registries are flushed before records: an index past them is damage, not a live writer */
             FP8_ERROR(FP8_EINVAL, "%s: /records row %zu names %s %u; the file has %zu", path, i,
@@ -602,8 +730,11 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
     r->nrecords = kept;
     for (size_t i = 0; i < nsc; i++) {
         const disk_scalar *d = (const disk_scalar *)scal + i;
-        if (d->id >= nn) {
-            FP8_ERROR(FP8_EINVAL, "%s: /scalars row %zu names scalar %u; the file has %zu names", path, i, d->id, nn);
+        if (d->id >= nn || d->step < 0 || d->step > FP8_STEP_MAX) {
+            if (d->id >= nn)
+                FP8_ERROR(FP8_EINVAL, "%s: /scalars row %zu names scalar %u; the file has %zu names", path, i, d->id, nn);
+            else
+                FP8_ERROR(FP8_EINVAL, "%s: /scalars row %zu: step %lld is outside 0..2^62", path, i, (long long)d->step);
             free(keep);
             fp8_run_free(r);
             r = NULL;
@@ -634,7 +765,8 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
     size_t ks = 0;
     for (size_t j = 0; j < nsnap; j++) {
         const disk_snap *d = (const disk_snap *)snaps + j;
-        const char *why = snapshot_row_bad(d, r, len_data, len_codes, len_scales);
+        const char *why = d->step < 0 || d->step > FP8_STEP_MAX ? "step outside 0..2^62"
+                          : snapshot_row_bad(d, r, len_data, len_codes, len_scales);
         if (why) {
             FP8_ERROR(FP8_EINVAL, "%s: /snapshot_index row %zu: %s", path, j, why);
             free(keep);
@@ -659,7 +791,16 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
         goto done;
     }
     free(keep);
-    snprintf(r->path, sizeof r->path, "%s", path);
+    if (nranks) {
+        const char *mr = fp8_run_meta(r, "mpi_rank");
+        if (!mr || strcmp(mr, "0") != 0) {
+            FP8_ERROR(FP8_EINVAL, "%s: rank 0's file of the index %s says its rank is %s: refused", path, index,
+                      mr ? mr : "(none: not a rank file)");
+            fp8_run_free(r);
+            r = NULL;
+            goto done;
+        }
+    }
     r->nranks = nranks;
     if (nranks)
         snprintf(r->index_path, sizeof r->index_path, "%s", index);

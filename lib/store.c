@@ -20,7 +20,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sys/random.h>
+
 #include "chunkwrite.h"
+#include "fp8_file.h"
 #include "store_layout.h"
 
 /* ---- the writer ----------------------------------------------------------- */
@@ -37,6 +40,7 @@ typedef struct {
 
 struct fp8_store {
     char path[1024];
+    int lock_fd;          /* holds the writer's lock (fp8_file_lock) until closed */
     hid_t file, dset[ND], type[ND];
     buffer buf[ND];
     int ntensors, nrecipes, nnames;
@@ -100,6 +104,14 @@ static void store_free(fp8_store *s)
     fp8__zkeep_free(&s->zkeep);
     if (s->file > 0)
         H5Fclose(s->file);
+    if (s->lock_fd >= 0) {
+        /* release the blocks reserved past the end of the file (truncated to
+         * its own size), then the lock: no other writer can have started */
+        struct stat sb;
+        if (s->file > 0 && fstat(s->lock_fd, &sb) == 0)
+            (void)!ftruncate(s->lock_fd, sb.st_size);
+        fp8_file_unlock(s->lock_fd);
+    }
     free(s->tensors);
     free(s->recipes);
     free(s->names);
@@ -108,24 +120,82 @@ static void store_free(fp8_store *s)
     free(s);
 }
 
+int fp8_store_run_id_new(char id[FP8_RUN_ID_LEN + 1])
+{
+    unsigned char b[16];
+    size_t got = 0;
+    while (got < sizeof b) {
+        ssize_t k = getrandom(b + got, sizeof b - got, 0);
+        if (k <= 0) {
+            if (k < 0 && errno == EINTR)
+                continue;
+            break;
+        }
+        got += (size_t)k;
+    }
+    if (got < sizeof b) { /* no entropy source: time, pid and an address, mixed */
+        struct timespec t;
+        clock_gettime(CLOCK_REALTIME, &t);
+        uint64_t h[2] = {(uint64_t)t.tv_sec * 1000000007u ^ (uint64_t)t.tv_nsec, (uint64_t)getpid() ^ (uint64_t)(uintptr_t)b};
+        for (int i = 0; i < 2; i++) {
+            h[i] ^= h[i] >> 33, h[i] *= 0xff51afd7ed558ccdULL, h[i] ^= h[i] >> 33;
+            memcpy(b + 8 * i, &h[i], 8);
+        }
+    }
+    for (int i = 0; i < 16; i++)
+        snprintf(id + 2 * i, 3, "%02x", b[i]);
+    return FP8_OK;
+}
+
+int fp8_store_run_id_ok(const char *id)
+{
+    return id && strlen(id) == FP8_RUN_ID_LEN && strspn(id, "0123456789abcdef") == FP8_RUN_ID_LEN;
+}
+
 fp8_store *fp8_store_create(const char *path, const char *const *kv, int nkv)
+{
+    return fp8_store_create_id(path, kv, nkv, NULL);
+}
+
+fp8_store *fp8_store_create_id(const char *path, const char *const *kv, int nkv, const char *run_id)
 {
     if (!path || strlen(path) >= 1024) {
         FP8_ERROR(FP8_EINVAL, "run file: %s", path ? "path too long" : "no path");
         return NULL;
     }
+    if (nkv < 0 || (nkv > 0 && !kv)) {
+        FP8_ERROR(FP8_EINVAL, "%s: %d metadata pairs%s", path, nkv, nkv < 0 ? "" : " but the array is NULL");
+        return NULL;
+    }
+    if (run_id && !fp8_store_run_id_ok(run_id)) {
+        FP8_ERROR(FP8_EINVAL, "%s: run id '%.40s' is not %d lowercase hex digits", path, run_id, FP8_RUN_ID_LEN);
+        return NULL;
+    }
     fp8_store *s = calloc(1, sizeof *s);
     if (s)
-        s->hist_row = UINT64_MAX;
+        s->hist_row = UINT64_MAX, s->lock_fd = -1;
     if (!s) {
         FP8_ERROR(FP8_ENOMEM, "run file: out of memory");
         return NULL;
     }
+    /* the writer's lock first: a file another writer holds is left as it is */
+    if (fp8_file_lock(path, &s->lock_fd) != FP8_OK) {
+        free(s);
+        return NULL;
+    }
+    char id[FP8_RUN_ID_LEN + 1];
+    if (run_id)
+        snprintf(id, sizeof id, "%s", run_id);
+    else
+        fp8_store_run_id_new(id);
     quiet q;
     quiet_on(&q);
     snprintf(s->path, sizeof s->path, "%s", path);
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST); /* SWMR needs the 1.10 format */
+    /* HDF5's own flock is dropped in SWMR mode anyway; the lock above is ours
+     * (and on NFS, where flock is emulated by fcntl locks, they would clash) */
+    H5Pset_file_locking(fapl, 0, 1);
     s->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     H5Pclose(fapl);
     if (s->file < 0) {
@@ -164,7 +234,7 @@ fp8_store *fp8_store_create(const char *path, const char *const *kv, int nkv)
     snprintf(ver, sizeof ver, "%d", FP8_STORE_SCHEMA);
     if (fp8__write_str_attr(s->file, "fp8prof_schema", ver) ||
         fp8__write_str_attr(s->file, "scale_convention", "q = cast(x * scale); x_hat = decode(q) * scale_inv") ||
-        fp8__write_str_attr(s->file, "created_by", "fp8prof")) {
+        fp8__write_str_attr(s->file, "created_by", "fp8prof") || fp8__write_str_attr(s->file, "fp8prof_run_id", id)) {
         FP8_ERROR(FP8_EIO, "%s: cannot write the root attributes", path);
         goto fail;
     }
@@ -183,6 +253,7 @@ fp8_store *fp8_store_create(const char *path, const char *const *kv, int nkv)
         FP8_ERROR(FP8_EIO, "%s: cannot switch to SWMR writing", path);
         goto fail;
     }
+    fp8_file_lock_mark(s->lock_fd);
     quiet_off(&q);
     return s;
 fail:
@@ -290,8 +361,20 @@ int fp8_store_find_tensor(const fp8_store *s, const char *name)
     return s && name ? reg_find(s, D_TENSORS, name, NULL) : -1;
 }
 
+/* steps and layers a run file may hold (fp8_store.h): readers refuse others */
+static int bad_step(int64_t step)
+{
+    return step < 0 || step > FP8_STEP_MAX
+               ? FP8_ERROR(FP8_EINVAL, "run file: step %lld is outside 0..2^62", (long long)step)
+               : FP8_OK;
+}
+
 int fp8_store_tensor(fp8_store *s, const char *name, fp8_role role, int layer)
 {
+    if (layer < -1 || layer > FP8_LAYER_MAX || (unsigned)role >= FP8_NROLE)
+        return FP8_ERROR(FP8_EINVAL, "run file: tensor '%.60s': %s", name ? name : "",
+                         (unsigned)role >= FP8_NROLE ? "bad role" : "layer outside -1..2^20"),
+               -1;
     return find_or_add(s, D_TENSORS, name, FP8_NAME_MAX, (int)role, layer);
 }
 
@@ -307,6 +390,8 @@ int fp8_store_add_record(fp8_store *s, int tensor, int recipe, int64_t step, int
 {
     if (!s || !st || tensor < 0 || tensor >= s->ntensors || recipe < 0 || recipe >= s->nrecipes)
         return FP8_ERROR(FP8_EINVAL, "run file: record for an unregistered tensor or recipe");
+    if (bad_step(step))
+        return FP8_EINVAL;
     disk_record d;
     memset(&d, 0, sizeof d);
     d.tensor = (uint32_t)tensor, d.recipe = (uint32_t)recipe, d.step = step, d.active = active != 0;
@@ -343,6 +428,8 @@ int fp8_store_add_scalar(fp8_store *s, int name, int64_t step, double value)
 {
     if (!s || name < 0 || name >= s->nnames)
         return FP8_ERROR(FP8_EINVAL, "run file: scalar with an unregistered name");
+    if (bad_step(step))
+        return FP8_EINVAL;
     disk_scalar d = {(uint32_t)name, step, value};
     return buf_push(&s->buf[D_SCALARS], &d);
 }
@@ -352,6 +439,8 @@ int fp8_store_add_step(fp8_store *s, int tensor, int recipe, int64_t step, int a
 {
     if (!s || tensor < 0 || tensor >= s->ntensors || recipe < 0 || recipe >= s->nrecipes)
         return FP8_ERROR(FP8_EINVAL, "run file: step row for an unregistered tensor or recipe");
+    if (bad_step(step))
+        return FP8_EINVAL;
     disk_step d = {(uint32_t)tensor, (uint32_t)recipe, step, amax, scale, nonfinite & 3u, active != 0};
     return buf_push(&s->buf[D_STEPS], &d);
 }
@@ -363,9 +452,13 @@ int fp8_store_add_block_amax(fp8_store *s, int tensor, int64_t step, uint64_t ro
 {
     if (!s || !amax || tensor < 0 || tensor >= s->ntensors || !rows || !cols || !block)
         return FP8_ERROR(FP8_EINVAL, "run file: bad block-amax row");
+    uint64_t per_row = cols / block + (cols % block != 0);
+    if (bad_step(step) || rows > SIZE_MAX / sizeof(float) / per_row)
+        return bad_step(step) ? FP8_EINVAL : FP8_ERROR(FP8_EINVAL, "run file: block-amax shape %llux%llu too large",
+                                                       (unsigned long long)rows, (unsigned long long)cols);
     if (s->bamax_off)
         return FP8_OK; /* no space left for them: dropped */
-    uint64_t per_row = (cols + block - 1) / block, n = rows * per_row;
+    uint64_t n = rows * per_row;
     buffer *b = &s->buf[D_BAMAX_DATA];
     disk_bamax ix = {(uint32_t)tensor, step, rows, cols, block, (uint64_t)(b->written + b->n), n};
     int e = buf_append(b, amax, (size_t)n);
@@ -393,6 +486,8 @@ int fp8_store_add_snapshot(fp8_store *s, int tensor, int64_t step, const float *
 {
     if (!s || !x || tensor < 0 || tensor >= s->ntensors || !rows || !cols)
         return FP8_ERROR(FP8_EINVAL, "run file: snapshot of an unregistered tensor or an empty one");
+    if (bad_step(step) || rows > SIZE_MAX / sizeof(float) / cols)
+        return bad_step(step) ? FP8_EINVAL : FP8_ERROR(FP8_EINVAL, "run file: snapshot shape too large");
     if (s->snaps_off)
         return FP8_OK; /* no space left for them: dropped */
     buffer *b = &s->buf[D_SNAP_DATA];
@@ -411,6 +506,8 @@ int fp8_store_add_snapshot_codes(fp8_store *s, int tensor, int64_t step, int rec
     if (!s || !codes || !scale_inv || tensor < 0 || tensor >= s->ntensors || recipe < 0 || recipe >= s->nrecipes ||
         !rows || !cols || (code_bytes != 1 && code_bytes != 2 && code_bytes != 4))
         return FP8_ERROR(FP8_EINVAL, "run file: bad codes snapshot");
+    if (bad_step(step) || rows > SIZE_MAX / 4 / cols)
+        return bad_step(step) ? FP8_EINVAL : FP8_ERROR(FP8_EINVAL, "run file: snapshot shape too large");
     if (s->snaps_off)
         return FP8_OK; /* no space left for them: dropped */
     disk_snap ix;
@@ -622,23 +719,12 @@ int fp8_store_close(fp8_store *s)
     if (!s)
         return FP8_OK;
     int st = s->failed ? FP8_OK : fp8_store_flush(s);
-    char path[sizeof s->path];
-    snprintf(path, sizeof path, "%s", s->path);
     quiet q;
     quiet_on(&q);
     sigset_t old;
     xfsz_block(&old);
-    store_free(s);
+    store_free(s); /* (truncates the reservation, then releases the lock) */
     xfsz_restore(&old);
     quiet_off(&q);
-    /* release the blocks reserved past the end of the file: truncating to the
-     * file's own size frees them */
-    int fd = open(path, O_WRONLY);
-    if (fd >= 0) {
-        struct stat sb;
-        if (fstat(fd, &sb) == 0)
-            (void)!ftruncate(fd, sb.st_size);
-        close(fd);
-    }
     return st;
 }

@@ -22,9 +22,14 @@
  * Handles: fp8_probe_close frees the run and every probe declared on it.  A
  * later call with either handle (or a second close) returns FP8_EINVAL with
  * "... is not live" / "the run is closed" instead of touching freed memory,
- * unless the allocator has since given the same address to a new handle;
- * and fp8_probe_close must not race with other calls on the same run (the
- * caller joins its recording threads first).
+ * unless the allocator has since given the same address to a new handle of
+ * the same type; a probe passed where a run is expected (or the reverse) is
+ * refused as such.  fp8_probe_close must not race with other calls on the
+ * same run (the caller joins its recording threads first; the Python
+ * package's Run.close waits for them).
+ * Run files: a writer holds its file's lock until it closes it; a second
+ * fp8_probe_open of the same path (thread, process, rank) fails, naming
+ * the holder, and the first run loses nothing.
  */
 #ifndef FP8_PROBE_H
 #define FP8_PROBE_H
@@ -33,6 +38,7 @@
 #include <stdint.h>
 
 #include "fp8.h"
+#include "fp8_store.h" /* FP8_STEP_MAX, FP8_LAYER_MAX, FP8_NAME_MAX */
 
 typedef struct fp8_probe_run fp8_probe_run;
 typedef struct fp8_probe fp8_probe;
@@ -60,7 +66,15 @@ typedef struct {
                                  statistics, runs the tensor's parts (pieces of
                                  32768 elements, at most 8 parts) side by side
                                  on T threads (the same bits either way)       */
+    const char *run_id;       /* NULL (default): the run file gets a fresh random
+                                 id; else FP8_RUN_ID_LEN hex digits, the id every
+                                 rank file of one multi-rank run shares
+                                 (fp8_probe_open_mpi sets it)               */
 } fp8_probe_options;
+
+/* Steps are 0..FP8_STEP_MAX (2^62) everywhere: the API refuses others, and
+ * readers refuse files holding others, so that no step arithmetic can
+ * overflow.  Layers are -1 (none) or 0..FP8_LAYER_MAX. */
 
 /* The defaults above. */
 fp8_probe_options fp8_probe_defaults(void);
@@ -69,8 +83,9 @@ fp8_probe_options fp8_probe_defaults(void);
  * option set by name from text ("every", "start", "end", "exp_hist",
  * "flush_steps", "flush_seconds", "snapshot_pattern", "snapshot_every",
  * "snapshot_pairs", "snapshot_codes", "series", "block_amax_every",
- * "threads").
- * snapshot_pattern keeps the pointer: the text must outlive fp8_probe_open.
+ * "threads", "run_id").
+ * snapshot_pattern and run_id keep the pointer: the text must outlive
+ * fp8_probe_open.
  * FP8_EINVAL naming an unknown key or a value that is not a number. */
 size_t fp8_probe_options_size(void);
 void fp8_probe_defaults_into(fp8_probe_options *o);

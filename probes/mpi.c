@@ -10,6 +10,7 @@
 #include "fp8_probe_mpi.h"
 #include "fp8_ranks.h"
 #include "fp8_recipe.h"
+#include "fp8_store.h"
 #include "groups.h"
 
 struct fp8__groups {
@@ -182,7 +183,16 @@ fp8_probe_run *fp8_probe_open_mpi(const char *path, const fp8_probe_options *opt
             mkv[2 * m] = keys[i], mkv[2 * m + 1] = lists + (size_t)i * lcap;
         }
     }
-    fp8_probe_run *run = ok ? fp8_probe_open(rpath, opts, mkv, m) : NULL;
+    /* one run id for every rank file and the index: rank 0 draws it (every
+     * rank takes part in the broadcast, whatever failed above) */
+    char run_id[FP8_RUN_ID_LEN + 1] = "";
+    if (rank == 0)
+        fp8_store_run_id_new(run_id);
+    MPI_Bcast(run_id, (int)sizeof run_id, MPI_CHAR, 0, world);
+    run_id[FP8_RUN_ID_LEN] = 0;
+    fp8_probe_options ro = opts ? *opts : fp8_probe_defaults();
+    ro.run_id = run_id;
+    fp8_probe_run *run = ok ? fp8_probe_open(rpath, &ro, mkv, m) : NULL;
     if (!run && ok)
         snprintf(why, sizeof why, "%s", fp8_error_message());
     int failed = first_failure(world, run != NULL, rank);
@@ -195,7 +205,7 @@ fp8_probe_run *fp8_probe_open_mpi(const char *path, const fp8_probe_options *opt
             ikv[2 * ni] = kv[2 * i], ikv[2 * ni + 1] = kv[2 * i + 1];
         ikv[2 * ni] = "mpi_world_size", ikv[2 * ni + 1] = text[1], ni++;
         ikv[2 * ni] = "mpi_groups", ikv[2 * ni + 1] = text[2], ni++;
-        ist = fp8_ranks_write_index(path, size, ikv, ni);
+        ist = fp8_ranks_write_index(path, size, ikv, ni, run_id);
         if (ist != FP8_OK)
             snprintf(why, sizeof why, "%s", fp8_error_message());
     }

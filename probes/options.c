@@ -47,6 +47,10 @@ int fp8_probe_option_set(fp8_probe_options *o, const char *key, const char *valu
         o->snapshot_pattern = value;
         return FP8_OK;
     }
+    if (strcmp(key, "run_id") == 0) {
+        o->run_id = value;
+        return FP8_OK;
+    }
     char *end;
     double v = strtod(value, &end);
     if (end == value || *end || v != v)
@@ -74,6 +78,8 @@ int fp8_probe_option_set(fp8_probe_options *o, const char *key, const char *valu
             char *p = (char *)o + keys[i].off;
             if (keys[i].kind != 2 && (v != floor(v) || fabs(v) > 9e18))
                 return FP8_ERROR(FP8_EINVAL, "probe option %s: '%s' is not an integer", key, value);
+            if (keys[i].kind == 1 && fabs(v) > 2147483647.0)
+                return FP8_ERROR(FP8_EINVAL, "probe option %s: '%s' is out of range", key, value);
             if (keys[i].kind == 0) {
                 int64_t x = (int64_t)v;
                 memcpy(p, &x, sizeof x);
@@ -87,5 +93,5 @@ int fp8_probe_option_set(fp8_probe_options *o, const char *key, const char *valu
         }
     return FP8_ERROR(FP8_EINVAL, "probe option: unknown key '%s' (every, start, end, exp_hist, flush_steps, "
                                  "flush_seconds, snapshot_pattern, snapshot_every, snapshot_pairs, snapshot_codes, "
-                                 "series, block_amax_every, threads)", key);
+                                 "series, block_amax_every, threads, run_id)", key);
 }

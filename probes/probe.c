@@ -92,11 +92,36 @@ static double now_seconds(void)
 
 fp8_probe_run *fp8_probe_open(const char *path, const fp8_probe_options *opts, const char *const *kv, int nkv)
 {
+    if (!path || !*path) {
+        FP8_ERROR(FP8_EINVAL, "fp8_probe_open: %s", path ? "empty path" : "the path is NULL");
+        return NULL;
+    }
+    if (nkv < 0 || (nkv > 0 && !kv)) {
+        FP8_ERROR(FP8_EINVAL, "fp8_probe_open %s: %d metadata pairs%s", path, nkv,
+                  nkv < 0 ? " (must be >= 0)" : " but the array kv is NULL");
+        return NULL;
+    }
+    for (int i = 0; i < 2 * nkv; i++)
+        if (!kv[i] || (i % 2 == 0 && !*kv[i])) {
+            FP8_ERROR(FP8_EINVAL, "fp8_probe_open %s: metadata %s %d is %s", path, i % 2 ? "value" : "key", i / 2,
+                      kv[i] ? "empty" : "NULL");
+            return NULL;
+        }
     fp8_probe_options o = opts ? *opts : fp8_probe_defaults();
-    if (o.every < 1 || o.flush_steps < 1 || o.snapshot_every < 1 || o.flush_seconds < 0 || o.block_amax_every < 0 ||
-        o.threads < 1 || o.threads > 16) {
-        FP8_ERROR(FP8_EINVAL, "probe options: every, flush_steps and snapshot_every must be >= 1, block_amax_every >= 0, "
-                              "threads 1..16");
+    if (o.every < 1 || o.flush_steps < 1 || o.snapshot_every < 1 || !(o.flush_seconds >= 0) || o.block_amax_every < 0 ||
+        o.threads < 1 || o.threads > 16 || o.every > FP8_STEP_MAX || o.snapshot_every > FP8_STEP_MAX ||
+        o.block_amax_every > FP8_STEP_MAX) {
+        FP8_ERROR(FP8_EINVAL, "probe options: every, flush_steps and snapshot_every must be in 1..2^62, "
+                              "block_amax_every in 0..2^62, flush_seconds >= 0, threads 1..16");
+        return NULL;
+    }
+    if (o.start < 0 || o.start > FP8_STEP_MAX || o.end < -1 || o.end > FP8_STEP_MAX) {
+        FP8_ERROR(FP8_EINVAL, "probe options: start must be in 0..2^62 and end in 0..2^62 (or -1: no end); got %lld, %lld",
+                  (long long)o.start, (long long)o.end);
+        return NULL;
+    }
+    if (o.run_id && !fp8_store_run_id_ok(o.run_id)) {
+        FP8_ERROR(FP8_EINVAL, "probe options: run_id '%.40s' is not %d lowercase hex digits", o.run_id, FP8_RUN_ID_LEN);
         return NULL;
     }
     fp8_probe_run *run = calloc(1, sizeof *run);
@@ -104,7 +129,7 @@ fp8_probe_run *fp8_probe_open(const char *path, const fp8_probe_options *opts, c
         FP8_ERROR(FP8_ENOMEM, "probe: out of memory");
         return NULL;
     }
-    run->store = fp8_store_create(path, kv, nkv);
+    run->store = fp8_store_create_id(path, kv, nkv, o.run_id);
     if (!run->store) {
         free(run);
         return NULL;
@@ -113,11 +138,12 @@ fp8_probe_run *fp8_probe_open(const char *path, const fp8_probe_options *opts, c
         run->snapshot_pattern = strdup(o.snapshot_pattern);
         o.snapshot_pattern = run->snapshot_pattern;
     }
+    o.run_id = NULL; /* (the caller's text; the file has it now) */
     run->opt = o;
     fp8__store_set_threads(run->store, o.threads); /* a flush's chunks encoded on the probe's threads */
     run->last_flush = now_seconds();
     pthread_mutex_init(&run->lock, NULL);
-    if (fp8__live_add(run) != 0) {
+    if (fp8__live_add(run, FP8__LIVE_RUN) != 0) {
         FP8_ERROR(FP8_ENOMEM, "probe: out of memory");
         fp8_store_close(run->store);
         free(run->snapshot_pattern);
@@ -147,8 +173,18 @@ fp8_probe *fp8_probe_declare(fp8_probe_run *run, const char *name, fp8_role role
         FP8_ERROR(FP8_EINVAL, "fp8_probe_declare: %s", !run ? "the run is NULL" : !name ? "the name is NULL" : "empty tensor name");
         return NULL;
     }
-    if (!fp8__live_has(run)) {
-        FP8_ERROR(FP8_EINVAL, "fp8_probe_declare '%.60s': the run is closed (or was never opened)", name);
+    if (!fp8__live_has(run, FP8__LIVE_RUN)) {
+        FP8_ERROR(FP8_EINVAL, "fp8_probe_declare '%.60s': %s", name,
+                  fp8__live_kind_of(run) == FP8__LIVE_PROBE ? "the handle is a probe (fp8_probe), not a run"
+                                                             : "the run is closed (or was never opened)");
+        return NULL;
+    }
+    if (nshadow > 0 && !shadows) {
+        FP8_ERROR(FP8_EINVAL, "probe '%.60s': %d shadow recipes but the array is NULL", name, nshadow);
+        return NULL;
+    }
+    if (layer < -1 || layer > FP8_LAYER_MAX) {
+        FP8_ERROR(FP8_EINVAL, "probe '%.60s': layer %d is not -1 (none) or 0..%d", name, layer, FP8_LAYER_MAX);
         return NULL;
     }
     if (strlen(name) >= FP8_NAME_MAX) {
@@ -267,7 +303,7 @@ fp8_probe *fp8_probe_declare(fp8_probe_run *run, const char *name, fp8_role role
             ok = 0, FP8_ERROR(FP8_ENOMEM, "probe: out of memory");
         }
     }
-    if (ok && fp8__live_add(p) != 0)
+    if (ok && fp8__live_add(p, FP8__LIVE_PROBE) != 0)
         ok = 0, FP8_ERROR(FP8_ENOMEM, "probe: out of memory");
     if (ok) {
         run->probes[run->nprobes++] = p;
@@ -282,15 +318,40 @@ fp8_probe *fp8_probe_declare(fp8_probe_run *run, const char *name, fp8_role role
     return p;
 }
 
-static int dead(const char *fn)
+static int dead(const char *fn, const void *h)
 {
+    if (fp8__live_kind_of(h) == FP8__LIVE_RUN)
+        return FP8_ERROR(FP8_EINVAL, "%s: the handle is a run (fp8_probe_run), not a probe", fn);
     return FP8_ERROR(FP8_EINVAL, "%s: the probe is not live: its run was closed (fp8_probe_close frees every probe "
                      "of the run) or it was never returned by fp8_probe_declare", fn);
 }
 
-static int closed(const char *fn)
+static int closed(const char *fn, const void *h)
 {
+    if (fp8__live_kind_of(h) == FP8__LIVE_PROBE)
+        return FP8_ERROR(FP8_EINVAL, "%s: the handle is a probe (fp8_probe), not a run", fn);
     return FP8_ERROR(FP8_EINVAL, "%s: the run is closed (or was never returned by fp8_probe_open)", fn);
+}
+
+/* A tensor handed to the API: rows, cols >= 1 and rows x cols floats
+ * addressable, checked before anything reads it; steps in 0..FP8_STEP_MAX
+ * (so that step arithmetic cannot overflow anywhere downstream). */
+static int check_tensor(const char *fn, const void *x, size_t rows, size_t cols, size_t elem)
+{
+    if (!x)
+        return FP8_ERROR(FP8_EINVAL, "%s: the tensor is NULL", fn);
+    if (!rows || !cols || rows > SIZE_MAX / cols / elem || rows * cols > PTRDIFF_MAX / elem)
+        return FP8_ERROR(FP8_EINVAL, "%s: shape %zux%zu is %s", fn, rows, cols,
+                         !rows || !cols ? "empty" : "too large (rows x cols elements do not fit in memory)");
+    return FP8_OK;
+}
+
+static int check_step(const char *fn, int64_t step)
+{
+    if (step < 0 || step > FP8_STEP_MAX)
+        return FP8_ERROR(FP8_EINVAL, "%s: step %lld is outside 0..%lld (2^62)", fn, (long long)step,
+                         (long long)FP8_STEP_MAX);
+    return FP8_OK;
 }
 
 static int recorded_step(const fp8_probe_options *o, int64_t step)
@@ -599,10 +660,15 @@ static int probe_run(fp8_probe *p, int64_t step, const float *x, size_t rows, si
 
 int fp8_probe_record(fp8_probe *p, int64_t step, const float *x, size_t rows, size_t cols)
 {
-    if (!p || !x)
-        return FP8_ERROR(FP8_EINVAL, "fp8_probe_record: %s is NULL", p ? "the tensor" : "the probe");
-    if (!fp8__live_has(p))
-        return dead("fp8_probe_record");
+    if (!p)
+        return FP8_ERROR(FP8_EINVAL, "fp8_probe_record: the probe is NULL");
+    if (!fp8__live_has(p, FP8__LIVE_PROBE))
+        return dead("fp8_probe_record", p);
+    int e = check_tensor("fp8_probe_record", x, rows, cols, sizeof(float));
+    if (e == FP8_OK)
+        e = check_step("fp8_probe_record", step);
+    if (e != FP8_OK)
+        return e;
     if (__atomic_load_n(&p->run->eval, __ATOMIC_RELAXED))
         return FP8_OK;
     return probe_run(p, step, x, rows, cols, NULL);
@@ -610,10 +676,15 @@ int fp8_probe_record(fp8_probe *p, int64_t step, const float *x, size_t rows, si
 
 int fp8_probe_record_bits(fp8_probe *p, int64_t step, const uint16_t *x, fp8_dtype dtype, size_t rows, size_t cols)
 {
-    if (!p || !x)
-        return FP8_ERROR(FP8_EINVAL, "fp8_probe_record_bits: %s is NULL", p ? "the tensor" : "the probe");
-    if (!fp8__live_has(p))
-        return dead("fp8_probe_record_bits");
+    if (!p)
+        return FP8_ERROR(FP8_EINVAL, "fp8_probe_record_bits: the probe is NULL");
+    if (!fp8__live_has(p, FP8__LIVE_PROBE))
+        return dead("fp8_probe_record_bits", p);
+    int e = check_tensor("fp8_probe_record_bits", x, rows, cols, sizeof(float));
+    if (e == FP8_OK)
+        e = check_step("fp8_probe_record_bits", step);
+    if (e != FP8_OK)
+        return e;
     if (__atomic_load_n(&p->run->eval, __ATOMIC_RELAXED))
         return FP8_OK;
     if (dtype != FP8_DTYPE_BF16 && dtype != FP8_DTYPE_F16)
@@ -641,10 +712,15 @@ int fp8_probe_record_bits(fp8_probe *p, int64_t step, const uint16_t *x, fp8_dty
 
 int fp8_probe_apply(fp8_probe *p, int64_t step, const float *x, size_t rows, size_t cols, float *out)
 {
-    if (!p || !x || !out)
-        return FP8_ERROR(FP8_EINVAL, "fp8_probe_apply: %s is NULL", !p ? "the probe" : !x ? "the tensor" : "out");
-    if (!fp8__live_has(p))
-        return dead("fp8_probe_apply");
+    if (!p || !out)
+        return FP8_ERROR(FP8_EINVAL, "fp8_probe_apply: %s is NULL", !p ? "the probe" : "out");
+    if (!fp8__live_has(p, FP8__LIVE_PROBE))
+        return dead("fp8_probe_apply", p);
+    int e = check_tensor("fp8_probe_apply", x, rows, cols, sizeof(float));
+    if (e == FP8_OK)
+        e = check_step("fp8_probe_apply", step);
+    if (e != FP8_OK)
+        return e;
     if (__atomic_load_n(&p->run->eval, __ATOMIC_RELAXED))
         return fp8_probe_cast(p, x, rows, cols, out);
     return probe_run(p, step, x, rows, cols, out);
@@ -652,10 +728,13 @@ int fp8_probe_apply(fp8_probe *p, int64_t step, const float *x, size_t rows, siz
 
 int fp8_probe_cast(fp8_probe *p, const float *x, size_t rows, size_t cols, float *out)
 {
-    if (!p || !x || !out)
-        return FP8_ERROR(FP8_EINVAL, "fp8_probe_cast: %s is NULL", !p ? "the probe" : !x ? "the tensor" : "out");
-    if (!fp8__live_has(p))
-        return dead("fp8_probe_cast");
+    if (!p || !out)
+        return FP8_ERROR(FP8_EINVAL, "fp8_probe_cast: %s is NULL", !p ? "the probe" : "out");
+    if (!fp8__live_has(p, FP8__LIVE_PROBE))
+        return dead("fp8_probe_cast", p);
+    int e = check_tensor("fp8_probe_cast", x, rows, cols, sizeof(float));
+    if (e != FP8_OK)
+        return e;
     if (!p->has_active) {
         if (out != x)
             memcpy(out, x, rows * cols * sizeof *out);
@@ -676,8 +755,10 @@ int fp8_probe_scalar(fp8_probe_run *run, const char *name, int64_t step, double 
 {
     if (!run || !name)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_scalar: %s is NULL", run ? "the name" : "the run");
-    if (!fp8__live_has(run))
-        return closed("fp8_probe_scalar");
+    if (!fp8__live_has(run, FP8__LIVE_RUN))
+        return closed("fp8_probe_scalar", run);
+    if (check_step("fp8_probe_scalar", step) != FP8_OK)
+        return FP8_EINVAL;
     pthread_mutex_lock(&run->lock);
     int st = FP8_OK;
     if (run->io_failed) {
@@ -758,8 +839,8 @@ int fp8_probe_step_end(fp8_probe_run *run, int64_t step)
     (void)step;
     if (!run)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_step_end: the run is NULL");
-    if (!fp8__live_has(run))
-        return closed("fp8_probe_step_end");
+    if (!fp8__live_has(run, FP8__LIVE_RUN))
+        return closed("fp8_probe_step_end", run);
     pthread_mutex_lock(&run->lock);
     int rst = reduce_delayed(run);
     for (int k = 0; k < run->nprobes; k++) {
@@ -787,8 +868,8 @@ int fp8_probe_flush(fp8_probe_run *run)
 {
     if (!run)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_flush: the run is NULL");
-    if (!fp8__live_has(run))
-        return closed("fp8_probe_flush");
+    if (!fp8__live_has(run, FP8__LIVE_RUN))
+        return closed("fp8_probe_flush", run);
     pthread_mutex_lock(&run->lock);
     int st = flush_locked(run);
     pthread_mutex_unlock(&run->lock);
@@ -799,20 +880,23 @@ int fp8_probe_set_training(fp8_probe_run *run, int training)
 {
     if (!run)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_set_training: the run is NULL");
-    if (!fp8__live_has(run))
-        return closed("fp8_probe_set_training");
+    if (!fp8__live_has(run, FP8__LIVE_RUN))
+        return closed("fp8_probe_set_training", run);
     __atomic_store_n(&run->eval, !training, __ATOMIC_RELAXED);
     return FP8_OK;
 }
 
-uint64_t fp8_probe_dropped(const fp8_probe_run *run) { return run && fp8__live_has(run) ? run->dropped : 0; }
+uint64_t fp8_probe_dropped(const fp8_probe_run *run)
+{
+    return run && fp8__live_has(run, FP8__LIVE_RUN) ? run->dropped : 0;
+}
 
 int fp8_probe_close(fp8_probe_run *run)
 {
     if (!run)
         return FP8_OK;
-    if (!fp8__live_has(run))
-        return closed("fp8_probe_close");
+    if (!fp8__live_has(run, FP8__LIVE_RUN))
+        return closed("fp8_probe_close", run);
     fp8__live_remove(run); /* from here on, other calls with it are refused */
     pthread_mutex_lock(&run->lock);
     for (int k = 0; k < run->nprobes; k++) { /* a last step whose step_end never came */

@@ -30,6 +30,7 @@ int main(int argc, char **argv)
     register_nvfp4_tests();
     register_ranks_tests();
     register_hostile_tests();
+    register_hardening_tests();
     register_nvdlfw_tests();
     register_cli_tests();
     CU_basic_set_mode(CU_BRM_VERBOSE);

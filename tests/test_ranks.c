@@ -84,16 +84,21 @@ static void test_group_amax(void)
     fp8_recipe_state_free(st);
 }
 
-/* rank files written by hand: tensor "a" with amax per (rank, step) */
+/* rank files written by hand: tensor "a" with amax per (rank, step); they
+ * share the run id ranks_id, which their index carries too */
+static char ranks_id[FP8_RUN_ID_LEN + 1];
 static void write_ranks(const char *index, int nranks, const float amax[][3], int bad_rank_meta)
 {
+    fp8_store_run_id_new(ranks_id);
+    fp8_probe_options o = fp8_probe_defaults();
+    o.run_id = ranks_id;
     for (int r = 0; r < nranks; r++) {
         char p[600], rs[16], ws[16];
         fp8_rank_path(index, r, p, sizeof p);
         snprintf(rs, sizeof rs, "%d", bad_rank_meta && r == 1 ? 5 : r);
         snprintf(ws, sizeof ws, "%d", nranks);
         const char *kv[] = {"mpi_rank", rs, "mpi_world_size", ws};
-        fp8_probe_run *run = fp8_probe_open(p, NULL, kv, 2);
+        fp8_probe_run *run = fp8_probe_open(p, &o, kv, 2);
         CU_ASSERT_PTR_NOT_NULL_FATAL(run);
         fp8_probe *pa = fp8_probe_declare(run, "a", FP8_ROLE_ACTIVATION, 0, "e4m3:current", NULL, 0);
         CU_ASSERT_PTR_NOT_NULL_FATAL(pa);
@@ -106,7 +111,7 @@ static void write_ranks(const char *index, int nranks, const float amax[][3], in
         CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
     }
     const char *ikv[] = {"source", "test"};
-    CU_ASSERT_EQUAL(fp8_ranks_write_index(index, nranks, ikv, 1), FP8_OK);
+    CU_ASSERT_EQUAL(fp8_ranks_write_index(index, nranks, ikv, 1, ranks_id), FP8_OK);
 }
 
 static void test_index_and_skew(void)
@@ -182,13 +187,13 @@ static void test_untrusted_index(void)
     /* an index naming more ranks than there are files */
     snprintf(index, sizeof index, "%s/short.h5", tmp_dir());
     write_ranks(index, 2, amax, 0);
-    CU_ASSERT_EQUAL(fp8_ranks_write_index(index, 3, NULL, 0), FP8_OK);
+    CU_ASSERT_EQUAL(fp8_ranks_write_index(index, 3, NULL, 0, ranks_id), FP8_OK);
     CU_ASSERT_EQUAL(an_ranks_load(index, &R), 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(fp8_error_message(), "says rank 0 of 2, the index says rank 0 of 3"));
     /* a rank's file missing */
     char r0[600];
     fp8_rank_path(index, 1, r0, sizeof r0);
-    CU_ASSERT_EQUAL(fp8_ranks_write_index(index, 2, NULL, 0), FP8_OK);
+    CU_ASSERT_EQUAL(fp8_ranks_write_index(index, 2, NULL, 0, ranks_id), FP8_OK);
     unlink(r0);
     CU_ASSERT_EQUAL(an_ranks_load(index, &R), 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(fp8_error_message(), "rank 1 of"));

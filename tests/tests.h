@@ -25,6 +25,7 @@ void register_index_tests(void);
 void register_gemm_tests(void);
 void register_nvfp4_tests(void);
 void register_ranks_tests(void);
+void register_hardening_tests(void);
 
 /* pipe + fork: the child keeps fd[1] (to write), the parent fd[0] (to
  * read); returns fork's pid, -1 on failure. */
@@ -40,6 +41,12 @@ void expect_error_at(int st, const char *words, const char *file, int line);
  * cap - 1 bytes); the exit status, -1 when it did not exit. */
 #include <stddef.h>
 int test_run_cli(const char *fmt, const char *arg, char *out, size_t cap);
+
+/* The test process's own scratch directory (created on first use, removed
+ * at exit; FP8PROF_KEEP_SCRATCH=1 keeps it), and name inside it (a static
+ * buffer of a ring of 16: copy it to keep it longer). */
+const char *test_scratch_dir(void);
+const char *test_path(const char *name);
 
 /* Add a suite with the given tests; aborts the run on registry failure. */
 void add_suite(const char *name, const char *const *names, void (*const *fns)(void), int n);

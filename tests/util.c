@@ -47,8 +47,11 @@ void expect_error_at(int st, const char *words, const char *file, int line)
 int test_run_cli(const char *fmt, const char *arg, char *out, size_t cap)
 {
     const char *exe = getenv("FP8PROF");
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, fmt, exe ? exe : "build/fp8prof", arg ? arg : "");
+    char abs_exe[4096], cmd[8192];
+    /* absolute, so that a line may cd first */
+    if (!realpath(exe ? exe : "build/fp8prof", abs_exe))
+        snprintf(abs_exe, sizeof abs_exe, "%s", exe ? exe : "build/fp8prof");
+    snprintf(cmd, sizeof cmd, fmt, abs_exe, arg ? arg : "");
     FILE *p = popen(cmd, "r");
     if (!p)
         return -1;
@@ -56,4 +59,42 @@ int test_run_cli(const char *fmt, const char *arg, char *out, size_t cap)
     out[n] = 0;
     int st = pclose(p);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* One scratch directory per test process (mkdtemp under $TMPDIR or /tmp),
+ * removed when the process exits: runs of the suite side by side (make test
+ * and make asan at once) never share a file. */
+static char scratch[512];
+
+static void scratch_remove(void)
+{
+    if (scratch[0] && getenv("FP8PROF_KEEP_SCRATCH") == NULL) {
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", scratch);
+        if (system(cmd) != 0)
+            fprintf(stderr, "could not remove %s\n", scratch);
+    }
+}
+
+const char *test_scratch_dir(void)
+{
+    if (!scratch[0]) {
+        const char *t = getenv("TMPDIR");
+        snprintf(scratch, sizeof scratch, "%s/fp8prof-test-XXXXXX", t && *t ? t : "/tmp");
+        if (!mkdtemp(scratch)) {
+            fprintf(stderr, "cannot create a scratch directory %s\n", scratch);
+            exit(2);
+        }
+        atexit(scratch_remove);
+    }
+    return scratch;
+}
+
+const char *test_path(const char *name)
+{
+    static char ring[16][700];
+    static int k;
+    char *p = ring[k++ % 16];
+    snprintf(p, sizeof ring[0], "%s/%s", test_scratch_dir(), name);
+    return p;
 }
