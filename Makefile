@@ -54,7 +54,7 @@ help:
 	@echo "make install    PREFIX=/usr/local DESTDIR=: library, headers, fp8prof.pc, fp8prof, the Python package"
 	@echo "make uninstall  removes what make install put there"
 	@echo "make check-report  the demo report in headless Chromium: broken images, dead links, page errors (needs chromium)"
-	@echo "make fuzz       libFuzzer on the .npy, TE log and run-file readers, FUZZ_SECONDS each (needs clang)"
+	@echo "make fuzz       libFuzzer on the .npy, TE log, run-file and rank-index readers, FUZZ_SECONDS each (needs clang)"
 
 $(BUILD)/plots/scripts.c: $(GP_SRC) plots/embed.sh
 	@mkdir -p $(dir $@)
@@ -166,7 +166,7 @@ fuzz:
 
 .PRECIOUS: $(BUILD)/tests/fuzz/%.o
 FUZZ_COMMON := $(BUILD)/tests/fuzz/fuzz_common.o $(DATA_OBJ) $(BUILD)/libfp8prof.a
-fuzz-build: $(BUILD)/fuzz_npy $(BUILD)/fuzz_nvdlfw $(BUILD)/fuzz_run $(BUILD)/fuzz-seeds
+fuzz-build: $(BUILD)/fuzz_npy $(BUILD)/fuzz_nvdlfw $(BUILD)/fuzz_run $(BUILD)/fuzz_ranks $(BUILD)/fuzz-seeds
 $(BUILD)/fuzz_%: $(BUILD)/tests/fuzz/fuzz_%.o $(FUZZ_COMMON)
 	$(CC) -fsanitize=fuzzer -o $@ $^ $(LDLIBS_ALL)
 $(BUILD)/fuzz-seeds: $(BUILD)/tests/fuzz/seeds.o $(BUILD)/libfp8prof.a

@@ -3,7 +3,7 @@ import ctypes
 
 import numpy as np
 
-from . import _lib
+from . import _check, _lib
 from ._lib import lib, check
 
 _ROUND = {"nearest": 0, "zero": 1, "stochastic": 2}
@@ -13,7 +13,7 @@ def _format(fmt):
     """The C descriptor of a format name (registry names or eXmY forms); the
     scratch buffer is kept alive beside it."""
     scratch = _lib.Format()
-    p = lib.fp8_format_find(str(fmt).encode(), ctypes.byref(scratch))
+    p = lib.fp8_format_find(_check.text(fmt, "format").encode(), ctypes.byref(scratch))
     if not p:
         raise ValueError("fp8prof: " + _lib.last_error())
     return p, scratch
@@ -39,7 +39,7 @@ def _codes_dtype(code_bytes):
 
 
 def _f32(x):
-    return np.ascontiguousarray(x, dtype=np.float32)
+    return _check.floats_in(x, "x")
 
 
 def cast(x, fmt, round="nearest", saturate=True, scale=1.0, seed=0):
@@ -49,10 +49,13 @@ def cast(x, fmt, round="nearest", saturate=True, scale=1.0, seed=0):
     False turns overflow into Inf (or NaN where the format has no Inf)."""
     if round not in _ROUND:
         raise ValueError("round must be one of %s" % ", ".join(_ROUND))
+    seed = _check.uint(seed, "seed")
+    if not (scale > 0 and np.isfinite(scale)):
+        raise ValueError("scale %r is not a positive finite number" % (scale,))
     p, keep = _format(fmt)
     x = _f32(x)
     codes = np.empty(x.shape, dtype=_codes_dtype(p.contents.code_bytes))
-    mode = _lib.CastMode(_ROUND[round], 0 if saturate else 1, int(seed), 0)
+    mode = _lib.CastMode(_ROUND[round], 0 if saturate else 1, seed, 0)
     check(lib.fp8_format_encode_array(p, ctypes.byref(mode), float(scale), x.ctypes.data, x.size,
                                       codes.ctypes.data, None), "cast")
     del keep
@@ -62,7 +65,15 @@ def cast(x, fmt, round="nearest", saturate=True, scale=1.0, seed=0):
 def decode(codes, fmt, scale_inv=1.0):
     """float32 values of codes in fmt, times scale_inv."""
     p, keep = _format(fmt)
-    codes = np.ascontiguousarray(codes, dtype=_codes_dtype(p.contents.code_bytes))
+    c = np.asarray(codes)
+    bits = p.contents.bits
+    if c.dtype.kind not in "iuf" or c.dtype.kind == "f" and not np.all(np.isfinite(c) & (c == np.floor(c))):
+        raise TypeError("decode: codes must be whole numbers (the format's code integers), not %s values" % c.dtype)
+    if c.size and (c.min() < 0 or c.max() >= (1 << bits)):
+        bad = c[(c < 0) | (c >= (1 << bits))].ravel()[:3]
+        raise ValueError("decode: codes %s are outside 0..%d, the codes of %s" %
+                         (", ".join(str(int(v)) for v in bad), (1 << bits) - 1, fmt))
+    codes = np.ascontiguousarray(c, dtype=_codes_dtype(p.contents.code_bytes))
     out = np.empty(codes.shape, dtype=np.float32)
     check(lib.fp8_format_decode_array(p, float(scale_inv), codes.ctypes.data, codes.size, out.ctypes.data), "decode")
     del keep
@@ -96,7 +107,8 @@ class Recipe:
     scaling keeps its history), step() at the end of each step."""
 
     def __init__(self, spec, role="activation"):
-        self._st = lib.fp8_recipe_state_new(str(spec).encode(), str(role).encode())
+        self._st = None
+        self._st = lib.fp8_recipe_state_new(_check.text(spec, "recipe").encode(), _check.text(role, "role").encode())
         if not self._st:
             raise ValueError("fp8prof: " + _lib.last_error())
         self.spec = spec
@@ -105,7 +117,7 @@ class Recipe:
         """(x_hat float32 of x's shape, statistics dict).  A 1-D tensor is one
         row; more dimensions: the last is the columns."""
         x = _f32(x)
-        rows, cols = _shape2(x)
+        rows, cols = _check.shape2(x, "quantize: x")
         out = np.empty_like(x)
         buf = ctypes.create_string_buffer(lib.fp8_stats_size())
         check(lib.fp8_quantize(self._st, x.ctypes.data, rows, cols, out.ctypes.data, ctypes.addressof(buf)), "quantize")

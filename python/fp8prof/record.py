@@ -7,18 +7,23 @@
             p.record(step, g)              # statistics only (float32, float16, or bfloat16 bits)
             run.scalar("loss", step, loss)
             run.step_end(step)
+
+Every array is checked before C sees it (dtype, shape, layout, writability:
+_check.py); a probe of a closed run raises instead of reaching freed memory,
+and Run.close() waits for the calls other threads have in flight.
 """
 import ctypes
+import threading
 
 import numpy as np
 
-from . import _lib
+from . import _check, _lib
 from ._lib import lib, check
 
 
-def _c_strings(items):
+def _c_strings(items, what):
     arr = (ctypes.c_char_p * max(1, len(items)))()
-    keep = [str(s).encode() for s in items]
+    keep = [_check.text(s, what).encode() for s in items]
     for i, s in enumerate(keep):
         arr[i] = s
     return arr, keep
@@ -30,46 +35,67 @@ class Probe:
     def __init__(self, run, handle, name):
         self._run, self._p, self.name = run, handle, name
 
-    def _shape(self, x):
-        if x.ndim == 0:
-            return 1, 1
-        cols = x.shape[-1]
-        return (x.size // cols if cols else 0), cols
+    def _call(self, what, fn, *args):
+        """fn(handle, *args) while the run is open; the run cannot close
+        until the call returns."""
+        self._run._enter("%s %s" % (what, self.name))
+        try:
+            check(fn(self._p, *args), what + " " + self.name)
+        finally:
+            self._run._leave()
 
     def record(self, step, x, dtype=None):
         """Statistics of x at step under every recipe.  x: float32 (other
-        floats are converted), float16 (passed as is), or uint16 bit
-        patterns with dtype="bfloat16" (torch's bfloat16 viewed as int16)."""
+        real dtypes are converted), float16 (passed as is), or the raw bits
+        of 16-bit floats as uint16/int16 with dtype="bfloat16" or "float16"
+        (torch's bfloat16 viewed as int16)."""
+        step = _check.step(step)
         x = np.asarray(x)
-        if dtype == "bfloat16" or x.dtype == np.float16:
+        if dtype is not None and dtype not in ("bfloat16", "float16"):
+            raise ValueError("record %s: dtype %r is not None, 'bfloat16' or 'float16'" % (self.name, dtype))
+        if dtype is None and x.dtype in (np.uint16, np.int16):
+            raise TypeError("record %s: a %s array: pass dtype='bfloat16' or 'float16' to record it as 16-bit float "
+                            "bits (or convert it to float32)" % (self.name, x.dtype))
+        if dtype is not None and x.dtype not in (np.uint16, np.int16) and not (dtype == "float16" and
+                                                                              x.dtype == np.float16):
+            raise TypeError("record %s: dtype=%r needs the raw 16-bit patterns as uint16/int16 (torch: "
+                            "t.view(torch.int16).numpy()), not a %s array" % (self.name, dtype, x.dtype))
+        if dtype is not None or x.dtype == np.float16:
             kind = _lib.DTYPE_BF16 if dtype == "bfloat16" else _lib.DTYPE_F16
             bits = np.ascontiguousarray(x).view(np.uint16)
-            rows, cols = self._shape(bits)
-            check(lib.fp8_probe_record_bits(self._p, int(step), bits.ctypes.data, kind, rows, cols),
-                  "record " + self.name)
+            rows, cols = _check.shape2(bits, "record %s: x" % self.name)
+            self._call("record", lib.fp8_probe_record_bits, step, bits.ctypes.data, kind, rows, cols)
             return
-        x = np.ascontiguousarray(x, dtype=np.float32)
-        rows, cols = self._shape(x)
-        check(lib.fp8_probe_record(self._p, int(step), x.ctypes.data, rows, cols), "record " + self.name)
+        x = _check.floats_in(x, "record %s: x" % self.name)
+        rows, cols = _check.shape2(x, "record %s: x" % self.name)
+        self._call("record", lib.fp8_probe_record, step, x.ctypes.data, rows, cols)
 
     def apply(self, step, x, out=None):
         """The active recipe's quantize-dequantize of x (float32), with its
-        statistics recorded; out may be x itself (in place)."""
-        x = np.ascontiguousarray(x, dtype=np.float32)
+        statistics recorded.  out: None (a new array), or a float32,
+        C-contiguous, writable array of x's shape — x itself for in place
+        (x must then be such an array)."""
+        step = _check.step(step)
+        inplace = out is not None and out is x
+        if inplace:
+            xin = _check.floats_out(x, x, "apply %s: x (in place, out=x)" % self.name)
+        else:
+            xin = _check.floats_in(x, "apply %s: x" % self.name)
+        rows, cols = _check.shape2(xin, "apply %s: x" % self.name)
         if out is None:
-            out = np.empty_like(x)
-        rows, cols = self._shape(x)
-        check(lib.fp8_probe_apply(self._p, int(step), x.ctypes.data, rows, cols, out.ctypes.data),
-              "apply " + self.name)
+            out = np.empty_like(xin)
+        elif not inplace:
+            _check.floats_out(out, xin, "apply %s: out" % self.name)
+        self._call("apply", lib.fp8_probe_apply, step, xin.ctypes.data, rows, cols, out.ctypes.data)
         return out
 
     def cast(self, x):
         """The active recipe's cast of x with its current state, nothing
         recorded, the state untouched (evaluation)."""
-        x = np.ascontiguousarray(x, dtype=np.float32)
+        x = _check.floats_in(x, "cast %s: x" % self.name)
+        rows, cols = _check.shape2(x, "cast %s: x" % self.name)
         out = np.empty_like(x)
-        rows, cols = self._shape(x)
-        check(lib.fp8_probe_cast(self._p, x.ctypes.data, rows, cols, out.ctypes.data), "cast " + self.name)
+        self._call("cast", lib.fp8_probe_cast, x.ctypes.data, rows, cols, out.ctypes.data)
         return out
 
 
@@ -77,36 +103,68 @@ class Run:
     """A run file being written.  Options by name (probe options of
     fp8_probe.h): every, start, end, exp_hist, flush_steps, flush_seconds,
     snapshot_pattern, snapshot_every, snapshot_pairs, snapshot_codes,
-    series, block_amax_every.  meta: /meta key/value pairs (docs/schema.md
-    lists the keys the analyses read: recipe, seed, smooth_swiglu, steps)."""
+    series, block_amax_every, threads.  meta: /meta key/value pairs
+    (docs/schema.md lists the keys the analyses read: recipe, applied,
+    seed, smooth_swiglu, steps)."""
 
     def __init__(self, path, meta=None, **options):
-        self.path = str(path)
+        self.path = _check.text(path, "path")
+        self._cv = threading.Condition()
+        self._active = 0
+        self._h = None
         self._opts = ctypes.create_string_buffer(lib.fp8_probe_options_size())
         lib.fp8_probe_defaults_into(self._opts)
         self._keep = []
         for k, v in options.items():
             if isinstance(v, bool):
                 v = int(v)
-            val = str(v).encode()
+            val = _check.text(v, "option %s" % k).encode()
             self._keep.append(val)
-            check(lib.fp8_probe_option_set(self._opts, k.encode(), val), "Run option")
+            check(lib.fp8_probe_option_set(self._opts, _check.text(k, "option name").encode(), val), "Run option")
         kv = []
         for k, v in (meta or {}).items():
             kv += [k, v]
-        arr, keep = _c_strings(kv)
-        self._h = lib.fp8_probe_open(self.path.encode(), self._opts, arr, len(kv) // 2)
-        if not self._h:
+        arr, keep = _c_strings(kv, "meta")
+        h = lib.fp8_probe_open(self.path.encode(), self._opts, arr, len(kv) // 2)
+        if not h:
             raise _lib.Error(self.path + ": " + _lib.last_error())
+        self._h = h
         self._probes = {}
+
+    def _enter(self, what):
+        with self._cv:
+            if self._h is None:
+                raise _lib.Error("%s: the run %s is closed" % (what, self.path))
+            self._active += 1
+
+    def _leave(self):
+        with self._cv:
+            self._active -= 1
+            if self._active == 0:
+                self._cv.notify_all()
+
+    def _run_call(self, what, fn, *args):
+        self._enter(what)
+        try:
+            return check(fn(self._h, *args), what)
+        finally:
+            self._leave()
 
     def probe(self, name, role, layer=-1, recipe=None, shadows=()):
         """Declare a probe on a named tensor: role (activation, weight,
         gradient, output, other), layer (-1 none), the active recipe (None:
         record the shadows only) and up to 15 shadow recipes."""
-        arr, keep = _c_strings(list(shadows))
-        h = lib.fp8_probe_declare(self._h, str(name).encode(), _lib.role_id(role), int(layer),
-                                  None if recipe is None else str(recipe).encode(), arr, len(shadows))
+        shadows = list(shadows)
+        arr, keep = _c_strings(shadows, "shadow recipe")
+        name = _check.text(name, "tensor name")
+        spec = None if recipe is None else _check.text(recipe, "recipe").encode()
+        if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not -1 <= int(layer) <= 1 << 20:
+            raise ValueError("probe %s: layer %r is not -1 or 0..2^20" % (name, layer))
+        self._enter("probe " + name)
+        try:
+            h = lib.fp8_probe_declare(self._h, name.encode(), _lib.role_id(role), int(layer), spec, arr, len(shadows))
+        finally:
+            self._leave()
         if not h:
             raise _lib.Error(_lib.last_error())
         p = Probe(self, h, name)
@@ -114,28 +172,36 @@ class Run:
         return p
 
     def scalar(self, name, step, value):
-        check(lib.fp8_probe_scalar(self._h, str(name).encode(), int(step), float(value)), "scalar")
+        self._run_call("scalar", lib.fp8_probe_scalar, _check.text(name, "scalar name").encode(), _check.step(step),
+                       float(value))
 
     def step_end(self, step):
         """End of a training step: delayed scaling's history moves on; flushes when due."""
-        check(lib.fp8_probe_step_end(self._h, int(step)), "step_end")
+        self._run_call("step_end", lib.fp8_probe_step_end, _check.step(step))
 
     def training(self, on):
         """False: evaluation passes (record nothing, apply only casts)."""
-        check(lib.fp8_probe_set_training(self._h, 1 if on else 0), "training")
+        self._run_call("training", lib.fp8_probe_set_training, 1 if on else 0)
 
     def flush(self):
-        check(lib.fp8_probe_flush(self._h), "flush")
+        self._run_call("flush", lib.fp8_probe_flush)
 
     @property
     def dropped(self):
-        return int(lib.fp8_probe_dropped(self._h)) if self._h else 0
+        with self._cv:
+            return int(lib.fp8_probe_dropped(self._h)) if self._h else 0
 
     def close(self):
-        if self._h:
-            h, self._h = self._h, None
-            self._probes.clear()
-            check(lib.fp8_probe_close(h), "close " + self.path)
+        """Flush and close the file.  Calls other threads have in flight
+        finish first; later calls on the run or its probes raise."""
+        with self._cv:
+            if self._h is None:
+                return
+            h, self._h = self._h, None  # new calls are refused from here on
+            while self._active:
+                self._cv.wait()
+        self._probes.clear()
+        check(lib.fp8_probe_close(h), "close " + self.path)
 
     def __enter__(self):
         return self

@@ -16,12 +16,19 @@ rows x out_features); the layer index is the first integer in the name
 in_features for input and weight (the fprop GEMM's reduction dimension) and
 along out_features for grad_output (dgrad's).
 
-apply=False records only (forward pre-hooks and full backward hooks).
+apply=False records only (a forward wrapper and full backward hooks): the
+recipe is then recorded as the first shadow, nothing is marked active, and
+/meta says recipe=fp32 (or bf16, the model's parameter dtype) and
+applied=no, so the analyses never mistake the run for an FP8 run.
 apply=True also fake-quantizes: the forward computes
 linear(Q(input), Q(weight), bias) with the active recipe's casts (E4M3 for
 both under hybrid), and the backward quantizes grad_output (E5M2 under
 hybrid) before it flows on; gradients pass the casts straight through, and
 the master weights are never modified.
+
+A batch with no tokens (an expert of a mixture-of-experts layer that no
+token was routed to) records nothing for that call and passes through.
+The input may be given by position or as input= (nn.Linear's name).
 
 Evaluation passes (module.eval(), or torch.no_grad()) record nothing and
 leave delayed scaling's history alone; with apply=True they still cast, with
@@ -69,6 +76,8 @@ class _Quant(_torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, probe, step, training, cols):
+        if x.numel() == 0:  # no tokens: nothing to cast or record
+            return x.clone()
         arr = _rows(x, cols).detach().to("cpu", _torch.float32).contiguous().numpy()
         q = probe.apply(step, arr) if training else probe.cast(arr)
         return _torch.from_numpy(q).to(device=x.device, dtype=x.dtype).reshape(x.shape)
@@ -89,6 +98,8 @@ class _QuantGrad(_torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, g):
+        if g.numel() == 0:
+            return g, None, None, None
         arr = _rows(g, ctx.cols).detach().to("cpu", _torch.float32).contiguous().numpy()
         q = ctx.probe.apply(ctx.prof.step_no, arr)
         return _torch.from_numpy(q).to(device=g.device, dtype=g.dtype).reshape(g.shape), None, None, None
@@ -105,7 +116,20 @@ class Profiler:
         if apply and recipe is None:
             raise ValueError("apply=True needs an active recipe")
         meta = dict(meta or {})
-        meta.setdefault("recipe", recipe if recipe is not None else "bf16")
+        shadows = list(shadows)
+        if not apply:
+            # nothing is applied: the loop computes in the model's own precision,
+            # and the recipe asked for is one more shadow (recorded first)
+            dt = next((p.dtype for p in model.parameters()), _torch.float32)
+            meta.setdefault("recipe", "bf16" if dt == _torch.bfloat16 else "fp32")
+            if recipe is not None:
+                meta.setdefault("recorded_recipe", recipe)
+                if recipe not in shadows:
+                    shadows.insert(0, recipe)
+            recipe = None
+        else:
+            meta.setdefault("recipe", recipe)
+        meta.setdefault("applied", "yes" if apply else "no")
         meta.setdefault("source", "fp8prof.torch.Profiler")
         self.run = Run(path, meta=meta, every=every, **options)
         self.step_no = 0
@@ -122,42 +146,42 @@ class Profiler:
             pw = self.run.probe(qname + ".weight", "weight", layer, recipe, shadows)
             pg = self.run.probe(qname + ".grad_output", "gradient", layer, recipe, shadows)
             self.names += [qname + ".input", qname + ".weight", qname + ".grad_output"]
-            if apply:
-                self._wrap(mod, pin, pw, pg)
-            else:
-                self._hooks.append(mod.register_forward_pre_hook(self._pre_hook(mod, pin, pw)))
+            self._wrap(mod, pin, pw, pg, apply)
+            if not apply:
                 self._hooks.append(mod.register_full_backward_hook(self._back_hook(mod, pg)))
 
     def _recording(self, mod):
         return mod.training and _torch.is_grad_enabled()
 
-    def _pre_hook(self, mod, pin, pw):
-        def hook(m, args):
-            if not self._recording(m) or not args:
-                return None
-            x = args[0]
-            arr, dt = _host(_rows(x, x.shape[-1]))
-            pin.record(self.step_no, arr, dtype=dt)
-            warr, wdt = _host(m.weight)
-            pw.record(self.step_no, warr, dtype=wdt)
-            return None
-        return hook
+    def _record_inputs(self, m, x, pin, pw):
+        if not self._recording(m) or x is None or x.numel() == 0:
+            return
+        arr, dt = _host(_rows(x, x.shape[-1]))
+        pin.record(self.step_no, arr, dtype=dt)
+        warr, wdt = _host(m.weight)
+        pw.record(self.step_no, warr, dtype=wdt)
 
     def _back_hook(self, mod, pg):
         def hook(m, grad_input, grad_output):
             g = grad_output[0]
-            if g is None or not m.training:
+            if g is None or not m.training or g.numel() == 0:
                 return None
             arr, dt = _host(_rows(g, g.shape[-1]))
             pg.record(self.step_no, arr, dtype=dt)
             return None
         return hook
 
-    def _wrap(self, mod, pin, pw, pg):
+    def _wrap(self, mod, pin, pw, pg, apply):
         prof = self
         orig = mod.forward
 
-        def forward(x):
+        def forward(*args, **kwargs):
+            x = args[0] if args else kwargs.get("input")
+            if not apply or x is None:
+                prof._record_inputs(mod, x, pin, pw)
+                return orig(*args, **kwargs)
+            if x.numel() == 0:  # no tokens routed here this step: nothing recorded
+                return orig(*args, **kwargs)
             training = prof._recording(mod)
             xq = _Quant.apply(x, pin, prof.step_no, training, mod.in_features)
             wq = _Quant.apply(mod.weight, pw, prof.step_no, training, mod.in_features)

@@ -232,7 +232,12 @@ class TestTorch(unittest.TestCase):
             steps = sorted(set(r.records["step"][r.records["tensor"] == t]))
             self.assertEqual(steps, [0, 1, 2], r.tensors["name"][t])
         self.assertEqual(list(r.scalars("loss")[0]), [0, 1, 2])
-        self.assertEqual(r.meta["recipe"], "hybrid:delayed")
+        # record-only: the run computed in fp32; hybrid:delayed is a shadow, never active
+        self.assertEqual(r.meta["recipe"], "fp32")
+        self.assertEqual(r.meta["applied"], "no")
+        self.assertEqual(r.meta["recorded_recipe"], "hybrid:delayed")
+        self.assertEqual(int(r.records["active"].sum()), 0)
+        self.assertIn("hybrid:delayed:history=1024,algo=max,margin=0", r.recipes)
         r.close()
 
     def test_apply_equals_the_engine(self):

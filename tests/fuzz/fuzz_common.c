@@ -31,14 +31,11 @@ int fuzz_write(const char *path, const uint8_t *data, size_t n)
 
 void fuzz_no_open_ids(void)
 {
-    static const H5I_type_t types[] = {H5I_FILE,     H5I_GROUP,    H5I_DATASET,    H5I_ATTR,
-                                       H5I_DATASPACE, H5I_DATATYPE, H5I_GENPROP_LST};
-    static const char *names[] = {"file", "group", "dataset", "attribute", "dataspace", "datatype", "property list"};
-    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
-        hsize_t n = 0;
-        if (H5Inmembers(types[i], &n) >= 0 && n > 0) {
-            fprintf(stderr, "fuzz: %llu HDF5 %s identifier(s) left open\n", (unsigned long long)n, names[i]);
-            abort();
-        }
+    /* files, groups, datasets, named datatypes and attributes still open
+     * (H5Inmembers refuses the library's own types in HDF5 1.10) */
+    ssize_t n = H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL);
+    if (n > 0) {
+        fprintf(stderr, "fuzz: %zd HDF5 object identifier(s) left open\n", n);
+        abort();
     }
 }

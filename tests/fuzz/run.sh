@@ -7,7 +7,7 @@ S=${2:-60}
 set -u
 "$B/fuzz-seeds" "$B/seeds" || { echo "fuzz: cannot write the seeds"; exit 1; }
 rc=0
-for t in npy nvdlfw run; do
+for t in npy nvdlfw run ranks; do
     mkdir -p "$B/corpus/$t"
     log="$B/fuzz_$t.log"
     # leaks inside HDF5 after damaged files are suppressed (lsan.supp); ours

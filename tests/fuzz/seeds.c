@@ -2,7 +2,7 @@
  * seeds.c — starting corpora for `make fuzz`: small valid inputs of each
  * reader (a .npy of each dtype and order, a FileLogger log in the real
  * format, a run with records, every-step rows, snapshots and block amaxes).
- * usage: fuzz_seeds DIR  (writes DIR/npy, DIR/nvdlfw, DIR/run)
+ * usage: fuzz_seeds DIR  (writes DIR/npy, DIR/nvdlfw, DIR/run, DIR/ranks)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +11,61 @@
 
 #include "fp8_npy.h"
 #include "fp8_probe.h"
+#include "fp8_ranks.h"
+
+/* DIR/ranks/NAME = the byte sel, then the bytes of file src (fuzz_ranks.c's
+ * input: which file of its run the rest replaces) */
+static int prefixed(const char *d, const char *name, int sel, const char *src)
+{
+    char p[600];
+    snprintf(p, sizeof p, "%s/ranks/%s", d, name);
+    FILE *in = fopen(src, "rb"), *o = fopen(p, "wb");
+    int ok = in && o && fputc(sel, o) != EOF;
+    char buf[65536];
+    size_t n;
+    while (ok && (n = fread(buf, 1, sizeof buf, in)) > 0)
+        ok = fwrite(buf, 1, n, o) == n;
+    if (in)
+        fclose(in);
+    if (o && fclose(o) != 0)
+        ok = 0;
+    return ok ? 0 : -1;
+}
+
+/* a two-rank run with fuzz_ranks.c's run id, as its seeds */
+static int rank_seeds(const char *d)
+{
+    char idx[600], rp[700];
+    snprintf(idx, sizeof idx, "%s/ranks-src", d);
+    mkdir(idx, 0755); /* (the raw files, outside the corpus directory) */
+    snprintf(idx, sizeof idx, "%s/ranks-src/r.h5", d);
+    for (int r = 0; r < 2; r++) {
+        char rs[8];
+        snprintf(rs, sizeof rs, "%d", r);
+        fp8_rank_path(idx, r, rp, sizeof rp);
+        fp8_probe_options o = fp8_probe_defaults();
+        o.run_id = "0123456789abcdef0123456789abcdef";
+        const char *kv[] = {"mpi_rank", rs, "mpi_world_size", "2", "mpi_groups", "dp", "mpi_group.dp", "0,1"};
+        fp8_probe_run *run = fp8_probe_open(rp, &o, kv, 4);
+        fp8_probe *a = run ? fp8_probe_declare(run, "a", FP8_ROLE_ACTIVATION, 0, "e4m3:delayed", NULL, 0) : NULL;
+        if (!a)
+            return -1;
+        float x[32];
+        for (int s = 0; s < 4; s++) {
+            for (int i = 0; i < 32; i++)
+                x[i] = (float)((i * 5 + s + r) % 11) - 5.0f;
+            fp8_probe_record(a, s, x, 2, 16);
+            fp8_probe_step_end(run, s);
+        }
+        if (fp8_probe_close(run) != 0)
+            return -1;
+    }
+    const char *kv[] = {"mpi_world_size", "2", "mpi_groups", "dp"};
+    if (fp8_ranks_write_index(idx, 2, kv, 2, "0123456789abcdef0123456789abcdef") != 0)
+        return -1;
+    fp8_rank_path(idx, 1, rp, sizeof rp);
+    return prefixed(d, "index", 0, idx) || prefixed(d, "rank1", 1, rp) ? -1 : 0;
+}
 
 static void npy_raw(const char *path, const char *dict, const void *data, size_t n)
 {
@@ -38,6 +93,9 @@ int main(int argc, char **argv)
     snprintf(p, sizeof p, "%s/npy", d), mkdir(p, 0755);
     snprintf(p, sizeof p, "%s/nvdlfw", d), mkdir(p, 0755);
     snprintf(p, sizeof p, "%s/run", d), mkdir(p, 0755);
+    snprintf(p, sizeof p, "%s/ranks", d), mkdir(p, 0755);
+    if (rank_seeds(d) != 0)
+        return 1;
     float v[6] = {1.5f, -2, 0.25f, 448, -0.0f, 3};
     snprintf(p, sizeof p, "%s/npy/a.npy", d);
     fp8_npy_write(p, v, 2, 3);
