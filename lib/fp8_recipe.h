@@ -60,7 +60,7 @@ typedef struct {
     fp8_format fwd, bwd;     /* element formats (equal unless hybrid)        */
     fp8_cast_mode cast;      /* rounding and overflow of the element cast    */
 
-    /* delayed */
+    /* delayed (and block with block_delayed: one history per block) */
     int history_len;         /* amax_history_len, >= 1 (default 1024)        */
     int algo_most_recent;    /* 0: max over the history; 1: slot 0 only      */
     int margin;              /* scale *= 2^-margin (default 0)               */
@@ -83,6 +83,20 @@ typedef struct {
     int wblock_rows, wblock_cols; /* weights=RxC: the tile for weight tensors
                                      (DeepSeek-V3: 1x128 activations and
                                      gradients, 128x128 weights); 0: same */
+    int block_delayed;       /* block + delayed: each block position keeps an
+                                amax history (history, algo, margin above) and
+                                is cast with the scale its history gave at the
+                                end of the previous step: delayed scaling at
+                                block granularity (docs/recipes.md)          */
+
+    /* Smooth SwiGLU as a shadow (Fishman et al. 2024): 1 (`smooth`): each
+     * column j is multiplied by s_j = 1 / max_i |x_ij| before the cast and
+     * x_hat divided by it after, s^-1 Q(s x) (the published form, on the
+     * down projection's input); 2 (`smooth=fold`): the columns are divided
+     * by the s of a linked input (fp8_probe_smooth_from) before the cast and
+     * multiplied by it after (the scale folded into the weight).  Errors and
+     * SQNR are of x; the cast's counts and scales of the smoothed tensor. */
+    int smooth;
 
     /* mx / nvfp4 */
     int group;               /* elements per block along a row (32 / 16)     */
@@ -173,7 +187,23 @@ typedef struct fp8_recipe_state {
                                   by side.  The results are the same bits
                                   whatever the number (the probe option
                                   `threads` sets it) */
+    /* block_delayed: per block position, a ring of history_len amaxes
+     * (slot bhead is this step's; slot-major: bhist[slot * bgroups + g]) and
+     * the scale each block casts with; made for the layout of the first cast
+     * (bgroups blocks of a brows x bcols tensor) and made again, as at the
+     * first step, when a cast has another shape */
+    float *bhist, *bscale, *bscale_inv;
+    size_t bgroups, brows, bcols;
+    int bhead;
+    /* smooth=fold: the column scales s of the linked input for this cast
+     * (NULL: none; the caller sets and resets them) */
+    const float *smooth_src;
+    size_t smooth_src_n;
 } fp8_recipe_state;
+
+/* Largest per-block delayed history a state holds (blocks x history_len
+ * floats): 2^26 (256 MB); a cast that needs more is refused (FP8_ENOMEM). */
+#define FP8_BLOCK_HISTORY_MAX ((size_t)1 << 26)
 
 /* Allocate the state of recipe r for a tensor of the given role.  Delayed
  * scaling starts with scale 1 and a zero history, as TE does. */

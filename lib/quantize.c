@@ -436,7 +436,7 @@ static void group_scales_range(fused *F, size_t g0, size_t g1, int p)
     float sg = 1.0f;
     fp8__fenv env;
     fp8__fenv_enter(&env);
-    fp8__group_scales(F->st, F->gamax + g0, g1 - g0, fp8__bits_to_float(F->tot_amax), F->scale + g0,
+    fp8__group_scales(F->st, g0, F->gamax + g0, g1 - g0, fp8__bits_to_float(F->tot_amax), F->scale + g0,
                       F->scale_inv + g0, &sg);
     fp8__fenv_leave(&env);
     for (size_t g = g0; g < g1; g++)
@@ -637,11 +637,131 @@ int fp8_quantize_codes(fp8_recipe_state *st, const float *x, size_t rows, size_t
 static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
                          fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai);
 
+static int quantize_rht(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
+                        fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai);
+
+/* x's error statistics against its x_hat xh (the definitions of
+ * quantize_finish.c: over finite x; an x whose x_hat is not finite is
+ * counted in err_excluded and left out), for recipes that cast another
+ * tensor than x (smooth). */
+static void error_stats(fp8_stats *s, const float *x, const float *xh, size_t n)
+{
+    double e2 = 0, q2 = 0, xq = 0, x2 = 0;
+    float me = 0;
+    uint64_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(x[i]))
+            continue;
+        x2 += (double)x[i] * x[i];
+        if (!isfinite(xh[i])) {
+            bad++;
+            continue;
+        }
+        double e = (double)x[i] - xh[i];
+        e2 += e * e, q2 += (double)xh[i] * xh[i], xq += (double)x[i] * xh[i];
+        float ae = fabsf(x[i] - xh[i]);
+        me = ae > me ? ae : me;
+    }
+    s->err_excluded = bad;
+    s->sq_err = e2;
+    uint64_t nerr = s->finite - bad;
+    s->mse = nerr ? e2 / (double)nerr : 0.0;
+    s->rel_err = x2 > 0 ? sqrt(e2 / x2) : (e2 > 0 ? INFINITY : 0.0);
+    s->sqnr_db = e2 > 0 ? 10.0 * log10(x2 / e2) : INFINITY;
+    s->cosine = (x2 > 0 && q2 > 0) ? xq / sqrt(x2 * q2) : (x2 == q2 ? 1.0 : 0.0);
+    s->max_abs_err = me;
+}
+
+/* Smooth SwiGLU as a shadow (recipe option smooth): the column scales s
+ * (published: s_j = 1 / max_i |x_ij|, 1 for a column of zeros; fold: the
+ * linked input's s), the smoothed tensor y = x * s (published) or x / s
+ * (fold: the scale moved into the weight) cast by the recipe, x_hat = Q(y)
+ * / s (or * s) — the arithmetic of the trainer's --smooth-swiglu.  The
+ * cast's counts and scales are of y (a delayed history notes y's amax);
+ * x's own statistics and every error statistic are of x. */
+static int quantize_smooth(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
+                           fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai)
+{
+    const int fold = st->recipe.smooth == 2;
+    if (codes)
+        return FP8_ERROR(FP8_EINVAL, "fp8_quantize_codes: recipe '%s' casts a smoothed tensor; its codes would not "
+                                     "decode to x", st->recipe.spec);
+    if (fold && (!st->smooth_src || st->smooth_src_n != cols))
+        return FP8_ERROR(FP8_EINVAL, "recipe '%s': smooth=fold needs the %zu column scales of the input it is "
+                                     "folded from (fp8_probe_smooth_from), %s",
+                         st->recipe.spec, cols, st->smooth_src ? "of another width" : "none given");
+    size_t n = rows * cols;
+    float *y = malloc(n * sizeof *y), *sc = malloc(cols * sizeof *sc);
+    float *q = (stats && !out) ? malloc(n * sizeof *q) : out;
+    fp8_stats *xs = stats ? malloc(sizeof *xs) : NULL;
+    if (!y || !sc || (stats && (!q || !xs))) {
+        free(y), free(sc), free(xs);
+        if (q != out)
+            free(q);
+        return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: out of memory smoothing a %zux%zu tensor", rows, cols);
+    }
+    fp8__fenv fe;
+    fp8__fenv_enter(&fe);
+    if (fold)
+        memcpy(sc, st->smooth_src, cols * sizeof *sc);
+    else {
+        for (size_t j = 0; j < cols; j++)
+            sc[j] = 0;
+        for (size_t i = 0; i < rows; i++)
+            for (size_t j = 0; j < cols; j++) {
+                float a = fabsf(x[i * cols + j]);
+                if (isfinite(a) && a > sc[j])
+                    sc[j] = a;
+            }
+        for (size_t j = 0; j < cols; j++)
+            sc[j] = sc[j] > 0 ? 1.0f / sc[j] : 1.0f;
+    }
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j = 0; j < cols; j++)
+            y[i * cols + j] = fold ? x[i * cols + j] / sc[j] : x[i * cols + j] * sc[j];
+    fp8__fenv_leave(&fe);
+    int rc = FP8_OK;
+    if (stats) { /* x's own statistics: the caller's, or a pass of their own */
+        if (options & FP8_STATS_X_GIVEN)
+            *xs = *stats;
+        else
+            rc = fp8_tensor_stats_ex(x, n, xs, options & FP8_STATS_NO_EXP_HIST, st->threads > 1 ? st->threads : 1);
+    }
+    if (rc == FP8_OK)
+        rc = quantize_rht(st, y, rows, cols, q, stats, (options & ~FP8_STATS_X_GIVEN) | FP8_STATS_NO_EXP_HIST, NULL,
+                          group_scale_inv, NULL);
+    if (rc == FP8_OK && q) {
+        fp8__fenv_enter(&fe);
+        for (size_t i = 0; i < rows; i++)
+            for (size_t j = 0; j < cols; j++)
+                q[i * cols + j] = fold ? q[i * cols + j] * sc[j] : q[i * cols + j] / sc[j];
+        fp8__fenv_leave(&fe);
+    }
+    if (rc == FP8_OK && stats) {
+        fp8__keep_x_fields(stats, xs);
+        error_stats(stats, x, q, n);
+    }
+    if (rc == FP8_OK && ai)
+        rc = fp8_tensor_amax(x, n, ai);
+    free(y), free(sc), free(xs);
+    if (q != out)
+        free(q);
+    return rc;
+}
+
+static int quantize_impl(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
+                         fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai)
+{
+    if (st && x && st->recipe.smooth && rows && cols && rows <= SIZE_MAX / cols / sizeof(float))
+        return quantize_smooth(st, x, rows, cols, out, stats, options, codes, group_scale_inv, ai);
+    return quantize_rht(st, x, rows, cols, out, stats, options, codes, group_scale_inv, ai);
+}
+
 /* NVFP4 with rht on this role: the cast and every statistic are of the
  * transformed tensor (the transform is orthonormal: errors, SQNR and norms
  * are those of the original), x_hat is transformed back. */
-static int quantize_impl(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
-                         fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai)
+static int quantize_rht(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
+                        fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai)
 {
     if (!st || !x || !st->recipe.rht_active || rows == 0 || cols == 0 || rows > SIZE_MAX / cols / sizeof(float))
         return quantize_core(st, x, rows, cols, out, stats, options, codes, group_scale_inv, ai);
@@ -680,6 +800,46 @@ static int quantize_impl(fp8_recipe_state *st, const float *x, size_t rows, size
     return rc;
 }
 
+/* the amax pass of rows [i0, i1) (groups other than one per tensor) */
+static void amax_rows(const layout *L, const float *X, size_t i0, size_t i1, uint32_t *gamax, uint32_t *gminnz);
+
+/* Per-block delayed scaling at a cast that produces nothing (a shadow on
+ * a step without statistics): the blocks' amaxes into their histories. */
+static int block_observe_only(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, fp8_amax_info *ai)
+{
+    const fp8_recipe *r = &st->recipe;
+    const int trans = fp8__needs_transpose(r);
+    layout L;
+    fp8__make_layout(r, trans ? cols : rows, trans ? rows : cols, &L);
+    int e = fp8__block_state(st, L.ngroups, rows, cols);
+    if (e != FP8_OK)
+        return e;
+    size_t numel = rows * cols;
+    uint32_t *gamax = malloc(2 * L.ngroups * sizeof *gamax);
+    float *xt = trans ? malloc(numel * sizeof *xt) : NULL;
+    if (!gamax || (trans && !xt)) {
+        free(gamax), free(xt);
+        return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: out of memory for %zu block amaxes", L.ngroups);
+    }
+    const float *X = x;
+    if (trans) {
+        fp8__transpose(x, rows, cols, xt);
+        X = xt;
+    }
+    memset(gamax, 0, L.ngroups * sizeof *gamax);
+    for (size_t g = 0; g < L.ngroups; g++)
+        gamax[L.ngroups + g] = 0x7F800000u;
+    fp8__fenv env;
+    fp8__fenv_enter(&env);
+    amax_rows(&L, X, 0, L.R, gamax, gamax + L.ngroups);
+    fp8__block_observe(st, gamax, L.ngroups);
+    fp8__fenv_leave(&env);
+    if (ai)
+        fp8_tensor_amax(x, numel, ai);
+    free(gamax), free(xt);
+    return FP8_OK;
+}
+
 static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
                          fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai)
 {
@@ -691,6 +851,8 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
         return FP8_ERROR(FP8_EINVAL, "fp8_quantize: shape %zux%zu too large", rows, cols);
     pthread_once(&pick_once, pick);
     const fp8_recipe *r = &st->recipe;
+    if (!out && !stats && !codes && r->block_delayed)
+        return block_observe_only(st, x, rows, cols, ai);
     if (!out && !stats && !codes) {
         /* nothing to produce: only the recipe's state moves (delayed
          * scaling notes the amax; the other recipes keep no state) */
@@ -708,6 +870,11 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
     const int trans = fp8__needs_transpose(r);
     layout L;
     fp8__make_layout(r, trans ? cols : rows, trans ? rows : cols, &L);
+    if (r->block_delayed) { /* its histories, for this shape (made at the first cast) */
+        int e = fp8__block_state(st, L.ngroups, rows, cols);
+        if (e != FP8_OK)
+            return e;
+    }
 
     /* scratch, all allocated up front so a failure changes nothing */
     size_t ng = L.ngroups, numel = rows * cols;
@@ -882,6 +1049,8 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
             parts_hist(F.parts, F.P, stats->exp_hist);
         stats->numel = numel;
     }
+    if (r->block_delayed) /* this step's block amaxes enter the histories */
+        fp8__block_observe(st, gamax, ng);
     if (r->kind == FP8_RECIPE_DELAYED) { /* this step's amax enters slot 0 (TE's amax: Inf when present) */
         float amax = stats ? (float)stats->amax /* x's, computed or given */
                      : !isnan(st->known_amax) ? st->known_amax /* the caller's own amax pass (probes) */

@@ -41,10 +41,19 @@ static inline float fp8__bits_to_float(uint32_t b)
     return f;
 }
 
-/* The scale and scale_inv of each of ng groups from their amaxes (float32
- * bits; gamax the tensor's), by the recipe's rule; s_global: NVFP4's. */
-void fp8__group_scales(fp8_recipe_state *st, const uint32_t *amax, size_t ng, float gamax, float *scale,
+/* The scale and scale_inv of each of ng groups (groups g0 .. g0 + ng - 1
+ * of the tensor) from their amaxes (float32 bits; gamax the tensor's), by
+ * the recipe's rule; per-block delayed scaling takes the scales its
+ * histories gave; s_global: NVFP4's. */
+void fp8__group_scales(fp8_recipe_state *st, size_t g0, const uint32_t *amax, size_t ng, float gamax, float *scale,
                        float *scale_inv, float *s_global);
+
+/* Per-block delayed scaling: the state's histories and scales for ng
+ * blocks of a rows x cols tensor, made (zero histories, scale 1) when it
+ * has none or they were made for another shape.  FP8_OK or FP8_ENOMEM. */
+int fp8__block_state(fp8_recipe_state *st, size_t ng, size_t rows, size_t cols);
+/* ... and this step's block amaxes (float32 bits) into the histories. */
+void fp8__block_observe(fp8_recipe_state *st, const uint32_t *gamax, size_t ng);
 
 /* The first group with the largest amax / min-nonzero ratio (stats_vec.c's
  * vector pass for this machine); SIZE_MAX if none. */

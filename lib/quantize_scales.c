@@ -5,6 +5,7 @@
  */
 #include <float.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cast_impl.h"
@@ -83,12 +84,48 @@ static void nvfp4_scales(float gamax, const uint32_t *amax, size_t ng, float *sc
     }
 }
 
-void fp8__group_scales(fp8_recipe_state *st, const uint32_t *amax, size_t ng, float gamax, float *scale,
+int fp8__block_state(fp8_recipe_state *st, size_t ng, size_t rows, size_t cols)
+{
+    if (st->bhist && st->bgroups == ng && st->brows == rows && st->bcols == cols)
+        return FP8_OK;
+    size_t L = (size_t)st->recipe.history_len;
+    if (!ng || ng > FP8_BLOCK_HISTORY_MAX / L)
+        return FP8_ERROR(FP8_ENOMEM, "per-block delayed scaling: %zu blocks x a history of %zu is more than %zu "
+                                     "floats; choose a shorter history",
+                         ng, L, (size_t)FP8_BLOCK_HISTORY_MAX);
+    float *h = calloc(ng * L, sizeof *h), *s = malloc(2 * ng * sizeof *s);
+    if (!h || !s) {
+        free(h), free(s);
+        return FP8_ERROR(FP8_ENOMEM, "per-block delayed scaling: out of memory for %zu block histories", ng);
+    }
+    for (size_t g = 0; g < 2 * ng; g++)
+        s[g] = 1.0f; /* as TE starts a tensor: scale 1 until a history holds an amax */
+    free(st->bhist), free(st->bscale);
+    st->bhist = h, st->bscale = s, st->bscale_inv = s + ng;
+    st->bgroups = ng, st->brows = rows, st->bcols = cols, st->bhead = 0;
+    return FP8_OK;
+}
+
+void fp8__block_observe(fp8_recipe_state *st, const uint32_t *gamax, size_t ng)
+{
+    float *slot = st->bhist + (size_t)st->bhead * st->bgroups;
+    for (size_t g = 0; g < ng && g < st->bgroups; g++) {
+        float a = fp8__bits_to_float(gamax[g]); /* finite (NaN and Inf stay out of group amaxes) */
+        slot[g] = a > slot[g] ? a : slot[g];
+    }
+}
+
+void fp8__group_scales(fp8_recipe_state *st, size_t g0, const uint32_t *amax, size_t ng, float gamax, float *scale,
                          float *scale_inv, float *s_global)
 {
     const fp8_recipe *r = &st->recipe;
     const float fp8max = (float)st->format->max;
     *s_global = 1.0f;
+    if (r->kind == FP8_RECIPE_BLOCK && r->block_delayed) { /* the scales the histories gave */
+        memcpy(scale, st->bscale + g0, ng * sizeof *scale);
+        memcpy(scale_inv, st->bscale_inv + g0, ng * sizeof *scale_inv);
+        return;
+    }
     for (size_t g = 0; g < ng; g++) {
         float a = fp8__bits_to_float(amax[g]);
         switch (r->kind) {

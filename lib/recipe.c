@@ -323,7 +323,22 @@ static int apply_option(const char *spec, fp8_recipe *r, char *item)
             return bad(spec, "seed '%s' is not an unsigned integer", val);
         return 0;
     }
-    if (kind == FP8_RECIPE_DELAYED) {
+    if (strcmp(k, "smooth") == 0) {
+        if (!val || strcmp(val, "published") == 0)
+            r->smooth = 1;
+        else if (strcmp(val, "fold") == 0)
+            r->smooth = 2;
+        else
+            return bad(spec, "smooth '%s' is not published (the default) or fold", val);
+        return 0;
+    }
+    if (kind == FP8_RECIPE_BLOCK && strcmp(k, "delayed") == 0) {
+        NOVAL();
+        r->block_delayed = 1;
+        return 0;
+    }
+    if (kind == FP8_RECIPE_DELAYED || kind == FP8_RECIPE_BLOCK) {
+        /* (block: checked against `delayed` once every option is read) */
         if (strcmp(k, "history") == 0 || strcmp(k, "amax_history_len") == 0) {
             NEEDVAL();
             if (parse_int(val, 1, 1 << 20, &r->history_len))
@@ -346,7 +361,7 @@ static int apply_option(const char *spec, fp8_recipe *r, char *item)
                 return bad(spec, "margin '%s' is not an integer in 0..64", val);
             return 0;
         }
-        if (strcmp(k, "finite_amax") == 0) {
+        if (kind == FP8_RECIPE_DELAYED && strcmp(k, "finite_amax") == 0) {
             NOVAL();
             r->finite_amax = 1;
             return 0;
@@ -499,6 +514,9 @@ static void canonical(fp8_recipe *r)
         ADD("eps=%.9g,%s%s", r->eps, r->ue8m0 ? "ue8m0" : r->pow2 ? "pow2" : "fp32", r->transposed ? ",transposed" : "");
         if (r->wblock_rows)
             ADD(",weights=%dx%d", r->wblock_rows, r->wblock_cols);
+        if (r->block_delayed)
+            ADD(",delayed,history=%d,algo=%s,margin=%d", r->history_len, r->algo_most_recent ? "most_recent" : "max",
+                r->margin);
         break;
     case FP8_RECIPE_MX: {
         static const char *modes[] = {"floor", "ceil", "rceil", "even"};
@@ -525,6 +543,8 @@ static void canonical(fp8_recipe *r)
         ADD("%sround=zero", n ? "," : "");
     if (r->cast.round == FP8_ROUND_STOCHASTIC)
         ADD("%sround=stochastic,seed=%llu", n ? "," : "", (unsigned long long)r->cast.seed);
+    if (r->smooth)
+        ADD("%ssmooth%s", n ? "," : "", r->smooth == 2 ? "=fold" : "");
 #undef ADD
     if (r->kind == FP8_RECIPE_NVFP4)
         snprintf(r->spec, sizeof r->spec, "nvfp4%s%s", n ? ":" : "", opts);
@@ -625,6 +645,7 @@ static int parse_spec(const char *spec, fp8_recipe *out)
     if (r.kind == FP8_RECIPE_NONE || r.kind == FP8_RECIPE_DELAYED || r.kind == FP8_RECIPE_CURRENT ||
         r.kind == FP8_RECIPE_ROWWISE || r.kind == FP8_RECIPE_COLWISE)
         r.eps = 0.0;
+    int delayed_opts = 0; /* history, algo or margin given */
     for (int i = next; i < np; i++) {
         char *item = parts[i];
         while (item) {
@@ -633,12 +654,17 @@ static int parse_spec(const char *spec, fp8_recipe *out)
                 *comma = 0;
             if (!*item)
                 return bad(spec, "%sempty option", "");
+            delayed_opts |= !strncmp(item, "history", 7) || !strncmp(item, "amax_history_len", 16) ||
+                            !strncmp(item, "algo", 4) || !strncmp(item, "amax_compute_algo", 17) ||
+                            !strncmp(item, "margin", 6);
             int st = apply_option(spec, &r, item);
             if (st)
                 return st;
             item = comma ? comma + 1 : NULL;
         }
     }
+    if (r.kind == FP8_RECIPE_BLOCK && delayed_opts && !r.block_delayed)
+        return bad(spec, "%shistory, algo and margin need `delayed` (block=RxC:delayed,history=H,...)", "");
     canonical(&r);
     *out = r;
     return FP8_OK;
@@ -704,10 +730,22 @@ fp8_recipe_state *fp8_recipe_state_copy(const fp8_recipe_state *st)
         FP8_ERROR(FP8_ENOMEM, "recipe state copy: out of memory");
         return NULL;
     }
+    size_t bn = st->bhist ? st->bgroups * (size_t)st->recipe.history_len : 0;
+    float *bh = bn ? malloc(bn * sizeof *bh) : NULL, *bs = bn ? malloc(2 * st->bgroups * sizeof *bs) : NULL;
+    if (bn && (!bh || !bs)) {
+        free(c), free(h), free(bh), free(bs);
+        FP8_ERROR(FP8_ENOMEM, "recipe state copy: out of memory for %zu block histories", st->bgroups);
+        return NULL;
+    }
     *c = *st;
     if (h)
         memcpy(h, st->history, (size_t)st->recipe.history_len * sizeof *h);
     c->history = h;
+    if (bn) {
+        memcpy(bh, st->bhist, bn * sizeof *bh);
+        memcpy(bs, st->bscale, 2 * st->bgroups * sizeof *bs);
+    }
+    c->bhist = bh, c->bscale = bs, c->bscale_inv = bs ? bs + st->bgroups : NULL;
     c->format = fp8_recipe_format(&c->recipe, c->role); /* its own recipe's, not the original's */
     c->scratch = NULL, c->scratch_bytes = 0;
     return c;
@@ -719,6 +757,8 @@ void fp8_recipe_state_free(fp8_recipe_state *st)
         return;
     free(st->history);
     free(st->scratch);
+    free(st->bhist);
+    free(st->bscale);
     free(st);
 }
 
@@ -736,12 +776,44 @@ void fp8_recipe_state_observe(fp8_recipe_state *st, float amax)
     st->recorded = 1;
 }
 
+/* Per-block delayed scaling at the end of a step: each block's scale from
+ * the max of its history (or its latest slot) by the block recipe's rule
+ * (floor eps, fp32 / ue8m0 / pow2), divided by 2^margin; a history of zeros
+ * keeps the scale (a new block position: 1, as TE starts a tensor).  Then
+ * the ring moves on and the new slot is zeroed. */
+static void block_step(fp8_recipe_state *st)
+{
+    const fp8_recipe *r = &st->recipe;
+    size_t ng = st->bgroups, L = (size_t)r->history_len;
+    const float fmax = (float)st->format->max, m = ldexpf(1.0f, r->margin);
+    fp8__fenv env;
+    fp8__fenv_enter(&env);
+    for (size_t g = 0; g < ng; g++) {
+        float a = st->bhist[(size_t)st->bhead * ng + g];
+        for (size_t k = 0; !r->algo_most_recent && k < L; k++)
+            a = st->bhist[k * ng + g] > a ? st->bhist[k * ng + g] : a;
+        if (!(a > 0.0f) || !isfinite(a))
+            continue;
+        float s, si;
+        fp8__scale_block(fmax, a, r, &s, &si);
+        s /= m, si *= m; /* powers of two: exact */
+        if (!(s > 0.0f))
+            s = FLT_MIN, si = 1.0f / FLT_MIN;
+        st->bscale[g] = s, st->bscale_inv[g] = si;
+    }
+    st->bhead = (int)(((size_t)st->bhead + 1) % L);
+    memset(st->bhist + (size_t)st->bhead * ng, 0, ng * sizeof *st->bhist);
+    fp8__fenv_leave(&env);
+}
+
 void fp8_recipe_state_step(fp8_recipe_state *st)
 {
     if (!st)
         return;
     st->steps++;
     st->recorded = 0;
+    if (st->bhist && st->recipe.block_delayed)
+        block_step(st);
     if (!st->history)
         return;
     const fp8_recipe *r = &st->recipe;

@@ -123,6 +123,20 @@ int fp8_probe_apply(fp8_probe *p, int64_t step, const float *x, size_t rows, siz
  * for evaluation passes.  Without an active recipe out = x. */
 int fp8_probe_cast(fp8_probe *p, const float *x, size_t rows, size_t cols, float *out);
 
+/* Cast with one of the probe's recipes (spec: any spelling of its active
+ * recipe or one of its shadows) and that recipe's current state, which is
+ * left untouched: what the recipe casts x to at this step (a delayed
+ * recipe's stale scale).  For a GEMM evaluated under a shadow. */
+int fp8_probe_cast_recipe(fp8_probe *p, const char *spec, const float *x, size_t rows, size_t cols, float *out);
+
+/* Smooth SwiGLU evaluated on identical tensors: the weight probe's recipes
+ * with option smooth=fold cast W / s (columns), s_j = 1 / max_i |h_ij| of
+ * the input probe's record of the same step (record the input first; a
+ * step without it skips those recipes), and measure their error in W's
+ * units; the input probe's recipes with option smooth cast h * s.  The two
+ * probes must belong to one run. */
+int fp8_probe_smooth_from(fp8_probe *weight, fp8_probe *input);
+
 /* A named scalar (loss, learning rate, grad norm, ...) at step. */
 int fp8_probe_scalar(fp8_probe_run *run, const char *name, int64_t step, double value);
 

@@ -56,6 +56,16 @@ struct fp8_probe {
     int64_t bam_step;
     size_t bam_rows, bam_cols;
     float *bam;
+    /* Smooth SwiGLU shadows (recipe option smooth=fold): the input probe this
+     * one takes its column scales from, and, on an input probe that is such
+     * a source, s_j = 1 / max_i |x_ij| of its latest record at sm_step */
+    fp8_probe *smooth_from;
+    int sm_src, sm_has;
+    int64_t sm_step;
+    size_t sm_n;
+    float *sm_s;
+    float *fold_s; /* this probe's copy of its source's scales for one cast */
+    size_t fold_n;
 };
 
 struct fp8_probe_run {
@@ -163,6 +173,8 @@ static void probe_free(fp8_probe *p)
         fp8_recipe_state_free(p->st[i]);
     pthread_mutex_destroy(&p->lock);
     free(p->bam);
+    free(p->sm_s);
+    free(p->fold_s);
     free(p);
 }
 
@@ -451,6 +463,7 @@ typedef struct {
     float *gsi;
     fp8_amax_info ai;
     int st[MAX_RECIPES]; /* each recipe's status */
+    int skip[MAX_RECIPES]; /* not cast this time (smooth=fold without its input's scales) */
     int active_done;     /* the active recipe has cast already (fp8_quantize_amax) */
     const fp8_stats *xs; /* recorded steps: the input's own statistics (fp8_tensor_stats: moments,
                             extremes, exponent histogram), computed once for every recipe */
@@ -464,12 +477,17 @@ static void cast_recipe(void *ctx, int i)
     j->st[i] = FP8_OK;
     if (is_active && j->active_done)
         return;
+    if (j->skip[i])
+        return; /* smooth=fold without its input's scales this step: no record */
     if (!is_active && !j->rec) {
         /* a shadow on a step that records nothing: no cast, no statistics;
          * only a delayed state moves, by the tensor's amax (TE's: Inf when
-         * the tensor holds one) */
+         * the tensor holds one); per-block delayed and smoothed recipes note
+         * the amaxes of what they cast (the blocks', the smoothed tensor's) */
         fp8_recipe_state *s = p->st[i];
-        if (s->recipe.kind == FP8_RECIPE_DELAYED)
+        if (s->recipe.block_delayed || (s->recipe.smooth && s->recipe.kind == FP8_RECIPE_DELAYED))
+            j->st[i] = fp8_quantize_ex(s, j->x, j->rows, j->cols, NULL, NULL, 0);
+        else if (s->recipe.kind == FP8_RECIPE_DELAYED)
             fp8_recipe_state_observe(s, j->ai.inf_count && !s->recipe.finite_amax ? INFINITY : j->ai.amax);
         return;
     }
@@ -540,6 +558,124 @@ static int reduce_current(fp8_probe *p, const fp8_amax_info *ai, int rec)
             p->st[idx[k]]->group_amax = buf[k];
     }
     return st;
+}
+
+/* An input probe that smooth=fold recipes take their scales from: s_j = 1
+ * / max_i |x_ij| (1 for a column without a finite nonzero value), the
+ * arithmetic of the trainer's --smooth-swiglu (probe lock held). */
+static void note_smooth_scales(fp8_probe *p, int64_t step, const float *x, size_t rows, size_t cols)
+{
+    if (p->sm_n != cols) {
+        float *s = realloc(p->sm_s, cols * sizeof *s);
+        if (!s) {
+            p->sm_has = 0;
+            return;
+        }
+        p->sm_s = s, p->sm_n = cols;
+    }
+    for (size_t j = 0; j < cols; j++)
+        p->sm_s[j] = 0;
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j = 0; j < cols; j++) {
+            float a = fabsf(x[i * cols + j]);
+            if (isfinite(a) && a > p->sm_s[j])
+                p->sm_s[j] = a;
+        }
+    for (size_t j = 0; j < cols; j++)
+        p->sm_s[j] = p->sm_s[j] > 0 ? 1.0f / p->sm_s[j] : 1.0f;
+    p->sm_has = 1, p->sm_step = step;
+}
+
+/* smooth=fold recipes of a probe: the source's scales of this step (step <
+ * 0: its latest) into the states, or skip[i] = 1 when there are none (probe
+ * lock held; the source's lock taken after ours: sources never take a
+ * folded probe's lock) */
+static void fold_scales(fp8_probe *p, int64_t step, size_t cols, int *skip)
+{
+    int any = 0;
+    for (int i = 0; i < p->nrec; i++)
+        any |= p->st[i]->recipe.smooth == 2;
+    if (!any)
+        return;
+    int have = 0;
+    fp8_probe *src = p->smooth_from;
+    if (src && fp8__live_has(src, FP8__LIVE_PROBE)) {
+        pthread_mutex_lock(&src->lock);
+        if (src->sm_has && (step < 0 || src->sm_step == step) && src->sm_n == cols) {
+            if (p->fold_n != cols) {
+                float *f = realloc(p->fold_s, cols * sizeof *f);
+                if (f)
+                    p->fold_s = f, p->fold_n = cols;
+            }
+            if (p->fold_n == cols) {
+                memcpy(p->fold_s, src->sm_s, cols * sizeof *p->fold_s);
+                have = 1;
+            }
+        }
+        pthread_mutex_unlock(&src->lock);
+    }
+    for (int i = 0; i < p->nrec; i++)
+        if (p->st[i]->recipe.smooth == 2) {
+            if (have)
+                p->st[i]->smooth_src = p->fold_s, p->st[i]->smooth_src_n = cols;
+            else if (skip)
+                skip[i] = 1;
+        }
+}
+
+int fp8_probe_smooth_from(fp8_probe *weight, fp8_probe *input)
+{
+    if (!weight || !input)
+        return FP8_ERROR(FP8_EINVAL, "fp8_probe_smooth_from: %s is NULL", weight ? "the input probe" : "the weight probe");
+    if (!fp8__live_has(weight, FP8__LIVE_PROBE))
+        return dead("fp8_probe_smooth_from", weight);
+    if (!fp8__live_has(input, FP8__LIVE_PROBE))
+        return dead("fp8_probe_smooth_from", input);
+    if (weight == input || weight->run != input->run)
+        return FP8_ERROR(FP8_EINVAL, "fp8_probe_smooth_from '%s': the input must be another probe of the same run",
+                         weight->name);
+    if (weight->sm_src)
+        return FP8_ERROR(FP8_EINVAL, "fp8_probe_smooth_from '%s': it is itself a source of scales (no chains)",
+                         weight->name);
+    pthread_mutex_lock(&input->lock);
+    input->sm_src = 1;
+    pthread_mutex_unlock(&input->lock);
+    pthread_mutex_lock(&weight->lock);
+    weight->smooth_from = input;
+    pthread_mutex_unlock(&weight->lock);
+    return FP8_OK;
+}
+
+int fp8_probe_cast_recipe(fp8_probe *p, const char *spec, const float *x, size_t rows, size_t cols, float *out)
+{
+    if (!p || !out || !spec)
+        return FP8_ERROR(FP8_EINVAL, "fp8_probe_cast_recipe: %s is NULL", !p ? "the probe" : !out ? "out" : "the spec");
+    if (!fp8__live_has(p, FP8__LIVE_PROBE))
+        return dead("fp8_probe_cast_recipe", p);
+    int e = check_tensor("fp8_probe_cast_recipe", x, rows, cols, sizeof(float));
+    if (e != FP8_OK)
+        return e;
+    fp8_recipe r;
+    if (fp8_recipe_parse(spec, &r) != FP8_OK)
+        return FP8_EINVAL;
+    pthread_mutex_lock(&p->lock);
+    int k = -1;
+    for (int i = 0; i < p->nrec && k < 0; i++)
+        if (strcmp(p->st[i]->recipe.spec, r.spec) == 0)
+            k = i;
+    fp8_recipe_state *copy = k >= 0 ? fp8_recipe_state_copy(p->st[k]) : NULL;
+    if (copy && copy->recipe.smooth == 2) {
+        fold_scales(p, -1, cols, NULL); /* the source's latest scales */
+        copy->smooth_src = p->st[k]->smooth_src, copy->smooth_src_n = p->st[k]->smooth_src_n;
+        p->st[k]->smooth_src = NULL, p->st[k]->smooth_src_n = 0;
+    }
+    /* (the copy casts while the lock is held: the fold scales are this probe's) */
+    e = !copy ? (k < 0 ? FP8_ERROR(FP8_EINVAL, "fp8_probe_cast_recipe: probe '%s' has no recipe '%s'", p->name, r.spec)
+                       : FP8_ENOMEM)
+              : fp8_quantize(copy, x, rows, cols, out, NULL);
+    pthread_mutex_unlock(&p->lock);
+    fp8_recipe_state_free(copy);
+    return e;
 }
 
 /* The core: cast under every recipe (shadows first: out may alias x), then
@@ -613,11 +749,14 @@ static int probe_run(fp8_probe *p, int64_t step, const float *x, size_t rows, si
     int rst = reduce_current(p, &ai, rec);
     /* delayed recipes casting without statistics take the amax computed above */
     for (int i = 0; i < p->nrec; i++)
-        if (p->st[i]->recipe.kind == FP8_RECIPE_DELAYED)
+        if (p->st[i]->recipe.kind == FP8_RECIPE_DELAYED && !p->st[i]->recipe.smooth)
             p->st[i]->known_amax = ai.amax, p->st[i]->known_inf = ai.inf_count > 0;
+    if (p->sm_src)
+        note_smooth_scales(p, step, x, rows, cols);
     cast_job job = {.p = p, .x = x, .rows = rows, .cols = cols, .out = out, .stats = stats, .flags = flags,
                     .rec = rec, .snap_codes = snap_codes, .codes = codes, .gsi = gsi, .ai = ai, .xs = xs,
                     .active_done = fused};
+    fold_scales(p, step, cols, job.skip);
     if (st == FP8_OK)
         st = cast_all(&job);
     for (int i = 0; i < p->nrec; i++) {
@@ -625,6 +764,7 @@ static int probe_run(fp8_probe *p, int64_t step, const float *x, size_t rows, si
             p->acc.group_amax[i] = p->st[i]->group_amax;
         p->st[i]->group_amax = NAN;
         p->st[i]->known_amax = NAN;
+        p->st[i]->smooth_src = NULL, p->st[i]->smooth_src_n = 0;
     }
     if (st == FP8_OK && out && !p->has_active && out != x)
         memcpy(out, x, rows * cols * sizeof *out);
@@ -639,8 +779,8 @@ static int probe_run(fp8_probe *p, int64_t step, const float *x, size_t rows, si
             run->dropped += (uint64_t)(rec ? p->nrec : 0);
         } else {
             for (int i = 0; rec && i < p->nrec; i++)
-                if (fp8_store_add_record(run->store, p->tensor_id, p->recipe_id[i], step, p->has_active && i == 0,
-                                         rows, cols, &stats[i]) != FP8_OK)
+                if (!job.skip[i] && fp8_store_add_record(run->store, p->tensor_id, p->recipe_id[i], step,
+                                                         p->has_active && i == 0, rows, cols, &stats[i]) != FP8_OK)
                     run->dropped++;
             if (copy && fp8_store_add_snapshot(run->store, p->tensor_id, step, copy, rows, cols) != FP8_OK)
                 run->dropped++;

@@ -16,6 +16,7 @@ int main(int argc, char **argv)
     register_cast_tests();
     register_fenv_tests();
     register_recipe_tests();
+    register_shadows_tests();
     register_stats_tests();
     register_io_tests();
     register_store_tests();
