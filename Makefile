@@ -39,13 +39,14 @@ DEPS     := $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(DATA_OBJ:.o=.d) $(TEST_OBJ:.o=.d
 MAKEFLAGS += --no-builtin-rules
 .SUFFIXES:
 
-.PHONY: all test asan demo bench check-exhaustive clean help deps-check datasets fuzz fuzz-build check-report \
+.PHONY: all test asan demo study bench check-exhaustive clean help deps-check datasets fuzz fuzz-build check-report \
         install uninstall python-test
 all: $(BUILD)/libfp8prof.a $(BUILD)/libfp8prof.so $(BUILD)/fp8prof
 
 help:
 	@echo "make            library (static+shared) and build/fp8prof"
-	@echo "make demo       six short FP8 training runs and their report (build/demo/report/index.html)"
+	@echo "make demo       ten short FP8 training runs and their report (build/demo/report/index.html, findings.md)"
+	@echo "make study      STUDY_K seeds (3) of each STUDY_RECIPES, then the loss equivalence test (build/study/loss.md)"
 	@echo "make test       the whole CUnit suite"
 	@echo "make asan       the suite under AddressSanitizer + UBSan"
 	@echo "make bench      speed numbers next to same-run references"
@@ -178,6 +179,13 @@ check-report: $(BUILD)/fp8prof
 
 demo: $(BUILD)/fp8prof
 	datasets/demo.sh $(BUILD)/fp8prof $(BUILD)/demo
+
+# K replicates per recipe and the loss's equivalence test over them
+STUDY_K ?= 3
+STUDY_STEPS ?= 250
+STUDY_RECIPES ?= bf16 hybrid:delayed:history=64 e4m3:current
+study: $(BUILD)/fp8prof
+	datasets/study.sh $(BUILD)/fp8prof $(BUILD)/study $(STUDY_K) $(STUDY_STEPS) $(STUDY_RECIPES)
 
 bench: $(BUILD)/bench_fp8prof $(BUILD)/fp8prof $(BUILD)/libfp8prof.so
 ifneq ($(BENCH),python)

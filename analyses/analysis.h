@@ -78,9 +78,6 @@ typedef struct {
                                 vs_b -> vs_c too (-1: none)                   */
     int baseline;            /* loss: the baseline run (default 0)        */
     int baseline_set;        /* set by an option: the report keeps it     */
-    int noise;               /* loss: a second baseline (another seed) whose difference
-                                to the baseline is the noise floor; -1: look for one
-                                (same /meta recipe as the baseline, another seed) */
     const char *loss_name;   /* loss: the scalar series to compare ("loss") */
     double sqnr_margin_db;   /* verdict/advise: "within X dB of the best"  */
     double block_gain_db;    /* verdict: block scaling needed if it gains more */
@@ -91,8 +88,12 @@ typedef struct {
     int boot;                /* bootstrap resamples                        */
     unsigned long seed;
     int quiet;
+    double claim_margin_db;  /* claim test: the smallest extra cost of delayed
+                                scaling at block granularity that counts (0.1 dB) */
+    long long lr_warmup;     /* phases: LR warm-up steps (-1: /meta lr_warmup) */
+    double equivalence_pct;  /* loss: the equivalence margin, % of the baseline (1) */
     /* summary.json, filled by the analyses (an_json), written by the report */
-#define AN_NJSON 4
+#define AN_NJSON 7
     char *json[AN_NJSON];
     size_t jsonn[AN_NJSON];
     FILE *jf[AN_NJSON];
@@ -100,7 +101,20 @@ typedef struct {
 } an_ctx;
 
 /* The sections of summary.json (docs/analyses.md, "summary.json"). */
-enum { AN_J_COMPARISONS = 0, AN_J_REPLAY, AN_J_LOSS, AN_J_WARMUP };
+enum { AN_J_COMPARISONS = 0, AN_J_REPLAY, AN_J_LOSS, AN_J_WARMUP, AN_J_CLAIMS, AN_J_SMOOTH, AN_J_PHASES };
+
+/* Phases of a run (docs/analyses.md, "Phases"): the LR warm-up (steps
+ * below /meta lr_warmup, or --lr-warmup), early (the next max(W, 10% of the
+ * run) steps), steady state (the rest). */
+enum { AN_PHASE_LR_WARMUP = 0, AN_PHASE_EARLY, AN_PHASE_STEADY, AN_NPHASE };
+int an_phase(const an_ctx *c, const an_run *a, int64_t step);
+const char *an_phase_name(int ph);
+/* The run's planned steps (/meta steps), else its last step + 1. */
+int64_t an_run_steps(const an_run *a);
+/* The LR warm-up steps (--lr-warmup, else /meta lr_warmup), -1 unknown. */
+int64_t an_lr_warmup(const an_ctx *c, const an_run *a);
+/* [from, to) of phase ph */
+void an_phase_range(const an_ctx *c, const an_run *a, int ph, int64_t *from, int64_t *to);
 
 /* Start one more object in a summary.json section: returns the stream to
  * print the object into (separators written), NULL when out of memory. */
@@ -241,6 +255,8 @@ void an_thresholds(const fp8_format *f, double scale_inv, double *over, double *
  * and findings; returns 0, 1 on failure (message printed), 3 when the
  * runs lack what it needs (message in the section, not a failure). */
 int an_compare(an_ctx *c);
+int an_claim(an_ctx *c);   /* claim.c: delayed scaling at tensor and block granularity */
+int an_swiglu(an_ctx *c);  /* swiglu.c: Smooth SwiGLU on identical tensors and across runs */
 int an_replay(an_ctx *c);
 int an_dynamics(an_ctx *c);
 int an_outliers(an_ctx *c);

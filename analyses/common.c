@@ -35,8 +35,62 @@ void an_defaults(an_ctx *c)
     c->boot = 1000;
     c->seed = 1;
     c->vs_a = c->vs_b = c->vs_c = -1;
-    c->noise = -1;
     c->loss_name = "loss";
+    c->claim_margin_db = 0.1;
+    c->lr_warmup = -1;
+    c->equivalence_pct = 1.0;
+}
+
+int64_t an_run_steps(const an_run *a)
+{
+    const char *s = fp8_run_meta(a->run, "steps");
+    char *end;
+    long long v = s ? strtoll(s, &end, 10) : 0;
+    if (s && end != s && !*end && v > 0 && v <= FP8_STEP_MAX)
+        return v;
+    int64_t last = -1;
+    for (size_t i = 0; i < a->run->nrecords; i++)
+        last = a->run->summaries[i].step > last ? a->run->summaries[i].step : last;
+    for (size_t i = 0; i < a->run->nsteps; i++)
+        last = a->run->steps[i].step > last ? a->run->steps[i].step : last;
+    return last + 1;
+}
+
+int64_t an_lr_warmup(const an_ctx *c, const an_run *a)
+{
+    if (c && c->lr_warmup >= 0)
+        return c->lr_warmup;
+    const char *s = fp8_run_meta(a->run, "lr_warmup");
+    char *end;
+    long long v = s ? strtoll(s, &end, 10) : -1;
+    return s && end != s && !*end && v >= 0 && v <= FP8_STEP_MAX ? v : -1;
+}
+
+void an_phase_range(const an_ctx *c, const an_run *a, int ph, int64_t *from, int64_t *to)
+{
+    int64_t n = an_run_steps(a), w = an_lr_warmup(c, a);
+    if (w < 0)
+        w = 0; /* unknown: no LR warm-up phase (the report says so) */
+    int64_t e = w + (w > n / 10 ? w : n / 10); /* early: max(W, 10% of the run) more steps */
+    int64_t b[4] = {0, w, e, INT64_MAX};
+    *from = b[ph], *to = b[ph + 1];
+}
+
+int an_phase(const an_ctx *c, const an_run *a, int64_t step)
+{
+    for (int ph = 0; ph < AN_NPHASE; ph++) {
+        int64_t f, t;
+        an_phase_range(c, a, ph, &f, &t);
+        if (step >= f && step < t)
+            return ph;
+    }
+    return AN_PHASE_STEADY;
+}
+
+const char *an_phase_name(int ph)
+{
+    static const char *n[] = {"lr_warmup", "early", "steady"};
+    return ph >= 0 && ph < AN_NPHASE ? n[ph] : "?";
 }
 
 const char *an_meta(const an_run *a, const char *key) { return fp8_run_meta(a->run, key); }
@@ -405,6 +459,13 @@ int an_open(an_ctx *c, const char *const *paths, int n)
         for (char *q = a->label; *q; q++) /* labels are words in tables and plot scripts */
             if (*q == ' ' || *q == '\t' || *q == '\'' || *q == '"' || *q == '|')
                 *q = '_';
+        /* a run that recorded a recipe without applying it is named so in every
+         * table, figure and summary line: it is not an FP8 run */
+        const char *ap = fp8_run_meta(a->run, "applied"), *rr = fp8_run_meta(a->run, "recorded_recipe");
+        if (ap && !strcmp(ap, "no") && rr && !strstr(a->label, "record-only")) {
+            size_t l = strlen(a->label);
+            snprintf(a->label + (l < 50 ? l : 50), sizeof a->label - (l < 50 ? l : 50), "_record-only");
+        }
         if (a->run->nrecords == 0 && a->run->nscalars == 0) {
             fprintf(stderr, "fp8prof: %s: the run is empty (no records, no scalars)\n", paths[i]);
             return 1;
@@ -462,11 +523,12 @@ void an_json_num(FILE *f, double v)
 
 int an_json_write(an_ctx *c)
 {
-    static const char *names[AN_NJSON] = {"comparisons", "replay", "loss", "warmup"};
+    static const char *names[AN_NJSON] = {"comparisons", "replay", "loss", "warmup", "claims", "smooth_swiglu",
+                                          "phases"};
     FILE *f = an_data(c, "summary.json");
     if (!f)
         return 1;
-    fprintf(f, "{\n  \"schema\": 1,\n  \"scale_convention\": \"q = cast(x * scale); x_hat = decode(q) * scale_inv\"");
+    fprintf(f, "{\n  \"schema\": 2,\n  \"scale_convention\": \"q = cast(x * scale); x_hat = decode(q) * scale_inv\"");
     for (int k = 0; k < AN_NJSON; k++) {
         if (c->jf[k])
             fflush(c->jf[k]);

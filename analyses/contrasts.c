@@ -25,6 +25,60 @@ void an_contrasts_free(an_run *a)
     }
 }
 
+int an_eps_inert(const an_run *a, int t, int r)
+{
+    if (r < 0 || r >= a->run->nrecipes || !a->recipe_ok[r])
+        return 0;
+    fp8_recipe rec = a->recipes[r];
+    fp8_recipe_for_role(&rec, (fp8_role)a->run->tensor_role[t]);
+    if (!(rec.eps > 0))
+        return 1;
+    const fp8_format *f = fp8_recipe_format(&rec, (fp8_role)a->run->tensor_role[t]);
+    if (!f)
+        return 0;
+    /* the scale_inv an amax at the floor gives: a group at or below eps
+     * shows it as the record's smallest scale_inv */
+    double floor_si;
+    if (rec.kind == FP8_RECIPE_BLOCK) {
+        float s, si;
+        fp8_scale_block((float)f->max, (float)rec.eps, &rec, &s, &si);
+        floor_si = si;
+    } else {
+        floor_si = 1.0 / fp8_scale_current((float)f->max, (float)rec.eps, rec.eps, rec.pow2, rec.torchao);
+    }
+    size_t n;
+    const size_t *sr = an_series(a, t, r, &n);
+    size_t seen = 0;
+    for (size_t i = 0; i < n; i++) {
+        const fp8_summary *x = an_rec(a, sr[i]);
+        if (an_is_warm(a, t, x->step))
+            continue;
+        seen++;
+        int per_tensor = rec.kind == FP8_RECIPE_CURRENT || rec.kind == FP8_RECIPE_DELAYED;
+        if (per_tensor ? !(x->amax > rec.eps) : !(x->scale_inv_min > floor_si))
+            return 0;
+    }
+    return seen > 0;
+}
+
+int an_one_factor(const an_run *a, int t, int x, int y, int *eps_inert)
+{
+    *eps_inert = 0;
+    fp8_role role = (fp8_role)a->run->tensor_role[t];
+    an_factors fx, fy;
+    an_factors_of(&a->recipes[x], role, &fx);
+    an_factors_of(&a->recipes[y], role, &fy);
+    int k = an_factors_one(&fx, &fy);
+    if (k >= 0 || fx.eps == fy.eps)
+        return k;
+    fy.eps = fx.eps; /* apart from the floor, one factor? */
+    k = an_factors_one(&fx, &fy);
+    if (k < 0 || k == AN_F_FLOOR || !an_eps_inert(a, t, x) || !an_eps_inert(a, t, y))
+        return -1;
+    *eps_inert = 1;
+    return k;
+}
+
 /* The paired differences SQNR_b - SQNR_a of tensor t after warm-up, both
  * finite, in step order; steps (may be NULL) gets their steps. */
 static size_t paired(const an_run *a, int t, int ra, int rb, double *d, int64_t *steps)
@@ -79,7 +133,7 @@ static int compute(const an_ctx *c, an_run *a)
                 an_series(a, t, y, &ny);
                 if (!ny || !a->recipe_ok[y] || an_canon(a, t, y) != y)
                     continue;
-                int k = an_factors_one(&f[ix], &f[iy]);
+                int inert = 0, k = an_one_factor(a, t, x, y, &inert);
                 if (k < 0)
                     continue;
                 int from = an_factors_from_first((an_factor)k, &f[ix], &f[iy]) ? x : y, to = from == x ? y : x;
@@ -95,7 +149,7 @@ static int compute(const an_ctx *c, an_run *a)
                     v = g;
                 }
                 an_contrast *o = &v[n++];
-                o->t = t, o->a = from, o->b = to, o->factor = k;
+                o->t = t, o->a = from, o->b = to, o->factor = k, o->eps_inert = inert;
                 an_mean_ci(d, m, c->boot, c->seed, &o->d);
             }
         }
@@ -252,8 +306,10 @@ int an_contrast_groups(const an_ctx *c, an_run *a, an_cgroup **out, size_t *ng)
         if (!ns || steps[i] != steps[ns - 1])
             steps[ns++] = steps[i];
     double *sum = calloc(ns + 1, sizeof *sum), *cnt = calloc(ns + 1, sizeof *cnt), *per = malloc((ns + 1) * sizeof *per);
+    double *phv = malloc((ns + 1) * sizeof *phv);
+    int64_t *pst = malloc((ns + 1) * sizeof *pst);
     size_t *touched = malloc((ns + 1) * sizeof *touched);
-    int rc = !sum || !cnt || !per || !touched;
+    int rc = !sum || !cnt || !per || !touched || !phv || !pst;
     for (size_t o = 0; o < n && !rc; o++) {
         size_t k = gorder[o];
         an_cgroup *G = &g[o];
@@ -267,6 +323,7 @@ int an_contrast_groups(const an_ctx *c, an_run *a, an_cgroup **out, size_t *ng)
         for (size_t m0 = gbeg[k]; m0 < gbeg[k + 1]; m0++) {
             const an_contrast *x = &v[key[m0].i];
             G->tensors++;
+            G->eps_inert += x->eps_inert;
             int sg = an_contrast_sign(x);
             G->to_better += sg > 0, G->from_better += sg < 0, G->neither += sg == 0;
             pos += x->d.mean > 0, nonzero += x->d.mean != 0;
@@ -296,11 +353,20 @@ int an_contrast_groups(const an_ctx *c, an_run *a, an_cgroup **out, size_t *ng)
         qsort(touched, nt, sizeof *touched, cmp_size);
         for (size_t j = 0; j < nt; j++) {
             per[j] = sum[touched[j]] / cnt[touched[j]];
+            pst[j] = steps[touched[j]];
             sum[touched[j]] = 0, cnt[touched[j]] = 0;
         }
         an_mean_ci(per, nt, c->boot, c->seed, &G->d);
+        an_robust_of(per, pst, nt, &G->robust);
+        for (int ph = 0; ph < AN_NPHASE; ph++) { /* the phases apart */
+            size_t m = 0;
+            for (size_t j = 0; j < nt; j++)
+                if (an_phase(c, a, pst[j]) == ph)
+                    phv[m++] = per[j];
+            an_mean_ci(phv, m, c->boot, c->seed, &G->ph[ph]);
+        }
     }
-    free(sum), free(cnt), free(per), free(touched);
+    free(sum), free(cnt), free(per), free(touched), free(phv), free(pst);
     free(key), free(first), free(gorder), free(gbeg), free(steps), free(ds), free(d);
     if (rc) {
         free(g);

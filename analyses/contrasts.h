@@ -28,7 +28,20 @@ typedef struct {
     int factor;        /* an_factor                                       */
     an_interval d;     /* SQNR_b - SQNR_a, dB                            */
     double padj;       /* Holm-adjusted p over every contrast of the run   */
+    int eps_inert;     /* the two also differ in the amax floor, which
+                          bound no group of this tensor in either (an_eps_inert) */
 } an_contrast;
+
+/* 1 when recipe r's amax floor (eps) changed nothing on tensor t: eps is 0,
+ * or at every record after warm-up every group's amax lay above it (seen
+ * from the records: a per-tensor amax above eps; a grouped recipe's
+ * smallest scale_inv above the one eps itself gives). */
+int an_eps_inert(const an_run *a, int t, int r);
+
+/* The one factor recipes x and y differ in on tensor t (an_factors_one), or
+ * that factor when they differ in it and in an amax floor inert in both
+ * (*eps_inert = 1); -1 otherwise. */
+int an_one_factor(const an_run *a, int t, int x, int y, int *eps_inert);
 
 /* Every contrast of the run (computed once, kept in the run). */
 const an_contrast *an_run_contrasts(const an_ctx *c, an_run *a, size_t *n);
@@ -58,6 +71,9 @@ typedef struct {
     an_interval d;           /* per-step group means, then mean and CI    */
     size_t events_a, events_b, steps_a, steps_b; /* overflow events after warm-up */
     double under_a, under_b, over_a, over_b;     /* pooled element rates after warm-up */
+    an_robust robust;        /* the per-step means: median step, the steps that carry the mean */
+    int eps_inert;           /* members paired although their amax floors differ (inert here) */
+    an_interval ph[3];       /* the per-step means by phase (an_phase): LR warm-up, early, steady */
 } an_cgroup;
 
 /* The run's contrasts grouped; *out is malloc'd (free it). */

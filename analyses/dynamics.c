@@ -1,7 +1,7 @@
 /*
  * dynamics.c — how fast amax moves from one step to the next at tensor,
- * row and block granularity: the evidence for (or against) "per-tensor
- * amax is stable enough for delayed scaling, per-block amax is not".
+ * row and block granularity (descriptive: what the stale scale costs at
+ * each granularity is claim.c's test, on identical tensors).
  *
  * r = log2(amax_t / amax_{t-1}), one step apart.  Tensor granularity: the
  * every-step amax series (schema 3), every consecutive pair after warm-up
@@ -14,7 +14,7 @@
  * of one pair move together), circular blocks of steps for the tensor.
  *
  * Data files: dynamics_tensors.tsv (per tensor, every step),
- * dynamics_granularity.tsv (per tensor x granularity), dynamics_claim.tsv.
+ * dynamics_granularity.tsv (per tensor x granularity), dynamics_volatility.tsv.
  */
 #include <gsl/gsl_rng.h>
 #include <gsl/gsl_sort.h>
@@ -354,25 +354,10 @@ static void ratio_ci(const an_ctx *c, const pool *B, const double *tr, size_t tn
     free(v), free(ps), free(P1), free(P2);
 }
 
-static const char *claim_verdict(double ratio, double lo, double hi)
-{
-    if (!(ratio == ratio))
-        return "inconclusive";
-    if (lo >= 2)
-        return "supported";
-    if (lo >= 1.25)
-        return "weakly supported";
-    if (hi < 1.25)
-        return "not supported";
-    return "inconclusive";
-}
-
 int an_dynamics(an_ctx *c)
 {
-    an_span q_med = {0, 0, 0}, q_lo = {0, 0, 0}, q_sup = {0, 0, 0}, q_not = {0, 0, 0};
-    int q_t = 0, q_risky = 0;
     FILE *ft = an_data(c, "dynamics_tensors.tsv"), *fg = an_data(c, "dynamics_granularity.tsv"),
-         *fc = an_data(c, "dynamics_claim.tsv");
+         *fc = an_data(c, "dynamics_volatility.tsv");
     int rc = 0;
     if (!ft || !fg || !fc) {
         rc = 1;
@@ -381,12 +366,16 @@ int an_dynamics(an_ctx *c)
     fprintf(ft, "run\ttensor\trole\tlayer\tsteps\tlag\tsd_log2\tp01\tp50\tp99\tmax_abs\tshare_doubled\t"
                 "autocorr_lag1\ttrend_bits_per_1000_steps\ttrend_stderr_hac\n");
     fprintf(fg, "run\ttensor\tgranularity\tsource\tlag\tpairs\tratios\tsd_log2\tp01\tp50\tp99\tmax_abs\tshare_doubled\n");
-    fprintf(fc, "run\ttensor\trole\tsd_tensor\tsd_block_1x128\tratio\tci95_lo\tci95_hi\tverdict\tdelayed_events\t"
-                "delayed_overflowed_materially\n");
-    fprintf(c->md, "## amax dynamics: tensor, row and block granularity\n\n"
+    fprintf(fc, "run\ttensor\trole\tsd_tensor\tsd_block_1x128\tvolatility_ratio\tci95_lo\tci95_hi\n");
+    fprintf(c->md, "## amax volatility: tensor, row and block granularity (descriptive)\n\n"
                    "r = log2(amax_t / amax_{t-1}) between steps one apart, after warm-up: the step-to-step change "
                    "in bits; a delayed scale is stale by at least one step, so large positive r is what overflows "
-                   "it. share doubled: P(r > 1).\n\n");
+                   "it. share doubled: P(r > 1). The volatility ratio sd(r, 1x128 blocks) / sd(r, tensor) describes "
+                   "how much more a block's amax moves than the tensor's; it is not a test of delayed scaling: on "
+                   "activations and gradients a block position holds other tokens at each step, so the ratio "
+                   "compares a max over one row's 128 values with a max over the whole tensor (a max over fewer "
+                   "values varies more whatever the dynamics). What the stale scale costs at each granularity is "
+                   "measured on identical tensors in \"Delayed scaling at tensor and block granularity\".\n\n");
     for (int ri = 0; ri < c->nruns; ri++) {
         an_run *a = &c->runs[ri];
         int T = a->run->ntensors;
@@ -412,9 +401,8 @@ int an_dynamics(an_ctx *c)
         if (a->run->nblock_amax && fp8_run_block_amax_all(a->run, &bam, &nbam) != FP8_OK)
             fprintf(stderr, "fp8prof: dynamics: %s\n", fp8_error_message());
         double sd_sum = 0;
-        int sd_n = 0, with = 0, nverd[5] = {0}, sup_risky = 0, nratio = 0;
+        int sd_n = 0, with = 0, nratio = 0;
         int64_t lag_t = 1, lag_b = 1;
-        const char *vnames[5] = {"supported", "weakly supported", "not supported", "inconclusive", NULL};
         pool all[NG];
         memset(all, 0, sizeof all);
         for (int t = 0; t < T; t++) {
@@ -467,21 +455,10 @@ int an_dynamics(an_ctx *c)
                 rstats_of(P[G_B128].r, P[G_B128].n, &bs);
                 double rt = s.sd > 0 ? bs.sd / s.sd : NAN, lo, hi;
                 ratio_ci(c, &P[G_B128], rr, m, &lo, &hi);
-                const char *v = claim_verdict(rt, lo, hi);
-                int vi = 0;
-                while (vnames[vi] && strcmp(vnames[vi], v))
-                    vi++;
-                nverd[vi]++;
                 if (rt == rt)
                     ratio[nratio++] = rt;
-                /* was the tensor amax itself stable enough for delayed scaling? */
-                int D = an_delayed_recipe(a, t);
-                const an_sstats *sd = D >= 0 ? an_series_cached(a, t, an_canon(a, t, D)) : NULL;
-                int risky = sd && (int)sd->events >= c->min_events;
-                sup_risky += risky && vi <= 1;
-                fprintf(fc, "%s\t%s\t%s\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%s\t%zu\t%d\n", a->label, a->run->tensor_name[t],
-                        fp8_role_name((fp8_role)a->run->tensor_role[t]), s.sd, bs.sd, rt, lo, hi, v, sd ? sd->events : 0,
-                        risky);
+                fprintf(fc, "%s\t%s\t%s\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\n", a->label, a->run->tensor_name[t],
+                        fp8_role_name((fp8_role)a->run->tensor_role[t]), s.sd, bs.sd, rt, lo, hi);
             }
             for (int g = 0; g < NG; g++)
                 pool_free(&P[g]);
@@ -528,40 +505,16 @@ int an_dynamics(an_ctx *c)
                 if (rng)
                     gsl_rng_free(rng);
             }
-            fprintf(c->md, "\n**Rule** per tensor: the claim \"per-tensor amax suits delayed scaling, per-block amax "
-                           "needs just-in-time scaling\" is *supported* when the 95%% interval of sd(r, 1x128 blocks) / "
-                           "sd(r, tensor) lies at or above 2, *weakly supported* at or above 1.25, *not supported* "
-                           "below 1.25, else inconclusive. Here: median ratio %.2f [%.2f, %.2f] over %d tensors; "
-                           "supported on %d, weakly on %d, not on %d, inconclusive on %d (`dynamics_claim.tsv`).",
-                    med, mlo, mhi, nratio, nverd[0], nverd[1], nverd[2], nverd[3]);
-            if (sup_risky)
-                fprintf(c->md, " But on %d of the tensors where it holds, delayed scaling itself overflowed "
-                               "materially (>= %d events after warm-up): their tensor amax moved too much for a stale "
-                               "scale as well, so the first half of the claim fails there.",
-                        sup_risky, c->min_events);
-            fprintf(c->md, "\n\n");
-            an_span_add(&q_med, med), an_span_add(&q_lo, mlo), an_span_add(&q_sup, nverd[0]);
-            an_span_add(&q_not, nverd[2]);
-            q_t = nratio > q_t ? nratio : q_t;
-            q_risky += sup_risky;
-            an_finding(c, "dynamics", "`%s`: block/tensor sd of r median %.2fx [%.2f, %.2f] over %d tensors; supported "
-                                      "%d, weakly %d, not %d, inconclusive %d%s",
-                       a->label, med, mlo, mhi, nratio, nverd[0], nverd[1], nverd[2], nverd[3],
-                       sup_risky ? "; delayed itself overflowed on some of them (see dynamics)" : "");
+            fprintf(c->md, "\nVolatility ratio sd(r, 1x128 blocks) / sd(r, tensor): median %.2f [%.2f, %.2f] over %d "
+                           "tensors (`dynamics_volatility.tsv`, per tensor with a bootstrap interval).\n\n",
+                    med, mlo, mhi, nratio);
+            an_finding(c, "dynamics", "`%s`: block/tensor volatility ratio, median %.2fx [%.2f, %.2f] over %d tensors "
+                                      "(descriptive)",
+                       a->label, med, mlo, mhi, nratio);
         }
         for (int g = 0; g < NG; g++)
             pool_free(&all[g]);
         free(rr), free(xs), free(ys), free(ratio), free(bam);
-    }
-    if (q_med.n) {
-        char a1[48], a2[48], a3[48], a4[48];
-        an_key(c, AN_Q_DYNAMICS, "amax dynamics: tensor, row and block granularity",
-               "step to step, 1x128-block amaxes move %sx as much as the tensor amax (median over %d tensors%s; lower "
-               "95%% bound %s); the claim holds clearly (ratio >= 2) on %s tensors and fails (< 1.25) on %s%s",
-               an_span_fmt(&q_med, "%.2f", a1, sizeof a1), q_t, q_med.n > 1 ? ", range over the runs" : "",
-               an_span_fmt(&q_lo, "%.2f", a2, sizeof a2), an_span_fmt(&q_sup, "%.0f", a3, sizeof a3),
-               an_span_fmt(&q_not, "%.0f", a4, sizeof a4),
-               q_risky ? "; on some where it holds, the tensor amax moved too much for delayed scaling too" : "");
     }
 done:
     if (an_data_close(c, (FILE *[]){ft, fg, fc}, 3))

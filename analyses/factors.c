@@ -47,6 +47,11 @@ void an_factors_of(const fp8_recipe *r0, fp8_role role, an_factors *f)
         else
             snprintf(f->gran, sizeof f->gran, "%dx%d", r.block_rows, r.block_cols);
         snprintf(f->enc, sizeof f->enc, "%s", r.ue8m0 ? "ue8m0" : r.pow2 ? "pow2" : "fp32");
+        if (r.block_delayed) { /* delayed scaling at block granularity */
+            f->timing = 1;
+            snprintf(f->delayed, sizeof f->delayed, "h=%d,%s,m=%d", r.history_len,
+                     r.algo_most_recent ? "most_recent" : "max", r.margin);
+        }
         break;
     case FP8_RECIPE_MX: {
         static const char *enc[] = {"e8m0-floor", "e8m0-ceil", "ue8m0", "e8m0-even"};
@@ -77,7 +82,10 @@ void an_factors_of(const fp8_recipe *r0, fp8_role role, an_factors *f)
     if (r.rht_active && n < sizeof f->cast)
         n += (size_t)snprintf(f->cast + n, sizeof f->cast - n, "%srht", n ? "," : "");
     if (r.torchao && n < sizeof f->cast)
-        snprintf(f->cast + n, sizeof f->cast - n, "%storchao", n ? "," : "");
+        n += (size_t)snprintf(f->cast + n, sizeof f->cast - n, "%storchao", n ? "," : "");
+    /* Smooth SwiGLU evaluated as a shadow: the cast of a smoothed tensor */
+    if (r.smooth && n < sizeof f->cast)
+        snprintf(f->cast + n, sizeof f->cast - n, "%s%s", n ? "," : "", r.smooth == 2 ? "smooth=fold" : "smooth");
 }
 
 static int differs(an_factor k, const an_factors *a, const an_factors *b)
@@ -101,6 +109,15 @@ static int differs(an_factor k, const an_factors *a, const an_factors *b)
     default:
         return 0;
     }
+}
+
+unsigned an_factors_diff(const an_factors *a, const an_factors *b)
+{
+    unsigned m = 0;
+    for (int k = 0; k < AN_NFACTOR; k++)
+        if (differs((an_factor)k, a, b))
+            m |= 1u << k;
+    return m;
 }
 
 int an_factors_equal(const an_factors *a, const an_factors *b)
@@ -290,6 +307,9 @@ const char *an_factors_label(const an_factors *f, char *buf, size_t n)
         l = (size_t)snprintf(buf, n, "%s %s", name, rule);
     } else if (f->timing == 0)
         l = (size_t)snprintf(buf, n, "%s none", f->format);
+    else if (f->timing == 1 && strcmp(f->gran, "tensor"))
+        l = (size_t)snprintf(buf, n, "%s block %s delayed %s%s%s", f->format, f->gran, f->delayed,
+                             strcmp(f->enc, "fp32") ? " " : "", strcmp(f->enc, "fp32") ? f->enc : "");
     else if (f->timing == 1)
         l = (size_t)snprintf(buf, n, "%s delayed %s%s", f->format, f->delayed, strcmp(f->enc, "fp32") ? " pow2" : "");
     else if (!strcmp(f->gran, "tensor"))

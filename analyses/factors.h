@@ -52,6 +52,9 @@ int an_factors_equal(const an_factors *a, const an_factors *b);
 /* A total order on numerics: 0 exactly when an_factors_equal. */
 int an_factors_cmp(const an_factors *a, const an_factors *b);
 
+/* The factors in which a and b differ, as a bit mask (1 << an_factor). */
+unsigned an_factors_diff(const an_factors *a, const an_factors *b);
+
 /* The one factor in which a and b differ, or -1 (none, or more than one). */
 int an_factors_one(const an_factors *a, const an_factors *b);
 

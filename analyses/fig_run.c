@@ -154,8 +154,9 @@ void fig_loss(figset *F)
     snprintf(vars, sizeof vars, "curves = 'loss_curves.tsv'\ndiffs = 'loss_diff.tsv'\nruns = %s\nttl = %s\n",
              plot_quote(runs, q3, sizeof q3), plot_quote("Training loss and its difference to the baseline", q2, sizeof q2));
     fig_draw(F, "loss", "fig_loss", vars, "loss",
-             "Top: training loss per step, smoothed (centred moving mean). Bottom: relative difference to the baseline, "
-             "smoothed; grey band: the noise floor (a second baseline seed's envelope), when one was trained.");
+             "Top: training loss per step, smoothed (centred moving mean). Bottom: relative difference to the baseline "
+             "arm's mean curve, smoothed; grey band: 95% of the spread between replicates of the baseline (when it has "
+             "some).");
 }
 
 /* The top outlier channels of the snapshotted tensor with the highest

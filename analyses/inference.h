@@ -19,20 +19,48 @@ double an_lag1(const double *x, size_t n);
  * autocorrelation clipped to [0, 0.95]; 1 when rho <= 0; at most n / 2. */
 size_t an_block_length(const double *x, size_t n);
 
-/* Mean of x and its 95% interval by the circular block bootstrap (block
- * length an_block_length, B resamples, GSL mt19937 seeded with seed):
- * the 2.5% and 97.5% quantiles of the resampled means; for series longer
- * than AN_BOOT_MAX_N steps the Newey-West interval mean +- t(0.975, n-1) se
- * instead (the bootstrap costs n * B; the two agree at that length).
+/* Mean of x and its 95% interval for an autocorrelated step series,
+ * calibrated at the series' own length and autocorrelation: mean +- q se,
+ * se the Newey-West standard error (below), q the 95% point of |mean / se|
+ * over AN_CAL_SIMS Gaussian AR(1) series of the same length n whose lag-1
+ * correlation is x's, bias-corrected (rho + (1 + 4 rho) / n, clipped to
+ * [0, 0.97]).  The plain t interval covers far less than 95% at the demo's
+ * length and autocorrelation; this one keeps close to it (measured by
+ * `fp8prof coverage`: docs/analyses.md, "Inference", the table).
+ * p: two-sided, t with n - 1 degrees of freedom scaled so that its 97.5%
+ * point is q.  approx = 1 where the simulated coverage at this n and rho
+ * falls below 90% (n under 20; rho above 0.7 with n under 40; rho above
+ * 0.85 with n under 100): the report marks such intervals.  B and seed are not used (kept for callers).
  * n == 0: NaN. */
-#define AN_BOOT_MAX_N 4000
+#define AN_CAL_SIMS 4000
 typedef struct {
-    size_t n, block;
+    size_t n, block;   /* block: the Newey-West bandwidth, in steps        */
     double mean, lo, hi;
-    double se, p;      /* Newey-West standard error of the mean and the
-                          two-sided p-value of mean = 0 (Student t, n - 1 df) */
+    double se, p;      /* Newey-West standard error of the mean, two-sided p */
+    double rho;        /* lag-1 autocorrelation, bias-corrected           */
+    int approx;        /* the interval's real coverage is below 90% here */
 } an_interval;
 void an_mean_ci(const double *x, size_t n, int B, unsigned long seed, an_interval *out);
+/* The calibrated critical value q(n, rho) itself (cached). */
+double an_cal_crit(size_t n, double rho);
+/* Coverage of the interval of an_mean_ci, of the plain Newey-West t
+ * interval and of a circular block bootstrap (B resamples) on m simulated
+ * AR(1) series of length n and correlation rho (what docs/analyses.md's
+ * table shows and the tests check). */
+void an_coverage(size_t n, double rho, int m, int B, unsigned long seed, double *cal, double *nw, double *boot);
+
+/* A mean over steps that one or a few steps may carry: the median step,
+ * the three steps of largest |d| with their values, and whether they
+ * dominate the mean (n >= 8 and leaving those three out moves the mean by
+ * more than half of it). */
+typedef struct {
+    size_t n;
+    double mean, median, mean_without_top;
+    int ntop, dominated;
+    int64_t top_step[3];
+    double top_val[3];
+} an_robust;
+void an_robust_of(const double *d, const int64_t *steps, size_t n, an_robust *o);
 
 /* Newey-West (Bartlett kernel) long-run variance of x about its mean with
  * bandwidth L; Andrews' AR(1) plug-in bandwidth 1.1447 (alpha n)^(1/3),

@@ -368,8 +368,10 @@ int an_outliers(an_ctx *c)
             snprintf(o, sizeof o, "the largest max/RMS is %.0f, on `%s` in `%s` (kurtosis %.1f at the first step, %.1f "
                                   "at the last)",
                      q_maxrms, q_tensor, q_run, q_k0, q_k1);
-        an_key(c, AN_Q_OUTLIERS, "Outliers", "%s%s%s%s", o, o[0] && q_smooth[0] ? "; " : "", q_smooth,
-               q_smooth[0] || c->nruns < 2 ? "" : "; no pair of runs with and without Smooth SwiGLU to compare");
+        /* (Smooth SwiGLU's line is swiglu.c's: on identical tensors; the
+         * cross-run pairs stay in this section as evidence) */
+        if (o[0])
+            an_key(c, AN_Q_OUTLIERS, "Outliers", "%s", o);
     }
 done:
     an_close(&vc);

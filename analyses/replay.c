@@ -801,12 +801,18 @@ int an_replay(an_ctx *c)
         free(input), free(tr_all);
     }
     if (q_te.n) {
-        char a1[48], a2[48], a3[48];
+        char a1[48], a2[48], a3[48], hist[200] = "";
+        int64_t shortest = INT64_MAX; /* runs not longer than TE's history make its default a running max */
+        for (int ri = 0; ri < c->nruns; ri++)
+            shortest = an_run_steps(&c->runs[ri]) < shortest ? an_run_steps(&c->runs[ri]) : shortest;
+        if (shortest <= 1024)
+            snprintf(hist, sizeof hist, " (⚠ history 1024 is not shorter than a run of %lld steps: TE's default is a "
+                                        "running max here)", (long long)shortest);
         an_key(c, AN_Q_REPLAY, "Delayed scaling replayed (history, algorithm, margin)",
-               "TE's default (history 1024, max, margin 0) overflows at %s tensor-steps after warm-up%s; the setting "
+               "TE's default (history 1024, max, margin 0) overflows at %s tensor-steps after warm-up%s%s; the setting "
                "with the fewest events on the first half of the steps (history/algorithm/margin %s) had %s in the "
                "second half, against %s for TE's default",
-               an_span_fmt(&q_te, "%.0f", a1, sizeof a1), q_te.n > 1 ? " (range over the runs)" : "", q_set,
+               an_span_fmt(&q_te, "%.0f", a1, sizeof a1), q_te.n > 1 ? " (range over the runs)" : "", hist, q_set,
                an_span_fmt(&q_b1, "%.0f", a2, sizeof a2), an_span_fmt(&q_te2, "%.0f", a3, sizeof a3));
     }
 done:

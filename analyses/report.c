@@ -15,6 +15,7 @@
 #include "keys.h"
 #include "ranks.h"
 #include "report.h"
+#include "factors.h"
 #include "report_html.h"
 
 #define meta an_meta
@@ -33,29 +34,71 @@ static void progress(const an_ctx *c, int k, int n, const char *what, double t0)
 
 /* ---- the report ------------------------------------------------------------ */
 
+/* For a factor no one-factor pair answered: the first recorded pair of
+ * recipes that differ in it and in something else, and what else (NULL
+ * when the runs record no such pair: then advising what to record is
+ * right).  malloc'd. */
+static char *why_unpaired(const an_ctx *c, int factor)
+{
+    static const char *fname[] = {"the element format", "the timing", "the granularity", "the scale encoding",
+                                  "the amax floor (eps)", "the delayed settings", "the cast options"};
+    for (int ri = 0; ri < c->nruns; ri++) {
+        const an_run *a = &c->runs[ri];
+        for (int t = 0; t < a->run->ntensors; t++) {
+            fp8_role role = (fp8_role)a->run->tensor_role[t];
+            size_t nr;
+            const int *rs = an_tensor_recipes(a, t, &nr);
+            for (size_t i = 0; i < nr; i++)
+                for (size_t j = i + 1; j < nr; j++) {
+                    int x = rs[i], y = rs[j];
+                    if (!a->recipe_ok[x] || !a->recipe_ok[y])
+                        continue;
+                    an_factors fx, fy;
+                    an_factors_of(&a->recipes[x], role, &fx);
+                    an_factors_of(&a->recipes[y], role, &fy);
+                    unsigned m = an_factors_diff(&fx, &fy);
+                    if (!(m & (1u << factor)) || m == (1u << factor))
+                        continue;
+                    char other[200] = "";
+                    size_t l = 0;
+                    for (int k = 0; k < AN_NFACTOR; k++)
+                        if (k != factor && (m & (1u << k)))
+                            l += (size_t)snprintf(other + l, sizeof other - l, "%s%s", l ? " and " : "", fname[k]);
+                    char *out = NULL, lx[96], ly[96];
+                    if (asprintf(&out, "`%s` and `%s` are recorded (e.g. on `%s` in `%s`), but they differ in %s too, "
+                                       "which is not one factor at a time: record a partner that differs in %s alone%s",
+                                 an_factors_label(&fx, lx, sizeof lx), an_factors_label(&fy, ly, sizeof ly),
+                                 a->run->tensor_name[t], a->label, other, fname[factor],
+                                 (m & (1u << AN_F_FLOOR)) ? " (the floor bound some group's amax here, so the pair "
+                                                            "could not be treated as equal in it; `eps=0` on both "
+                                                            "avoids that)" : "") < 0)
+                        return NULL;
+                    return out;
+                }
+        }
+    }
+    return NULL;
+}
+
+#define NANALYSES 8
+int an_report_total(void) { return 1 + NANALYSES + 2; }
+
 int an_report(an_ctx *c, int nsteps_done_before, double t0)
 {
     static const struct {
         const char *name;
         int (*fn)(an_ctx *);
-    } steps[] = {{"compare", an_compare}, {"replay", an_replay}, {"dynamics", an_dynamics},
-                 {"outliers", an_outliers}, {"loss", an_loss},     {"advise", an_advise}};
-    enum { NA = 6 };
+    } steps[] = {{"compare", an_compare}, {"claim", an_claim},   {"replay", an_replay}, {"dynamics", an_dynamics},
+                 {"outliers", an_outliers}, {"swiglu", an_swiglu}, {"loss", an_loss},     {"advise", an_advise}};
+    enum { NA = NANALYSES };
     int total = nsteps_done_before + NA + 2;
     char *sec[NA] = {0};
     size_t secn[NA] = {0};
     int rc = 0;
-    /* the baseline: --baseline, else a run recorded without FP8 (/meta
-     * recipe bf16 or fp32), else the first */
+    /* the baseline: --baseline, else the loss analysis's stated rule (an
+     * arm without FP8, the one with most replicates; never file order) */
     if (!c->baseline_set)
-        c->baseline = 0;
-    for (int i = 0; i < c->nruns && !c->baseline_set; i++) {
-        const char *r = meta(&c->runs[i], "recipe");
-        if (r && (strcmp(r, "bf16") == 0 || strcmp(r, "fp32") == 0)) {
-            c->baseline = i;
-            break;
-        }
-    }
+        c->baseline = -1;
     /* Smooth SwiGLU (unless --smooth named the pair): a run without it and
      * one with it (folded, "yes" in older files, before published), same
      * /meta recipe and steps; a run with the other variant is vs_c */
@@ -121,6 +164,13 @@ int an_report(an_ctx *c, int nsteps_done_before, double t0)
             "no tensor has steps after warm-up",
             "no records to measure",
             "fewer than two runs carry the loss series"};
+        /* a question about one factor that no pair answered: when recipes
+         * of both sides were recorded, say why they are not compared instead
+         * of advising to record them again */
+        static const int qfactor[AN_NQ] = {-1, AN_F_TIMING, AN_F_GRANULARITY, AN_F_FORMAT, -1, -1, -1, -1};
+        for (int q = 0; q < AN_NQ; q++)
+            if (!c->key[q] && !c->key_missing[q] && qfactor[q] >= 0)
+                c->key_missing[q] = why_unpaired(c, qfactor[q]);
         for (int q = 0; q < AN_NQ; q++) {
             char slug[160];
             if (c->key[q]) {
@@ -184,8 +234,13 @@ int an_report(an_ctx *c, int nsteps_done_before, double t0)
             const char *r = meta(a, "recipe"), *s = meta(a, "steps");
             char lab[200] = "-";
             fp8_recipe pr;
-            if (r && (!strcmp(r, "bf16") || !strcmp(r, "fp32")))
+            const char *ap = meta(a, "applied"), *rr = meta(a, "recorded_recipe");
+            if (r && (!strcmp(r, "bf16") || !strcmp(r, "fp32")) && rr)
+                snprintf(lab, sizeof lab, "%s, record-only; %s as shadow (no FP8 applied)", r, rr);
+            else if (r && (!strcmp(r, "bf16") || !strcmp(r, "fp32")))
                 snprintf(lab, sizeof lab, "%s (no FP8%s)", r, a->run->nrecipes ? "; recipes recorded as shadows only" : "");
+            else if (ap && !strcmp(ap, "no"))
+                snprintf(lab, sizeof lab, "%s recorded, not applied (record-only)", r ? r : "?");
             else if (r && fp8_recipe_parse(r, &pr) == FP8_OK) {
                 int k = 0; /* the run's own id of it, for the canonical label */
                 while (k < a->run->nrecipes && strcmp(a->run->recipe_spec[k], pr.spec) != 0)

@@ -10,5 +10,7 @@
  * index.html there.  Progress lines count on from nsteps_done_before
  * (loading), timed from t0 (CLOCK_MONOTONIC seconds).  0 or 1. */
 int an_report(an_ctx *c, int nsteps_done_before, double t0);
+/* The progress lines' total: loading, every analysis, figures, done. */
+int an_report_total(void);
 
 #endif

@@ -26,10 +26,13 @@ int cmd_dynamics(int argc, char **argv);
 int cmd_outliers(int argc, char **argv);
 int cmd_loss(int argc, char **argv);
 int cmd_advise(int argc, char **argv);
+int cmd_claim(int argc, char **argv);
+int cmd_swiglu(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_gemm_error(int argc, char **argv);
 int cmd_ranks(int argc, char **argv);
+int cmd_coverage(int argc, char **argv);
 
 extern const cli_command cli_commands[];
 

@@ -1,6 +1,6 @@
 /*
- * cmd_analyses.c — `fp8prof compare|replay|dynamics|outliers|loss|advise
- * RUN.h5 [MORE.h5 ...]`: one analysis over recorded runs.  Data files go to
+ * cmd_analyses.c — `fp8prof compare|claim|replay|dynamics|outliers|swiglu|
+ * loss|advise RUN.h5 [MORE.h5 ...]`: one analysis over recorded runs.  Data files go to
  * -o DIR (default fp8prof-out), the Markdown section to stdout.
  */
 #include <stdio.h>
@@ -13,10 +13,10 @@
 
 /* Shared options of the analyses and the report; the run paths are
  * collected into paths[] (at most max).  0, or a usage error status. */
-/* Names of runs given to --baseline, --noise and --smooth, resolved once
- * the runs are open. */
+/* Names of runs given to --baseline and --smooth, resolved once the runs
+ * are open. */
 typedef struct {
-    const char *baseline, *noise, *smooth;
+    const char *baseline, *smooth;
 } run_names;
 
 static int find_run(const char *cmd, const char *opt, const an_ctx *c, const char *const *paths, const char *name)
@@ -38,8 +38,6 @@ static int resolve_names(const char *cmd, an_ctx *c, const char *const *paths, c
             return 2;
         c->baseline_set = 1;
     }
-    if (nm->noise && (c->noise = find_run(cmd, "--noise", c, paths, nm->noise)) < 0)
-        return 2;
     if (nm->smooth) {
         char a[1024];
         snprintf(a, sizeof a, "%s", nm->smooth);
@@ -89,10 +87,18 @@ static int analysis_options(const char *cmd, int argc, char **argv, an_ctx *c, c
         else if (strcmp(a, "--baseline") == 0)
             nm->baseline = argv[++i];
         else if (strcmp(a, "--noise") == 0)
-            nm->noise = argv[++i];
+            return cli_usage_error("%s: --noise is gone: the loss's noise is the spread of replicates (runs whose "
+                                   "/meta differs only in seed), found among the runs given", cmd);
         else if (strcmp(a, "--smooth") == 0)
             nm->smooth = argv[++i];
-        else if (strcmp(a, "--min-events") == 0) {
+        else if (strcmp(a, "--claim-margin") == 0)
+            rc = cli_number(cmd, a, argv[++i], 0, 100, 0, &c->claim_margin_db);
+        else if (strcmp(a, "--equivalence-margin") == 0)
+            rc = cli_number(cmd, a, argv[++i], 0.001, 100, 0, &c->equivalence_pct);
+        else if (strcmp(a, "--lr-warmup") == 0) {
+            if (!(rc = cli_number(cmd, a, argv[++i], 0, 4.6e18, 1, &d)))
+                c->lr_warmup = (long long)d;
+        } else if (strcmp(a, "--min-events") == 0) {
             if (!(rc = cli_number(cmd, a, argv[++i], 1, 1e9, 1, &d)))
                 c->min_events = (int)d;
         } else if (strcmp(a, "--diverge") == 0)
@@ -151,6 +157,8 @@ int cmd_dynamics(int argc, char **argv) { return run_one("dynamics", an_dynamics
 int cmd_outliers(int argc, char **argv) { return run_one("outliers", an_outliers, argc, argv); }
 int cmd_loss(int argc, char **argv) { return run_one("loss", an_loss, argc, argv); }
 int cmd_advise(int argc, char **argv) { return run_one("advise", an_advise, argc, argv); }
+int cmd_claim(int argc, char **argv) { return run_one("claim", an_claim, argc, argv); }
+int cmd_swiglu(int argc, char **argv) { return run_one("swiglu", an_swiglu, argc, argv); }
 
 int cmd_report(int argc, char **argv)
 {
@@ -164,7 +172,7 @@ int cmd_report(int argc, char **argv)
     if (an_outdir_ready("report", c.outdir))
         return 1;
     double t0 = an_now();
-    fprintf(stderr, "fp8prof report: [1/9] loading %d run%s\n", n, n == 1 ? "" : "s");
+    fprintf(stderr, "fp8prof report: [1/%d] loading %d run%s\n", an_report_total(), n, n == 1 ? "" : "s");
     if (an_open(&c, paths, n)) {
         an_close(&c);
         return 1;

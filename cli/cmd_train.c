@@ -65,6 +65,10 @@ int cmd_train(int argc, char **argv)
             rc = cli_number("train", a, v, 1, 64, 1, &d), o.model.layers = (int)d;
         else if (!strcmp(a, "--dim"))
             rc = cli_number("train", a, v, 8, 4096, 1, &d), o.model.dim = (int)d;
+        else if (!strcmp(a, "--hidden"))
+            rc = cli_number("train", a, v, 16, 65536, 1, &d), o.model.hidden = (int)d;
+        else if (!strcmp(a, "--data-seed"))
+            rc = cli_number("train", a, v, 0, 4294967295.0, 1, &d), o.data_seed = (unsigned long)d;
         else if (!strcmp(a, "--heads"))
             rc = cli_number("train", a, v, 1, 128, 1, &d), o.model.heads = (int)d;
         else if (!strcmp(a, "--ctx"))

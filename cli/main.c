@@ -14,9 +14,10 @@
 #define OPTS "Options: -o DIR (data files; default fp8prof-out), --tensor PATTERN, --boot N (1000),\n"\
      "--seed N, --sqnr-margin DB (1), --block-gain DB (3), --underflow-max F (0.01),\n"\
      "--min-events N (3), --loss NAME (loss), --diverge F (0.02), --diverge-steps N (20),\n"\
-     "--baseline RUN and --noise RUN (the loss baseline and its second seed; default from\n"\
-     "/meta: docs/schema.md), --smooth WITHOUT,WITH (the Smooth SwiGLU pair).  RUN: a file\n"\
-     "name without .h5, or the path as given.\n"\
+     "--equivalence-margin PCT (1), --claim-margin DB (0.1), --lr-warmup STEPS (default\n"\
+     "/meta lr_warmup), --baseline RUN (the loss baseline; default: the arm of runs without\n"\
+     "FP8 with the most replicates, docs/analyses.md), --smooth WITHOUT,WITH (the Smooth\n"\
+     "SwiGLU pair across runs).  RUN: a file name without .h5, or the path as given.\n"\
      "Definitions: docs/analyses.md.\n"
 
 const cli_command cli_commands[] = {
@@ -100,16 +101,21 @@ const cli_command cli_commands[] = {
      cmd_synth},
     {"train", "train the built-in Llama-style model with emulated FP8, recording probes",
      "usage: fp8prof train [--recipe SPEC|fp32|bf16] [--shadow SPEC ...] [--smooth-swiglu[=fold|published]]\n"
-     "                     [--steps N] [--layers L --dim D --heads H --ctx T --batch B]\n"
-     "                     [--lr LR --warmup W --weight-decay WD] [--seed S] [--data FILE ...]\n"
+     "                     [--steps N] [--layers L --dim D --hidden F --heads H --ctx T --batch B]\n"
+     "                     [--lr LR --warmup W --weight-decay WD] [--seed S] [--data-seed S]\n"
+     "                     [--data FILE ...]\n"
      "                     [--val-every K] [--record-every N] [--snapshot-every K]\n"
      "                     [--block-amax-every K] [--gemm-error-every K] [--fp8-head] [--quiet]\n"
      "                     [--acc-bits B --promote N] -o RUN.h5\n"
-     "Defaults: hybrid:delayed; 6 shadows that change one factor at a time (format,\n"
-     "timing, granularity): e4m3/e5m2 x delayed/current and e4m3/e5m2:block=1x128:eps=0\n"
-     "(--shadow replaces them, --shadow none for none; up to 15; make demo records 12);\n"
-     "300 steps, 4 layers of dim 96 with 4 heads, ctx 128,\n"
-     "batch 8, lr 3e-3 with 30 warm-up steps then cosine to 10%, no weight decay, seed 1,\n"
+     "Defaults: hybrid:delayed; 8 shadows that change one factor at a time (format,\n"
+     "timing, granularity, scale encoding, per-block delayed): e4m3/e5m2 x delayed/current,\n"
+     "e4m3/e5m2:block=1x128:eps=0, e4m3:block=1x128:ue8m0,eps=0, e4m3:block=1x128:delayed,eps=0\n"
+     "(--shadow replaces them, --shadow none for none; up to 15; make demo records 13); in a\n"
+     "run without --smooth-swiglu the down projection also records its plain recipe smoothed\n"
+     "(smooth / smooth=fold shadows) and the GEMM output of both variants;\n"
+     "300 steps, 4 layers of dim 96 (--hidden: 8/3 dim) with 4 heads, ctx 128, batch 8,\n"
+     "lr 3e-3 with 30 warm-up steps then cosine to 10%, no weight decay, --seed 1 (the\n"
+     "weights) and --data-seed 1 (the batches: replicates change one of them),\n"
      "Debian's fortunes as data (else /usr/share/common-licenses), validation every 50\n"
      "steps, snapshots of *.mlp.w2.input at steps 50k and 50k+1 (--snapshot-every),\n"
      "probe statistics every 10 steps (every tensor's amax and every recipe's scale are\n"
@@ -153,8 +159,10 @@ const cli_command cli_commands[] = {
      "usage: fp8prof dynamics RUN.h5 [MORE.h5 ...] [options]\n"
      "log2(amax_t/amax_{t-1}) one step apart: per tensor from every step (quantiles,\n"
      "autocorrelation, trend with a Newey-West error); rows, 1x128 blocks and 128x128\n"
-     "tiles from the block amaxes at paired steps; per tensor the block/tensor ratio with\n"
-     "a bootstrap interval and a stated verdict on the per-tensor/per-block claim.\n"
+     "tiles from the block amaxes at paired steps; per tensor the volatility ratio\n"
+     "(block over tensor) with a bootstrap interval — descriptive: on activations and\n"
+     "gradients a block position holds other tokens at every step.  What delayed scaling\n"
+     "costs at each granularity is `fp8prof claim`.\n"
      OPTS,
      cmd_dynamics},
     {"outliers", "kurtosis, max/RMS, outlier channels; --vs RUN2 side by side",
@@ -164,11 +172,14 @@ const cli_command cli_commands[] = {
      "run (e.g. Smooth SwiGLU) with the overflow counts of shared recipes.\n"
      OPTS,
      cmd_outliers},
-    {"loss", "loss curves of runs against the first (baseline): difference, divergence",
-     "usage: fp8prof loss BASELINE.h5 RUN.h5 [MORE.h5 ...] [options]\n"
-     "Difference and relative difference to the baseline, smoothed; a noise floor from a\n"
-     "second baseline with another seed (same /meta recipe, found among the runs); the\n"
-     "two-sided rule printed (--diverge, --diverge-steps).\n"
+    {"loss", "does FP8 loss track the baseline: an equivalence test on replicates",
+     "usage: fp8prof loss RUN.h5 [MORE.h5 ...] [options]\n"
+     "Runs whose /meta agrees on all but the seed are replicates of one arm; the baseline\n"
+     "is --baseline's arm, else the arm without FP8 with the most replicates (never the\n"
+     "file order).  Per arm the tail loss against the baseline's with a 90% interval from\n"
+     "the pooled replicate sd: equivalent (two one-sided tests at --equivalence-margin),\n"
+     "different, or cannot tell (always without replicates); the minimum detectable\n"
+     "difference and the replicates needed; divergence (--diverge, --diverge-steps).\n"
      OPTS,
      cmd_loss},
     {"advise", "cheapest safe format and recipe per tensor; E4M3 vs E5M2 from the data",
@@ -178,14 +189,33 @@ const cli_command cli_commands[] = {
      "SQNR; E4M3 vs E5M2 on recipes identical but for the format, with a sign test.\n"
      OPTS,
      cmd_advise},
+    {"claim", "delayed scaling at tensor and block granularity on identical tensors: the claim tested",
+     "usage: fp8prof claim RUN.h5 [MORE.h5 ...] [options]\n"
+     "On every tensor that carries per-tensor delayed and current recipes and per-block\n"
+     "delayed and current recipes (block=RxC:delayed with the tensor recipe's history):\n"
+     "what current scaling gains over delayed at each granularity, their difference per\n"
+     "role with a calibrated 95% interval, the median step, overflow events of all four;\n"
+     "the claim 'per-tensor amax suits delayed, per-block amax suits just-in-time scaling'\n"
+     "supported / not supported / cannot tell at --claim-margin DB (0.1); phases apart.\n"
+     OPTS,
+     cmd_claim},
+    {"swiglu", "Smooth SwiGLU on identical tensors (paired), across runs beside a placebo",
+     "usage: fp8prof swiglu RUN.h5 [MORE.h5 ...] [options]\n"
+     "Smoothed shadows (recipe options smooth and smooth=fold) against the plain recipe on\n"
+     "the same down-projection tensors and GEMM outputs at every statistics step; runs\n"
+     "trained with smoothing against runs without, beside two runs that differ only in the\n"
+     "seed (how far runs drift anyway); the gate/up alignment over the run.\n"
+     OPTS,
+     cmd_swiglu},
     {"report", "every analysis and figure: DIR/index.html and DIR/report.md",
      "usage: fp8prof report RUN.h5 [MORE.h5 ...] -o DIR [options]\n"
-     "Runs compare, replay, dynamics, outliers, loss and advise, draws the figures with\n"
-     "gnuplot and writes DIR/report.md and DIR/index.html (figures inline; opens from\n"
-     "disk), headed by a summary.  The baseline for loss is a bf16/fp32 run if one is\n"
-     "given, else the first; a run with Smooth SwiGLU and one without (same recipe) are\n"
-     "compared side by side.  Also DIR/summary.json (the comparisons, replay, loss and\n"
-     "warm-up findings, machine-readable).  Prints the path of index.html.\n"
+     "Runs compare, claim, replay, dynamics, outliers, swiglu, loss and advise, draws the\n"
+     "figures with gnuplot and writes DIR/report.md and DIR/index.html (figures inline;\n"
+     "opens from disk), headed by a summary.  The loss baseline: --baseline, else the\n"
+     "stated rule of `fp8prof loss`.  A run with Smooth SwiGLU and one without (same\n"
+     "recipe) are compared side by side, beside a placebo pair.  Also DIR/summary.json\n"
+     "(comparisons, claims, smooth_swiglu, loss, phases, replay, warm-up: machine-readable,\n"
+     "docs/analyses.md).  Prints the path of index.html.\n"
      OPTS,
      cmd_report},
     {"check", "exit 1 when a run breaks a budget (for a training job's CI)",
@@ -219,10 +249,18 @@ const cli_command cli_commands[] = {
      "16384 without promotion, with promotion every 128 and in float32: a table,\n"
      "DIR/gemm_error.tsv and DIR/fig_gemm_error.png.  The model: docs/gemm.md.\n",
      cmd_gemm_error},
+    {"coverage", "how often the report's 95% intervals cover, by simulation at a series' length and autocorrelation",
+     "usage: fp8prof coverage [--n 25,49,100,200] [--rho 0,0.5,0.8,0.9] [--sims 2000] [--boot 400] [--seed 1]\n"
+     "Simulates Gaussian AR(1) series of each length n and lag-1 correlation rho (true mean\n"
+     "0) and prints, as a Markdown table, how often each 95% interval holds the mean: the\n"
+     "calibrated interval every analysis uses, the plain Newey-West t interval, and a\n"
+     "circular block bootstrap with --boot resamples (0: skip it).  Definitions:\n"
+     "docs/analyses.md, \"Inference\".\n",
+     cmd_coverage},
     {"tour", "a first look: the formats and what casting and the recipes do to a few values",
      "usage: fp8prof tour\n"
      "Shows the format table, what casting does to a handful of values and how each\n"
-     "recipe scales a small tensor.  The full demo (six training runs and their\n"
+     "recipe scales a small tensor.  The full demo (ten training runs and their\n"
      "report) is `make demo`.\n",
      cmd_tour},
     {NULL, NULL, NULL, NULL},

@@ -47,6 +47,10 @@ typedef struct {
     float *w2s;                          /* W2 / s (smooth SwiGLU)                       */
     fp8_probe *p_in[NLIN], *p_w[NLIN], *p_g[NLIN];
     lin_src src[NLIN];
+    /* Smooth SwiGLU evaluated in a plain run (the down projection's extra
+     * shadows; NULL when none) */
+    const char *smooth_in, *smooth_w;
+    char smooth_in_spec[FP8_SPEC_MAX + 16], smooth_w_spec[FP8_SPEC_MAX + 16];
 } layer_acts;
 
 struct model {
@@ -204,10 +208,30 @@ model *model_create(const model_config *cfg, unsigned long seed, model_precision
             snprintf(a->src[j].name, sizeof a->src[j].name, "layers.%zu.%s", l, lin_names[j]);
             if (ok && run && (prec == PREC_FP8 || nshadow > 0)) {
                 char name[FP8_NAME_MAX];
+                /* the down projection of a run without Smooth SwiGLU also
+                 * evaluates it, on the same tensors: the plain recipe (the
+                 * active one, else the first shadow) with smooth on the input
+                 * and smooth=fold on the weight, whose scales come from it */
+                const char *sin[16], *sw[16];
+                char smooth_in[FP8_SPEC_MAX + 16], smooth_w[FP8_SPEC_MAX + 16];
+                int nin = nshadow, nw = nshadow;
+                const char *plain = prec == PREC_FP8 ? recipe : nshadow > 0 ? shadows[0] : NULL;
+                for (int k = 0; k < nshadow; k++)
+                    sin[k] = sw[k] = shadows[k];
+                if (j == L_W2 && !smooth_swiglu && plain && nshadow < 15) {
+                    snprintf(smooth_in, sizeof smooth_in, "%s:smooth", plain);
+                    snprintf(smooth_w, sizeof smooth_w, "%s:smooth=fold", plain);
+                    sin[nin++] = smooth_in, sw[nw++] = smooth_w;
+                    a->smooth_in = a->smooth_in_spec, a->smooth_w = a->smooth_w_spec;
+                    snprintf(a->smooth_in_spec, sizeof a->smooth_in_spec, "%s", smooth_in);
+                    snprintf(a->smooth_w_spec, sizeof a->smooth_w_spec, "%s", smooth_w);
+                }
                 snprintf(name, sizeof name, "layers.%zu.%s.input", l, lin_names[j]);
-                a->p_in[j] = fp8_probe_declare(run, name, FP8_ROLE_ACTIVATION, (int)l, recipe, shadows, nshadow);
+                a->p_in[j] = fp8_probe_declare(run, name, FP8_ROLE_ACTIVATION, (int)l, recipe, sin, nin);
                 snprintf(name, sizeof name, "layers.%zu.%s.weight", l, lin_names[j]);
-                a->p_w[j] = fp8_probe_declare(run, name, FP8_ROLE_WEIGHT, (int)l, recipe, shadows, nshadow);
+                a->p_w[j] = fp8_probe_declare(run, name, FP8_ROLE_WEIGHT, (int)l, recipe, sw, nw);
+                if (a->p_in[j] && a->p_w[j] && j == L_W2 && a->smooth_in)
+                    ok = fp8_probe_smooth_from(a->p_w[j], a->p_in[j]) == FP8_OK;
                 snprintf(name, sizeof name, "layers.%zu.%s.grad_output", l, lin_names[j]);
                 a->p_g[j] = fp8_probe_declare(run, name, FP8_ROLE_GRADIENT, (int)l, recipe, shadows, nshadow);
                 ok = a->p_in[j] && a->p_w[j] && a->p_g[j];
@@ -447,6 +471,88 @@ static void fp8_linear_backward(model *m, float *dx, float *dw, const float *dy,
 
 void model_set_gemm_error(model *m, long every) { m->gemm_every = every; }
 
+/* Smooth SwiGLU on the tensors of this plain run's down projection, both
+ * variants, against the same reference h W2^T (in m->gemm_b, computed by the
+ * fprop's GEMM-output error): as published y = (Q(h s) / s) Q(W2)^T, folded
+ * y = Q(h s) Q(W2 / s)^T = (Q(h s) / s) (Q(W2 / s) s)^T, each cast by the
+ * run's recipe with the shadow's own state (its own delayed history of the
+ * smoothed tensor).  Scalars smooth_sqnr_db/<linear>/published and /fold
+ * beside gemm_sqnr_db/<linear>/fprop, the plain cast's. */
+static void smooth_gemms(model *m, layer_acts *a, const float *w2, size_t N, size_t H, size_t C)
+{
+    float *qh = m->d_quant, *qw = m->d_w2, *y = m->gemm_a; /* (free in the forward) */
+    if (fp8_probe_cast_recipe(a->p_in[L_W2], a->smooth_in, a->h, N, H, qh) != FP8_OK)
+        return;
+    fp8_gemm_nt(m, y, qh, a->q_w[L_W2], N, C, H, 0);
+    char name[FP8_NAME_MAX];
+    snprintf(name, sizeof name, "smooth_sqnr_db/%s/published", a->src[L_W2].name);
+    fp8_probe_scalar(m->run, name, m->step, sqnr_db(y, m->gemm_b, N * C));
+    if (fp8_probe_cast_recipe(a->p_w[L_W2], a->smooth_w, w2, C, H, qw) != FP8_OK)
+        return;
+    fp8_gemm_nt(m, y, qh, qw, N, C, H, 0);
+    snprintf(name, sizeof name, "smooth_sqnr_db/%s/fold", a->src[L_W2].name);
+    fp8_probe_scalar(m->run, name, m->step, sqnr_db(y, m->gemm_b, N * C));
+}
+
+/* The early warning of Smooth SwiGLU's paper: in each layer, how aligned
+ * the gate and up projections of every hidden channel are (cosine of row i
+ * of w1 and row i of w3) and how far the largest channel amax of the SwiGLU
+ * output stands above the median channel.  Scalars swiglu/<layers.l.mlp>/
+ * align_max, align_p99, align_mean, align_top (the cosine of the channel
+ * with the largest amax), amax_ratio and top_channel. */
+static int cmp_float(const void *x, const void *y)
+{
+    float a = *(const float *)x, b = *(const float *)y;
+    return (a > b) - (a < b);
+}
+
+static void swiglu_alignment(model *m)
+{
+    const size_t C = (size_t)m->c.dim, H = (size_t)m->c.hidden, N = (size_t)m->c.batch * (size_t)m->c.ctx;
+    float *cos_ = malloc(H * sizeof *cos_), *amx = malloc(H * sizeof *amx), *srt = malloc(H * sizeof *srt);
+    for (int l = 0; cos_ && amx && srt && l < m->c.layers; l++) {
+        const float *w1 = m->lp[l].w1, *w3 = m->lp[l].w3, *h = m->la[l].h;
+        double sum = 0;
+        size_t top = 0;
+        for (size_t i = 0; i < H; i++) {
+            double d = 0, a2 = 0, b2 = 0;
+            for (size_t c = 0; c < C; c++)
+                d += (double)w1[i * C + c] * w3[i * C + c], a2 += (double)w1[i * C + c] * w1[i * C + c],
+                    b2 += (double)w3[i * C + c] * w3[i * C + c];
+            cos_[i] = a2 > 0 && b2 > 0 ? (float)(d / sqrt(a2 * b2)) : 0.0f;
+            sum += cos_[i];
+            amx[i] = 0;
+            for (size_t n = 0; n < N; n++)
+                amx[i] = fmaxf(amx[i], fabsf(h[n * H + i]));
+            if (amx[i] > amx[top])
+                top = i;
+        }
+        memcpy(srt, cos_, H * sizeof *srt);
+        qsort(srt, H, sizeof *srt, cmp_float);
+        float amax_top = amx[top];
+        qsort(amx, H, sizeof *amx, cmp_float);
+        float med = amx[H / 2];
+        struct { const char *k; double v; } st[] = {
+            {"align_max", srt[H - 1]}, {"align_p99", srt[(size_t)((double)(H - 1) * 0.99)]},
+            {"align_mean", sum / (double)H}, {"align_top", cos_[top]},
+            {"amax_ratio", med > 0 ? amax_top / med : NAN}, {"top_channel", (double)top}};
+        for (size_t k = 0; k < sizeof st / sizeof st[0]; k++) {
+            char name[FP8_NAME_MAX];
+            snprintf(name, sizeof name, "swiglu/layers.%d.mlp/%s", l, st[k].k);
+            fp8_probe_scalar(m->run, name, m->step, st[k].v);
+        }
+    }
+    free(cos_), free(amx), free(srt);
+}
+
+void model_record_swiglu(model *m, long step)
+{
+    if (m->run) {
+        m->step = step;
+        swiglu_alignment(m);
+    }
+}
+
 
 float model_forward(model *m, const int *tokens, const int *targets, long step, int train)
 {
@@ -508,6 +614,8 @@ float model_forward(model *m, const int *tokens, const int *targets, long step, 
         else
             fp8_linear_forward(m, m->d_tmp, hin, w2, a->q_in[L_W2], a->q_w[L_W2], a->p_in[L_W2], a->p_w[L_W2], N, H,
                                C, &a->src[L_W2]);
+        if (a->smooth_in && gemm_due(m))
+            smooth_gemms(m, a, p->w2, N, H, C);
         for (size_t i = 0; i < N * C; i++)
             xnext[i] = a->xm[i] + m->d_tmp[i];
     }

@@ -67,6 +67,12 @@ float *model_grads(model *m);
 size_t model_num_params(const model *m);
 const model_config *model_cfg(const model *m);
 
+/* Smooth SwiGLU's early warning, as scalars of step (after a forward):
+ * per layer the cosine of the gate and up projections' rows of every hidden
+ * channel (max, 99th percentile, mean, and of the channel with the largest
+ * amax) and that amax over the median channel's (model.c). */
+void model_record_swiglu(model *m, long step);
+
 /* The down projection's input (SwiGLU output, before any smoothing) of
  * layer l from the last forward: [batch*ctx, hidden]. */
 const float *model_swiglu_out(const model *m, int layer);

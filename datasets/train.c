@@ -3,7 +3,9 @@
  * default (else /usr/share/common-licenses), bytes as tokens; the first 90%
  * trains, the last 10% validates.  Batches are random windows drawn with
  * GSL's RNG from the seed.  AdamW (0.9, 0.95), linear warm-up then cosine
- * decay to 10% of the peak.  Deterministic for a seed: one OpenBLAS thread.
+ * decay to 10% of the peak.  Deterministic for its two seeds (one OpenBLAS
+ * thread): `seed` draws the initial weights, `data_seed` the batches, so a
+ * replicate can change one without the other.
  *
  * Data parallel (o->mpi, under mpirun): every rank draws the same global
  * batch from the seed and trains on its contiguous share of the sequences;
@@ -44,14 +46,18 @@ train_options train_defaults(void)
     o.warmup = 30;
     o.weight_decay = 0.0f;
     o.seed = 1;
+    o.data_seed = 1;
     o.recipe = "hybrid:delayed";
-    /* shadows that change one factor at a time (docs/analyses.md): format
-     * (E4M3 / E5M2) x timing (delayed / current) at tensor granularity, and
-     * granularity (tensor -> 1x128 blocks, fp32 scales, no amax floor) in
-     * both formats.  Six, so that probes stay under 10% of a step; make demo
-     * adds scale encodings, rows, 128x128 tiles and MX (datasets/demo.sh). */
+    /* shadows that change one factor at a time (docs/analyses.md), for
+     * every role: format (E4M3 / E5M2) x timing (delayed / current) at
+     * tensor granularity; granularity (tensor -> 1x128 blocks, fp32 scales,
+     * no amax floor) in both formats; the scale encoding (fp32 -> UE8M0);
+     * and delayed scaling per block (the claim test: per-tensor vs per-block
+     * delayed).  make demo adds rows, 128x128 tiles, pow2 and MX
+     * (datasets/demo.sh). */
     static const char *factorial[] = {"e4m3:delayed", "e5m2:delayed", "e4m3:current", "e5m2:current",
-                                      "e4m3:block=1x128:eps=0", "e5m2:block=1x128:eps=0"};
+                                      "e4m3:block=1x128:eps=0", "e5m2:block=1x128:eps=0",
+                                      "e4m3:block=1x128:ue8m0,eps=0", "e4m3:block=1x128:delayed,eps=0"};
     o.nshadow = (int)(sizeof factorial / sizeof factorial[0]);
     for (int k = 0; k < o.nshadow; k++)
         o.shadows[k] = factorial[k];
@@ -189,7 +195,7 @@ int train_run(const train_options *o)
     size_t ntrain = c.n / 10 * 9, nval = c.n - ntrain;
     double h = unigram_entropy(c.bytes, ntrain);
     model_precision prec = !strcmp(o->recipe, "fp32") ? PREC_FP32 : !strcmp(o->recipe, "bf16") ? PREC_BF16 : PREC_FP8;
-    char seedtxt[32], shape[128], stepstxt[32], acctxt[160];
+    char seedtxt[32], dseedtxt[32], warmtxt[32], shape[128], stepstxt[32], acctxt[160];
     int acc_on = o->acc.acc_bits || o->acc.promote;
     if (!acc_on)
         snprintf(acctxt, sizeof acctxt, "fp32 (cblas_sgemm)");
@@ -206,17 +212,23 @@ int train_run(const train_options *o)
         return 2;
     }
     snprintf(seedtxt, sizeof seedtxt, "%lu", o->seed);
+    snprintf(dseedtxt, sizeof dseedtxt, "%lu", o->data_seed);
+    snprintf(warmtxt, sizeof warmtxt, "%ld", o->warmup);
     snprintf(stepstxt, sizeof stepstxt, "%ld", o->steps);
-    snprintf(shape, sizeof shape, "layers %d dim %d heads %d ctx %d batch %d", o->model.layers, o->model.dim,
-             o->model.heads, o->model.ctx, o->model.batch);
+    int hidden = o->model.hidden > 0 ? o->model.hidden : ((8 * o->model.dim / 3) + 15) / 16 * 16; /* model.c's rule */
+    snprintf(shape, sizeof shape, "layers %d dim %d hidden %d heads %d ctx %d batch %d", o->model.layers, o->model.dim,
+             hidden, o->model.heads, o->model.ctx, o->model.batch);
     char worldtxt[16];
     snprintf(worldtxt, sizeof worldtxt, "%d", world);
-    const char *kv[] = {"source", "fp8prof train", "recipe", o->recipe, "model", shape, "seed", seedtxt,
+    /* the keys the analyses read (docs/schema.md); parallel_dp/tp only under mpirun */
+    const char *kv[] = {"source", "fp8prof train", "recipe", o->recipe, "applied", prec == PREC_FP8 ? "yes" : "no",
+                        "model", shape, "seed", seedtxt, "data_seed", dseedtxt, "lr_warmup", warmtxt,
                         "steps", stepstxt, "data", source, "smooth_swiglu",
                         o->smooth_swiglu == SMOOTH_FOLD        ? "fold"
                         : o->smooth_swiglu == SMOOTH_PUBLISHED ? "published"
                                                                : "no",
                         "accumulation", acctxt, "parallel_dp", worldtxt, "parallel_tp", "1"};
+    const int nkv = (int)(sizeof kv / sizeof kv[0] / 2);
     fp8_probe_options po = fp8_probe_defaults();
     po.snapshot_pattern = "*.mlp.w2.input";
     po.snapshot_every = o->snapshot_every;
@@ -227,9 +239,9 @@ int train_run(const train_options *o)
     if (o->mpi) {
         const char *gname[] = {"dp"};
         MPI_Comm gcomm[] = {MPI_COMM_WORLD};
-        run = fp8_probe_open_mpi(o->out, &po, kv, 10, MPI_COMM_WORLD, gname, gcomm, 1);
+        run = fp8_probe_open_mpi(o->out, &po, kv, nkv, MPI_COMM_WORLD, gname, gcomm, 1);
     } else
-        run = fp8_probe_open(o->out, &po, kv, 8);
+        run = fp8_probe_open(o->out, &po, kv, nkv - 2);
     if (!run) {
         fprintf(stderr, "fp8prof: train: %s\n", fp8_error_message());
         free(c.bytes);
@@ -263,7 +275,7 @@ int train_run(const train_options *o)
                : o->smooth_swiglu == SMOOTH_PUBLISHED ? " + Smooth SwiGLU (as published)"
                                                       : "");
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937), *vrng = gsl_rng_alloc(gsl_rng_mt19937);
-    gsl_rng_set(rng, o->seed);
+    gsl_rng_set(rng, o->data_seed); /* the batches; o->seed drew the weights */
     int *x = malloc(B * T * sizeof *x), *y = malloc(B * T * sizeof *y);
     int *xr = x + (size_t)rank * N, *yr = y + (size_t)rank * N; /* this rank's sequences */
     interrupted = 0;
@@ -280,6 +292,8 @@ int train_run(const train_options *o)
                                                                                   (float)(o->steps - o->warmup))));
         draw(rng, c.bytes, ntrain, x, y, B, T);
         loss = model_forward(m, xr, yr, step, 1);
+        if (step % o->record_every == 0)
+            model_record_swiglu(m, step); /* (this step's SwiGLU output and weights) */
         model_backward(m, step);
         if (o->mpi) {
             /* sum over ranks, then the mean: one rank's gradient passes unchanged */
@@ -325,20 +339,31 @@ int train_run(const train_options *o)
         }
         if (!quiet) {
             double el = now() - t0, eta = el / (double)(step + 1) * (double)(o->steps - step - 1);
+            char val[32] = ""; /* (nothing before the first validation) */
+            if (!isnan(last_val))
+                snprintf(val, sizeof val, " val %.4f", last_val);
             if (tty)
-                printf("\rstep %ld/%ld  loss %.4f  val %.4f  %.0f tok/s  ETA %.0fs   ", step + 1, o->steps, loss,
-                       last_val, (double)N / dt, eta);
+                printf("\rstep %ld/%ld  loss %.4f %s  %.0f tok/s  ETA %.0fs   ", step + 1, o->steps, loss, val,
+                       (double)N / dt, eta);
             else if ((step + 1) % o->val_every == 0 || step + 1 == o->steps)
-                printf("step %ld/%ld loss %.4f val %.4f %.0f tok/s\n", step + 1, o->steps, loss, last_val,
-                       (double)N / dt);
+                printf("step %ld/%ld loss %.4f%s %.0f tok/s\n", step + 1, o->steps, loss, val, (double)N / dt);
             fflush(stdout);
         }
     }
     signal(SIGINT, old);
     int rc = fp8_probe_close(run) == FP8_OK ? 0 : 1;
-    if (!quiet)
-        printf("%s%s after %ld steps in %.1f s: loss %.4f, validation %.4f nats/byte (unigram entropy %.3f); run %s\n",
-               tty ? "\n" : "", interrupted ? "interrupted" : "done", step, now() - t0, loss, last_val, h, o->out);
+    if (!quiet) {
+        double el = now() - t0;
+        char took[32], val[48] = "";
+        if (el < 10)
+            snprintf(took, sizeof took, "%.0f ms", el * 1e3); /* short runs: a clock that resolves them */
+        else
+            snprintf(took, sizeof took, "%.1f s", el);
+        if (!isnan(last_val))
+            snprintf(val, sizeof val, ", validation %.4f", last_val);
+        printf("%s%s after %ld steps in %s: loss %.4f%s nats/byte (unigram entropy %.3f); run %s\n", tty ? "\n" : "",
+               interrupted ? "interrupted" : "done", step, took, loss, val, h, o->out);
+    }
     gsl_rng_free(rng), gsl_rng_free(vrng);
     free(x), free(y), free(c.bytes);
     model_free(m);

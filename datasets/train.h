@@ -13,7 +13,9 @@ typedef struct {
     float lr;                 /* peak learning rate                        */
     long warmup;              /* linear warm-up steps, then cosine to 10%  */
     float weight_decay;
-    unsigned long seed;
+    unsigned long seed;       /* the weights' initialisation               */
+    unsigned long data_seed;  /* the batches' order (1): replicates that change
+                                 only the initialisation keep it            */
     const char *recipe;       /* "fp32", "bf16" or a recipe spec            */
     const char *shadows[15];
     int nshadow;

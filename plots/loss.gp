@@ -1,8 +1,8 @@
 # loss.gp — loss of several runs (smoothed, top) and their relative
-# difference to the baseline, the first run (smoothed, bottom; only with two
-# runs or more) with the noise floor as a band when a second baseline seed was
-# given.  Reads loss_curves.tsv and loss_diff.tsv as written by the loss
-# analysis (column 7: the noise floor, NaN without one).
+# difference to the baseline arm's mean curve (smoothed, bottom; only with two
+# runs or more) with the replicates' 95% band when the baseline has
+# replicates.  Reads loss_curves.tsv and loss_diff.tsv as written by the loss
+# analysis (column 7: the band, NaN without replicates).
 # inputs: out, curves, diffs, runs (space-separated labels, baseline first), ttl
 set datafile separator "\t"
 n = words(runs)
@@ -18,7 +18,7 @@ do for [k=1:2] {
     if (n > 1) {
         set ylabel "relative difference to baseline (%, smoothed)"
         set style fill transparent solid 0.2 noborder
-        plot diffs using 3:(strcol(1) eq word(runs, 2) && $7 == $7 ? -100 * $7 : 1/0):(100 * $7) every ::1 with filledcurves lc rgb "#888888" title "noise floor", \
+        plot diffs using 3:(strcol(1) eq word(runs, 2) && $7 == $7 ? -100 * $7 : 1/0):(100 * $7) every ::1 with filledcurves lc rgb "#888888" title "replicate spread (95%)", \
              for [i=2:n] diffs using 3:(strcol(1) eq word(runs, i) ? 100 * $6 : 1/0) every ::1 with lines lw 2 lc i title word(runs, i), \
              0 with lines lc rgb "#000000" dt 2 notitle
         unset multiplot

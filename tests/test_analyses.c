@@ -412,66 +412,7 @@ static void test_bad_input(void)
     close_ctx(&d);
 }
 
-/* ---- loss divergence, bits per element, bootstrap, dynamics, channels ----- */
-
-static double md_number_after(const char *md, const char *key)
-{
-    const char *p = strstr(md, key);
-    return p ? atof(p + strlen(key)) : NAN;
-}
-
-static void write_loss_run(const char *path, double factor_after, int64_t from)
-{
-    fp8_probe_run *run = fp8_probe_open(path, NULL, NULL, 0);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(run);
-    for (int64_t s = 0; s < 300; s++) {
-        double l = 3.0 * exp(-(double)s / 150.0) + 1.0 + 0.01 * sin((double)s); /* wiggles smoothing removes */
-        fp8_probe_scalar(run, "loss", s, s >= from ? l * factor_after : l);
-        fp8_probe_step_end(run, s);
-    }
-    CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
-}
-
-static void test_loss_divergence(void)
-{
-    write_loss_run("build/t_an/base.h5", 1.0, 0);
-    write_loss_run("build/t_an/close.h5", 1.01, 0);  /* 1% above: tracks (rule: 2% for 20 steps) */
-    write_loss_run("build/t_an/far.h5", 1.05, 150); /* 5% above from step 150: diverges there */
-    an_ctx c;
-    an_defaults(&c);
-    c.outdir = "build/t_an/loss";
-    char *md = NULL;
-    size_t mdn = 0;
-    c.md = open_memstream(&md, &mdn);
-    const char *p[3] = {"build/t_an/base.h5", "build/t_an/close.h5", "build/t_an/far.h5"};
-    CU_ASSERT_EQUAL_FATAL(an_open(&c, p, 3), 0);
-    CU_ASSERT_EQUAL(an_loss(&c), 0);
-    fclose(c.md);
-    CU_ASSERT(strstr(md, "| close | 300 |") != NULL);
-    CU_ASSERT(strstr(md, "tracks the baseline") != NULL);
-    /* the smoothed relative difference passes 2% a few steps before 150 (the
-     * 21-step window), and stays: flagged within 10 steps of 150 */
-    const char *d = strstr(md, "**diverges at step ");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
-    long at = atol(d + strlen("**diverges at step "));
-    CU_ASSERT(at >= 140 && at <= 150);
-    /* the mean relative difference over exactly the last 10% of the steps (30): +1% and +5% */
-    const char *row = strstr(md, "| close | 300 | ");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(row);
-    CU_ASSERT(strncmp(strchr(row + 16, '|'), "| +1.000% (30) |", 16) == 0);
-    row = strstr(md, "| far | 300 | ");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(row);
-    CU_ASSERT(strncmp(strchr(row + 14, '|'), "| +5.000% (30) |", 16) == 0);
-    CU_ASSERT(strstr(md, "**No noise floor**") != NULL); /* no second seed given: said so */
-    /* the final smoothed loss: the mean of the last 11 points (truncated window) */
-    double want = 0;
-    for (int k = 289; k < 300; k++)
-        want += 1.01 * (3.0 * exp(-(double)k / 150.0) + 1.0 + 0.01 * sin((double)k));
-    CU_ASSERT_DOUBLE_EQUAL(md_number_after(md, "| close | 300 | "), want / 11, 5e-5);
-    free(md);
-    c.md = NULL;
-    close_ctx(&c);
-}
+/* ---- bits per element, bootstrap, dynamics, channels ----- */
 
 static void test_bits_per_element(void)
 {
@@ -603,8 +544,8 @@ static void test_dynamics_and_channels(void)
     CU_ASSERT_EQUAL(atoi(b + 16), 64);
     double sd = atof(strchr(b + 16, '|') + 1);
     CU_ASSERT(sd > 3.0 && sd < 4.5);
-    /* a tensor amax that never moves cannot be compared against: inconclusive */
-    CU_ASSERT(strstr(md, "inconclusive on 1") != NULL);
+    /* a tensor amax that never moves: no volatility ratio (nothing to divide by) */
+    CU_ASSERT(strstr(md, "over 0 tensors") != NULL);
     FILE *f = fopen("build/t_an/dyn/outliers_tensors.tsv", "r");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     char line[2048];
@@ -677,14 +618,13 @@ void register_analyses_tests(void)
                                         "plots render (gnuplot exit 0, PNG 1000x560), errors reported",
                                         "report on NaN bursts, zeros, one tensor",
                                         "bad input: missing file, not HDF5, empty run, no loss",
-                                        "loss: 1% above tracks, 5% above from step 150 diverges there",
                                         "bits per element, hand-worked",
                                         "format comparison: E5M2 is 6 dB below E4M3 on Gaussians; advise counts it",
                                         "dynamics: blocks move, the tensor does not; outlier channel found",
                                         "quantiles by selection = GSL's from sorted data, bit for bit"};
     static void (*const fns[])(void) = {test_jump_events,     test_replay_truth,     test_hist_bounds,
                                         test_student_t_kurtosis, test_plots_render, test_report_nan_and_single,
-                                        test_bad_input,       test_loss_divergence,  test_bits_per_element,
+                                        test_bad_input,       test_bits_per_element,
                                         test_bootstrap_and_advise, test_dynamics_and_channels, test_quantile_select};
-    add_suite("analyses", names, fns, 12);
+    add_suite("analyses", names, fns, 11);
 }

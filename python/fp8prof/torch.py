@@ -108,15 +108,22 @@ class _QuantGrad(_torch.autograd.Function):
 class Profiler:
     """Probes on every module of `modules` types in `model` (see the module
     docstring).  recipe: the active recipe (None: record the shadows only);
-    shadows: up to 15 more, evaluated on the same tensors; every and the
-    other keyword options: Run's; meta: /meta pairs (recipe is filled in)."""
+    shadows: up to 15 more, evaluated on the same tensors (None: the
+    DEFAULT_SHADOWS); every and the other keyword options: Run's; meta:
+    /meta pairs (recipe and applied are filled in)."""
 
-    def __init__(self, model, path, recipe="hybrid:delayed", shadows=(), modules=(_torch.nn.Linear,), apply=False,
+    #: shadows that make format, timing, granularity, scale encoding and
+    #: per-block delayed scaling comparable one factor at a time for every
+    #: role (docs/analyses.md), gradients included
+    DEFAULT_SHADOWS = ("e4m3:delayed", "e5m2:delayed", "e4m3:current", "e5m2:current", "e4m3:block=1x128:eps=0",
+                       "e5m2:block=1x128:eps=0", "e4m3:block=1x128:ue8m0,eps=0", "e4m3:block=1x128:delayed,eps=0")
+
+    def __init__(self, model, path, recipe="hybrid:delayed", shadows=None, modules=(_torch.nn.Linear,), apply=False,
                  every=1, meta=None, **options):
         if apply and recipe is None:
             raise ValueError("apply=True needs an active recipe")
         meta = dict(meta or {})
-        shadows = list(shadows)
+        shadows = list(self.DEFAULT_SHADOWS if shadows is None else shadows)
         if not apply:
             # nothing is applied: the loop computes in the model's own precision,
             # and the recipe asked for is one more shadow (recorded first)

@@ -246,7 +246,7 @@ class TestTorch(unittest.TestCase):
         x = torch.randn(16, 128)
         w0 = m.weight.detach().clone()
         path = os.path.join(TMP, "torch_apply.h5")
-        with ft.Profiler(m, path, recipe="e4m3:current", apply=True) as prof:
+        with ft.Profiler(m, path, recipe="e4m3:current", shadows=(), apply=True) as prof:
             y = m(x)
             g = torch.randn_like(y)
             y.backward(g)
