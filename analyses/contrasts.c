@@ -79,11 +79,9 @@ int an_one_factor(const an_run *a, int t, int x, int y, int *eps_inert)
     return k;
 }
 
-/* The paired differences SQNR_b - SQNR_a of tensor t after warm-up, both
- * finite, in step order; steps (may be NULL) gets their steps. */
-static size_t paired(const an_run *a, int t, int ra, int rb, double *d, int64_t *steps)
+size_t an_paired(const an_run *a, int t, int ra, int rb, double *d, int64_t *steps, size_t *ev_a, size_t *ev_b)
 {
-    size_t na, nb, m = 0;
+    size_t na, nb, m = 0, ea = 0, eb = 0;
     const size_t *sa = an_series(a, t, ra, &na), *sb = an_series(a, t, rb, &nb);
     for (size_t i = 0, j = 0; i < na && j < nb;) {
         const fp8_summary *x = an_rec(a, sa[i]), *y = an_rec(a, sb[j]);
@@ -95,9 +93,15 @@ static size_t paired(const an_run *a, int t, int ra, int rb, double *d, int64_t 
             if (steps)
                 steps[m] = x->step;
             d[m++] = y->sqnr_db - x->sqnr_db;
+            ea += x->overflows != UINT64_MAX && x->overflows > 0;
+            eb += y->overflows != UINT64_MAX && y->overflows > 0;
         }
         i++, j++;
     }
+    if (ev_a)
+        *ev_a = ea;
+    if (ev_b)
+        *ev_b = eb;
     return m;
 }
 
@@ -137,7 +141,7 @@ static int compute(const an_ctx *c, an_run *a)
                 if (k < 0)
                     continue;
                 int from = an_factors_from_first((an_factor)k, &f[ix], &f[iy]) ? x : y, to = from == x ? y : x;
-                size_t m = paired(a, t, from, to, d, NULL);
+                size_t m = an_paired(a, t, from, to, d, NULL, NULL, NULL);
                 if (!m)
                     continue;
                 if (n == cap) {
@@ -327,7 +331,7 @@ int an_contrast_groups(const an_ctx *c, an_run *a, an_cgroup **out, size_t *ng)
             int sg = an_contrast_sign(x);
             G->to_better += sg > 0, G->from_better += sg < 0, G->neither += sg == 0;
             pos += x->d.mean > 0, nonzero += x->d.mean != 0;
-            size_t m = paired(a, x->t, x->a, x->b, d, ds);
+            size_t m = an_paired(a, x->t, x->a, x->b, d, ds, NULL, NULL);
             for (size_t j = 0; j < m; j++) {
                 const int64_t *q = bsearch(&ds[j], steps, ns, sizeof *steps, cmp_i64);
                 if (!q)

@@ -43,6 +43,13 @@ int an_eps_inert(const an_run *a, int t, int r);
  * (*eps_inert = 1); -1 otherwise. */
 int an_one_factor(const an_run *a, int t, int x, int y, int *eps_inert);
 
+/* The paired differences d = SQNR_b - SQNR_a of tensor t under recipes ra
+ * and rb, at the statistics steps after warm-up where both are finite, in
+ * step order; steps (may be NULL) gets their steps, ev_a / ev_b (may be
+ * NULL) how many of those steps had an overflowing value under each.
+ * Returns how many. */
+size_t an_paired(const an_run *a, int t, int ra, int rb, double *d, int64_t *steps, size_t *ev_a, size_t *ev_b);
+
 /* Every contrast of the run (computed once, kept in the run). */
 const an_contrast *an_run_contrasts(const an_ctx *c, an_run *a, size_t *n);
 

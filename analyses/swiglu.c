@@ -29,6 +29,7 @@
 
 #include "analysis.h"
 #include "compare.h"
+#include "contrasts.h"
 #include "factors.h"
 #include "inference.h"
 #include "keys.h"
@@ -60,29 +61,6 @@ static int plain_of(const an_run *a, int t, int s)
             return r;
     }
     return -1;
-}
-
-/* per-step SQNR differences of two recipes on tensor t after warm-up */
-static size_t paired(const an_run *a, int t, int ra, int rb, double *d, int64_t *steps, size_t *ev_a, size_t *ev_b)
-{
-    size_t na, nb, m = 0;
-    const size_t *sa = an_series(a, t, ra, &na), *sb = an_series(a, t, rb, &nb);
-    *ev_a = *ev_b = 0;
-    for (size_t i = 0, j = 0; i < na && j < nb;) {
-        const fp8_summary *x = an_rec(a, sa[i]), *y = an_rec(a, sb[j]);
-        if (x->step != y->step) {
-            x->step < y->step ? i++ : j++;
-            continue;
-        }
-        if (!an_is_warm(a, t, x->step) && isfinite(x->sqnr_db) && isfinite(y->sqnr_db)) {
-            steps[m] = x->step;
-            d[m++] = y->sqnr_db - x->sqnr_db;
-            *ev_a += x->overflows != UINT64_MAX && x->overflows > 0;
-            *ev_b += y->overflows != UINT64_MAX && y->overflows > 0;
-        }
-        i++, j++;
-    }
-    return m;
 }
 
 /* scalar series `name` of a run by step into v (steps ascending as
@@ -156,7 +134,7 @@ static int operands(an_ctx *c, an_run *a, FILE *f, keyacc *k)
             int s = rs[i], kind = smooth_kind(a, s), p = kind ? plain_of(a, t, s) : -1;
             if (p < 0)
                 continue;
-            size_t ea, eb, m = paired(a, t, p, s, d, st, &ea, &eb);
+            size_t ea, eb, m = an_paired(a, t, p, s, d, st, &ea, &eb);
             an_interval iv;
             an_robust rb;
             an_mean_ci(d, m, c->boot, c->seed, &iv);

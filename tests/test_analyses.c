@@ -21,26 +21,16 @@
 #include "plots.h"
 #include "replay.h"
 #include "report.h"
+#include "an_util.h"
 #include "tests.h"
 
 static an_ctx open_one(const char *path, const char *outdir)
 {
-    an_ctx c;
-    an_defaults(&c);
-    c.outdir = outdir;
-    c.md = fopen("/dev/null", "w");
-    c.quiet = 1;
     const char *p[1] = {path};
-    CU_ASSERT_EQUAL_FATAL(an_open(&c, p, 1), 0);
-    return c;
+    return test_an_open(p, 1, outdir, 0);
 }
 
-static void close_ctx(an_ctx *c)
-{
-    if (c->md && c->md != stdout)
-        fclose(c->md);
-    an_close(c);
-}
+static void close_ctx(an_ctx *c) { test_an_close(c); }
 
 static int recipe_id(const an_run *a, const char *spec_prefix)
 {

@@ -26,76 +26,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis.h"
+#include "an_util.h"
 #include "fp8_format.h"
-#include "fp8_probe.h"
 #include "tests.h"
 
 /* ---- writing and reading runs --------------------------------------------- */
 
-typedef void (*gen_fn)(gsl_rng *r, int64_t step, int tensor, float *x, size_t rows, size_t cols);
+typedef test_gen_fn gen_fn;
+typedef test_tensor tdecl;
 
-typedef struct {
-    const char *name;
-    fp8_role role;
-    size_t rows, cols;
-    const char *active;           /* NULL: record-only */
-    const char *const *shadows;
-    int nshadow;
-} tdecl;
-
-/* A run of `steps` steps over nt tensors (values from gen), with metadata
- * kv (nkv pairs) and, when loss is given, the scalar "loss" at every step. */
+/* A run with metadata kv (nkv pairs) and, when loss is given, the scalar
+ * "loss" at every step. */
 static void write_run(const char *path, const tdecl *ts, int nt, int64_t steps, gen_fn gen, unsigned long seed,
                       const char *const *kv, int nkv, double (*loss)(int64_t step, const void *arg),
                       const void *loss_arg)
 {
-    fp8_probe_options o = fp8_probe_defaults();
-    fp8_probe_run *run = fp8_probe_open(path, &o, kv, nkv);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(run);
-    fp8_probe *p[8];
-    size_t maxn = 1;
-    for (int t = 0; t < nt; t++) {
-        p[t] = fp8_probe_declare(run, ts[t].name, ts[t].role, 0, ts[t].active, ts[t].shadows, ts[t].nshadow);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(p[t]);
-        if (ts[t].rows * ts[t].cols > maxn)
-            maxn = ts[t].rows * ts[t].cols;
-    }
-    float *x = malloc(maxn * sizeof *x);
-    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
-    gsl_rng_set(r, seed);
-    for (int64_t s = 0; s < steps; s++) {
-        for (int t = 0; t < nt; t++) {
-            gen(r, s, t, x, ts[t].rows, ts[t].cols);
-            CU_ASSERT_EQUAL(fp8_probe_record(p[t], s, x, ts[t].rows, ts[t].cols), FP8_OK);
-        }
-        if (loss)
-            CU_ASSERT_EQUAL(fp8_probe_scalar(run, "loss", s, loss(s, loss_arg)), FP8_OK);
-        fp8_probe_step_end(run, s);
-    }
-    gsl_rng_free(r);
-    free(x);
-    CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
+    const test_run_extra x = {NULL, kv, nkv, loss, loss_arg};
+    test_write_run(path, ts, nt, steps, gen, seed, &x);
 }
 
-static an_ctx open_runs(const char *const *paths, int n, const char *outdir)
-{
-    an_ctx c;
-    an_defaults(&c);
-    c.outdir = outdir;
-    c.md = fopen("/dev/null", "w");
-    c.quiet = 1;
-    c.boot = 400;
-    CU_ASSERT_EQUAL_FATAL(an_open(&c, paths, n), 0);
-    return c;
-}
-
-static void close_runs(an_ctx *c)
-{
-    if (c->md && c->md != stdout)
-        fclose(c->md);
-    an_close(c);
-}
+static an_ctx open_runs(const char *const *paths, int n, const char *outdir) { return test_an_open(paths, n, outdir, 400); }
+static void close_runs(an_ctx *c) { test_an_close(c); }
 
 /* A whole file into a NUL-terminated buffer (NULL when unreadable). */
 static char *slurp(const char *path)
@@ -349,12 +300,7 @@ static double hand_smooth_gain(unsigned long seed, int64_t steps)
             ax = fmaxf(ax, fabsf(x[i]));
         CU_ASSERT_EQUAL(fp8_format_qdq_array(e4, &m, 448.0f / ax, x, n, q, NULL), FP8_OK);
         double plain = sqnr(x, q, n);
-        for (size_t j = 0; j < SW_COLS; j++) {
-            float a = 0;
-            for (size_t i = 0; i < SW_ROWS; i++)
-                a = fmaxf(a, fabsf(x[i * SW_COLS + j]));
-            s[j] = 1.0f / a;
-        }
+        test_column_scales(x, SW_ROWS, SW_COLS, s);
         for (size_t i = 0; i < n; i++)
             y[i] = x[i] * s[i % SW_COLS], ay = fmaxf(ay, fabsf(y[i]));
         CU_ASSERT_EQUAL(fp8_format_qdq_array(e4, &m, 448.0f / ay, y, n, q, NULL), FP8_OK);

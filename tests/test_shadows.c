@@ -187,12 +187,7 @@ static void test_smooth_published(void)
     uint64_t seed = 5;
     for (size_t i = 0; i < R * C; i++)
         x[i] = (float)((double)(test_rand(&seed) >> 11) / 9007199254740992.0 - 0.5) * (float)(1 + i % C);
-    for (size_t j = 0; j < C; j++) {
-        float m = 0;
-        for (size_t i = 0; i < R; i++)
-            m = fmaxf(m, fabsf(x[i * C + j]));
-        s[j] = 1.0f / m;
-    }
+    test_column_scales(x, R, C, s);
     for (size_t i = 0; i < R * C; i++)
         y[i] = x[i] * s[i % C];
     fp8_recipe_state *plain = fp8_recipe_state_new("e4m3:current", "activation");
@@ -243,12 +238,7 @@ static void test_smooth_fold_probes(void)
     CU_ASSERT_EQUAL(fp8_probe_record(ph, 1, h, N, H), FP8_OK);
     CU_ASSERT_EQUAL(fp8_probe_record(pw, 1, w, Cout, H), FP8_OK);
     CU_ASSERT_EQUAL(fp8_probe_cast_recipe(pw, "e4m3:current:smooth=fold", w, Cout, H, wh), FP8_OK);
-    for (size_t j = 0; j < H; j++) {
-        float m = 0;
-        for (size_t i = 0; i < N; i++)
-            m = fmaxf(m, fabsf(h[i * H + j]));
-        s[j] = 1.0f / m;
-    }
+    test_column_scales(h, N, H, s);
     for (size_t i = 0; i < Cout * H; i++)
         ws[i] = w[i] / s[i % H];
     fp8_recipe_state *plain = fp8_recipe_state_new("e4m3:current", "weight");

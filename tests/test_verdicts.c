@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "an_util.h"
 #include "analysis.h"
 #include "compare.h"
 #include "contrasts.h"
@@ -26,7 +27,7 @@
 #include "keys.h"
 #include "tests.h"
 
-typedef void (*gen_fn)(gsl_rng *r, int64_t step, int tensor, float *x, size_t rows, size_t cols);
+typedef test_gen_fn gen_fn;
 
 typedef struct {
     const char *name;
@@ -38,49 +39,15 @@ typedef struct {
 static void write_run(const char *path, const tspec *ts, int nt, const char *active, const char *const *shadows, int ns,
                       int64_t steps, gen_fn gen, const fp8_probe_options *opt, unsigned long seed)
 {
-    fp8_probe_run *run = fp8_probe_open(path, opt, NULL, 0);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(run);
-    fp8_probe *p[8];
-    size_t maxn = 0;
-    for (int t = 0; t < nt; t++) {
-        p[t] = fp8_probe_declare(run, ts[t].name, ts[t].role, 0, active, shadows, ns);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(p[t]);
-        if (ts[t].rows * ts[t].cols > maxn)
-            maxn = ts[t].rows * ts[t].cols;
-    }
-    float *x = malloc(maxn * sizeof *x);
-    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
-    gsl_rng_set(r, seed);
-    for (int64_t s = 0; s < steps; s++) {
-        for (int t = 0; t < nt; t++) {
-            gen(r, s, t, x, ts[t].rows, ts[t].cols);
-            CU_ASSERT_EQUAL(fp8_probe_record(p[t], s, x, ts[t].rows, ts[t].cols), FP8_OK);
-        }
-        fp8_probe_step_end(run, s);
-    }
-    gsl_rng_free(r);
-    free(x);
-    CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
+    test_tensor t[8];
+    for (int k = 0; k < nt && k < 8; k++)
+        t[k] = (test_tensor){ts[k].name, ts[k].role, ts[k].rows, ts[k].cols, active, shadows, ns};
+    const test_run_extra x = {opt, NULL, 0, NULL, NULL};
+    test_write_run(path, t, nt, steps, gen, seed, &x);
 }
 
-static an_ctx open_runs(const char *const *paths, int n, const char *outdir)
-{
-    an_ctx c;
-    an_defaults(&c);
-    c.outdir = outdir;
-    c.md = fopen("/dev/null", "w");
-    c.quiet = 1;
-    c.boot = 400;
-    CU_ASSERT_EQUAL_FATAL(an_open(&c, paths, n), 0);
-    return c;
-}
-
-static void close_runs(an_ctx *c)
-{
-    if (c->md && c->md != stdout)
-        fclose(c->md);
-    an_close(c);
-}
+static an_ctx open_runs(const char *const *paths, int n, const char *outdir) { return test_an_open(paths, n, outdir, 400); }
+static void close_runs(an_ctx *c) { test_an_close(c); }
 
 static int rid(const an_run *a, const char *spec)
 {

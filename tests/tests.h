@@ -50,6 +50,10 @@ int test_run_cli(const char *fmt, const char *arg, char *out, size_t cap);
 const char *test_scratch_dir(void);
 const char *test_path(const char *name);
 
+/* Smooth SwiGLU's column scales, by hand: s_j = 1 / max_i |x_ij| of a
+ * rows x cols tensor (no column of zeros expected). */
+void test_column_scales(const float *x, size_t rows, size_t cols, float *s);
+
 /* Add a suite with the given tests; aborts the run on registry failure. */
 void add_suite(const char *name, const char *const *names, void (*const *fns)(void), int n);
 

@@ -1,4 +1,5 @@
 /* util.c — test helpers. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,4 +98,14 @@ const char *test_path(const char *name)
     char *p = ring[k++ % 16];
     snprintf(p, sizeof ring[0], "%s/%s", test_scratch_dir(), name);
     return p;
+}
+
+void test_column_scales(const float *x, size_t rows, size_t cols, float *s)
+{
+    for (size_t j = 0; j < cols; j++) {
+        float m = 0;
+        for (size_t i = 0; i < rows; i++)
+            m = fmaxf(m, fabsf(x[i * cols + j]));
+        s[j] = 1.0f / m;
+    }
 }
