@@ -43,8 +43,23 @@ typedef struct {
     struct an_contrasts *contrasts; /* contrasts.c: one-factor comparisons, lazily */
 } an_run;
 
-/* The questions of the report's summary, one line each (keys.h). */
-enum { AN_Q_WHERE = 0, AN_Q_JIT, AN_Q_BLOCKS, AN_Q_FORMAT, AN_Q_DYNAMICS, AN_Q_REPLAY, AN_Q_OUTLIERS, AN_Q_LOSS, AN_NQ };
+/* The questions of the report's summary, one line each (keys.h), in the
+ * order the summary asks them: (a) where delayed scaling overflows, (b)
+ * what just-in-time and block scaling buy (two keys, one line), (c) the
+ * claim, (d) Smooth SwiGLU, (e) loss, (f) history and margin; then the
+ * format and the outliers. */
+enum {
+    AN_Q_WHERE = 0,
+    AN_Q_JIT,
+    AN_Q_BLOCKS,
+    AN_Q_DYNAMICS,
+    AN_Q_SMOOTH,
+    AN_Q_LOSS,
+    AN_Q_REPLAY,
+    AN_Q_FORMAT,
+    AN_Q_OUTLIERS,
+    AN_NQ
+};
 
 /* One line for the report's summary ("a busy reader can act on"). */
 #define AN_MAX_FINDINGS 256
@@ -55,16 +70,14 @@ typedef struct {
     FILE *md;                /* Markdown section of the analysis           */
     char *key[AN_NQ];        /* the summary's line per question (an_key), NULL: unanswered */
     char key_section[AN_NQ][128];
+    char key_anchor[AN_NQ][160]; /* an explicit anchor the evidence link goes to ("" : the section) */
     char *key_missing[AN_NQ]; /* why a question is unanswered, when an analysis knows */
     struct an_frow *frows;   /* compare's factor groups of every run (keys.c) */
     size_t nfrows, capfrows;
     char *findings[AN_MAX_FINDINGS];
     char topic[AN_MAX_FINDINGS][16];
-    /* compare: tensors a delayed recipe overflowed on, across runs */
-#define AN_MAX_RISK 512
-    int nrisk;
-    char risk_name[AN_MAX_RISK][FP8_NAME_MAX];
-    int risk_runs[AN_MAX_RISK], risk_events[AN_MAX_RISK], risk_seen[AN_MAX_RISK];
+    /* compare: every tensor's verdict of every run (where.c) */
+    struct an_where *where;
     /* compare: recipes that overflow at nearly every step, across runs */
     int nclip, clip_runs[16];
     char clip_name[16][96];
@@ -93,7 +106,7 @@ typedef struct {
     long long lr_warmup;     /* phases: LR warm-up steps (-1: /meta lr_warmup) */
     double equivalence_pct;  /* loss: the equivalence margin, % of the baseline (1) */
     /* summary.json, filled by the analyses (an_json), written by the report */
-#define AN_NJSON 7
+#define AN_NJSON 8
     char *json[AN_NJSON];
     size_t jsonn[AN_NJSON];
     FILE *jf[AN_NJSON];
@@ -101,7 +114,7 @@ typedef struct {
 } an_ctx;
 
 /* The sections of summary.json (docs/analyses.md, "summary.json"). */
-enum { AN_J_COMPARISONS = 0, AN_J_REPLAY, AN_J_LOSS, AN_J_WARMUP, AN_J_CLAIMS, AN_J_SMOOTH, AN_J_PHASES };
+enum { AN_J_COMPARISONS = 0, AN_J_REPLAY, AN_J_LOSS, AN_J_WARMUP, AN_J_CLAIMS, AN_J_SMOOTH, AN_J_PHASES, AN_J_VERDICTS };
 
 /* Phases of a run (docs/analyses.md, "Phases"): the LR warm-up (steps
  * below /meta lr_warmup, or --lr-warmup), early (the next max(W, 10% of the
@@ -266,7 +279,8 @@ int an_advise(an_ctx *c);
 /* Figures over the runs and the analyses' data files in c->outdir (run
  * the analyses first).  Each figure is OUT.png + OUT.svg + OUT.gp. */
 typedef struct {
-    char name[96];       /* file stem in outdir                       */
+    char name[96];       /* file stem in outdir; "" a figure not drawn
+                            because it would show nothing (caption: why) */
     char caption[512];
     char section[32];    /* which analysis it illustrates             */
 } an_figure;

@@ -416,26 +416,35 @@ int an_claim(an_ctx *c)
         free(S.dt), free(S.db), free(S.did), free(S.step);
     }
     if (any) {
+        /* roles grouped by their verdict, the verdict first */
+        static const char *vname[3] = {"Supported", "Not supported", "Cannot tell"};
         char line[1024] = "";
         size_t l = 0;
-        for (int role = 0; role < 5 && l < sizeof line - 200; role++) {
-            int tot = kcount[role][0] + kcount[role][1] + kcount[role][2];
-            if (!tot)
-                continue;
-            const char *v = kcount[role][0] == tot ? "supported" : kcount[role][1] == tot ? "not supported"
-                                                                  : "mixed";
-            l += (size_t)snprintf(line + l, sizeof line - l, "%s%s **%s**", l ? "; " : "", role_plural(role), v);
-            if (!strcmp(v, "mixed"))
-                l += (size_t)snprintf(line + l, sizeof line - l, " (supported %d, not %d, cannot tell %d)",
-                                      kcount[role][0], kcount[role][1], kcount[role][2]);
-            if (isfinite(kdid[role][0]))
-                l += (size_t)snprintf(line + l, sizeof line - l, kdid[role][0] == kdid[role][1] ? ", %+.2f dB" :
-                                                                                               ", %+.2f..%+.2f dB",
-                                      kdid[role][0], kdid[role][1]);
+        for (int vi = 0; vi < 4 && l < sizeof line - 200; vi++) { /* 3: mixed over runs */
+            int first = 1;
+            for (int role = 0; role < 5 && l < sizeof line - 200; role++) {
+                int tot = kcount[role][0] + kcount[role][1] + kcount[role][2];
+                int mine = vi < 3 ? kcount[role][vi] == tot : kcount[role][0] != tot && kcount[role][1] != tot &&
+                                                                  kcount[role][2] != tot;
+                if (!tot || !mine)
+                    continue;
+                if (first)
+                    l += (size_t)snprintf(line + l, sizeof line - l, "%s**%s** for ", l ? "; " : "",
+                                          vi < 3 ? vname[vi] : "Mixed over runs");
+                l += (size_t)snprintf(line + l, sizeof line - l, "%s%s", first ? "" : ", ", role_plural(role));
+                if (vi == 3)
+                    l += (size_t)snprintf(line + l, sizeof line - l, " (supported %d, not %d, cannot tell %d)",
+                                          kcount[role][0], kcount[role][1], kcount[role][2]);
+                if (isfinite(kdid[role][0]))
+                    l += (size_t)snprintf(line + l, sizeof line - l,
+                                          kdid[role][0] == kdid[role][1] ? " (%+.2f dB)" : " (%+.2f..%+.2f dB)",
+                                          kdid[role][0], kdid[role][1]);
+                first = 0;
+            }
         }
         an_key(c, AN_Q_DYNAMICS, SECTION,
-               "on identical tensors, what the stale scale costs at block granularity beyond its cost per tensor "
-               "(ΔSQNR, current vs delayed, block minus tensor): %s",
+               "%s: on identical tensors, what a stale (delayed) scale costs at block granularity beyond its cost per "
+               "tensor, ΔSQNR of current over delayed scaling, block minus tensor",
                line);
     } else {
         free(c->key_missing[AN_Q_DYNAMICS]);

@@ -16,6 +16,7 @@
 
 #include "bigmem.h"
 #include "analysis.h"
+#include "compare.h"
 #include "factors.h"
 #include "fp8_error.h"
 #include "fp8_file.h"
@@ -524,7 +525,7 @@ void an_json_num(FILE *f, double v)
 int an_json_write(an_ctx *c)
 {
     static const char *names[AN_NJSON] = {"comparisons", "replay", "loss", "warmup", "claims", "smooth_swiglu",
-                                          "phases"};
+                                          "phases", "verdicts"};
     FILE *f = an_data(c, "summary.json");
     if (!f)
         return 1;
@@ -567,6 +568,7 @@ void an_close(an_ctx *c)
     }
     free(c->frows);
     c->frows = NULL, c->nfrows = c->capfrows = 0;
+    an_where_free(c);
     c->runs = NULL;
     c->nruns = c->nfindings = 0;
 }

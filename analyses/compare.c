@@ -20,360 +20,6 @@
 #include "gemm_error.h"
 #include "keys.h"
 
-static int per_tensor_scale(const fp8_recipe *p)
-{
-    return p->kind == FP8_RECIPE_DELAYED || p->kind == FP8_RECIPE_CURRENT || p->kind == FP8_RECIPE_NONE;
-}
-
-int an_series_stats(const an_run *a, int t, int r, an_sstats *o)
-{
-    size_t n;
-    const size_t *s = an_series(a, t, r, &n);
-    memset(o, 0, sizeof *o);
-    o->sqnr_p05 = o->sqnr_p50 = o->sqnr_p95 = o->relerr_p50 = o->relerr_p95 = NAN;
-    o->scale_log2_sd = o->block_spread = o->te_overflow_rate = NAN;
-    if (!n)
-        return 0;
-    double *v = malloc(n * sizeof *v), *w = malloc(n * sizeof *w);
-    if (!v || !w) {
-        free(v), free(w);
-        return -1;
-    }
-    /* counts a file does not carry (imported logs) are UINT64_MAX: each rate
-     * is over the records that carry its count */
-    double ov = 0, te = 0, un = 0, sb = 0, d1 = 0, d2 = 0, spread = 0, n_ov = 0, n_un = 0, n_sb = 0;
-    size_t nv = 0, nw = 0, nd = 0, nspread = 0, te_known = 1;
-    const fp8_summary *prev = NULL;
-    for (size_t i = 0; i < n; i++) {
-        const fp8_summary *x = an_rec(a, s[i]);
-        int kov = x->overflows != UINT64_MAX, kun = x->underflows != UINT64_MAX, ksb = x->subnormals != UINT64_MAX;
-        if (an_is_warm(a, t, x->step)) {
-            o->warm_records++;
-            o->warm_numel += (double)x->numel;
-            o->warm_overflows += kov ? (double)x->overflows : 0;
-            o->warm_underflows += kun ? (double)x->underflows : 0;
-            continue;
-        }
-        o->records++;
-        o->events += kov && x->overflows > 0;
-        o->numel += (double)x->numel;
-        if (kov)
-            ov += (double)x->overflows, n_ov += (double)x->numel;
-        if (kun)
-            un += (double)x->underflows, n_un += (double)x->numel;
-        if (ksb)
-            sb += (double)x->subnormals, n_sb += (double)x->numel;
-        if (x->te_overflows == UINT64_MAX)
-            te_known = 0;
-        else
-            te += (double)x->te_overflows;
-        if (isfinite(x->sqnr_db))
-            v[nv++] = x->sqnr_db;
-        if (isfinite(x->rel_err))
-            w[nw++] = x->rel_err;
-        if (x->nscales > 1 && x->scale_inv_min > 0 && x->scale_inv_max > 0)
-            spread += log2(x->scale_inv_max / x->scale_inv_min), nspread++;
-        if (prev && prev->scale_inv > 0 && x->scale_inv > 0 && x->nscales == 1) {
-            double d = log2(x->scale_inv / prev->scale_inv);
-            d1 += d, d2 += d * d, nd++;
-            o->scale_changes += x->scale_inv != prev->scale_inv;
-        }
-        prev = x;
-        o->last_step = x->step;
-    }
-    o->event_steps = o->records;
-    if (nspread)
-        o->block_spread = spread / (double)nspread;
-    o->overflow_rate = n_ov > 0 ? ov / n_ov : o->numel > 0 ? NAN : 0;
-    o->te_overflow_rate = te_known && o->numel > 0 ? te / o->numel : NAN;
-    o->underflow_rate = n_un > 0 ? un / n_un : o->numel > 0 ? NAN : 0;
-    o->subnormal_rate = n_sb > 0 ? sb / n_sb : o->numel > 0 ? NAN : 0;
-    o->exact = o->records - nv;
-    if (nv) { /* sort once (an_quantile sorts), then read the quantiles */
-        o->sqnr_p05 = an_quantile(v, nv, 0.05);
-        o->sqnr_p50 = gsl_stats_quantile_from_sorted_data(v, 1, nv, 0.5);
-        o->sqnr_p95 = gsl_stats_quantile_from_sorted_data(v, 1, nv, 0.95);
-    }
-    if (nw) {
-        o->relerr_p50 = an_quantile(w, nw, 0.5);
-        o->relerr_p95 = gsl_stats_quantile_from_sorted_data(w, 1, nw, 0.95);
-    }
-    if (nd > 1) {
-        double m = d1 / (double)nd;
-        o->scale_log2_sd = sqrt(fmax(0, d2 / (double)nd - m * m));
-    }
-    free(v), free(w);
-    /* per-tensor scales with every-step rows: events at every step, exact */
-    size_t ns;
-    const size_t *ix = an_steps(a, t, r, &ns);
-    if (ns && a->recipe_ok[r] && per_tensor_scale(&a->recipes[r])) {
-        const fp8_format *f = an_format(a, t, r);
-        o->every_step = 1;
-        o->events = o->event_steps = 0;
-        for (size_t i = 0; i < ns; i++) {
-            const fp8_step_row *w0 = an_steprow(a, ix[i]);
-            int ev = an_overflows_at(f, &a->recipes[r].cast, w0->amax, w0->scale, w0->nonfinite);
-            if (an_is_warm(a, t, w0->step))
-                o->warm_steps++, o->warm_events += (size_t)ev;
-            else
-                o->event_steps++, o->events += (size_t)ev;
-        }
-    } else {
-        o->warm_steps = o->warm_records;
-        for (size_t i = 0; i < n; i++) {
-            const fp8_summary *x = an_rec(a, s[i]);
-            o->warm_events += an_is_warm(a, t, x->step) && x->overflows > 0 && x->overflows != UINT64_MAX;
-        }
-    }
-    return 0;
-}
-
-struct an_sstats_cache {
-    an_sstats *st; /* per pair (an_pair) */
-    unsigned char *ok;
-    an_sstats none; /* a series without data */
-};
-
-const an_sstats *an_series_cached(an_run *a, int t, int r)
-{
-    if (t < 0 || r < 0 || t >= a->run->ntensors || r >= a->run->nrecipes)
-        return NULL;
-    if (!a->cache) {
-        a->cache = calloc(1, sizeof *a->cache);
-        if (!a->cache)
-            return NULL;
-        a->cache->st = calloc(a->npairs + 1, sizeof *a->cache->st);
-        a->cache->ok = calloc(a->npairs + 1, 1);
-        if (!a->cache->st || !a->cache->ok || an_series_stats(a, -1, -1, &a->cache->none) != 0) {
-            an_series_cache_free(a);
-            return NULL;
-        }
-    }
-    int k = an_pair(a, t, r);
-    if (k < 0)
-        return &a->cache->none;
-    if (!a->cache->ok[k]) {
-        if (an_series_stats(a, t, r, &a->cache->st[k]) != 0)
-            return NULL;
-        a->cache->ok[k] = 1;
-    }
-    return &a->cache->st[k];
-}
-
-void an_series_cache_free(an_run *a)
-{
-    if (a->cache) {
-        free(a->cache->st);
-        free(a->cache->ok);
-        free(a->cache);
-        a->cache = NULL;
-    }
-}
-
-const char *an_verdict_rule =
-    "with D the tensor's delayed recipe, C the recorded recipe that differs from D only in timing (current "
-    "scaling, same format and scale encoding) and B the finer-granularity partner of C with the largest SQNR "
-    "gain: **needs block scaling** when B beats C by more than G dB (Holm-adjusted p < 0.05) or C flushes more "
-    "than U of the values while B flushes at most U/2; else **needs JIT** when D had at least E overflow events "
-    "after warm-up (and more than C) or C beats D by more than M dB (Holm-adjusted p < 0.05); else **delayed is "
-    "safe**. n/a when the run lacks D or C (nothing like for like to decide on)";
-
-an_verdict an_tensor_verdict(const an_ctx *c, an_run *a, int t, an_vinfo *vi)
-{
-    memset(vi, 0, sizeof *vi);
-    vi->D = vi->C = vi->B = -1;
-    vi->d_timing = vi->p_timing = vi->d_gran = vi->p_gran = vi->under_c = vi->under_b = NAN;
-    int D = -1;
-    fp8_role role = (fp8_role)a->run->tensor_role[t];
-    size_t nr;
-    const int *rs = an_tensor_recipes(a, t, &nr);
-    for (size_t ri = 0; ri < nr; ri++) { /* the active recipe when delayed, else the first delayed */
-        int r = rs[ri];
-        size_t n;
-        an_series(a, t, r, &n);
-        if (!n || !a->recipe_ok[r] || a->recipes[r].kind != FP8_RECIPE_DELAYED)
-            continue;
-        if (D < 0 || r == a->active[t])
-            D = an_canon(a, t, r);
-    }
-    if (D < 0) {
-        snprintf(vi->why, sizeof vi->why, "no delayed recipe recorded");
-        return AN_VERDICT_NA;
-    }
-    vi->D = D;
-    an_factors fd, fr;
-    an_factors_of(&a->recipes[D], role, &fd);
-    size_t nc;
-    const an_contrast *v = an_tensor_contrasts(c, a, t, &nc);
-    for (size_t i = 0; v && i < nc; i++)
-        if (v[i].factor == AN_F_TIMING && v[i].a == D) {
-            an_factors_of(&a->recipes[v[i].b], role, &fr);
-            if (fr.timing == 2) {
-                vi->C = v[i].b, vi->d_timing = v[i].d.mean, vi->p_timing = v[i].padj;
-                break;
-            }
-        }
-    const an_sstats *sd = an_series_cached(a, t, D);
-    if (sd)
-        vi->events_d = sd->events, vi->steps_d = sd->event_steps;
-    if (vi->C < 0) {
-        char lab[96];
-        snprintf(vi->why, sizeof vi->why, "no current-scaling recipe like %s but for timing",
-                 an_factors_label(&fd, lab, sizeof lab));
-        return AN_VERDICT_NA;
-    }
-    const an_sstats *sc = an_series_cached(a, t, vi->C);
-    if (sc)
-        vi->events_c = sc->events, vi->under_c = sc->underflow_rate;
-    for (size_t i = 0; v && i < nc; i++)
-        if (v[i].factor == AN_F_GRANULARITY && v[i].a == vi->C &&
-            (vi->B < 0 || v[i].d.mean > vi->d_gran)) {
-            vi->B = v[i].b, vi->d_gran = v[i].d.mean, vi->p_gran = v[i].padj;
-        }
-    if (vi->B >= 0) {
-        const an_sstats *sb = an_series_cached(a, t, vi->B);
-        if (sb)
-            vi->under_b = sb->underflow_rate;
-        if (vi->d_gran > c->block_gain_db && vi->p_gran < AN_ALPHA) {
-            snprintf(vi->why, sizeof vi->why, "blocks gain %.2f dB (p_adj %.2g)", vi->d_gran, vi->p_gran);
-            return AN_VERDICT_BLOCK;
-        }
-        if (vi->under_c > c->underflow_max && vi->under_b <= c->underflow_max / 2) {
-            snprintf(vi->why, sizeof vi->why, "current flushes %.3g%% of values, blocks %.3g%%", 100 * vi->under_c,
-                     100 * vi->under_b);
-            return AN_VERDICT_BLOCK;
-        }
-    }
-    if ((int)vi->events_d >= c->min_events && vi->events_d > vi->events_c) {
-        snprintf(vi->why, sizeof vi->why, "%zu overflow events in %zu steps after warm-up (current: %zu)", vi->events_d,
-                 vi->steps_d, vi->events_c);
-        return AN_VERDICT_JIT;
-    }
-    if (vi->d_timing > c->sqnr_margin_db && vi->p_timing < AN_ALPHA) {
-        snprintf(vi->why, sizeof vi->why, "current gains %.2f dB (p_adj %.2g)", vi->d_timing, vi->p_timing);
-        return AN_VERDICT_JIT;
-    }
-    snprintf(vi->why, sizeof vi->why, "%zu overflow events (< %d), timing %+.2f dB, blocks %+.2f dB", vi->events_d,
-             c->min_events, vi->d_timing, vi->d_gran);
-    return AN_VERDICT_SAFE;
-}
-
-const char *an_verdict_name(an_verdict v)
-{
-    static const char *n[] = {"n/a", "delayed is safe", "needs JIT", "needs block scaling"};
-    return n[v];
-}
-
-/* ---- phases and histories ------------------------------------------------ */
-
-/* The recipe a run cast tensor t with: its active recipe, else (a run that
- * only recorded) its first delayed recipe, *shadow = 1 then; -1 none. */
-static int cast_recipe_of(const an_run *a, int t, int *shadow)
-{
-    *shadow = 0;
-    if (a->active[t] >= 0)
-        return an_canon(a, t, a->active[t]);
-    int d = an_delayed_recipe(a, t);
-    *shadow = d >= 0;
-    return d >= 0 ? an_canon(a, t, d) : -1;
-}
-
-/* Overflow events of the recipe each tensor was cast with, by phase (LR
- * warm-up, early, steady), after the tensors' warm-up: every step for
- * per-tensor scales, else at the statistics steps.  A table, the rows of
- * summary.json's "phases". */
-static void phase_events(an_ctx *c, an_run *a)
-{
-    size_t ev[AN_NPHASE] = {0}, steps[AN_NPHASE] = {0};
-    int shadow_any = 0;
-    for (int t = 0; t < a->run->ntensors; t++) {
-        int sh, r = cast_recipe_of(a, t, &sh);
-        if (r < 0 || !a->recipe_ok[r])
-            continue;
-        shadow_any |= sh;
-        size_t ns, n;
-        const size_t *ix = an_steps(a, t, r, &ns);
-        if (ns && per_tensor_scale(&a->recipes[r])) {
-            const fp8_format *f = an_format(a, t, r);
-            for (size_t i = 0; i < ns; i++) {
-                const fp8_step_row *w = an_steprow(a, ix[i]);
-                if (an_is_warm(a, t, w->step))
-                    continue;
-                int ph = an_phase(c, a, w->step);
-                steps[ph]++, ev[ph] += (size_t)an_overflows_at(f, &a->recipes[r].cast, w->amax, w->scale, w->nonfinite);
-            }
-            continue;
-        }
-        const size_t *sr = an_series(a, t, r, &n);
-        for (size_t i = 0; i < n; i++) {
-            const fp8_summary *x = an_rec(a, sr[i]);
-            if (an_is_warm(a, t, x->step))
-                continue;
-            int ph = an_phase(c, a, x->step);
-            steps[ph]++, ev[ph] += x->overflows != UINT64_MAX && x->overflows > 0;
-        }
-    }
-    int64_t w = an_lr_warmup(c, a);
-    fprintf(c->md, "Overflow events by phase of `%s`, of the recipe %s (after each tensor's warm-up; LR warm-up %s):",
-            a->label, shadow_any ? "each tensor was recorded with (a shadow: the run applied no FP8)" : "each tensor was "
-            "cast with", w >= 0 ? "from /meta lr_warmup or --lr-warmup" : "unknown — no /meta lr_warmup: phases are the "
-            "first 10% (early) and the rest");
-    for (int ph = 0; ph < AN_NPHASE; ph++) {
-        int64_t f, to;
-        an_phase_range(c, a, ph, &f, &to);
-        char range[64];
-        if (to <= f)
-            snprintf(range, sizeof range, "none");
-        else if (to == INT64_MAX)
-            snprintf(range, sizeof range, "%lld..", (long long)f);
-        else
-            snprintf(range, sizeof range, "%lld..%lld", (long long)f, (long long)(to - 1));
-        fprintf(c->md, "%s %s (steps %s) %zu of %zu tensor-steps", ph ? ";" : "", an_phase_name(ph), range, ev[ph],
-                steps[ph]);
-        FILE *j = an_json(c, AN_J_PHASES);
-        if (j) {
-            fputs("{\"run\": ", j), an_json_str(j, a->label);
-            fputs(", \"phase\": ", j), an_json_str(j, an_phase_name(ph));
-            fputs(", \"steps\": ", j), an_json_str(j, range);
-            fprintf(j, ", \"overflow_events\": %zu, \"tensor_steps\": %zu, \"recipe_is_shadow\": %s}", ev[ph],
-                    steps[ph], shadow_any ? "true" : "false");
-        }
-    }
-    fprintf(c->md, ".\n\n");
-}
-
-/* Delayed recipes whose history is not shorter than the run: their
- * history max never forgets (a running max of every step so far). */
-static void history_warnings(an_ctx *c, an_run *a)
-{
-    int64_t steps = an_run_steps(a);
-    char seen[8][96];
-    int ns = 0;
-    for (int r = 0; r < a->run->nrecipes && ns < 8; r++) {
-        if (!a->recipe_ok[r])
-            continue;
-        const fp8_recipe *p = &a->recipes[r];
-        int delayed = p->kind == FP8_RECIPE_DELAYED || p->block_delayed;
-        if (!delayed || p->algo_most_recent || (int64_t)p->history_len < steps)
-            continue;
-        an_factors f;
-        an_factors_of(p, FP8_ROLE_ACTIVATION, &f);
-        char lab[96];
-        an_factors_label(&f, lab, sizeof lab);
-        int dup = 0;
-        for (int k = 0; k < ns && !dup; k++)
-            dup = !strcmp(seen[k], lab);
-        if (dup)
-            continue;
-        snprintf(seen[ns++], sizeof seen[0], "%s", lab);
-        fprintf(c->md, "⚠ `%s`: %s has a history of %d steps, not shorter than the run's %lld: its amax is the max of "
-                       "every step so far (a running max), not the delayed scaling a longer run would see.\n\n",
-                a->label, lab, p->history_len, (long long)steps);
-        an_finding(c, "risk", "`%s`: %s's history (%d) is not shorter than the run (%lld steps): a running max here",
-                   a->label, lab, p->history_len, (long long)steps);
-    }
-}
-
 /* ---- the analysis ------------------------------------------------------- */
 
 /* Tensors of a role (or all) under one canonical recipe label: events,
@@ -475,47 +121,6 @@ static const char *factor_topic(int k)
     return k >= 0 && k < AN_NFACTOR ? t[k] : "?";
 }
 
-/* Pairs of run a that differ in factor k and in an amax floor (eps) that
- * bound some group's amax on the tensor (so they are not paired): how many
- * tensors, the first one and the two labels, said after factor k's table. */
-static void floor_bound_note(an_ctx *c, const an_run *a, int k)
-{
-    int tensors = 0, first = -1;
-    char la[96] = "", lb[96] = "";
-    for (int t = 0; t < a->run->ntensors; t++) {
-        fp8_role role = (fp8_role)a->run->tensor_role[t];
-        size_t nr;
-        const int *rs = an_tensor_recipes(a, t, &nr);
-        int hit = 0;
-        for (size_t i = 0; i < nr && !hit; i++)
-            for (size_t j = i + 1; j < nr && !hit; j++) {
-                int x = rs[i], y = rs[j], inert;
-                if (!a->recipe_ok[x] || !a->recipe_ok[y] || an_canon(a, t, x) != x || an_canon(a, t, y) != y)
-                    continue;
-                an_factors fx, fy;
-                an_factors_of(&a->recipes[x], role, &fx);
-                an_factors_of(&a->recipes[y], role, &fy);
-                if (an_factors_diff(&fx, &fy) != ((1u << k) | (1u << AN_F_FLOOR)) || an_one_factor(a, t, x, y, &inert) >= 0)
-                    continue;
-                hit = 1;
-                if (first < 0) {
-                    first = t;
-                    an_factors_label(&fx, la, sizeof la);
-                    an_factors_label(&fy, lb, sizeof lb);
-                }
-            }
-        tensors += hit;
-    }
-    if (!tensors)
-        return;
-    fprintf(c->md, "Not paired on %d tensor%s (e.g. `%s`): `%s` and `%s` differ in %s and in the amax floor (eps), "
-                   "and the floor bound some group's amax there (an amax at or below eps, e.g. a row of zeros), so "
-                   "the difference would not be one factor's. Record both with the same eps (`eps=0`) to compare "
-                   "them there.\n\n",
-            tensors, tensors == 1 ? "" : "s", a->run->tensor_name[first], la, lb,
-            k == AN_F_GRANULARITY ? "granularity" : an_factor_name((an_factor)k));
-}
-
 static void write_factors(an_ctx *c, an_run *a, FILE *fc, FILE *ff)
 {
     size_t nc;
@@ -549,11 +154,13 @@ static void write_factors(an_ctx *c, an_run *a, FILE *fc, FILE *ff)
     }
     fprintf(c->md, "Each row compares two recipes that differ in one factor only, on the tensors of one role. ΔSQNR "
                    "= SQNR(to) − SQNR(from) in dB, per step averaged over the tensors, then over the steps after "
-                   "warm-up; 95%% CI from a circular block bootstrap of the steps (%d resamples). Tensors: how many "
-                   "are better under *to* / under *from* / neither (Holm-adjusted p < 0.05 over all %zu per-tensor "
-                   "comparisons of the run); sign p: two-sided sign test over the tensors. Overflow events are "
-                   "counted after warm-up (every step for per-tensor scales).\n\n",
-            c->boot, nc);
+                   "warm-up; 95%% CI calibrated at the series' length and autocorrelation (*approx.* where it "
+                   "covers less than 90%%: docs/analyses.md, \"Inference\"); the median step beside it, and the "
+                   "steps that carry the mean when three do. Tensors: how many are better under *to* / under *from* "
+                   "/ neither (Holm-adjusted p < 0.05 over all %zu per-tensor comparisons of the run); sign p: "
+                   "two-sided sign test over the tensors. Overflow events are counted after warm-up (every step for "
+                   "per-tensor scales).\n\n",
+            nc);
     for (int k = 0; k < AN_NFACTOR; k++) {
         int any = 0;
         for (size_t i = 0; i < ng; i++) {
@@ -642,17 +249,15 @@ static void write_factors(an_ctx *c, an_run *a, FILE *fc, FILE *ff)
         else if (!any && k <= AN_F_ENCODING)
             fprintf(c->md, "**%s**: this run has no recipe pair that differs in this factor alone.\n\n", factor_title(k));
         if (k <= AN_F_ENCODING)
-            floor_bound_note(c, a, k);
+            an_floor_bound_note(c, a, k);
     }
     free(g);
 }
 
 int an_compare(an_ctx *c)
 {
-    an_span q_risk = {0, 0, 0}; /* the summary's first question, over the runs */
-    int q_with = 0;
-    double q_under = -1;
-    char q_under_lab[200] = "", q_top[300] = "";
+    double q_under = -1; /* the most flushed delayed group, for the first question */
+    char q_under_lab[240] = "";
     FILE *ft = an_data(c, "compare_tensors.tsv"), *fg = an_data(c, "compare_groups.tsv"),
          *fw = an_data(c, "compare_warmup.tsv"), *fc = an_data(c, "compare_contrasts.tsv"),
          *ff = an_data(c, "compare_factors.tsv"), *fv = an_data(c, "compare_verdicts.tsv"),
@@ -685,6 +290,17 @@ int an_compare(an_ctx *c)
                    "grouped recipes at recorded steps; the denominator is given. SQNR: the mean over tensors of "
                    "each tensor's median over recorded steps. Recipes with the same numerics on a tensor (e.g. "
                    "`hybrid:delayed` and `e4m3:delayed` on an activation) are shown once.\n\n");
+    /* the runs' parts go below the table across the runs, written last */
+    FILE *head = c->md;
+    char *body = NULL;
+    size_t bodyn = 0;
+    c->md = open_memstream(&body, &bodyn);
+    if (!c->md) {
+        c->md = head;
+        rc = 1;
+        goto done;
+    }
+    an_where_free(c);
     for (int ri = 0; ri < c->nruns; ri++) {
         an_run *a = &c->runs[ri];
         int T = a->run->ntensors, R = a->run->nrecipes;
@@ -750,8 +366,8 @@ int an_compare(an_ctx *c)
             snprintf(tcount, sizeof tcount, "%d tensors", T);
         fprintf(c->md, "### Run `%s` (%s, %d recipes, statistics every %lld steps%s)\n\n", a->label, tcount, R,
                 (long long)a->record_every, a->run->nsteps ? ", amax and scales at every step" : "");
-        history_warnings(c, a);
-        phase_events(c, a);
+        an_history_warnings(c, a);
+        an_phase_events(c, a);
         fprintf(c->md, "| role | recipe | tensors | overflow events / steps | overflow %% | TE overflows%% | "
                        "underflow %% | subnormal %% | SQNR dB |\n|---|---|---|---|---|---|---|---|---|\n");
         /* rows whose numbers are all equal (e.g. the same weights under
@@ -865,6 +481,7 @@ int an_compare(an_ctx *c)
                 continue; /* not selected (--tensor): not counted */
             an_vinfo vi;
             an_verdict v = an_tensor_verdict(c, a, t, &vi);
+            an_where_add(c, a, t, v, &vi);
             nverd[v]++;
             if (v == AN_VERDICT_NA && !na_why[0])
                 snprintf(na_why, sizeof na_why, "%s", vi.why);
@@ -898,17 +515,18 @@ int an_compare(an_ctx *c)
             fprintf(c->md, "\nDelayed scaling overflowed materially on %s%s.\n", risk, at_risk == 5 ? ", ..." : "");
         fprintf(c->md, "\nPer tensor: `compare_verdicts.tsv` (with the deciding rule); every statistic: "
                        "`compare_tensors.tsv`; every comparison: `compare_contrasts.tsv`.\n\n");
-        if (with_delayed) {
-            an_span_add(&q_risk, material);
-            q_with = with_delayed > q_with ? with_delayed : q_with;
-        }
+
         /* the most flushed after warm-up: a delayed group of one role */
         for (int i = 0; i < gs.n; i++) {
             group *G = &gs.g[i];
             double u = G->numel > 0 ? G->under / G->numel : NAN;
             if (G->role < FP8_NROLE && strstr(G->label, " delayed ") && u > q_under) {
                 q_under = u;
-                snprintf(q_under_lab, sizeof q_under_lab, "%s under %s", fp8_role_name((fp8_role)G->role), G->label);
+                snprintf(q_under_lab, sizeof q_under_lab, "%s under %s%s", fp8_role_name((fp8_role)G->role), G->label,
+                         G->active ? "" : " (a shadow in `" /* completed below */);
+                if (!G->active)
+                    snprintf(q_under_lab + strlen(q_under_lab), sizeof q_under_lab - strlen(q_under_lab), "%s`)",
+                             a->label);
             }
         }
         if (nverd[1] + nverd[2] + nverd[3] > 0)
@@ -934,28 +552,6 @@ int an_compare(an_ctx *c)
                 c->clip_lo[k] = fmin(c->clip_lo[k], rate), c->clip_hi[k] = fmax(c->clip_hi[k], rate);
             }
         }
-        /* tensors on which delayed scaling overflowed materially, across runs */
-        for (int t = 0; t < T; t++) {
-            an_vinfo vi;
-            if (!an_has_data(a, t))
-                continue;
-            an_tensor_verdict(c, a, t, &vi);
-            if (vi.D < 0)
-                continue;
-            int k = 0;
-            while (k < c->nrisk && strcmp(c->risk_name[k], a->run->tensor_name[t]) != 0)
-                k++;
-            if (k == c->nrisk && k < AN_MAX_RISK) {
-                snprintf(c->risk_name[k], sizeof c->risk_name[k], "%s", a->run->tensor_name[t]);
-                c->risk_runs[k] = c->risk_events[k] = c->risk_seen[k] = 0;
-                c->nrisk++;
-            }
-            if (k < AN_MAX_RISK) {
-                c->risk_seen[k]++;
-                c->risk_runs[k] += (int)vi.events_d >= c->min_events;
-                c->risk_events[k] += (int)vi.events_d;
-            }
-        }
         free(gs.g), free(gs.slot);
     }
     for (int k = 0; k < c->nclip; k++)
@@ -963,53 +559,18 @@ int an_compare(an_ctx *c)
                               "values): a systematic clip, not outliers",
                    c->clip_name[k], c->clip_runs[k], c->clip_runs[k] == 1 ? "" : "s", 100 * c->clip_lo[k],
                    100 * c->clip_hi[k]);
-    if (c->nrisk) {
-        char txt[1024];
-        size_t tl = 0;
-        int shown = 0, runs_with = 0;
-        char *used = calloc((size_t)c->nrisk, 1);
-        for (int k = 0; k < c->nrisk; k++)
-            runs_with += c->risk_runs[k] > 0;
-        for (; used && shown < 5; shown++) {
-            int b = -1;
-            for (int k = 0; k < c->nrisk; k++)
-                if (!used[k] && c->risk_runs[k] > 0 &&
-                    (b < 0 || c->risk_runs[k] > c->risk_runs[b] ||
-                     (c->risk_runs[k] == c->risk_runs[b] && c->risk_events[k] > c->risk_events[b])))
-                    b = k;
-            if (b < 0)
-                break;
-            used[b] = 1;
-            tl += (size_t)snprintf(txt + tl, sizeof txt - tl, "%s`%s` (%d of %d runs, %d events)", shown ? ", " : "",
-                                   c->risk_name[b], c->risk_runs[b], c->risk_seen[b], c->risk_events[b]);
-        }
-        free(used);
-        if (shown) {
-            an_finding(c, "risk", "delayed scaling overflowed materially (>= %d events after warm-up) on %d tensor%s of "
-                                  "%d; most often %s",
-                       c->min_events, runs_with, runs_with == 1 ? "" : "s", c->nrisk, txt);
-            int b = 0; /* the most frequent, again, for the one-line summary */
-            for (int k = 1; k < c->nrisk; k++)
-                if (c->risk_runs[k] > c->risk_runs[b] ||
-                    (c->risk_runs[k] == c->risk_runs[b] && c->risk_events[k] > c->risk_events[b]))
-                    b = k;
-            snprintf(q_top, sizeof q_top, ", most often `%s` (%d of %d runs)", c->risk_name[b], c->risk_runs[b],
-                     c->risk_seen[b]);
-        }
-        else
-            an_finding(c, "risk", "no delayed recipe overflowed materially (>= %d events after warm-up) on any of %d "
-                                  "tensors", c->min_events, c->nrisk);
-    }
-    if (q_risk.n) {
-        char sp[64], und[320] = "";
+    fclose(c->md);
+    c->md = head;
+    {
+        char und[320] = "";
         if (q_under >= 0)
-            snprintf(und, sizeof und, "; the most flushed to zero after warm-up: %s, %.3g%% of values", q_under_lab,
+            snprintf(und, sizeof und, "; the most flushed to zero: %s, %.3g%% of values after warm-up", q_under_lab,
                      100 * q_under);
-        an_key(c, AN_Q_WHERE, "Recipes compared",
-               "delayed scaling overflowed at %d or more steps after warm-up on %s of %d tensors%s%s%s", c->min_events,
-               an_span_fmt(&q_risk, "%.0f", sp, sizeof sp), q_with, q_risk.n > 1 ? " (range over the runs)" : "", q_top,
-               und);
+        an_where_render(c, und);
     }
+    if (body)
+        fwrite(body, 1, bodyn, c->md);
+    free(body);
     an_keys_factors(c);
 done:
     if (an_data_close(c, (FILE *[]){ft, fg, fw, fc, ff, fv, fge}, 7))

@@ -56,7 +56,9 @@ void fig_heat(figset *F, const an_run *a, int r, int what)
         goto out;
     for (int t = 0; t < T; t++) {
         int l = a->run->tensor_layer[t];
-        if (l < 0)
+        /* underflow: gradients only (BioNeMo's FP8-analyzer view, where
+         * flushing hurts); overflow: every role */
+        if (l < 0 || (what && a->run->tensor_role[t] != FP8_ROLE_GRADIENT))
             continue;
         size_t n, k = 0;
         const size_t *ix = an_series(a, t, r, &n);
@@ -73,6 +75,20 @@ void fig_heat(figset *F, const an_run *a, int r, int what)
         }
     }
     char data[256], name[96], vars[1400], q1[300], q2[400], q3[100], q4[400], lab[96];
+    {
+        double any = 0, cells = 0;
+        for (size_t i = 0; i < ns * (size_t)L; i++)
+            any += num[i], cells += den[i];
+        if (!(any > 0)) { /* a map of zeros (or of nothing) says nothing: one line instead */
+            char why[400];
+            snprintf(why, sizeof why, "`%s`: no %s under `%s` after warm-up at any recorded step%s — its heat map "
+                                      "would be blank, not drawn.",
+                     a->label, what ? "gradient value flushed to zero" : "overflow", an_recipe_label(a, r, lab, sizeof lab),
+                     cells > 0 ? "" : " (no tensor with a layer)");
+            fig_skip(F, "compare", why);
+            goto out;
+        }
+    }
     snprintf(name, sizeof name, "fig_heat_%s_%s_r%d", what ? "underflow" : "overflow", a->label, r);
     snprintf(data, sizeof data, "%s.tsv", name);
     FILE *f = fig_data(F, data);
@@ -118,17 +134,18 @@ void fig_heat(figset *F, const an_run *a, int r, int what)
         snprintf(tics + l, sizeof tics - l, ")");
     }
     char ttl[512];
-    snprintf(ttl, sizeof ttl, "%s — %s %% per layer under %s (max %.3g%%)", a->label, what ? "underflow" : "overflow",
-             an_recipe_label(a, r, lab, sizeof lab), mx);
+    snprintf(ttl, sizeof ttl, "%s — %s %% per layer under %s (max %.3g%%)", a->label,
+             what ? "gradient underflow" : "overflow", an_recipe_label(a, r, lab, sizeof lab), mx);
     snprintf(vars, sizeof vars, "data = %s\nttl = %s\ncblab = %s\nmode = %d\ncbmin = %.9g\ncbmax = %.9g\ncbt = %s\n",
              plot_quote(data, q1, sizeof q1), plot_quote(ttl, q2, sizeof q2),
              plot_quote(what ? "underflow (% of elements)" : "overflow (% of elements)", q3, sizeof q3), mode,
              mode == 1 ? (mx > mn * 1.0001 ? mn : mn / 2) : 0,
              mode == 2 ? fmax(mx, 6) : mode == 1 ? (mx > mn * 1.0001 ? mx : mx * 2) : 1, plot_quote(tics, q4, sizeof q4));
     char capt[640];
-    snprintf(capt, sizeof capt, "%s: %s %% of each layer's elements (all its recorded tensors) per recorded step under "
-                                "`%s`, warm-up steps left out (blank).%s",
-             a->label, what ? "underflow (flushed to zero)" : "overflow", lab,
+    snprintf(capt, sizeof capt, "%s: %s %% of each layer's elements (%s) per recorded step under `%s`, warm-up steps "
+                                "left out (blank).%s",
+             a->label, what ? "gradient underflow (flushed to zero)" : "overflow",
+             what ? "its gradient tensors" : "all its recorded tensors", lab,
              what ? " Colour bands at BioNeMo's FP8-analyzer thresholds: below 0.5 % fine, 0.5-2 % watch, 2-4 % "
                     "act, above 4 % a problem."
                   : " Log colour scale; white: no overflow.");

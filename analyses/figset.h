@@ -26,6 +26,10 @@ typedef struct {
 void fig_draw(figset *F, const char *script, const char *name, const char *vars, const char *section,
               const char *caption);
 
+/* A figure left out because it would show nothing (all zero, no data):
+ * the report says why, in one line, where the figure would have been. */
+void fig_skip(figset *F, const char *section, const char *why);
+
 /* The colour (0xRRGGBB) of a recipe's canonical label: the same in every
  * figure of the report (a colour-blind-safe palette of 12, then repeats). */
 unsigned fig_colour(figset *F, const char *label);
@@ -45,5 +49,7 @@ void fig_heat(figset *F, const an_run *a, int r, int underflow);
 void fig_pareto(figset *F, const an_run *a);
 void fig_loss(figset *F);
 void fig_channels(figset *F);
+void fig_effects(figset *F, int factor);
+void fig_claim(figset *F);
 
 #endif

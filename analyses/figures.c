@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "compare.h"
+#include "factors.h"
 #include "figset.h"
 #include "plots.h"
 
@@ -33,6 +34,18 @@ void fig_draw(figset *F, const char *script, const char *name, const char *vars,
     an_figure *f = &F->figs[F->n++];
     snprintf(f->name, sizeof f->name, "%s", name);
     snprintf(f->caption, sizeof f->caption, "%s", caption);
+    snprintf(f->section, sizeof f->section, "%s", section);
+}
+
+void fig_skip(figset *F, const char *section, const char *why)
+{
+    if (F->n == F->max) {
+        F->dropped++;
+        return;
+    }
+    an_figure *f = &F->figs[F->n++];
+    f->name[0] = 0; /* not drawn: the report prints the reason instead */
+    snprintf(f->caption, sizeof f->caption, "%s", why);
     snprintf(f->section, sizeof f->section, "%s", section);
 }
 
@@ -211,6 +224,9 @@ int an_figures(an_ctx *c, an_figure *figs, int max, int *failed)
         fig_blockscale(&F, ba, bt);
     int lb = c->baseline >= 0 && c->baseline < c->nruns && c->runs[c->baseline].run->nrecords ? c->baseline : first;
     fig_layers(&F, &c->runs[lb]);
+    fig_effects(&F, AN_F_TIMING);
+    fig_effects(&F, AN_F_GRANULARITY);
+    fig_claim(&F);
     fig_loss(&F);
     fig_channels(&F);
     if (F.dropped)

@@ -11,12 +11,6 @@
 #include "factors.h"
 #include "keys.h"
 
-struct an_frow {
-    int factor, role, run, tensors;
-    char la[96], lb[96];
-    double mean, lo, hi, under_a, under_b, median;
-};
-
 void an_span_add(an_span *s, double v)
 {
     if (!isfinite(v))
@@ -43,14 +37,15 @@ const char *an_span_fmt(const an_span *s, const char *fmt, char *buf, size_t n)
     return buf;
 }
 
-static const char *titles[AN_NQ] = {"Where delayed scaling overflows and underflows",
-                                    "What just-in-time scaling buys",
-                                    "What finer scale blocks buy",
+static const char *titles[AN_NQ] = {"(a) Does per-tensor delayed scaling overflow, and where?",
+                                    "(b) Would just-in-time or block scaling help, by how much?",
+                                    "finer scale blocks",
+                                    "(c) Is the block amax less stable than the tensor amax?",
+                                    "(d) What does Smooth SwiGLU change?",
+                                    "(e) Does FP8 loss track the baseline?",
+                                    "(f) Which amax history and margin?",
                                     "E4M3 or E5M2",
-                                    "Is the tensor amax stable and the block amax not?",
-                                    "A safe amax history and margin",
-                                    "Outliers and Smooth SwiGLU",
-                                    "Loss against the baseline"};
+                                    "Outliers"};
 
 const char *an_key_title(int q) { return q >= 0 && q < AN_NQ ? titles[q] : "?"; }
 
@@ -195,10 +190,10 @@ void an_keys_factors(an_ctx *c)
                 an_span_add(&rest, v[i].m.lo), an_span_add(&rest, v[i].m.hi);
         char tail[160] = "";
         if (rest.n)
-            snprintf(tail, sizeof tail, "; the other %d delayed → current comparisons (one scale per tensor): %s dB", n - 1,
+            snprintf(tail, sizeof tail, "; the other %d (one scale per tensor): %s dB", n - 1,
                      an_span_fmt(&rest, "%+.2f", s2, sizeof s2));
         char s3[64];
-        an_key(c, AN_Q_JIT, sec, "%s, %s → %s: the median step gains %s dB SQNR (mean %s dB, %s)%s", plural(v[top].role),
+        an_key(c, AN_Q_JIT, sec, "%s, %s → %s: the median step gains %s dB (mean %s dB, %s)%s", plural(v[top].role),
                v[top].la, v[top].lb, an_span_fmt(&v[top].med, "%+.2f", s3, sizeof s3),
                an_span_fmt(&v[top].m, "%+.2f", s1, sizeof s1), ci_note(&v[top], ci, sizeof ci), tail);
     }
@@ -225,8 +220,7 @@ void an_keys_factors(an_ctx *c)
     }
     if (l) {
         const char *fmt0 = e4 ? "e4m3" : "per-tensor";
-        an_key(c, AN_Q_BLOCKS, sec, "over %s current scaling (one scale per tensor), the finer groups that gain most: %s",
-               fmt0, line);
+        an_key(c, AN_Q_BLOCKS, sec, "over %s current scaling, the finer groups that gain most: %s", fmt0, line);
     }
     /* format: forward tensors and gradients apart, with what E4M3 flushes */
     n = collect(c, AN_F_FORMAT, is_e5_to_e4, v, MAXC);

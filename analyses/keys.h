@@ -31,6 +31,12 @@ const char *an_key_title(int q);
 void an_slug(const char *heading, char *out, size_t n);
 
 /* compare: keep one factor group of run `run` for the cross-run lines. */
+/* One compare group of one run, kept for the summary and the figures. */
+struct an_frow {
+    int factor, role, run, tensors;
+    char la[96], lb[96];
+    double mean, lo, hi, under_a, under_b, median;
+};
 void an_frow_add(an_ctx *c, const an_cgroup *G, int run);
 /* compare: the lines of the timing, granularity and format questions. */
 void an_keys_factors(an_ctx *c);

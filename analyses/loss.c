@@ -382,13 +382,21 @@ int an_loss(an_ctx *c)
                           "baseline with the same batches (`datasets/study.sh`, or your own loop: another init seed, "
                           "the same data order)",
             c->equivalence_pct);
+    double k_need = NAN; /* replicates per arm for a min. detectable difference of the margin */
     if (df > 0 && isfinite(sd_pct) && sd_pct > 0) {
-        /* replicates per arm for a min. detectable difference of the margin:
-         * (t975 + t80) sd sqrt(2 / K) <= m, with the t's of this design's df */
-        double z = tq(0.975, df) + tq(0.80, df), K = 2 * pow(z * sd_pct / c->equivalence_pct, 2);
-        fprintf(c->md, "To tell a %.2g%% difference apart at 80%% power with this noise, an arm needs about %.0f "
-                       "replicates (and so does the baseline): min. detectable ≈ (t₀.₉₇₅ + t₀.₈₀) · sd · √(2/K).\n\n",
-                c->equivalence_pct, ceil(K));
+        /* the smallest K with (t975 + t80) sd sqrt(2 / K) <= m, the t's at
+         * the df a design of K replicates in each of this study's arms has */
+        int narms = arms_of(c, arm);
+        for (int K = 2; K <= 100000 && !isfinite(k_need); K++) {
+            double dfk = (double)narms * (K - 1);
+            if ((tq(0.975, dfk) + tq(0.80, dfk)) * sd_pct * sqrt(2.0 / K) <= c->equivalence_pct)
+                k_need = K;
+        }
+        if (isfinite(k_need))
+            fprintf(c->md, "To tell a %.2g%% difference apart at 80%% power with this noise, each of the %d arms needs "
+                           "about %.0f replicates: the smallest K with (t₀.₉₇₅ + t₀.₈₀) · sd · √(2/K) ≤ %.2g%%, the "
+                           "t's at df = %d (K − 1).\n\n",
+                    c->equivalence_pct, narms, k_need, c->equivalence_pct, narms);
     }
     fprintf(c->md, "| arm | replicates | tail loss | Δ vs baseline [90%% CI] | min. detectable | verdict |\n"
                    "|---|---|---|---|---|---|\n");
@@ -463,18 +471,27 @@ int an_loss(an_ctx *c)
     }
     fprintf(c->md, "\n");
     if (q_arms && df > 0) {
-        char a1[64], a2[64];
+        char a1[64], a2[64], lead[160];
+        if (q_ct == q_arms)
+            snprintf(lead, sizeof lead, "**Cannot tell** on %s%d FP8 arm%s at ±%.2g%%", q_arms > 1 ? "all " : "",
+                     q_arms, q_arms == 1 ? "" : "s", c->equivalence_pct);
+        else
+            snprintf(lead, sizeof lead, "**Equivalent** within ±%.2g%% on %d, **different** on %d, **cannot tell** on %d "
+                                        "of %d FP8 arm%s",
+                     c->equivalence_pct, q_eq, q_diff, q_ct, q_arms, q_arms == 1 ? "" : "s");
+        char need[120] = "";
+        if (isfinite(k_need) && q_ct)
+            snprintf(need, sizeof need, "; about %.0f replicates per arm would decide at ±%.2g%%", k_need,
+                     c->equivalence_pct);
         an_key(c, AN_Q_LOSS, "Loss against the baseline",
-               "equivalent within ±%.2g%% on %d of %d FP8 arm%s, different on %d, cannot tell on %d (Δ %s%% from `%s`; "
-               "noise sd %.2f%% from %.0f replicate df; min. detectable %s%%)",
-               c->equivalence_pct, q_eq, q_arms, q_arms == 1 ? "" : "s", q_diff, q_ct,
+               "%s: Δ %s%% from `%s` (noise sd %.2f%% from %.0f replicate df; min. detectable %s%%)%s", lead,
                an_span_fmt(&q_d, "%+.2f", a1, sizeof a1), c->runs[B].label, sd_pct, df,
-               an_span_fmt(&q_mdd, "%.2f", a2, sizeof a2));
+               an_span_fmt(&q_mdd, "%.2f", a2, sizeof a2), need);
     } else if (q_arms) {
         char a1[64];
         an_key(c, AN_Q_LOSS, "Loss against the baseline",
-               "cannot tell on %d FP8 arm%s (Δ %s%% from `%s`): no replicates, so no noise to judge a difference by; "
-               "train K >= 3 replicates per arm with the same batches",
+               "**Cannot tell** on %d FP8 arm%s (Δ %s%% from `%s`): no replicates, so no noise to judge a difference "
+               "by; train K >= 3 replicates per arm (another initialisation seed, the same batches)",
                q_arms, q_arms == 1 ? "" : "s", an_span_fmt(&q_d, "%+.2f", a1, sizeof a1), c->runs[B].label);
     }
 done:

@@ -157,29 +157,43 @@ int an_report(an_ctx *c, int nsteps_done_before, double t0)
             "no delayed recipe was recorded",
             "no two recipes differ in the timing alone (record e.g. `e4m3:delayed` and `e4m3:current`)",
             "no per-tensor current recipe has a finer-grouped partner (record e.g. `e4m3:current` and "
-            "`e4m3:block=1x128`)",
-            "no two recipes differ in the element format alone (record e.g. `e5m2:current` and `e4m3:current`)",
-            "no block amaxes one step apart were recorded (probe option block_amax_every, trainer "
-            "--block-amax-every)",
+            "`e4m3:block=1x128:eps=0`)",
+            "no tensor carries per-tensor and per-block recipes both delayed and current (record e.g. "
+            "`e4m3:block=1x128:delayed,history=64,eps=0` beside `e4m3:delayed:history=64`, `e4m3:current` and "
+            "`e4m3:block=1x128:eps=0`)",
+            "no run records smoothed shadows (`<recipe>:smooth` on the down projection's input, `<recipe>:smooth=fold` "
+            "on its weight; the trainer adds them to runs without --smooth-swiglu)",
+            "fewer than two runs carry the loss series",
             "no tensor has steps after warm-up",
-            "no records to measure",
-            "fewer than two runs carry the loss series"};
+            "no two recipes differ in the element format alone (record e.g. `e5m2:current` and `e4m3:current`)",
+            "no records to measure"};
         /* a question about one factor that no pair answered: when recipes
          * of both sides were recorded, say why they are not compared instead
          * of advising to record them again */
-        static const int qfactor[AN_NQ] = {-1, AN_F_TIMING, AN_F_GRANULARITY, AN_F_FORMAT, -1, -1, -1, -1};
+        static const int qfactor[AN_NQ] = {-1, AN_F_TIMING, AN_F_GRANULARITY, -1, -1, -1, -1, AN_F_FORMAT, -1};
         for (int q = 0; q < AN_NQ; q++)
             if (!c->key[q] && !c->key_missing[q] && qfactor[q] >= 0)
                 c->key_missing[q] = why_unpaired(c, qfactor[q]);
         for (int q = 0; q < AN_NQ; q++) {
-            char slug[160];
+            const char *text = c->key[q] ? c->key[q] : c->key_missing[q] ? c->key_missing[q] : unanswered[q];
+            char link[200] = "";
             if (c->key[q]) {
+                char slug[160];
                 an_slug(c->key_section[q], slug, sizeof slug);
-                fprintf(f, "- **%s**: %s ([evidence](#%s)).\n", an_key_title(q), c->key[q], slug);
-            } else {
-                fprintf(f, "- **%s**: not measured: %s.\n", an_key_title(q),
-                        c->key_missing[q] ? c->key_missing[q] : unanswered[q]);
+                snprintf(link, sizeof link, " ([evidence](#%s))", c->key_anchor[q][0] ? c->key_anchor[q] : slug);
             }
+            if (q == AN_Q_BLOCKS) /* the second half of (b) */
+                continue;
+            if (q == AN_Q_FORMAT)
+                fprintf(f, "\nAlso:\n\n");
+            if (q == AN_Q_JIT) {
+                const char *bt = c->key[AN_Q_BLOCKS] ? c->key[AN_Q_BLOCKS]
+                                 : c->key_missing[AN_Q_BLOCKS] ? c->key_missing[AN_Q_BLOCKS] : unanswered[AN_Q_BLOCKS];
+                fprintf(f, "- **%s** Just-in-time scaling: %s%s. Finer scale blocks: %s%s%s.\n", an_key_title(q),
+                        c->key[q] ? "" : "not measured: ", text, c->key[AN_Q_BLOCKS] ? "" : "not measured: ", bt, link);
+                continue;
+            }
+            fprintf(f, "- **%s** %s%s%s.\n", an_key_title(q), c->key[q] ? "" : "Not measured: ", text, link);
         }
         if (failed)
             fprintf(f, "- %d figure%s could not be drawn (gnuplot failed; messages on stderr).\n", failed,
@@ -304,8 +318,8 @@ int an_report(an_ctx *c, int nsteps_done_before, double t0)
             int any = 0;
             for (int i = 0; i < c->nfindings; i++)
                 if (strcmp(c->topic[i], topics[k][0]) == 0) {
-                    if (!any)
-                        fprintf(f, "### %s\n\n", topics[k][1]);
+                    if (!any) /* a label, not a heading: section names repeat here */
+                        fprintf(f, "**%s**\n\n", topics[k][1]);
                     fprintf(f, "- %s\n", c->findings[i]);
                     any = 1;
                 }
@@ -320,7 +334,10 @@ int an_report(an_ctx *c, int nsteps_done_before, double t0)
                 if (strcmp(figs[i].section, steps[k].name) == 0) {
                     if (!nfig++)
                         fprintf(f, "### Figures: %s\n\n", steps[k].name);
-                    fprintf(f, "![%s](%s.png)\n\n", figs[i].caption, figs[i].name);
+                    if (figs[i].name[0])
+                        fprintf(f, "![%s](%s.png)\n\n", figs[i].caption, figs[i].name);
+                    else
+                        fprintf(f, "Not drawn: %s\n\n", figs[i].caption);
                 }
         }
         if (rk)

@@ -317,7 +317,15 @@ int an_report_html(const char *md, const char *dir, FILE *f)
             fputs("<figure id=\"fig-", f);
             esc(f, fid, strlen(fid));
             fputs("\"><img alt=\"", f);
-            esc(f, src, strlen(src));
+            { /* the caption as plain text: what the figure shows */
+                char alt[sizeof line];
+                size_t al = 0;
+                for (const char *q = cap; *q && al < sizeof alt - 1; q++)
+                    if (*q != '`' && *q != '*')
+                        alt[al++] = *q;
+                alt[al] = 0;
+                esc(f, alt, al);
+            }
             fputs("\" src=\"", f);
             if (embed(f, dir, src) != 0) {
                 missing++;

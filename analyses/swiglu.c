@@ -112,6 +112,7 @@ static void json_entry(an_ctx *c, const char *run, const char *tensor, const cha
  * per-tensor scales, [1] under grouped ones (blocks, MX, ...) */
 typedef struct {
     an_span pub[2], fold[2], gpub[2], gfold[2];
+    size_t ev[2][2][2]; /* [grouped][fold][plain, smoothed]: overflow steps of the operands */
     int runs;
 } keyacc;
 
@@ -156,6 +157,7 @@ static int operands(an_ctx *c, an_run *a, FILE *f, keyacc *k)
             int gi = grouped(&a->recipes[p]);
             json_entry(c, a->label, a->run->tensor_name[t], variant, 1, a->run->recipe_spec[p], gi, &iv, &rb, (long)ea,
                        (long)eb);
+            k->ev[gi][kind == 2][0] += ea, k->ev[gi][kind == 2][1] += eb;
             an_span_add(kind == 2 ? &k->fold[gi] : &k->pub[gi], iv.mean);
         }
     }
@@ -389,24 +391,23 @@ int an_swiglu(an_ctx *c)
     }
     if (any) {
         char a1[48], a2[48], a3[48], a4[48], line[900];
-        size_t l = (size_t)snprintf(line, sizeof line, "Smooth SwiGLU on identical tensors");
+        size_t l = (size_t)snprintf(line, sizeof line, "On identical tensors, ΔSQNR smoothed − plain");
         static const char *under[2] = {"per-tensor scales", "grouped scales (blocks, MX)"};
         for (int g = 0, said = 0; g < 2 && l < sizeof line; g++) {
             if (!k.pub[g].n && !k.fold[g].n && !k.gpub[g].n && !k.gfold[g].n)
                 continue;
             l += (size_t)snprintf(line + l, sizeof line - l,
-                                  "%s under %s: down-projection input %s dB (published), weight %s dB (folded); GEMM "
-                                  "output %s dB published, %s dB folded",
-                                  said++ ? ";" : ",", under[g],
-                                  an_span_fmt(&k.pub[g], "%+.2f", a1, sizeof a1),
-                                  an_span_fmt(&k.fold[g], "%+.2f", a2, sizeof a2),
+                                  "%s under %s: the down projection's input %s dB (published), its GEMM output %s dB "
+                                  "published, %s dB folded",
+                                  said++ ? ";" : ":", under[g], an_span_fmt(&k.pub[g], "%+.2f", a1, sizeof a1),
                                   an_span_fmt(&k.gpub[g], "%+.2f", a3, sizeof a3),
                                   an_span_fmt(&k.gfold[g], "%+.2f", a4, sizeof a4));
+            if (k.ev[g][1][0] != k.ev[g][1][1] && l < sizeof line)
+                l += (size_t)snprintf(line + l, sizeof line - l, "; folding moves w2's weight's overflow from %zu to "
+                                      "%zu statistics steps (over the runs), its SQNR %s dB",
+                                      k.ev[g][1][0], k.ev[g][1][1], an_span_fmt(&k.fold[g], "%+.2f", a2, sizeof a2));
         }
-        if (c->key[AN_Q_OUTLIERS])
-            an_key(c, AN_Q_OUTLIERS, SECTION, "%s; %s", c->key[AN_Q_OUTLIERS], line);
-        else
-            an_key(c, AN_Q_OUTLIERS, SECTION, "%s", line);
+        an_key(c, AN_Q_SMOOTH, SECTION, "%s", line);
         an_finding(c, "smooth", "%s (paired, ΔSQNR smoothed − plain, mean over runs' ranges)", line);
     }
 done:

@@ -17,6 +17,7 @@
 
 typedef struct {
     double max_events, max_underflow_pct, max_overflow_pct, min_sqnr_db, max_warmup_steps;
+    double from_step; /* NaN: from the end of each tensor's warm-up */
     const char *recipe; /* NULL: active; "all"; or a spec */
     int json;
 } budgets;
@@ -40,7 +41,7 @@ static int breach(int json, int n, const char *run, const char *tensor, const ch
 
 int cmd_check(int argc, char **argv)
 {
-    budgets b = {NAN, NAN, NAN, NAN, NAN, NULL, 0};
+    budgets b = {NAN, NAN, NAN, NAN, NAN, NAN, NULL, 0};
     an_ctx c;
     an_defaults(&c);
     const char *paths[64];
@@ -66,7 +67,9 @@ int cmd_check(int argc, char **argv)
             int pct = slot == &b.max_underflow_pct || slot == &b.max_overflow_pct;
             rc = cli_number("check", a, argv[++i], count || pct ? 0 : -1e9, pct ? 100 : count ? 1e18 : 1e9, count, slot);
             any = 1;
-        } else if (!strcmp(a, "--recipe"))
+        } else if (!strcmp(a, "--from-step"))
+            rc = cli_number("check", a, argv[++i], 0, 4.6e18, 1, &b.from_step);
+        else if (!strcmp(a, "--recipe"))
             b.recipe = argv[++i];
         else if (!strcmp(a, "--tensor"))
             c.tensor = argv[++i];
@@ -100,6 +103,10 @@ int cmd_check(int argc, char **argv)
         for (int t = 0; t < a->run->ntensors; t++) {
             const char *tn = a->run->tensor_name[t];
             int64_t warm = a->warm_end[t] == INT64_MIN ? 0 : a->warm_end[t];
+            /* --from-step: the steps before it are left out like a warm-up
+             * (start-up is not behaviour); the warm-up budget keeps the real one */
+            if (!isnan(b.from_step) && (a->warm_end[t] == INT64_MIN || a->warm_end[t] < (int64_t)b.from_step))
+                a->warm_end[t] = (int64_t)b.from_step;
             for (int r = 0; r < a->run->nrecipes; r++) {
                 int pick = !b.recipe ? r == a->active[t]
                            : !strcmp(b.recipe, "all") ? an_canon(a, t, r) == r
@@ -111,8 +118,9 @@ int cmd_check(int argc, char **argv)
                 checked++;
                 const char *spec = a->run->recipe_spec[r];
                 if (!isnan(b.max_events) && (double)s->events > b.max_events)
-                    n = breach(b.json, n, a->label, tn, spec, "overflow events after warm-up", (double)s->events,
-                               b.max_events);
+                    n = breach(b.json, n, a->label, tn, spec,
+                               isnan(b.from_step) ? "overflow events after warm-up" : "overflow events from --from-step",
+                               (double)s->events, b.max_events);
                 if (!isnan(b.max_overflow_pct) && 100 * s->overflow_rate > b.max_overflow_pct)
                     n = breach(b.json, n, a->label, tn, spec, "overflow %", 100 * s->overflow_rate, b.max_overflow_pct);
                 if (!isnan(b.max_underflow_pct) && 100 * s->underflow_rate > b.max_underflow_pct)

@@ -221,8 +221,9 @@ const cli_command cli_commands[] = {
     {"check", "exit 1 when a run breaks a budget (for a training job's CI)",
      "usage: fp8prof check RUN.h5 [MORE.h5 ...] [--max-overflow-events N] [--max-overflow-pct X]\n"
      "                     [--max-underflow-pct X] [--min-sqnr-db Y] [--max-warmup-steps K]\n"
-     "                     [--recipe SPEC|all] [--tensor PATTERN] [--json]\n"
-     "Holds every tensor, after warm-up, under its active recipe (or SPEC, or every recipe)\n"
+     "                     [--from-step S] [--recipe SPEC|all] [--tensor PATTERN] [--json]\n"
+     "Holds every tensor, after warm-up (or from step S on: start-up is not behaviour),\n"
+     "under its active recipe (or SPEC, or every recipe)\n"
      "to each budget given; lists every breach.  Exit 0: within budget; 1: a budget is\n"
      "broken; 2: usage error or nothing to check.  Definitions: docs/analyses.md.\n",
      cmd_check},

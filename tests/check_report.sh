@@ -2,7 +2,10 @@
 # check_report.sh PAGE.html OUTDIR — render a report page in headless
 # Chromium (Debian's `chromium`) and fail on a broken image, a dead internal
 # link, a link or image that needs a file beside the page (index.html must
-# stand alone), or a script error.  Writes OUTDIR/check.txt (the findings,
+# stand alone), a script error, two elements sharing an id, a contents
+# link that does not land on its section, a figure without a caption or
+# without alt text saying what it shows, or a summary whose six answers do
+# not fit the first screen (1280 x 800).  Writes OUTDIR/check.txt (the findings,
 # the page height with its sections folded and unfolded) and three
 # screenshots: OUTDIR/top.png (summary and contents), OUTDIR/compare.png
 # (the first section unfolded), OUTDIR/figure.png (a figure).
@@ -29,11 +32,23 @@ if(!/^data:/.test(im[i].getAttribute("src")))bad.push("image needs a file beside
 var a=document.querySelectorAll("a[href]");for(var j=0;j<a.length;j++){var h=a[j].getAttribute("href");
 if(h.charAt(0)==="#"){if(!document.getElementById(decodeURIComponent(h.slice(1))))bad.push("dead link "+h);}
 else if(!/^https?:/.test(h))bad.push("link needs a file beside the page: "+h);}
+var ids={},all=document.querySelectorAll("[id]");for(var q=0;q<all.length;q++){var x=all[q].id;if(ids[x])bad.push("duplicate id "+x);ids[x]=1;}
+function after(id,tag){var e=document.getElementById(id);while(e&&e.tagName!==tag)e=e.nextElementSibling;return e;}
+var cu=after("contents","UL");if(!cu)bad.push("no contents list");else{var ca=cu.querySelectorAll("a[href]");
+for(var q2=0;q2<ca.length;q2++){var hh=ca[q2].getAttribute("href"),tg=document.getElementById(decodeURIComponent(hh.slice(1)));
+var hd=tg&&tg.tagName==="DETAILS"?tg.querySelector("summary>h2"):tg;
+if(!hd||hd.tagName!=="H2"||hd.textContent.trim()!==ca[q2].textContent.trim())bad.push("contents link "+hh+" does not land on its section");}}
+var fg=document.querySelectorAll("figure");for(var q3=0;q3<fg.length;q3++){var fi=fg[q3].querySelector("img"),fc=fg[q3].querySelector("figcaption");
+if(!fc||!fc.textContent.trim())bad.push("figure without a caption: "+fg[q3].id);
+if(!fi||!fi.alt||/[.](png|svg)$/.test(fi.alt))bad.push("figure whose alt text does not say what it shows: "+fg[q3].id);}
+var su=after("summary","UL"),six=0;if(!su)bad.push("no summary list");else{var li=su.querySelectorAll("li");
+if(li.length<6)bad.push("the summary answers "+li.length+" questions, not six");
+else{six=Math.round(li[5].getBoundingClientRect().bottom+window.scrollY);if(six>800)bad.push("the six answers end at "+six+" px, below the first screen (1280 x 800)");}}
 var closed=document.documentElement.scrollHeight;var d=document.querySelectorAll("details");
 for(var k=0;k<d.length;k++)d[k].open=true;var opened=document.documentElement.scrollHeight;
 for(var k2=0;k2<d.length;k2++)d[k2].open=false;
 var p=document.createElement("pre");p.id="fp8check";p.textContent="FP8CHECK images="+im.length+" links="+a.length+
-" sections="+d.length+" height_folded="+closed+" height_unfolded="+opened+"\\n"+bad.map(function(b){return "FP8BAD "+b}).join("\\n");
+" sections="+d.length+" figures="+fg.length+" six_answers_end="+six+" height_folded="+closed+" height_unfolded="+opened+"\\n"+bad.map(function(b){return "FP8BAD "+b}).join("\\n");
 document.body.appendChild(p);});</script>'
 # (one line each for awk -v, which also turns \\n into \n; index() and
 # substr(), not sub(): a replacement's "&" would be the match)

@@ -27,6 +27,7 @@ int main(int argc, char **argv)
     register_inference_tests();
     register_verdicts_tests();
     register_answers_tests();
+    register_glance_tests();
     register_index_tests();
     register_gemm_tests();
     register_nvfp4_tests();

@@ -470,7 +470,12 @@ static void test_summary_lines(void)
     CU_ASSERT_EQUAL_FATAL(an_compare(&c), 0);
     /* one tensor, drifting: delayed overflows at nearly every step; current is better */
     CU_ASSERT_PTR_NOT_NULL_FATAL(c.key[AN_Q_WHERE]);
-    CU_ASSERT(strstr(c.key[AN_Q_WHERE], "after warm-up on 1 of 1 tensors") != NULL);
+    CU_ASSERT(strstr(c.key[AN_Q_WHERE], "**Yes** — in the 1 run that cast with delayed scaling, 1 of 1 tensors "
+                                        "overflowed at 3 or more steps after warm-up") != NULL);
+    CU_ASSERT(strstr(c.key[AN_Q_WHERE], "most events: `layers.0.drift.input` (") != NULL);
+    CU_ASSERT(strstr(c.key[AN_Q_WHERE], "per tensor and run: delayed is safe 0, needs JIT 1, needs blocks 0") != NULL);
+    CU_ASSERT_STRING_EQUAL(c.key_anchor[AN_Q_WHERE],
+                           "across-the-runs-where-delayed-scaling-overflows-and-the-verdict-per-tensor");
     CU_ASSERT_PTR_NOT_NULL_FATAL(c.key[AN_Q_JIT]);
     CU_ASSERT(strstr(c.key[AN_Q_JIT], "activations, e4m3 delayed h=16,max,m=0 → e4m3 current: the median step gains +") !=
               NULL);

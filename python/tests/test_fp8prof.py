@@ -287,7 +287,7 @@ class TestTorchRun(unittest.TestCase):
             self.assertEqual(rep.returncode, 0, rep.stderr[-500:])
             with open(os.path.join(out, "report.md")) as f:
                 md = f.read()
-            self.assertIn("**What just-in-time scaling buys**: ", md)
+            self.assertIn("**(b) Would just-in-time or block scaling help, by how much?** Just-in-time scaling: ", md)
 
 
 class TestInstall(unittest.TestCase):
