@@ -12,7 +12,7 @@ do for [k=1:2] {
     set logscale y
     set format y "10^{%T}"
     set grid
-    set key below
+    set key inside left top opaque box
     set style fill transparent solid 0.15 noborder
     plot data using 1:4:3 every ::1 with filledcurves lc rgb "#4477aa" title "representable range (delayed scale)", \
          data using 1:2 every ::1 with linespoints lw 2 pt 7 ps 0.4 lc rgb "#222222" title "amax", \

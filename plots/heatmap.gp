@@ -1,8 +1,8 @@
 # heatmap.gp — layer x step map of a percentage (overflow % or underflow %
 # of the layer's elements under one recipe), like BioNeMo's FP8 analyzer.
 # inputs: out, data (tsv: step layer value, blank line between steps), ttl,
-# cblab, mode (0: all zero; 1: log colour scale, white = 0; 2: underflow
-# bands at BioNeMo's 0.5 / 2 / 4 % thresholds), cbmin, cbmax, cbt (the
+# cblab, mode (0: all zero; 1: log colour scale, white = 0; 2: underflow in
+# four discrete bands at BioNeMo's 0.5 / 2 / 4 % thresholds), cbmin, cbmax, cbt (the
 # colour bar's tics, a gnuplot tic list)
 set datafile separator "\t"
 do for [k=1:2] {
@@ -13,7 +13,10 @@ do for [k=1:2] {
     set ylabel "layer"
     set cblabel cblab noenhanced
     if (mode == 2) {
-        set palette defined (0 "#ffffff", 0.5 "#fee391", 2 "#fe9929", 4 "#d7301f", cbmax "#67000d")
+        # four discrete bands (fine / watch / act / a problem): each colour
+        # constant over its band, the edges at the thresholds
+        set palette defined (0 "#ffffff", 0.4999 "#ffffff", 0.5 "#fee391", 1.9999 "#fee391", 2 "#fe9929", \
+                             3.9999 "#fe9929", 4 "#b30000", cbmax "#b30000")
         set cbrange [0:cbmax]
         eval "set cbtics ".cbt
     } else {

@@ -6,6 +6,13 @@
 # inputs: out, curves, diffs, runs (space-separated labels, baseline first), ttl
 set datafile separator "\t"
 n = words(runs)
+# seven colours that stay apart for common colour-vision deficiencies
+# (Paul Tol's bright scheme), then the same seven dashed, so no two runs
+# share a line
+array pal[7] = ["#4477AA", "#EE6677", "#228833", "#CCBB44", "#66CCEE", "#AA3377", "#555555"]
+do for [i=1:7] { set linetype i lc rgb pal[i] lw 2 }
+do for [i=8:14] { set linetype i lc rgb pal[i - 7] lw 2 dt 2 }
+do for [i=15:21] { set linetype i lc rgb pal[i - 14] lw 2 dt 3 }
 do for [k=1:2] {
     if (k == 1) { set terminal pngcairo size 1000,700 font ",10" } else { set terminal svg size 1000,700 dynamic font ",10" }
     set output out.(k == 1 ? ".png" : ".svg")
