@@ -11,10 +11,15 @@ PKG_LIBS   := $(filter-out -lgslcblas,$(shell pkg-config --libs $(PKGS)))
 CFLAGS_ALL := -std=c11 -D_GNU_SOURCE $(OPT) -g -fPIC -Wall -Wextra -Wshadow -Wstrict-prototypes \
               -fno-fast-math -ffp-contract=off -Ilib -Iprobes -Idatasets -Ianalyses -Iplots -Itests $(PKG_CFLAGS) $(SAN) $(CFLAGS)
 LDLIBS_ALL := $(PKG_LIBS) -lpthread -lm $(SAN) $(LDFLAGS)
+# what the libraries themselves link: libfp8prof HDF5 and zlib only (no MPI,
+# so any process can load it), libfp8prof_mpi MPI on top of it
+LIB_LIBS   := $(shell pkg-config --libs hdf5 zlib) -lpthread -lm
+MPI_LIBS   := $(shell pkg-config --libs ompi-c)
 
 # Vector loops (lib/*_vec.c) are built once per instruction set and picked at run time.
 VEC_SRC  := lib/kernel_vec.c lib/stats_vec.c
-LIB_SRC  := $(filter-out $(VEC_SRC),$(wildcard lib/*.c)) $(wildcard probes/*.c)
+MPI_SRC  := probes/mpi.c
+LIB_SRC  := $(filter-out $(VEC_SRC),$(wildcard lib/*.c)) $(filter-out $(MPI_SRC),$(wildcard probes/*.c))
 ifeq ($(shell uname -m),x86_64)
 ISAS     := avx512 avx2 base
 else
@@ -32,16 +37,18 @@ GP_SRC   := $(sort $(wildcard plots/*.gp))
 DATA_OBJ := $(DATA_SRC:%.c=$(BUILD)/%.o) $(BUILD)/plots/scripts.o
 TEST_SRC := $(filter-out tests/check_exhaustive.c tests/mpi_%.c,$(wildcard tests/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(VEC_OBJ)
+MPI_OBJ  := $(MPI_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
-DEPS     := $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(DATA_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(patsubst %.c,$(BUILD)/%.d,$(wildcard bench/*.c)) $(patsubst tests/%.c,$(BUILD)/tests/%.d,$(wildcard tests/mpi_*.c))
+DEPS     := $(LIB_OBJ:.o=.d) $(MPI_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(DATA_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(patsubst %.c,$(BUILD)/%.d,$(wildcard bench/*.c)) $(patsubst tests/%.c,$(BUILD)/tests/%.d,$(wildcard tests/mpi_*.c))
 
 MAKEFLAGS += --no-builtin-rules
 .SUFFIXES:
 
 .PHONY: all test asan demo study bench check-exhaustive clean help deps-check datasets fuzz fuzz-build check-report \
         install uninstall python-test
-all: $(BUILD)/libfp8prof.a $(BUILD)/libfp8prof.so $(BUILD)/fp8prof
+LIBS_A := $(BUILD)/libfp8prof_mpi.a $(BUILD)/libfp8prof.a
+all: $(BUILD)/libfp8prof.a $(BUILD)/libfp8prof.so $(BUILD)/libfp8prof_mpi.a $(BUILD)/libfp8prof_mpi.so $(BUILD)/fp8prof
 
 help:
 	@echo "make            library (static+shared) and build/fp8prof"
@@ -80,33 +87,41 @@ endef
 $(foreach i,$(ISAS),$(eval $(call isa_rule,$(i))))
 
 $(BUILD)/libfp8prof.a: $(LIB_OBJ)
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/libfp8prof.so: $(LIB_OBJ)
-	$(CC) -shared -Wl,-soname,libfp8prof.so.$(SOVERSION) -o $@ $^ $(LDLIBS_ALL)
+	$(CC) -shared -Wl,-soname,libfp8prof.so.$(SOVERSION) -o $@ $^ $(LIB_LIBS) $(SAN) $(LDFLAGS)
 
-$(BUILD)/fp8prof: $(CLI_OBJ) $(DATA_OBJ) $(BUILD)/libfp8prof.a
-	$(CC) -o $@ $(CLI_OBJ) $(DATA_OBJ) $(BUILD)/libfp8prof.a $(LDLIBS_ALL)
+$(BUILD)/libfp8prof_mpi.a: $(MPI_OBJ)
+	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/test_fp8prof: $(TEST_OBJ) $(DATA_OBJ) $(BUILD)/libfp8prof.a
-	$(CC) -o $@ $(TEST_OBJ) $(DATA_OBJ) $(BUILD)/libfp8prof.a $(LDLIBS_ALL)
+$(BUILD)/libfp8prof_mpi.so: $(MPI_OBJ) $(BUILD)/libfp8prof.so
+	$(CC) -shared -Wl,-soname,libfp8prof_mpi.so.$(SOVERSION) -o $@ $(MPI_OBJ) -L$(BUILD) -lfp8prof $(MPI_LIBS) \
+	    $(SAN) $(LDFLAGS)
+
+$(BUILD)/fp8prof: $(CLI_OBJ) $(DATA_OBJ) $(LIBS_A)
+	$(CC) -o $@ $(CLI_OBJ) $(DATA_OBJ) $(LIBS_A) $(LDLIBS_ALL)
+
+$(BUILD)/test_fp8prof: $(TEST_OBJ) $(DATA_OBJ) $(LIBS_A)
+	$(CC) -o $@ $(TEST_OBJ) $(DATA_OBJ) $(LIBS_A) $(LDLIBS_ALL)
 
 $(BUILD)/check_exhaustive: $(BUILD)/tests/check_exhaustive.o $(BUILD)/tests/ref_cast.o $(BUILD)/libfp8prof.a
 	$(CC) -o $@ $^ $(LDLIBS_ALL)
 
 BENCH_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard bench/*.c)) $(BUILD)/tests/ref_stats.o $(DATA_OBJ)
-$(BUILD)/bench_fp8prof: $(BENCH_OBJ) $(BUILD)/libfp8prof.a
+$(BUILD)/bench_fp8prof: $(BENCH_OBJ) $(LIBS_A)
 	$(CC) -o $@ $^ $(LDLIBS_ALL)
 
 # helper programs the suite runs under mpirun (tests/mpi_*.c)
 .SECONDARY: $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(wildcard tests/mpi_*.c))
-$(BUILD)/mpi_%: $(BUILD)/tests/mpi_%.o $(BUILD)/libfp8prof.a
+$(BUILD)/mpi_%: $(BUILD)/tests/mpi_%.o $(LIBS_A)
 	$(CC) -o $@ $^ $(LDLIBS_ALL)
 
 test: $(BUILD)/test_fp8prof $(BUILD)/fp8prof $(BUILD)/libfp8prof.so $(BUILD)/mpi_mismatch
 	FP8PROF=$(BUILD)/fp8prof $(BUILD)/test_fp8prof
 ifeq ($(SAN),)
 	$(MAKE) --no-print-directory python-test
+	BUILD=$(BUILD) tests/install_test.sh
 endif
 
 # the Python package against the C engine and independent references (not
@@ -118,15 +133,18 @@ python-test: $(BUILD)/fp8prof $(BUILD)/libfp8prof.so
 asan:
 	$(MAKE) BUILD=build/asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" test
 
-# install: the library (static + versioned shared), the public headers under
-# include/fp8prof/, pkg-config's fp8prof.pc, the command and the Python
-# package (for Debian's /usr/bin/python3)
+# install: the libraries (static + versioned shared: libfp8prof, which links
+# no MPI, and libfp8prof_mpi), the public headers under include/fp8prof/,
+# pkg-config's fp8prof.pc and fp8prof_mpi.pc (both let #include <fp8_probe.h>
+# and <fp8prof/fp8_probe.h> work), the command and the Python package (for
+# Debian's /usr/bin/python3)
 VERSION   := 1.0.0
 SOVERSION := 1
 PREFIX    ?= /usr/local
 DESTDIR   ?=
 LIBDIR    ?= $(PREFIX)/lib
-INCDIR    ?= $(PREFIX)/include/fp8prof
+INCLUDEDIR ?= $(PREFIX)/include
+INCDIR    ?= $(INCLUDEDIR)/fp8prof
 PCDIR     ?= $(LIBDIR)/pkgconfig
 PYTHON    ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 # where Debian's python3 looks: /usr/lib/python3/dist-packages for /usr,
@@ -139,21 +157,25 @@ PY_SRC    := $(wildcard python/fp8prof/*.py)
 install: all
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR) $(DESTDIR)$(PCDIR) $(DESTDIR)$(PREFIX)/bin \
 	           $(DESTDIR)$(PYDIR)/fp8prof
-	install -m 644 $(BUILD)/libfp8prof.a $(DESTDIR)$(LIBDIR)/
-	install -m 755 $(BUILD)/libfp8prof.so $(DESTDIR)$(LIBDIR)/libfp8prof.so.$(VERSION)
-	ln -sf libfp8prof.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libfp8prof.so.$(SOVERSION)
-	ln -sf libfp8prof.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libfp8prof.so
+	for l in fp8prof fp8prof_mpi; do \
+	    install -m 644 $(BUILD)/lib$$l.a $(DESTDIR)$(LIBDIR)/ && \
+	    install -m 755 $(BUILD)/lib$$l.so $(DESTDIR)$(LIBDIR)/lib$$l.so.$(VERSION) && \
+	    ln -sf lib$$l.so.$(VERSION) $(DESTDIR)$(LIBDIR)/lib$$l.so.$(SOVERSION) && \
+	    ln -sf lib$$l.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/lib$$l.so && \
+	    sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|; s|@VERSION@|$(VERSION)|' \
+	        -e 's|@PRIVATE@|$(LIB_LIBS)|' $$l.pc.in > $(DESTDIR)$(PCDIR)/$$l.pc || exit 1; \
+	done
 	install -m 644 $(PUB_HDR) $(DESTDIR)$(INCDIR)/
-	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCDIR@|$(INCDIR)|; s|@VERSION@|$(VERSION)|' \
-	    -e 's|@PRIVATE@|$(PKG_LIBS) -lpthread -lm|' fp8prof.pc.in > $(DESTDIR)$(PCDIR)/fp8prof.pc
 	install -m 755 $(BUILD)/fp8prof $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(PY_SRC) $(DESTDIR)$(PYDIR)/fp8prof/
 	echo 'LIBRARY = "$(LIBDIR)/libfp8prof.so.$(SOVERSION)"' > $(DESTDIR)$(PYDIR)/fp8prof/_installed.py
 
 uninstall:
-	rm -f $(DESTDIR)$(LIBDIR)/libfp8prof.a $(DESTDIR)$(LIBDIR)/libfp8prof.so \
-	      $(DESTDIR)$(LIBDIR)/libfp8prof.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libfp8prof.so.$(VERSION) \
-	      $(DESTDIR)$(PCDIR)/fp8prof.pc $(DESTDIR)$(PREFIX)/bin/fp8prof
+	for l in fp8prof fp8prof_mpi; do \
+	    rm -f $(DESTDIR)$(LIBDIR)/lib$$l.a $(DESTDIR)$(LIBDIR)/lib$$l.so $(DESTDIR)$(LIBDIR)/lib$$l.so.$(SOVERSION) \
+	          $(DESTDIR)$(LIBDIR)/lib$$l.so.$(VERSION) $(DESTDIR)$(PCDIR)/$$l.pc; \
+	done
+	rm -f $(DESTDIR)$(PREFIX)/bin/fp8prof
 	rm -rf $(DESTDIR)$(INCDIR) $(DESTDIR)$(PYDIR)/fp8prof
 
 # fuzzing: clang's libFuzzer with ASan + UBSan, one target per reader;
@@ -166,11 +188,11 @@ fuzz:
 	tests/fuzz/run.sh build/fuzz $(FUZZ_SECONDS)
 
 .PRECIOUS: $(BUILD)/tests/fuzz/%.o
-FUZZ_COMMON := $(BUILD)/tests/fuzz/fuzz_common.o $(DATA_OBJ) $(BUILD)/libfp8prof.a
+FUZZ_COMMON := $(BUILD)/tests/fuzz/fuzz_common.o $(DATA_OBJ) $(LIBS_A)
 fuzz-build: $(BUILD)/fuzz_npy $(BUILD)/fuzz_nvdlfw $(BUILD)/fuzz_run $(BUILD)/fuzz_ranks $(BUILD)/fuzz-seeds
 $(BUILD)/fuzz_%: $(BUILD)/tests/fuzz/fuzz_%.o $(FUZZ_COMMON)
 	$(CC) -fsanitize=fuzzer -o $@ $^ $(LDLIBS_ALL)
-$(BUILD)/fuzz-seeds: $(BUILD)/tests/fuzz/seeds.o $(BUILD)/libfp8prof.a
+$(BUILD)/fuzz-seeds: $(BUILD)/tests/fuzz/seeds.o $(LIBS_A)
 	$(CC) -o $@ $^ $(LDLIBS_ALL)
 
 check-report: $(BUILD)/fp8prof

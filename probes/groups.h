@@ -1,6 +1,6 @@
 /*
  * groups.h — internal: the named communicators of a multi-rank probe run
- * (probes/mpi.c) as probe.c sees them, without MPI's header.
+ * (probes/mpi.c) as probe.c sees them, without MPI's header (probes/groups.c).
  */
 #ifndef FP8_PROBE_GROUPS_H
 #define FP8_PROBE_GROUPS_H
@@ -10,6 +10,17 @@
 #include "fp8_probe.h"
 
 typedef struct fp8__groups fp8__groups;
+
+/* The groups as the core library sees them: names, and the reduction that
+ * the MPI layer (libfp8prof_mpi, probes/mpi.c) fills in, so that
+ * libfp8prof itself never links MPI.  "world" is group 0. */
+#define FP8__GROUPS_CAP 9
+struct fp8__groups {
+    int n;
+    char name[FP8__GROUPS_CAP][24];
+    int (*max)(fp8__groups *g, int gi, uint32_t tag, float *buf, int n);
+    void (*release)(fp8__groups *g);
+};
 
 /* The index of the group registered under name, -1 when there is none. */
 int fp8__groups_find(const fp8__groups *g, const char *name);

@@ -13,58 +13,38 @@
 #include "fp8_store.h"
 #include "groups.h"
 
-struct fp8__groups {
-    int n;
-    char name[FP8_PROBE_MAX_GROUPS + 1][24];
-    MPI_Comm comm[FP8_PROBE_MAX_GROUPS + 1]; /* our duplicates; errors return */
-};
+/* the groups with their communicators (our duplicates; errors return) */
+typedef struct {
+    fp8__groups g; /* first: a pointer to it is a pointer to this */
+    MPI_Comm comm[FP8_PROBE_MAX_GROUPS + 1];
+} mpi_groups;
+_Static_assert(FP8_PROBE_MAX_GROUPS + 1 <= FP8__GROUPS_CAP, "groups.h holds world and every group");
 
-uint32_t fp8__fnv1a(uint32_t h, const char *s)
+static MPI_Comm comm_of(fp8__groups *g, int gi) { return ((mpi_groups *)g)->comm[gi]; }
+
+static int mpi_max(fp8__groups *g, int gi, uint32_t tag, float *buf, int n)
 {
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 16777619u;
-    return h;
-}
-
-int fp8__groups_find(const fp8__groups *g, const char *name)
-{
-    for (int i = 0; g && i < g->n; i++)
-        if (strcmp(g->name[i], name) == 0)
-            return i;
-    return -1;
-}
-
-int fp8__groups_count(const fp8__groups *g) { return g ? g->n : 0; }
-
-const char *fp8__groups_name(const fp8__groups *g, int gi) { return g && gi >= 0 && gi < g->n ? g->name[gi] : ""; }
-
-int fp8__groups_max(fp8__groups *g, int gi, uint32_t tag, float *buf, int n)
-{
-    if (!g || gi < 0 || gi >= g->n || n < 0)
-        return FP8_ERROR(FP8_EINVAL, "amax reduction: no group %d", gi);
     /* the fingerprint first: its max and min agree only when every rank
      * reduces the same thing (then all go on; else none does) */
     long long v = ((long long)tag << 20) | (long long)n, mm[2] = {v, -v};
-    if (MPI_Allreduce(MPI_IN_PLACE, mm, 2, MPI_LONG_LONG, MPI_MAX, g->comm[gi]) != MPI_SUCCESS)
+    if (MPI_Allreduce(MPI_IN_PLACE, mm, 2, MPI_LONG_LONG, MPI_MAX, comm_of(g, gi)) != MPI_SUCCESS)
         return FP8_ERROR(FP8_EIO, "amax reduction over group '%s': MPI_Allreduce failed", g->name[gi]);
     if (mm[0] != -mm[1])
         return FP8_ERROR(FP8_EINVAL,
                          "amax reduction over group '%s': its ranks reduce different tensors or counts at this point "
                          "(declare and cast the same tensors in the same order on every rank); this rank's amax used",
                          g->name[gi]);
-    if (n && MPI_Allreduce(MPI_IN_PLACE, buf, n, MPI_FLOAT, MPI_MAX, g->comm[gi]) != MPI_SUCCESS)
+    if (n && MPI_Allreduce(MPI_IN_PLACE, buf, n, MPI_FLOAT, MPI_MAX, comm_of(g, gi)) != MPI_SUCCESS)
         return FP8_ERROR(FP8_EIO, "amax reduction over group '%s': MPI_Allreduce failed", g->name[gi]);
     return FP8_OK;
 }
 
-void fp8__groups_free(fp8__groups *g)
+static void mpi_release(fp8__groups *g)
 {
-    if (!g)
-        return;
     int fin = 0;
     MPI_Finalized(&fin);
     for (int i = 0; i < g->n && !fin; i++)
-        MPI_Comm_free(&g->comm[i]);
+        MPI_Comm_free(&((mpi_groups *)g)->comm[i]);
     free(g);
 }
 
@@ -141,20 +121,23 @@ fp8_probe_run *fp8_probe_open_mpi(const char *path, const fp8_probe_options *opt
         FP8_ERROR(FP8_EINVAL, "fp8_probe_open_mpi: %s", bad);
         return NULL;
     }
-    fp8__groups *g = calloc(1, sizeof *g);
+    mpi_groups *mg = calloc(1, sizeof *mg);
+    fp8__groups *g = mg ? &mg->g : NULL;
+    if (g)
+        g->max = mpi_max, g->release = mpi_release;
     char rpath[1100];
     int ok = g && fp8_rank_path(path, rank, rpath, sizeof rpath) == 0;
     /* the duplicates are collective over each communicator: made on every rank */
     if (g) {
-        MPI_Comm_dup(world, &g->comm[0]);
+        MPI_Comm_dup(world, &mg->comm[0]);
         snprintf(g->name[0], sizeof g->name[0], "world");
         g->n = 1;
         for (int i = 0; i < ngroups; i++, g->n++) {
-            MPI_Comm_dup(groups[i], &g->comm[g->n]);
+            MPI_Comm_dup(groups[i], &mg->comm[g->n]);
             snprintf(g->name[g->n], sizeof g->name[g->n], "%s", names[i]);
         }
         for (int i = 0; i < g->n; i++)
-            MPI_Comm_set_errhandler(g->comm[i], MPI_ERRORS_RETURN);
+            MPI_Comm_set_errhandler(mg->comm[i], MPI_ERRORS_RETURN);
     }
     /* this rank's metadata: the caller's pairs, then rank, size and groups */
     int nmeta = nkv + 3 + (g ? g->n : 0);
@@ -179,7 +162,7 @@ fp8_probe_run *fp8_probe_open_mpi(const char *path, const fp8_probe_options *opt
         mkv[2 * m] = "mpi_groups", mkv[2 * m + 1] = text[2], m++;
         for (int i = 1; i < g->n; i++, m++) {
             snprintf(keys[i], sizeof keys[i], "mpi_group.%s", g->name[i]);
-            members(g->comm[i], world, lists + (size_t)i * lcap, lcap);
+            members(mg->comm[i], world, lists + (size_t)i * lcap, lcap);
             mkv[2 * m] = keys[i], mkv[2 * m + 1] = lists + (size_t)i * lcap;
         }
     }

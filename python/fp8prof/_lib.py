@@ -1,8 +1,9 @@
 """The shared library and the C signatures the package calls (ctypes).
 
 Where the library is found, first match wins: the FP8PROF_LIB environment
-variable; the path `make install` wrote into _installed.py; build/ of the
-source tree this package sits in; the system's library path.
+variable; libfp8prof.so beside this file (what `pip install .` puts there);
+the path `make install` wrote into _installed.py; build/ of the source tree
+this package sits in; the system's library path.
 """
 import ctypes
 import ctypes.util
@@ -16,12 +17,15 @@ def _candidates():
     env = os.environ.get("FP8PROF_LIB")
     if env:
         yield env
+    here = os.path.dirname(os.path.abspath(__file__))
+    bundled = os.path.join(here, "libfp8prof.so")
+    if os.path.exists(bundled):
+        yield bundled
     try:
         from . import _installed  # written by make install
         yield _installed.LIBRARY
     except ImportError:
         pass
-    here = os.path.dirname(os.path.abspath(__file__))
     yield os.path.join(here, "..", "..", "build", "libfp8prof.so")
     yield "libfp8prof.so.1"  # the loader's search path (LD_LIBRARY_PATH, ld.so.cache)
     found = ctypes.util.find_library("fp8prof")
