@@ -1,5 +1,5 @@
 /*
- * cmd_run.c — commands over run files: info, export (csv, nvdlfw), watch.
+ * cmd_run.c — commands over run files: info, export (csv, jsonl, nvdlfw), watch.
  */
 #include <errno.h>
 #include <math.h>
@@ -168,6 +168,78 @@ static int export_csv(const fp8_run *r, FILE *f, int scalars)
     return 0;
 }
 
+static void json_s(FILE *f, const char *k, const char *v, int first)
+{
+    fprintf(f, "%s\"%s\": \"", first ? "" : ", ", k);
+    for (; *v; v++) {
+        unsigned char ch = (unsigned char)*v;
+        if (ch == '"' || ch == '\\')
+            fprintf(f, "\\%c", ch);
+        else if (ch < 0x20)
+            fprintf(f, "\\u%04x", ch);
+        else
+            fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+static void json_d(FILE *f, const char *k, double v)
+{
+    if (isfinite(v))
+        fprintf(f, ", \"%s\": %.9g", k, v);
+    else
+        fprintf(f, ", \"%s\": null", k);
+}
+
+static void json_u(FILE *f, const char *k, uint64_t v)
+{
+    if (v == UINT64_MAX)
+        fprintf(f, ", \"%s\": null", k);
+    else
+        fprintf(f, ", \"%s\": %llu", k, (unsigned long long)v);
+}
+
+/* One JSON object per record (tensor x step x recipe), TransformerEngine's
+ * statistic names where they exist (docs/statistics.md, "nvdlfw-inspect log
+ * names"), ours beside them; non-finite numbers and undefined counts null. */
+static int export_jsonl(const fp8_run *r, FILE *f)
+{
+    for (size_t i = 0; i < r->nrecords; i++) {
+        const fp8_record *rec = &r->records[i];
+        const fp8_stats *s = &rec->stats;
+        double n = s->numel ? (double)s->numel : NAN;
+        fputc('{', f);
+        json_s(f, "tensor", r->tensor_name[rec->tensor], 1);
+        json_s(f, "role", fp8_role_name((fp8_role)r->tensor_role[rec->tensor]), 0);
+        fprintf(f, ", \"layer\": %d, \"step\": %lld", r->tensor_layer[rec->tensor], (long long)rec->step);
+        json_s(f, "recipe", r->recipe_spec[rec->recipe], 0);
+        fprintf(f, ", \"active\": %s", rec->active ? "true" : "false");
+        json_s(f, "format", s->format ? s->format->name : "", 0);
+        fprintf(f, ", \"rows\": %llu, \"cols\": %llu", (unsigned long long)rec->rows, (unsigned long long)rec->cols);
+        json_u(f, "numel", s->numel);
+        json_d(f, "underflows%", s->underflows == UINT64_MAX ? NAN : 100.0 * (double)s->underflows / n);
+        json_d(f, "overflows%", s->overflows == UINT64_MAX ? NAN : 100.0 * (double)s->overflows / n);
+        json_u(f, "underflows_num", s->underflows);
+        json_u(f, "overflows_num", s->overflows);
+        json_d(f, "fp8_delayed_scaling_overflows%", s->te_overflows == UINT64_MAX ? NAN
+                                                                                   : 100.0 * (double)s->te_overflows / n);
+        json_d(f, "mse", s->mse);
+        json_d(f, "total_square_error", s->sq_err);
+        json_d(f, "cur_amax", s->amax);
+        json_d(f, "dynamic_range", s->dynamic_range);
+        json_d(f, "min", s->min), json_d(f, "max", s->max), json_d(f, "mean", s->mean), json_d(f, "std", s->std);
+        json_d(f, "l1_norm", s->l1), json_d(f, "l2_norm", s->l2);
+        json_d(f, "scale_inv_min", s->scale_inv_min), json_d(f, "scale_inv_max", s->scale_inv_max);
+        json_d(f, "max_block_dynamic_range", s->max_block_dynamic_range);
+        json_d(f, "scale", s->scale), json_d(f, "scale_inv", s->scale_inv);
+        json_d(f, "sqnr_db", s->sqnr_db), json_d(f, "rel_err", s->rel_err), json_d(f, "cosine", s->cosine);
+        json_u(f, "subnormals", s->subnormals);
+        json_u(f, "nan_count", s->nan_count), json_u(f, "inf_count", s->inf_count);
+        fputs("}\n", f);
+    }
+    return 0;
+}
+
 int cmd_export(int argc, char **argv)
 {
     const char *path = NULL, *format = "csv", *out = NULL, *recipe = NULL;
@@ -190,8 +262,10 @@ int cmd_export(int argc, char **argv)
     }
     if (!path)
         return cli_usage_error("export needs RUN.h5");
-    if (strcmp(format, "csv") != 0 && strcmp(format, "nvdlfw") != 0)
-        return cli_usage_error("export: unknown format '%s' (csv, nvdlfw)", format);
+    if (strcmp(format, "csv") != 0 && strcmp(format, "jsonl") != 0 && strcmp(format, "nvdlfw") != 0)
+        return cli_usage_error("export: unknown format '%s' (csv, jsonl, nvdlfw)", format);
+    if (strcmp(format, "jsonl") == 0 && scalars)
+        return cli_usage_error("export --scalars: csv only");
     if (strcmp(format, "nvdlfw") == 0 && !out)
         return cli_usage_error("export --format nvdlfw needs -o DIR");
     char clash[1100];
@@ -204,7 +278,7 @@ int cmd_export(int argc, char **argv)
     if (!r)
         return 1;
     int rc = 0;
-    if (strcmp(format, "csv") == 0) {
+    if (strcmp(format, "csv") == 0 || strcmp(format, "jsonl") == 0) {
         /* written under a temporary name and renamed: a failure leaves any old file */
         char tmp[1200];
         if (out && fp8_file_tmp_path(out, tmp, sizeof tmp) != 0) {
@@ -217,7 +291,10 @@ int cmd_export(int argc, char **argv)
             fprintf(stderr, "fp8prof: export: cannot create %s: %s\n", out, strerror(errno));
             rc = 1;
         } else {
-            export_csv(r, f, scalars);
+            if (strcmp(format, "csv") == 0)
+                export_csv(r, f, scalars);
+            else
+                export_jsonl(r, f);
             if ((out && (ferror(f) | fclose(f)) != 0) || (!out && fflush(f) != 0)) {
                 fprintf(stderr, "fp8prof: export: writing %s failed\n", out ? out : "stdout");
                 if (out)

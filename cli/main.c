@@ -63,10 +63,12 @@ const cli_command cli_commands[] = {
      "overflow and underflow percentages and the smallest SQNR.\n",
      cmd_info},
     {"export", "a run as CSV, or as nvidia-dlframework-inspect logs",
-     "usage: fp8prof export RUN.h5 [--format csv] [--scalars] [-o FILE]\n"
+     "usage: fp8prof export RUN.h5 [--format csv|jsonl] [--scalars] [-o FILE]\n"
      "       fp8prof export RUN.h5 --format nvdlfw [--recipe SPEC] -o DIR\n"
      "csv: one row per tensor x step x recipe with a header row (stdout unless -o);\n"
-     "--scalars: the scalar series instead (name,step,value).\n"
+     "--scalars: the scalar series instead (name,step,value).  jsonl: one JSON object per\n"
+     "tensor x step x recipe, TransformerEngine's statistic names where they exist\n"
+     "(underflows%, overflows%, cur_amax, mse, ...; docs/statistics.md), null for NaN.\n"
      "nvdlfw: DIR/nvdlfw_inspect_statistics_logs/nvdlfw_inspect_globalrank-0.log in\n"
      "TransformerEngine's debug format, for the active recipe (or --recipe SPEC).\n",
      cmd_export},

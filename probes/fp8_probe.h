@@ -137,6 +137,34 @@ int fp8_probe_cast_recipe(fp8_probe *p, const char *spec, const float *x, size_t
  * probes must belong to one run. */
 int fp8_probe_smooth_from(fp8_probe *weight, fp8_probe *input);
 
+/* For callers whose tensors live elsewhere (a GPU): 1 when step needs the
+ * tensor itself (statistics, a snapshot, block amaxes, or a recipe whose
+ * state follows more than the amax: per-block delayed, smoothed delayed,
+ * reduced over ranks), 0 when fp8_probe_note_amax is all the step needs;
+ * a negative status on error. */
+int fp8_probe_needs_tensor(fp8_probe *p, int64_t step);
+
+/* A step that needs no tensor (fp8_probe_needs_tensor == 0): the tensor's
+ * amax (its largest finite |x|) and nonfinite (bit 0: it holds an Inf, bit
+ * 1: a NaN), computed by the caller: what record would have done at this
+ * step — the every-step series row and delayed histories (an Inf entering
+ * as TE's does), several calls in one step taking the max.  No cast: with
+ * an active recipe the caller casts itself (fp8_probe_active_scale).
+ * FP8_EINVAL when the step needs the tensor. */
+int fp8_probe_note_amax(fp8_probe *p, int64_t step, float amax, unsigned nonfinite);
+
+/* The active per-tensor delayed recipe's current scale and scale_inv (what
+ * a cast this step uses), for a caller that casts on its own device. */
+int fp8_probe_active_scale(fp8_probe *p, float *scale, float *scale_inv);
+
+/* The probe's recipes: specs[i] (canonical; index 0 the active one when
+ * the probe has one), at most max of them; returns how many it has. */
+int fp8_probe_recipes(fp8_probe *p, const char **specs, int max);
+
+/* The statistics recipe i recorded at the probe's last statistics step
+ * (*step), e.g. to hand to a logger; FP8_EINVAL before the first. */
+int fp8_probe_last_stats(fp8_probe *p, int i, int64_t *step, fp8_stats *out);
+
 /* A named scalar (loss, learning rate, grad norm, ...) at step. */
 int fp8_probe_scalar(fp8_probe_run *run, const char *name, int64_t step, double value);
 

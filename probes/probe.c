@@ -52,6 +52,8 @@ struct fp8_probe {
     int touched;                      /* cast something since the last step end */
     int snapshot;                     /* name matches the snapshot pattern      */
     step_acc acc;                     /* this step's series row, not yet stored */
+    fp8_stats *last;                  /* [nrec]: the statistics of the last recorded step (last_step) */
+    int64_t last_step;                /* -1: none yet */
     int bam_has;                      /* block amaxes of this step, not yet stored */
     int64_t bam_step;
     size_t bam_rows, bam_cols;
@@ -175,6 +177,7 @@ static void probe_free(fp8_probe *p)
     free(p->bam);
     free(p->sm_s);
     free(p->fold_s);
+    free(p->last);
     free(p);
 }
 
@@ -212,6 +215,8 @@ fp8_probe *fp8_probe_declare(fp8_probe_run *run, const char *name, fp8_role role
         return NULL;
     }
     fp8_probe *p = calloc(1, sizeof *p);
+    if (p)
+        p->last_step = -1;
     if (!p) {
         FP8_ERROR(FP8_ENOMEM, "probe: out of memory");
         return NULL;
@@ -678,6 +683,50 @@ int fp8_probe_cast_recipe(fp8_probe *p, const char *spec, const float *x, size_t
     return e;
 }
 
+/* This step's every-step row gets the tensor's amax (probe lock held); a
+ * row of an earlier step that saw no step_end is returned, to be stored on
+ * its own. */
+static step_acc series_note(fp8_probe *p, int64_t step, const fp8_amax_info *ai)
+{
+    step_acc done = {0};
+    if (p->acc.has && p->acc.step != step) {
+        done = p->acc;
+        p->acc.has = 0;
+    }
+    if (!p->acc.has) {
+        p->acc.has = 1, p->acc.step = step, p->acc.amax = 0, p->acc.nonfinite = 0;
+        for (int i = 0; i < p->nrec; i++) {
+            p->acc.delayed_scale[i] = p->st[i]->scale; /* the scale this step casts with */
+            p->acc.group_amax[i] = NAN;
+        }
+    }
+    p->acc.amax = fmaxf(p->acc.amax, ai->amax);
+    p->acc.nonfinite |= (ai->inf_count ? 1u : 0u) | (ai->nan_count ? 2u : 0u);
+    return done;
+}
+
+/* 1 when a step of p needs the tensor itself: a statistics step, a
+ * snapshot, block amaxes, or a recipe whose state follows more than the
+ * tensor's amax (per-block delayed, smoothed delayed, reduced over ranks) */
+static int needs_tensor(const fp8_probe *p, int64_t step)
+{
+    const fp8_probe_options *o = &p->run->opt;
+    int in_window = step >= o->start && (o->end < 0 || step <= o->end);
+    int64_t ph = step % o->snapshot_every, bph = o->block_amax_every > 0 ? step % o->block_amax_every : -1;
+    if (recorded_step(o, step) || reduces(p))
+        return 1;
+    if (in_window && p->snapshot && (ph == 0 || (o->snapshot_pairs && ph == 1 % o->snapshot_every)))
+        return 1;
+    if (in_window && (bph == 0 || (bph == 1 && o->block_amax_every > 1)))
+        return 1;
+    for (int i = 0; i < p->nrec; i++) {
+        const fp8_recipe *r = &p->st[i]->recipe;
+        if (r->block_delayed || (r->smooth && r->kind == FP8_RECIPE_DELAYED) || p->sm_src)
+            return 1;
+    }
+    return 0;
+}
+
 /* The core: cast under every recipe (shadows first: out may alias x), then
  * store what this step records. */
 static int probe_run(fp8_probe *p, int64_t step, const float *x, size_t rows, size_t cols, float *out)
@@ -729,21 +778,8 @@ static int probe_run(fp8_probe *p, int64_t step, const float *x, size_t rows, si
     pthread_mutex_lock(&p->lock);
     if (fused) /* (a delayed recipe's note of its amax leaves the scale alone until the step ends) */
         st = fp8_quantize_amax(p->st[0], x, rows, cols, out, &ai);
-    if (o->series && in_window) {
-        if (p->acc.has && p->acc.step != step) { /* a step without step_end: store it on its own */
-            done = p->acc;
-            p->acc.has = 0;
-        }
-        if (!p->acc.has) {
-            p->acc.has = 1, p->acc.step = step, p->acc.amax = 0, p->acc.nonfinite = 0;
-            for (int i = 0; i < p->nrec; i++) {
-                p->acc.delayed_scale[i] = p->st[i]->scale; /* the scale this step casts with */
-                p->acc.group_amax[i] = NAN;
-            }
-        }
-        p->acc.amax = fmaxf(p->acc.amax, ai.amax);
-        p->acc.nonfinite |= (ai.inf_count ? 1u : 0u) | (ai.nan_count ? 2u : 0u);
-    }
+    if (o->series && in_window)
+        done = series_note(p, step, &ai);
     if (bam)
         note_block_amax(p, step, x, rows, cols);
     int rst = reduce_current(p, &ai, rec);
@@ -778,6 +814,10 @@ static int probe_run(fp8_probe *p, int64_t step, const float *x, size_t rows, si
         } else if (run->io_failed) {
             run->dropped += (uint64_t)(rec ? p->nrec : 0);
         } else {
+            if (rec && (p->last || (p->last = malloc((size_t)p->nrec * sizeof *p->last)) != NULL)) {
+                memcpy(p->last, stats, (size_t)p->nrec * sizeof *p->last);
+                p->last_step = step;
+            }
             for (int i = 0; rec && i < p->nrec; i++)
                 if (!job.skip[i] && fp8_store_add_record(run->store, p->tensor_id, p->recipe_id[i], step,
                                                          p->has_active && i == 0, rows, cols, &stats[i]) != FP8_OK)
@@ -1061,4 +1101,101 @@ int fp8_probe_close(fp8_probe_run *run)
     pthread_mutex_destroy(&run->lock);
     free(run);
     return st;
+}
+
+int fp8_probe_needs_tensor(fp8_probe *p, int64_t step)
+{
+    if (!p)
+        return FP8_ERROR(FP8_EINVAL, "fp8_probe_needs_tensor: the probe is NULL");
+    if (!fp8__live_has(p, FP8__LIVE_PROBE))
+        return dead("fp8_probe_needs_tensor", p);
+    int e = check_step("fp8_probe_needs_tensor", step);
+    if (e != FP8_OK)
+        return e;
+    return needs_tensor(p, step);
+}
+
+int fp8_probe_note_amax(fp8_probe *p, int64_t step, float amax, unsigned nonfinite)
+{
+    if (!p)
+        return FP8_ERROR(FP8_EINVAL, "fp8_probe_note_amax: the probe is NULL");
+    if (!fp8__live_has(p, FP8__LIVE_PROBE))
+        return dead("fp8_probe_note_amax", p);
+    int e = check_step("fp8_probe_note_amax", step);
+    if (e != FP8_OK)
+        return e;
+    if (!(amax >= 0) || isinf(amax) || nonfinite > 3)
+        return FP8_ERROR(FP8_EINVAL, "fp8_probe_note_amax '%s': amax %g is not a finite number >= 0 (the largest "
+                                     "finite |x|), or nonfinite %u is not a bit set of 1 (Inf) and 2 (NaN)",
+                         p->name, (double)amax, nonfinite);
+    if (needs_tensor(p, step))
+        return FP8_ERROR(FP8_EINVAL, "fp8_probe_note_amax '%s': step %lld needs the tensor itself (statistics, a "
+                                     "snapshot, block amaxes, or a per-block/smoothed/reduced recipe: "
+                                     "fp8_probe_needs_tensor); record it instead",
+                         p->name, (long long)step);
+    if (__atomic_load_n(&p->run->eval, __ATOMIC_RELAXED))
+        return FP8_OK; /* evaluation: nothing moves */
+    fp8_amax_info ai = {amax, (nonfinite & 1u) ? 1u : 0u, (nonfinite & 2u) ? 1u : 0u};
+    const fp8_probe_options *o = &p->run->opt;
+    int in_window = step >= o->start && (o->end < 0 || step <= o->end);
+    step_acc done = {0};
+    pthread_mutex_lock(&p->lock);
+    if (o->series && in_window)
+        done = series_note(p, step, &ai);
+    for (int i = 0; i < p->nrec; i++) { /* what a cast-free step moves: delayed histories */
+        fp8_recipe_state *st = p->st[i];
+        if (st->recipe.kind == FP8_RECIPE_DELAYED)
+            fp8_recipe_state_observe(st, ai.inf_count && !st->recipe.finite_amax ? INFINITY : ai.amax);
+    }
+    p->touched = 1;
+    pthread_mutex_unlock(&p->lock);
+    if (done.has) {
+        pthread_mutex_lock(&p->run->lock);
+        store_series(p->run, p, &done);
+        pthread_mutex_unlock(&p->run->lock);
+    }
+    return FP8_OK;
+}
+
+int fp8_probe_active_scale(fp8_probe *p, float *scale, float *scale_inv)
+{
+    if (!p || !scale || !scale_inv)
+        return FP8_ERROR(FP8_EINVAL, "fp8_probe_active_scale: %s is NULL", !p ? "the probe" : "an output");
+    if (!fp8__live_has(p, FP8__LIVE_PROBE))
+        return dead("fp8_probe_active_scale", p);
+    if (!p->has_active || p->st[0]->recipe.kind != FP8_RECIPE_DELAYED)
+        return FP8_ERROR(FP8_EINVAL, "fp8_probe_active_scale '%s': the active recipe is not a per-tensor delayed "
+                                     "recipe (its scale comes from each tensor)", p->name);
+    pthread_mutex_lock(&p->lock);
+    *scale = p->st[0]->scale, *scale_inv = p->st[0]->scale_inv;
+    pthread_mutex_unlock(&p->lock);
+    return FP8_OK;
+}
+
+int fp8_probe_recipes(fp8_probe *p, const char **specs, int max)
+{
+    if (!p)
+        return FP8_ERROR(FP8_EINVAL, "fp8_probe_recipes: the probe is NULL");
+    if (!fp8__live_has(p, FP8__LIVE_PROBE))
+        return dead("fp8_probe_recipes", p);
+    for (int i = 0; specs && i < p->nrec && i < max; i++)
+        specs[i] = p->st[i]->recipe.spec;
+    return p->nrec;
+}
+
+int fp8_probe_last_stats(fp8_probe *p, int i, int64_t *step, fp8_stats *out)
+{
+    if (!p || !step || !out)
+        return FP8_ERROR(FP8_EINVAL, "fp8_probe_last_stats: %s is NULL", !p ? "the probe" : "an output");
+    if (!fp8__live_has(p, FP8__LIVE_PROBE))
+        return dead("fp8_probe_last_stats", p);
+    pthread_mutex_lock(&p->run->lock);
+    int ok = p->last && i >= 0 && i < p->nrec;
+    if (ok)
+        *out = p->last[i], *step = p->last_step;
+    pthread_mutex_unlock(&p->run->lock);
+    if (!ok)
+        return FP8_ERROR(FP8_EINVAL, "fp8_probe_last_stats '%s': %s", p->name,
+                         i < 0 || i >= p->nrec ? "no such recipe index" : "nothing recorded yet");
+    return FP8_OK;
 }
