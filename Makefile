@@ -210,11 +210,14 @@ study: $(BUILD)/fp8prof
 	datasets/study.sh $(BUILD)/fp8prof $(BUILD)/study $(STUDY_K) $(STUDY_STEPS) $(STUDY_RECIPES)
 
 bench: $(BUILD)/bench_fp8prof $(BUILD)/fp8prof $(BUILD)/libfp8prof.so
-ifneq ($(BENCH),python)
+ifeq ($(filter python torch,$(BENCH)),)
 	$(BUILD)/bench_fp8prof $(BENCH)
 endif
 ifeq ($(filter-out python,$(BENCH)),)
 	FP8PROF_LIB=$(abspath $(BUILD)/libfp8prof.so) $(PYTHON) bench/bench_python.py $(BUILD)
+endif
+ifeq ($(filter-out torch,$(BENCH)),)
+	FP8PROF_LIB=$(abspath $(BUILD)/libfp8prof.so) $(PYTHON) bench/bench_torch.py
 endif
 
 datasets: $(BUILD)/fp8prof

@@ -75,10 +75,32 @@ class MLP(torch.nn.Module):
         return self.w2(F.silu(self.w1(x)) * self.w3(x))
 
 
-class Block(torch.nn.Module):
-    def __init__(self, dim, heads):
+class MoE(torch.nn.Module):
+    """Top-1 routed experts (each a SwiGLU MLP); an expert no token is routed
+    to runs on an empty tensor, which the profiler skips."""
+
+    def __init__(self, dim, experts):
         super().__init__()
-        self.n1, self.attn, self.n2, self.mlp = RMSNorm(dim), Attention(dim, heads), RMSNorm(dim), MLP(dim)
+        self.router = torch.nn.Linear(dim, experts, bias=False)
+        self.experts = torch.nn.ModuleList(MLP(dim) for _ in range(experts))
+
+    def forward(self, x):
+        flat = x.reshape(-1, x.shape[-1])
+        gate = self.router(flat).softmax(-1)
+        top = gate.argmax(-1)
+        out = torch.zeros_like(flat)
+        for e, mlp in enumerate(self.experts):
+            sel = (top == e).nonzero().squeeze(-1)
+            y = mlp(flat[sel]) * gate[sel, e].unsqueeze(-1)
+            out = out.index_add(0, sel, y)
+        return out.reshape(x.shape)
+
+
+class Block(torch.nn.Module):
+    def __init__(self, dim, heads, experts=0):
+        super().__init__()
+        self.n1, self.attn, self.n2 = RMSNorm(dim), Attention(dim, heads), RMSNorm(dim)
+        self.mlp = MoE(dim, experts) if experts else MLP(dim)
 
     def forward(self, x):
         x = x + self.attn(self.n1(x))
@@ -86,11 +108,11 @@ class Block(torch.nn.Module):
 
 
 class Llama(torch.nn.Module):
-    def __init__(self, layers, dim, heads, ctx):
+    def __init__(self, layers, dim, heads, ctx, experts=0):
         super().__init__()
         self.emb = torch.nn.Embedding(256, dim)
         self.pos = torch.nn.Parameter(torch.zeros(ctx, dim))
-        self.layers = torch.nn.ModuleList(Block(dim, heads) for _ in range(layers))
+        self.layers = torch.nn.ModuleList(Block(dim, heads, experts) for _ in range(layers))
         self.norm = RMSNorm(dim)
         self.lm_head = torch.nn.Linear(dim, 256, bias=False)
 
@@ -116,6 +138,10 @@ def main():
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--every", type=int, default=5)
+    ap.add_argument("--gemms", choices=("linear", "all"), default="linear",
+                    help="all: attention's q k^T and att v too (every matrix product)")
+    ap.add_argument("--experts", type=int, default=0, help="N > 0: a top-1 mixture of N experts for each MLP")
+    ap.add_argument("--accum", type=int, default=1, help="micro-batches per optimizer step (gradient accumulation)")
     a = ap.parse_args()
     shadows = a.shadow if a.shadow is not None else ["e4m3:delayed", "e5m2:delayed", "e4m3:current", "e5m2:current",
                                                      "e4m3:block=1x128:eps=0"]
@@ -124,17 +150,17 @@ def main():
     data, source = corpus()
     n = len(data) // 10 * 9
     train = torch.frombuffer(bytearray(data[:n]), dtype=torch.uint8).long()
-    model = Llama(a.layers, a.dim, a.heads, a.ctx)
+    model = Llama(a.layers, a.dim, a.heads, a.ctx, a.experts)
     opt = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.95), weight_decay=0.0)
     meta = {"source": "datasets/torch_llama.py", "seed": str(a.seed), "steps": str(a.steps), "data": source,
             "model": "layers %d dim %d heads %d ctx %d batch %d" % (a.layers, a.dim, a.heads, a.ctx, a.batch),
-            "smooth_swiglu": "no", "accumulation": "fp32 (torch CPU)"}
+            "smooth_swiglu": "no", "accumulation": "fp32 (torch CPU)", "micro_batches": str(a.accum),
+            "experts": str(a.experts)}
     if not a.apply:
         meta["recipe"] = "bf16"  # record only: the recipes are shadows of a high-precision run
     g = torch.Generator().manual_seed(a.seed)
-    with fpt.Profiler(model, a.o, recipe=a.recipe if a.apply else None,
-                      shadows=shadows if a.apply else [a.recipe] + shadows, apply=a.apply, every=a.every,
-                      meta=meta) as prof:
+    with fpt.Profiler(model, a.o, recipe=a.recipe, shadows=shadows, apply=a.apply, every=a.every, meta=meta,
+                      gemms=a.gemms) as prof:
         for step in range(a.steps):
             lr = a.lr * min(1.0, (step + 1) / max(1, a.steps // 10))
             for grp in opt.param_groups:
@@ -142,9 +168,12 @@ def main():
             off = torch.randint(0, n - a.ctx - 1, (a.batch,), generator=g)
             x = torch.stack([train[o:o + a.ctx] for o in off.tolist()])
             y = torch.stack([train[o + 1:o + 1 + a.ctx] for o in off.tolist()])
-            loss = F.cross_entropy(model(x).reshape(-1, 256), y.reshape(-1))
             opt.zero_grad()
-            loss.backward()
+            loss = 0.0
+            for xm, ym in zip(x.chunk(a.accum), y.chunk(a.accum)):
+                part = F.cross_entropy(model(xm).reshape(-1, 256), ym.reshape(-1)) / a.accum
+                part.backward()
+                loss = loss + part.detach()
             opt.step()
             prof.step(loss=loss.item())
             if step % 50 == 0 or step == a.steps - 1:

@@ -99,6 +99,53 @@ class Probe:
         return out
 
 
+    def needs_tensor(self, step):
+        """True when step needs the tensor itself (statistics, snapshot, block
+        amaxes, per-block or smoothed delayed recipes); False when note_amax
+        is all the step needs (fp8_probe_needs_tensor)."""
+        step = _check.step(step)
+        self._run._enter("needs_tensor %s" % self.name)
+        try:
+            r = lib.fp8_probe_needs_tensor(self._p, step)
+        finally:
+            self._run._leave()
+        if r < 0:
+            check(r, "needs_tensor " + self.name)
+        return bool(r)
+
+    def note_amax(self, step, amax, inf=False, nan=False):
+        """A step that needs no tensor: its amax (largest finite |x|) and
+        whether it held an Inf / a NaN (fp8_probe_note_amax)."""
+        step = _check.step(step)
+        self._call("note_amax", lib.fp8_probe_note_amax, step, float(amax), (1 if inf else 0) | (2 if nan else 0))
+
+    def active_scale(self):
+        """(scale, scale_inv) of the active per-tensor delayed recipe now."""
+        s, si = ctypes.c_float(), ctypes.c_float()
+        self._call("active_scale", lib.fp8_probe_active_scale, ctypes.byref(s), ctypes.byref(si))
+        return s.value, si.value
+
+    def recipes(self):
+        """The probe's recipes' canonical specs, the active one first when it has one."""
+        arr = (ctypes.c_char_p * 16)()
+        self._run._enter("recipes %s" % self.name)
+        try:
+            n = lib.fp8_probe_recipes(self._p, arr, 16)
+        finally:
+            self._run._leave()
+        if n < 0:
+            check(n, "recipes " + self.name)
+        return [arr[i].decode() for i in range(n)]
+
+    def last_stats(self, i):
+        """(step, statistics dict) of recipe i at the last statistics step."""
+        from .core import _stats_dict
+        buf = ctypes.create_string_buffer(lib.fp8_stats_size())
+        st = ctypes.c_int64()
+        self._call("last_stats", lib.fp8_probe_last_stats, i, ctypes.byref(st), buf)
+        return st.value, _stats_dict(buf)
+
+
 class Run:
     """A run file being written.  Options by name (probe options of
     fp8_probe.h): every, start, end, exp_hist, flush_steps, flush_seconds,

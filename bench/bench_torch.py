@@ -1,0 +1,86 @@
+#!/usr/bin/python3
+"""bench_torch.py — `make bench BENCH=torch`: what fp8prof.torch.Profiler
+costs a PyTorch training step, next to the same step unprofiled measured in
+the same process (interleaved: plain, profiled, plain, ... medians).
+
+The tiny Llama of datasets/torch_llama.py (2 layers, dim 96, ctx 64, batch
+8, CPU, one thread), every GEMM probed (gemms="all": linear layers and
+attention's two products), 1 recipe + 3 shadows (hybrid:delayed; e4m3:current,
+e5m2:current, e4m3:delayed).  Targets (share of the plain step): record-only
+every=10 within 3%, every=1 within 25%; apply every=10 within 5%; bytes to
+the host per step at every=10 outside statistics steps at most 8 per probed
+tensor."""
+import copy
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import torch
+import torch.nn.functional as F
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(here, "..", "python"))
+sys.path.insert(0, os.path.join(here, "..", "datasets"))
+import fp8prof.torch as ft  # noqa: E402
+from torch_llama import Llama  # noqa: E402
+
+SHADOWS = ["e4m3:current", "e5m2:current", "e4m3:delayed"]
+
+
+def step_fn(model, opt, x, y):
+    opt.zero_grad()
+    loss = F.cross_entropy(model(x).reshape(-1, 256), y.reshape(-1))
+    loss.backward()
+    opt.step()
+    return loss
+
+
+def measure(every, apply, steps, tmp):
+    torch.manual_seed(1)
+    base = Llama(2, 96, 4, 64)
+    plain, prof_m = base, copy.deepcopy(base)
+    op = torch.optim.AdamW(plain.parameters(), lr=1e-3)
+    oq = torch.optim.AdamW(prof_m.parameters(), lr=1e-3)
+    g = torch.Generator().manual_seed(2)
+    path = os.path.join(tmp, "bench_torch_%d_%d.h5" % (every, apply))
+    tp, tq, bytes_off = [], [], []
+    with ft.Profiler(prof_m, path, recipe="hybrid:delayed", shadows=SHADOWS, apply=apply, every=every,
+                     gemms="all", flush_steps=1000000, flush_seconds=1e9) as prof:
+        for s in range(steps):
+            x = torch.randint(0, 256, (8, 64), generator=g)
+            y = torch.randint(0, 256, (8, 64), generator=g)
+            t0 = time.perf_counter()
+            step_fn(plain, op, x, y)
+            t1 = time.perf_counter()
+            b0 = prof.host_bytes
+            loss = step_fn(prof_m, oq, x, y)
+            prof.step(loss=loss.item())
+            t2 = time.perf_counter()
+            if s >= 3:  # warm-up: allocators, first casts
+                tp.append(t1 - t0)
+                tq.append(t2 - t1)
+            if s % every:
+                bytes_off.append(prof.host_bytes - b0)
+        ntensors = len(prof.names)
+    return statistics.median(tp), statistics.median(tq), (max(bytes_off) if bytes_off else 0), ntensors
+
+
+def main():
+    torch.set_num_threads(1)
+    with tempfile.TemporaryDirectory() as tmp:
+        print("fp8prof bench torch: tiny Llama (2 layers, dim 96, ctx 64, batch 8), every GEMM probed, "
+              "1 recipe + 3 shadows; median step, profiled and plain interleaved in one process")
+        for every, apply, target in ((10, False, 1.03), (1, False, 1.25), (10, True, 1.05)):
+            p, q, nb, nt = measure(every, apply, 40 if every == 10 else 25, tmp)
+            r = q / p
+            print("  %-11s every=%-2d  plain %6.1f ms  profiled %6.1f ms  ratio %.3f (target <= %.2f: %s)%s"
+                  % ("apply" if apply else "record-only", every, p * 1e3, q * 1e3, r, target,
+                     "met" if r <= target else "NOT met",
+                     "; host bytes a step outside statistics %d for %d tensors (target <= %d: %s)"
+                     % (nb, nt, 8 * nt, "met" if nb <= 8 * nt else "NOT met") if every > 1 else ""))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,80 @@
+"""The FP8 cast of per-tensor recipes as torch operations, on the tensor's
+own device, bit for bit the library's (tests/…: against fp8prof.cast and
+decode on 10^6 inputs per format and scale).
+
+x_hat = Q(x * scale) * scale_inv in float32, Q rounding to the nearest
+value of the format (ties to even), subnormals included, saturating at the
+format's max (its default), NaN kept.  E4M3 (fn): 3 mantissa bits, smallest
+normal exponent -6, max 448; E5M2: 2 bits, -14, 57344.  Current scaling's
+scale is TransformerEngine's rule as the library computes it: amax (largest
+finite |x|) floored at eps; 1 when that is 0; fp8_max / amax in float32,
+FLT_MAX when that overflows; scale_inv = 1 / scale.
+"""
+import re
+
+import torch as _torch
+
+FORMATS = {"e4m3": (3, -6, 448.0), "e5m2": (2, -14, 57344.0)}
+FLT_MAX = 3.4028234663852886e38
+_OPT = re.compile(r"^(history|amax_history_len|algo|amax_compute_algo|margin|eps|epsilon|amax_floor|finite_amax)(=.*)?$")
+
+
+def plan(spec, role):
+    """(kind, format, eps) when torch can cast recipe `spec` for `role` bit
+    for bit, else None (the library's path then): per-tensor delayed or
+    current scaling of E4M3 / E5M2 (hybrid: E5M2 for gradients), nearest
+    rounding, saturating, no pow2 / torchao / reduce= / smoothing."""
+    parts = spec.split(":")
+    head = parts[0]
+    if head == "hybrid":
+        head = "e5m2" if role == "gradient" else "e4m3"
+    if head not in FORMATS or len(parts) < 2 or parts[1] not in ("delayed", "current", "tensorwise"):
+        return None
+    eps = 0.0
+    for p in parts[2:]:
+        for opt in p.split(","):
+            if not opt:
+                continue
+            if not _OPT.match(opt):
+                return None
+            if opt.split("=")[0] in ("eps", "epsilon", "amax_floor"):
+                eps = float(opt.split("=", 1)[1])
+    return ("delayed" if parts[1] == "delayed" else "current", head, eps)
+
+
+def amax3(t):
+    """[largest finite |t| as float32 bits, flags: 1 an Inf, 2 a NaN] as an
+    int32 pair on t's device (8 bytes when it crosses to the host)."""
+    t = t.detach()
+    a = t.abs().to(_torch.float32)
+    fin = _torch.isfinite(a)
+    m = _torch.where(fin, a, _torch.zeros_like(a)).max() if a.numel() else a.new_zeros(())
+    flags = _torch.isinf(a).any().to(_torch.int32) + 2 * _torch.isnan(a).any().to(_torch.int32)
+    return _torch.stack([m.reshape(()).view(_torch.int32), flags])
+
+
+def amax_of(a2):
+    """The float32 amax of an amax3 pair (on its device)."""
+    return a2[0].view(_torch.float32)
+
+
+def current_scale(amax, fmt, eps):
+    """The library's current-scaling scale and scale_inv, float32 tensors."""
+    fmax = _torch.tensor(FORMATS[fmt][2], dtype=_torch.float32, device=amax.device)
+    a = _torch.maximum(amax.to(_torch.float32), _torch.tensor(eps, dtype=_torch.float32, device=amax.device))
+    ok = (a > 0) & _torch.isfinite(a)
+    s = _torch.where(ok, fmax / _torch.where(ok, a, _torch.ones_like(a)), _torch.ones_like(a))
+    s = _torch.where(_torch.isinf(s), _torch.full_like(s, FLT_MAX), s)
+    return s, _torch.ones_like(s) / s
+
+
+def qdq(x, fmt, scale, scale_inv):
+    """Q(x * scale) * scale_inv in float32 (see the module docstring)."""
+    mbits, emin, fmax = FORMATS[fmt]
+    v = x.to(_torch.float32) * scale
+    _, e = _torch.frexp(v)  # |v| = m 2^e, m in [0.5, 1): floor(log2 |v|) = e - 1
+    e = _torch.clamp(e - 1, min=emin).to(_torch.float32)
+    step = _torch.exp2(e - mbits)  # a power of two: v / step and q * step are exact
+    q = _torch.round(v / step) * step  # ties to even
+    q = _torch.clamp(q, -fmax, fmax)  # saturating (Inf too); NaN stays NaN
+    return q * scale_inv
