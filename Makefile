@@ -8,34 +8,59 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 # GSL takes its CBLAS from OpenBLAS (not the slow reference libgslcblas)
 PKG_LIBS   := $(filter-out -lgslcblas,$(shell pkg-config --libs $(PKGS)))
 # Numerics must not be rewritten by the compiler: no fast-math, no FMA contraction.
-CFLAGS_ALL := -std=c11 -D_GNU_SOURCE $(OPT) -g -fPIC -Wall -Wextra -Wshadow -Wstrict-prototypes \
-              -fno-fast-math -ffp-contract=off -Ilib -Iprobes -Idatasets -Ianalyses -Iplots -Itests $(PKG_CFLAGS) $(SAN) $(CFLAGS)
+CFLAGS_ALL := -std=c11 -D_GNU_SOURCE $(OPT) -g -fPIC -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+              -fno-fast-math -ffp-contract=off $(PKG_CFLAGS) $(SAN) $(CFLAGS)
 LDLIBS_ALL := $(PKG_LIBS) -lpthread -lm $(SAN) $(LDFLAGS)
 # what the libraries themselves link: libfp8prof HDF5 and zlib only (no MPI,
 # so any process can load it), libfp8prof_mpi MPI on top of it
 LIB_LIBS   := $(shell pkg-config --libs hdf5 zlib) -lpthread -lm
 MPI_LIBS   := $(shell pkg-config --libs ompi-c)
 
-# Vector loops (lib/*_vec.c) are built once per instruction set and picked at run time.
-VEC_SRC  := lib/kernel_vec.c lib/stats_vec.c
+# The layers, and the include folders each may use: a file sees the folders
+# of its own wing and of those below it, never one above (docs/layout.md).
+# Inside lib the wings stack import > store > engine > format > util.
+INC_util    := -Ilib/util
+INC_format  := $(INC_util) -Ilib/format
+INC_engine  := $(INC_format) -Ilib/engine
+INC_store   := $(INC_engine) -Ilib/store
+INC_import  := $(INC_store) -Ilib/import
+INC_probes  := $(INC_import) -Iprobes
+INC_train   := $(INC_probes) -Itrain
+INC_core    := $(INC_import) -Ianalyses/core
+INC_analyses := $(INC_core) -Ianalyses -Iplots
+INC_plots   := -Iplots
+INC_report  := $(INC_analyses) -Ireport
+INC_cli     := $(INC_report) -Iprobes -Itrain -Icli
+INC_bench   := $(INC_cli) -Itests/ref
+INC_tests   := $(INC_cli) -Itests -Itests/ref
+$(foreach w,util format engine store import,$(eval $(BUILD)/lib/$(w)/%.o: INC := $(INC_$(w))))
+$(foreach w,probes train plots report cli bench tests,$(eval $(BUILD)/$(w)/%.o: INC := $(INC_$(w))))
+$(BUILD)/analyses/core/%.o: INC := $(INC_core)
+$(BUILD)/analyses/%.o: INC := $(INC_analyses)
+
+LIB_WINGS := util format engine store import
+# Vector loops (*_vec.c) are built once per instruction set and picked at run time.
+VEC_SRC  := lib/format/kernel_vec.c lib/engine/stats_vec.c
 MPI_SRC  := probes/mpi.c
-LIB_SRC  := $(filter-out $(VEC_SRC),$(wildcard lib/*.c)) $(filter-out $(MPI_SRC),$(wildcard probes/*.c))
+LIB_SRC  := $(filter-out $(VEC_SRC),$(foreach w,$(LIB_WINGS),$(wildcard lib/$(w)/*.c))) \
+            $(filter-out $(MPI_SRC),$(wildcard probes/*.c))
 ifeq ($(shell uname -m),x86_64)
 ISAS     := avx512 avx2 base
 else
 ISAS     := base
 endif
-VEC_OBJ  := $(foreach s,$(VEC_SRC:lib/%.c=%),$(foreach i,$(ISAS),$(BUILD)/lib/$(s)_$(i).o))
+VEC_OBJ  := $(foreach s,$(VEC_SRC:%.c=%),$(foreach i,$(ISAS),$(BUILD)/$(s)_$(i).o))
 ISA_FLAGS_avx512 := -mavx512f -mavx512bw -mavx512vl -mavx512dq
 ISA_FLAGS_avx2   := -mavx2 -Wno-psabi
 ISA_FLAGS_base   := -Wno-psabi
 CLI_SRC  := $(wildcard cli/*.c)
-# the layers above lib: training runs, analyses, plots (gnuplot scripts are
-# embedded into the binary as C strings, generated from plots/*.gp)
-DATA_SRC := $(wildcard datasets/*.c) $(wildcard analyses/*.c) $(wildcard plots/*.c)
+# the layers above lib: the trainer, analyses, the report, plots (gnuplot
+# scripts are embedded into the binary as C strings, generated from plots/*.gp)
+DATA_SRC := $(wildcard train/*.c) $(wildcard analyses/core/*.c) $(wildcard analyses/*.c) $(wildcard report/*.c) \
+            $(wildcard plots/*.c)
 GP_SRC   := $(sort $(wildcard plots/*.gp))
 DATA_OBJ := $(DATA_SRC:%.c=$(BUILD)/%.o) $(BUILD)/plots/scripts.o
-TEST_SRC := $(filter-out tests/check_exhaustive.c tests/mpi_%.c,$(wildcard tests/*.c))
+TEST_SRC := $(filter-out tests/check_exhaustive.c tests/mpi_%.c,$(wildcard tests/*.c)) $(wildcard tests/ref/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(VEC_OBJ)
 MPI_OBJ  := $(MPI_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
@@ -69,11 +94,11 @@ $(BUILD)/plots/scripts.c: $(GP_SRC) plots/embed.sh
 	sh plots/embed.sh $(GP_SRC) > $@
 
 $(BUILD)/plots/scripts.o: $(BUILD)/plots/scripts.c
-	$(CC) $(CFLAGS_ALL) -c $< -o $@
+	$(CC) $(CFLAGS_ALL) $(INC_plots) -c $< -o $@
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS_ALL) $(INC) -MMD -MP -c $< -o $@
 
 # VEC_CC / VEC_SAN: the vector loops use GCC vector extensions; the fuzz
 # build (clang) compiles them with gcc, uninstrumented
@@ -82,7 +107,7 @@ VEC_SAN ?= $(SAN)
 define isa_rule
 $(BUILD)/lib/%_$(1).o: lib/%.c
 	@mkdir -p $$(dir $$@)
-	$$(VEC_CC) $$(filter-out $$(SAN),$$(CFLAGS_ALL)) $$(VEC_SAN) $$(ISA_FLAGS_$(1)) -DFP8_ISA=$(1) -MMD -MP -c $$< -o $$@
+	$$(VEC_CC) $$(filter-out $$(SAN),$$(CFLAGS_ALL)) $$(INC) $$(VEC_SAN) $$(ISA_FLAGS_$(1)) -DFP8_ISA=$(1) -MMD -MP -c $$< -o $$@
 endef
 $(foreach i,$(ISAS),$(eval $(call isa_rule,$(i))))
 
@@ -105,10 +130,10 @@ $(BUILD)/fp8prof: $(CLI_OBJ) $(DATA_OBJ) $(LIBS_A)
 $(BUILD)/test_fp8prof: $(TEST_OBJ) $(DATA_OBJ) $(LIBS_A)
 	$(CC) -o $@ $(TEST_OBJ) $(DATA_OBJ) $(LIBS_A) $(LDLIBS_ALL)
 
-$(BUILD)/check_exhaustive: $(BUILD)/tests/check_exhaustive.o $(BUILD)/tests/ref_cast.o $(BUILD)/libfp8prof.a
+$(BUILD)/check_exhaustive: $(BUILD)/tests/check_exhaustive.o $(BUILD)/tests/ref/ref_cast.o $(BUILD)/libfp8prof.a
 	$(CC) -o $@ $^ $(LDLIBS_ALL)
 
-BENCH_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard bench/*.c)) $(BUILD)/tests/ref_stats.o $(DATA_OBJ)
+BENCH_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard bench/*.c)) $(BUILD)/tests/ref/ref_stats.o $(DATA_OBJ)
 $(BUILD)/bench_fp8prof: $(BENCH_OBJ) $(LIBS_A)
 	$(CC) -o $@ $^ $(LDLIBS_ALL)
 
@@ -151,8 +176,9 @@ PYTHON    ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo p
 # <prefix>/lib/python3.X/dist-packages for any other prefix (/usr/local)
 PYVER      = $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 PYDIR     ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3/dist-packages,$(PREFIX)/lib/python$(PYVER)/dist-packages)
-PUB_HDR   := lib/fp8.h lib/fp8_error.h lib/fp8_format.h lib/fp8_recipe.h lib/fp8_stats.h lib/fp8_store.h \
-             lib/fp8_npy.h lib/fp8_nvdlfw.h lib/fp8_file.h lib/fp8_ranks.h probes/fp8_probe.h probes/fp8_probe_mpi.h
+PUB_HDR   := lib/engine/fp8.h lib/util/fp8_error.h lib/format/fp8_format.h lib/engine/fp8_recipe.h \
+             lib/engine/fp8_stats.h lib/store/fp8_store.h lib/import/fp8_npy.h lib/import/fp8_nvdlfw.h \
+             lib/util/fp8_file.h lib/store/fp8_ranks.h probes/fp8_probe.h probes/fp8_probe_mpi.h
 PY_SRC    := $(wildcard python/fp8prof/*.py)
 install: all
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR) $(DESTDIR)$(PCDIR) $(DESTDIR)$(PREFIX)/bin \

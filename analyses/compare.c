@@ -18,6 +18,7 @@
 #include "contrasts.h"
 #include "factors.h"
 #include "gemm_error.h"
+#include "hash.h"
 #include "keys.h"
 
 /* ---- the analysis ------------------------------------------------------- */
@@ -32,47 +33,40 @@ typedef struct {
     int te_known, active;
 } group;
 
-/* The groups of a run, found by (role, label) through a hash of their
- * indices: a run with many distinct recipes costs its size, not its square. */
+/* The groups of a run, found by (role, label) through an index (hash.h):
+ * a run with many distinct recipes costs its size, not its square. */
 typedef struct {
     group *g;
     int n, cap;
-    int *slot; /* -1 empty */
-    size_t nslot;
+    fp8__index ix;
 } group_set;
 
-static size_t group_hash(int role, const char *label)
+static uint64_t group_key(int role, const char *label) { return fp8__fnv1a64(FP8_FNV64_SEED ^ (uint64_t)role, label); }
+
+static uint64_t group_hash(const void *items, size_t i)
 {
-    uint64_t h = 1469598103934665603ull ^ (uint64_t)role;
-    for (const unsigned char *p = (const unsigned char *)label; *p; p++)
-        h = (h ^ *p) * 1099511628211ull;
-    return (size_t)h;
+    const group *G = (const group *)items + i;
+    return group_key(G->role, G->label);
+}
+
+typedef struct {
+    int role;
+    const char *label;
+} group_name;
+
+static int group_eq(const void *items, size_t i, const void *key)
+{
+    const group *G = (const group *)items + i;
+    const group_name *k = key;
+    return G->role == k->role && strcmp(G->label, k->label) == 0;
 }
 
 static group *group_for(group_set *S, int role, const char *label)
 {
-    if (2 * (size_t)(S->n + 1) > S->nslot) { /* grow the index (and rebuild it) */
-        size_t ns = S->nslot ? 2 * S->nslot : 64;
-        int *sl = malloc(ns * sizeof *sl);
-        if (!sl)
-            return NULL;
-        for (size_t i = 0; i < ns; i++)
-            sl[i] = -1;
-        for (int i = 0; i < S->n; i++) {
-            size_t h = group_hash(S->g[i].role, S->g[i].label) & (ns - 1);
-            while (sl[h] >= 0)
-                h = (h + 1) & (ns - 1);
-            sl[h] = i;
-        }
-        free(S->slot);
-        S->slot = sl, S->nslot = ns;
-    }
-    size_t h = group_hash(role, label) & (S->nslot - 1);
-    for (; S->slot[h] >= 0; h = (h + 1) & (S->nslot - 1)) {
-        group *G = &S->g[S->slot[h]];
-        if (G->role == role && !strcmp(G->label, label))
-            return G;
-    }
+    const group_name key = {role, label};
+    long i = fp8__index_find(&S->ix, group_key(role, label), group_eq, S->g, &key);
+    if (i >= 0)
+        return &S->g[i];
     if (S->n == S->cap) {
         int cap = S->cap ? 2 * S->cap : 64;
         group *g = realloc(S->g, (size_t)cap * sizeof *g);
@@ -80,11 +74,13 @@ static group *group_for(group_set *S, int role, const char *label)
             return NULL;
         S->g = g, S->cap = cap;
     }
-    S->slot[h] = S->n;
+    if (fp8__index_reserve(&S->ix, group_hash, S->g) != 0)
+        return NULL;
     group *G = &S->g[S->n++];
     memset(G, 0, sizeof *G);
     G->role = role, G->te_known = 1;
     snprintf(G->label, sizeof G->label, "%s", label);
+    fp8__index_add(&S->ix, group_key(role, label));
     return G;
 }
 
@@ -349,7 +345,7 @@ int an_compare(an_ctx *c)
                 group *G = group_for(&gs, (int)role, lab);
                 group *A = group_for(&gs, FP8_NROLE, lab);
                 if (!G || !A) {
-                    free(gs.g), free(gs.slot);
+                    free(gs.g), fp8__index_free(&gs.ix);
                     rc = 1;
                     goto done;
                 }
@@ -552,7 +548,7 @@ int an_compare(an_ctx *c)
                 c->clip_lo[k] = fmin(c->clip_lo[k], rate), c->clip_hi[k] = fmax(c->clip_hi[k], rate);
             }
         }
-        free(gs.g), free(gs.slot);
+        free(gs.g), fp8__index_free(&gs.ix);
     }
     for (int k = 0; k < c->nclip; k++)
         an_finding(c, "risk", "`%s` overflows at almost every step of every tensor in %d run%s (%.3g..%.3g%% of "

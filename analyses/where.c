@@ -33,6 +33,8 @@ void an_where_add(an_ctx *c, an_run *a, int t, an_verdict v, const an_vinfo *vi)
     if (vi->D < 0)
         return;
     struct an_where *w = c->where;
+    if (!w)
+        an_on_close_ctx(an_where_free);
     if (!w && !(w = c->where = calloc(1, sizeof *w)))
         return;
     if (w->n == w->cap) {

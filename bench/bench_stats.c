@@ -1,7 +1,7 @@
 /*
  * bench_stats.c — the quantization engine (issue 3): Gelem/s for one
  * 4096 x 4096 (2^24) tensor with every statistic, single thread, next to the
- * scalar two-pass oracle (tests/ref_stats.c) on the same data in the same
+ * scalar two-pass oracle (tests/ref/ref_stats.c) on the same data in the same
  * run; also checks the two agree.  Also shown: without the exponent
  * histogram, and the cast alone (no statistics: what a training loop's
  * fake-quant costs).  Targets (all statistics): >= 1 Gelem/s per-tensor

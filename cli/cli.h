@@ -43,7 +43,8 @@ int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cli_number(const char *cmd, const char *opt, const char *v, double lo, double hi, int integer, double *out);
 /* 1 when argv holds -h or --help. */
 int cli_wants_help(int argc, char **argv);
-/* Print the help of the named command; returns 0. */
+/* Print the help of the named command; returns 0, or 2 when no command
+ * has that name (nothing printed). */
 int cli_help(const char *name);
 
 #endif

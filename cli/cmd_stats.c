@@ -13,7 +13,7 @@
 
 #include "cli.h"
 #include "fp8.h"
-#include "fp8_layout.h"
+#include "fp8_bindings.h"
 #include "fp8_npy.h"
 
 static void json_double(double v)

@@ -8,13 +8,6 @@
 #include "fp8_error.h"
 #include "groups.h"
 
-uint32_t fp8__fnv1a(uint32_t h, const char *s)
-{
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 16777619u;
-    return h;
-}
-
 int fp8__groups_find(const fp8__groups *g, const char *name)
 {
     for (int i = 0; g && i < g->n; i++)

@@ -7,6 +7,8 @@
 
 #include <stdint.h>
 
+#include "hash.h" /* fp8__fnv1a: tags of a collective */
+
 #include "fp8_probe.h"
 
 typedef struct fp8__groups fp8__groups;
@@ -39,7 +41,5 @@ void fp8__groups_free(fp8__groups *g);
 /* probe.c: hand the groups to a run (it frees them at close). */
 void fp8__probe_run_set_groups(fp8_probe_run *run, fp8__groups *g);
 
-/* FNV-1a of a string, continuing from h (2166136261 to start). */
-uint32_t fp8__fnv1a(uint32_t h, const char *s);
 
 #endif

@@ -21,7 +21,7 @@
 #include "fp8_store.h"
 #include "groups.h"
 #include "live.h"
-#include "store_layout.h" /* fp8__store_set_threads */
+#include "datasets.h" /* fp8__store_set_threads */
 
 #define MAX_RECIPES 16 /* active + up to 15 shadows */
 #define BLOCK_AMAX_WIDTH 128 /* elements per block-amax summary, along a row */
@@ -269,7 +269,7 @@ fp8_probe *fp8_probe_declare(fp8_probe_run *run, const char *name, fp8_role role
     if (run->groups) {
         /* multi-rank: every rank declares the same tensor with the same
          * recipes here, or none does (a later reduction would hang) */
-        uint32_t tag = fp8__fnv1a(2166136261u, name);
+        uint32_t tag = fp8__fnv1a(FP8_FNV32_SEED, name);
         for (int i = 0; i < p->nrec; i++)
             tag = fp8__fnv1a(tag, p->st[i]->recipe.spec);
         if (fp8__groups_max(run->groups, 0, tag, NULL, 0) != FP8_OK) {
@@ -554,7 +554,7 @@ static int reduce_current(fp8_probe *p, const fp8_amax_info *ai, int rec)
                 buf[n] = local, idx[n++] = i;
         if (!n)
             continue;
-        int e = fp8__groups_max(p->run->groups, gi, fp8__fnv1a(2166136261u, p->name), buf, n);
+        int e = fp8__groups_max(p->run->groups, gi, fp8__fnv1a(FP8_FNV32_SEED, p->name), buf, n);
         if (e != FP8_OK) {
             st = e;
             continue;
@@ -973,7 +973,7 @@ static int reduce_delayed(fp8_probe_run *run)
     int st = FP8_OK, ng = fp8__groups_count(run->groups);
     for (int gi = 0; gi < ng; gi++) {
         int n = 0;
-        uint32_t tag = 2166136261u;
+        uint32_t tag = FP8_FNV32_SEED;
         for (int k = 0; k < run->nprobes; k++)
             for (int i = 0; i < run->probes[k]->nrec; i++)
                 if (reduces_delayed(run->probes[k], i, gi))

@@ -603,20 +603,19 @@ static void test_quantile_select(void)
 
 void register_analyses_tests(void)
 {
-    static const char *const names[] = {"8x amax jump: delayed history 16 overflows once (not evidence), current never",
-                                        "replay reproduces the shadow recipes' scales; truth within bounds",
-                                        "histogram bounds, hand-worked",
-                                        "Student-t(10) kurtosis is 4",
-                                        "plots render (gnuplot exit 0, PNG 1000x560), errors reported",
-                                        "report on NaN bursts, zeros, one tensor",
-                                        "bad input: missing file, not HDF5, empty run, no loss",
-                                        "bits per element, hand-worked",
-                                        "format comparison: E5M2 is 6 dB below E4M3 on Gaussians; advise counts it",
-                                        "dynamics: blocks move, the tensor does not; outlier channel found",
-                                        "quantiles by selection = GSL's from sorted data, bit for bit"};
-    static void (*const fns[])(void) = {test_jump_events,     test_replay_truth,     test_hist_bounds,
-                                        test_student_t_kurtosis, test_plots_render, test_report_nan_and_single,
-                                        test_bad_input,       test_bits_per_element,
-                                        test_bootstrap_and_advise, test_dynamics_and_channels, test_quantile_select};
-    add_suite("analyses", names, fns, 11);
+    static CU_TestInfo tests[] = {
+        {"8x amax jump: delayed history 16 overflows once (not evidence), current never", test_jump_events},
+        {"replay reproduces the shadow recipes' scales; truth within bounds", test_replay_truth},
+        {"histogram bounds, hand-worked", test_hist_bounds},
+        {"Student-t(10) kurtosis is 4", test_student_t_kurtosis},
+        {"plots render (gnuplot exit 0, PNG 1000x560), errors reported", test_plots_render},
+        {"report on NaN bursts, zeros, one tensor", test_report_nan_and_single},
+        {"bad input: missing file, not HDF5, empty run, no loss", test_bad_input},
+        {"bits per element, hand-worked", test_bits_per_element},
+        {"format comparison: E5M2 is 6 dB below E4M3 on Gaussians; advise counts it", test_bootstrap_and_advise},
+        {"dynamics: blocks move, the tensor does not; outlier channel found", test_dynamics_and_channels},
+        {"quantiles by selection = GSL's from sorted data, bit for bit", test_quantile_select},
+        CU_TEST_INFO_NULL,
+    };
+    add_suite("analyses", tests);
 }

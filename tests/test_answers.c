@@ -570,7 +570,7 @@ static void gen_eps(gsl_rng *r, int64_t s, int t, float *x, size_t rows, size_t 
 
 static void test_eps_pairing(void)
 {
-    /* README's example shadows: the block recipe's default eps is 1e-4,
+    /* shadows as a user writes them: the block recipe's default eps is 1e-4,
      * current scaling's 0 */
     const char *sh[] = {"e4m3:block=1x128", "mxfp8"};
     const tdecl t[] = {{"layers.0.attn.qkv.input", FP8_ROLE_ACTIVATION, 8, 256, "e4m3:current", sh, 2}};
@@ -727,17 +727,16 @@ static void test_coverage_command(void)
 
 void register_answers_tests(void)
 {
-    static const char *const names[] = {
-        "claim: blocks overflow where the tensor does not (supported), move with it (not), 5 steps (cannot tell)",
-        "Smooth SwiGLU paired on identical tensors: the hand-worked gain in both runs, the placebo's drift apart",
-        "loss: replicates of known spread are equivalent, different, cannot tell; no replicates cannot tell",
-        "one spike carries a mean: the median step is 0, the step is named",
-        "an eps no amax reached pairs (and is marked); one that binds is explained, nothing recorded is advised",
-        "a record-only run is named so everywhere; the baseline follows the rule, not the file order",
-        "overflow events by LR phase; a history as long as the run is flagged",
-        "fp8prof coverage: calibrated >= 90% at n = 49, rho = 0.8, Newey-West t below 85%; bad lists refused"};
-    static void (*const fns[])(void) = {test_claim,       test_smooth_paired, test_loss_equivalence, test_spike_dominates,
-                                        test_eps_pairing, test_record_only,   test_phases,
-                                        test_coverage_command};
-    add_suite("answers", names, fns, 8);
+    static CU_TestInfo tests[] = {
+        {"claim: blocks overflow where the tensor does not (supported), move with it (not), 5 steps (cannot tell)", test_claim},
+        {"Smooth SwiGLU paired on identical tensors: the hand-worked gain in both runs, the placebo's drift apart", test_smooth_paired},
+        {"loss: replicates of known spread are equivalent, different, cannot tell; no replicates cannot tell", test_loss_equivalence},
+        {"one spike carries a mean: the median step is 0, the step is named", test_spike_dominates},
+        {"an eps no amax reached pairs (and is marked); one that binds is explained, nothing recorded is advised", test_eps_pairing},
+        {"a record-only run is named so everywhere; the baseline follows the rule, not the file order", test_record_only},
+        {"overflow events by LR phase; a history as long as the run is flagged", test_phases},
+        {"fp8prof coverage: calibrated >= 90% at n = 49, rho = 0.8, Newey-West t below 85%; bad lists refused", test_coverage_command},
+        CU_TEST_INFO_NULL,
+    };
+    add_suite("answers", tests);
 }

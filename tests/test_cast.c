@@ -1,5 +1,5 @@
 /*
- * test_cast.c — suite "cast": hand-worked boundaries (BRIEF §1), sampled
+ * test_cast.c — suite "cast": hand-worked boundaries (docs/formats.md), sampled
  * inputs against the reference in every mode, the bulk kernels against the
  * single-value path and each other, stochastic rounding, bad arguments.
  */
@@ -24,7 +24,7 @@ typedef struct {
     fp8_class cls;
 } hand_case;
 
-/* Worked by hand from BRIEF §1 and the OCP tables. */
+/* Worked by hand from docs/formats.md and the OCP tables. */
 static const hand_case hand[] = {
     /* e4m3: the grid past 448 would continue at 480; 464 is the midpoint */
     {"e4m3", &NEAR_NOSAT, 448.0f, 0x7E, FP8_CLASS_EXACT},
@@ -221,6 +221,31 @@ static void test_sampled_vs_reference(void)
     free(codes);
 }
 
+/* The comparison above can fail: a cast that rounds toward zero where the
+ * reference rounds to nearest (a broken kernel), and a reference that
+ * ignores saturation (a broken oracle), both disagree on the same inputs. */
+static void test_broken_oracle_disagrees(void)
+{
+    const fp8_format *f = fp8_format_find("e4m3", NULL);
+    ref_format r;
+    CU_ASSERT_FATAL(f && ref_init(&r, f) == 0);
+    const size_t N = 1 << 16;
+    float *x = malloc(N * sizeof *x);
+    CU_ASSERT_FATAL(x != NULL);
+    size_t n = make_inputs(f, &r, x, N, 12345);
+    size_t bad_kernel = 0, bad_oracle = 0;
+    for (size_t i = 0; i < n; i++) {
+        fp8_class rc, sc;
+        uint32_t ref = ref_encode(&r, FP8_ROUND_NEAREST, 1, x[i], 0, &rc);
+        bad_kernel += fp8_format_encode(f, &ZERO_NOSAT, x[i], 0, &sc) != ref;
+        bad_oracle += ref_encode(&r, FP8_ROUND_NEAREST, 0, x[i], 0, &rc) != fp8_format_encode(f, &NEAR_SAT, x[i], 0, &sc);
+    }
+    CU_ASSERT(bad_kernel > n / 10); /* about half the inputs round up */
+    CU_ASSERT(bad_oracle > 0);      /* the inputs past the largest finite value */
+    ref_free(&r);
+    free(x);
+}
+
 /* The vector kernel against the portable one, with a non-trivial scale,
  * on random bit patterns and odd lengths. */
 static void test_vector_vs_portable(void)
@@ -387,10 +412,15 @@ static void test_bad_args(void)
 
 void register_cast_tests(void)
 {
-    static const char *const names[] = {"hand-worked boundaries", "sampled inputs vs reference, 3 modes",
-                                        "vector kernel vs portable kernel", "decode_array",
-                                        "stochastic rounding: unbiased, reproducible", "bad arguments"};
-    static void (*const fns[])(void) = {test_hand_cases, test_sampled_vs_reference, test_vector_vs_portable,
-                                        test_decode_array, test_stochastic, test_bad_args};
-    add_suite("cast", names, fns, 6);
+    static CU_TestInfo tests[] = {
+        {"hand-worked boundaries", test_hand_cases},
+        {"sampled inputs vs reference, 3 modes", test_sampled_vs_reference},
+        {"a broken kernel and a broken reference disagree (the comparison can fail)", test_broken_oracle_disagrees},
+        {"vector kernel vs portable kernel", test_vector_vs_portable},
+        {"decode_array", test_decode_array},
+        {"stochastic rounding: unbiased, reproducible", test_stochastic},
+        {"bad arguments", test_bad_args},
+        CU_TEST_INFO_NULL,
+    };
+    add_suite("cast", tests);
 }

@@ -339,13 +339,16 @@ static void test_analysis_commands(void)
 
 void register_cli_tests(void)
 {
-    static const char *const names[] = {"cast output lines", "errors name the bad item, exit 2",
-                                        "table and formats", "stats: delayed replay over files, JSON, errors",
-                                        "run files: synth, info, export csv/nvdlfw, import, watch",
-                                        "train: a tiny run, Ctrl-C, errors",
-                                        "analyses and report: output, exit statuses, messages",
-                                        "watch: the largest step, a writer that closes, one that was killed"};
-    static void (*const fns[])(void) = {test_cast_output, test_errors, test_table_and_formats, test_stats_command,
-                                        test_run_commands, test_train_command, test_analysis_commands, test_watch};
-    add_suite("cli", names, fns, 8);
+    static CU_TestInfo tests[] = {
+        {"cast output lines", test_cast_output},
+        {"errors name the bad item, exit 2", test_errors},
+        {"table and formats", test_table_and_formats},
+        {"stats: delayed replay over files, JSON, errors", test_stats_command},
+        {"run files: synth, info, export csv/nvdlfw, import, watch", test_run_commands},
+        {"train: a tiny run, Ctrl-C, errors", test_train_command},
+        {"analyses and report: output, exit statuses, messages", test_analysis_commands},
+        {"watch: the largest step, a writer that closes, one that was killed", test_watch},
+        CU_TEST_INFO_NULL,
+    };
+    add_suite("cli", tests);
 }

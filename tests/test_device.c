@@ -154,10 +154,11 @@ static void test_export_jsonl(void)
 
 void register_device_tests(void)
 {
-    static const char *const names[] = {
-        "amaxes handed over where no tensor is needed: the run file equals recording every tensor",
-        "which probes need the tensor; the active delayed scale for a caller that casts itself",
-        "export --format jsonl: one object per record, TE's names, the CSV's numbers"};
-    static void (*const fns[])(void) = {test_note_amax_equals_record, test_needs_tensor, test_export_jsonl};
-    add_suite("device", names, fns, 3);
+    static CU_TestInfo tests[] = {
+        {"amaxes handed over where no tensor is needed: the run file equals recording every tensor", test_note_amax_equals_record},
+        {"which probes need the tensor; the active delayed scale for a caller that casts itself", test_needs_tensor},
+        {"export --format jsonl: one object per record, TE's names, the CSV's numbers", test_export_jsonl},
+        CU_TEST_INFO_NULL,
+    };
+    add_suite("device", tests);
 }

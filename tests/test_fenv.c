@@ -111,8 +111,10 @@ static void test_spec_names(void)
 
 void register_fenv_tests(void)
 {
-    static const char *const names[] = {"FTZ/DAZ and all rounding modes give the same bits",
-                                        "recipe names do not depend on the rounding mode"};
-    static void (*const fns[])(void) = {test_environments, test_spec_names};
-    add_suite("fenv", names, fns, 2);
+    static CU_TestInfo tests[] = {
+        {"FTZ/DAZ and all rounding modes give the same bits", test_environments},
+        {"recipe names do not depend on the rounding mode", test_spec_names},
+        CU_TEST_INFO_NULL,
+    };
+    add_suite("fenv", tests);
 }

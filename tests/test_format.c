@@ -1,5 +1,5 @@
 /*
- * test_format.c — suite "format": descriptors against ../shared/BRIEF.md §1,
+ * test_format.c — suite "format": descriptors against the OCP OFP8 tables (docs/formats.md),
  * the registry and generic names, and every code point of every format
  * decoded against the textbook formula of ref_cast.c.
  */
@@ -17,7 +17,7 @@ typedef struct {
     int inf, nan, negzero;
 } table_row;
 
-/* BRIEF.md §1, typed in by hand. */
+/* The OCP OFP8 tables (docs/formats.md), typed in by hand. */
 static const table_row brief[] = {
     {"e4m3", 4, 3, 7, 448, 0x1p-6, 0x1p-9, 0, 1, 1},
     {"e5m2", 5, 2, 15, 57344, 0x1p-14, 0x1p-16, 1, 1, 1},
@@ -159,9 +159,12 @@ static void test_spec_values(void)
 
 void register_format_tests(void)
 {
-    static const char *const names[] = {"descriptors match BRIEF table", "registry and generic names",
-                                        "every code point decodes to the textbook value",
-                                        "OCP spec spot values"};
-    static void (*const fns[])(void) = {test_brief_table, test_registry, test_code_points, test_spec_values};
-    add_suite("format", names, fns, 4);
+    static CU_TestInfo tests[] = {
+        {"descriptors match the OCP table", test_brief_table},
+        {"registry and generic names", test_registry},
+        {"every code point decodes to the textbook value", test_code_points},
+        {"OCP spec spot values", test_spec_values},
+        CU_TEST_INFO_NULL,
+    };
+    add_suite("format", tests);
 }

@@ -173,10 +173,12 @@ static void test_growth(void)
 
 void register_gemm_tests(void)
 {
-    static const char *const names[] = {"hand-worked sums: grid, rounding, carry, promotion, sign",
-                                        "float32 where the model must equal it",
-                                        "equal to a fixed-point implementation on 20,000 random dots",
-                                        "error grows with K without promotion, not with it"};
-    static void (*const fns[])(void) = {test_hand_worked, test_float32_cases, test_against_fixed_point, test_growth};
-    add_suite("gemm", names, fns, 4);
+    static CU_TestInfo tests[] = {
+        {"hand-worked sums: grid, rounding, carry, promotion, sign", test_hand_worked},
+        {"float32 where the model must equal it", test_float32_cases},
+        {"equal to a fixed-point implementation on 20,000 random dots", test_against_fixed_point},
+        {"error grows with K without promotion, not with it", test_growth},
+        CU_TEST_INFO_NULL,
+    };
+    add_suite("gemm", tests);
 }

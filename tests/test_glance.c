@@ -198,10 +198,11 @@ static void test_page(void)
 
 void register_glance_tests(void)
 {
-    static const char *const names[] = {
-        "(a) ranks tensors by events under the cast recipe; every verdict in summary.json; check --from-step",
-        "(f) names a setting that beats TE's default on both overflow and flush",
-        "the page: unique ids, findings are not headings, alt text is the caption, six lettered answers"};
-    static void (*const fns[])(void) = {test_where_ranking, test_replay_both_axes, test_page};
-    add_suite("glance", names, fns, 3);
+    static CU_TestInfo tests[] = {
+        {"(a) ranks tensors by events under the cast recipe; every verdict in summary.json; check --from-step", test_where_ranking},
+        {"(f) names a setting that beats TE's default on both overflow and flush", test_replay_both_axes},
+        {"the page: unique ids, findings are not headings, alt text is the caption, six lettered answers", test_page},
+        CU_TEST_INFO_NULL,
+    };
+    add_suite("glance", tests);
 }

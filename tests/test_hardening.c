@@ -366,21 +366,20 @@ static void test_lenient_inputs(void)
 
 void register_hardening_tests(void)
 {
-    static const char *names[] = {"two writers of one path: the second refused, the first intact",
-                                  "an output onto a file of the input (rank file, data file) refused",
-                                  "TE log lines read with bounded memory; NULs reported",
-                                  "train with fewer tokens than channels",
-                                  "probe API sizes, NULL arrays, layers checked before any pass",
-                                  "a probe passed as a run (and back) refused as such",
-                                  "FIFOs refused by every command, rank file and log",
-                                  "steps outside 0..2^62 refused",
-                                  "rank files of another run, copies, an index as a rank refused",
-                                  "messages name the file: -o a file, missing, read-only; a truncated run",
-                                  "a full disk leaves old outputs intact and no partial file",
-                                  "counts, percentages, empty logs, conflicting duplicates"};
-    static void (*const fns[])(void) = {test_two_writers,      test_output_onto_input, test_bounded_log_lines,
-                                        test_train_few_tokens, test_api_limits,        test_typed_handles,
-                                        test_fifos,            test_step_range,        test_rank_identity,
-                                        test_messages,         test_full_disk_outputs, test_lenient_inputs};
-    add_suite("hardening", names, fns, (int)(sizeof fns / sizeof fns[0]));
+    static CU_TestInfo tests[] = {
+        {"two writers of one path: the second refused, the first intact", test_two_writers},
+        {"an output onto a file of the input (rank file, data file) refused", test_output_onto_input},
+        {"TE log lines read with bounded memory; NULs reported", test_bounded_log_lines},
+        {"train with fewer tokens than channels", test_train_few_tokens},
+        {"probe API sizes, NULL arrays, layers checked before any pass", test_api_limits},
+        {"a probe passed as a run (and back) refused as such", test_typed_handles},
+        {"FIFOs refused by every command, rank file and log", test_fifos},
+        {"steps outside 0..2^62 refused", test_step_range},
+        {"rank files of another run, copies, an index as a rank refused", test_rank_identity},
+        {"messages name the file: -o a file, missing, read-only; a truncated run", test_messages},
+        {"a full disk leaves old outputs intact and no partial file", test_full_disk_outputs},
+        {"counts, percentages, empty logs, conflicting duplicates", test_lenient_inputs},
+        CU_TEST_INFO_NULL,
+    };
+    add_suite("hardening", tests);
 }

@@ -278,10 +278,12 @@ static void test_damaged_fast(void)
 
 void register_hostile_tests(void)
 {
-    static const char *const names[] = {"indices past their registries are refused, naming dataset and row",
-                                        "sizes that wrap or run past a dataset are refused",
-                                        "damaged files fail in well under a second, never crash",
-                                        "steps outside 0..2^62, layers outside -1..2^20 are refused"};
-    static void (*const fns[])(void) = {test_indices, test_sizes, test_damaged_fast, test_steps_and_layers};
-    add_suite("hostile", names, fns, 4);
+    static CU_TestInfo tests[] = {
+        {"indices past their registries are refused, naming dataset and row", test_indices},
+        {"sizes that wrap or run past a dataset are refused", test_sizes},
+        {"damaged files fail in well under a second, never crash", test_damaged_fast},
+        {"steps outside 0..2^62, layers outside -1..2^20 are refused", test_steps_and_layers},
+        CU_TEST_INFO_NULL,
+    };
+    add_suite("hostile", tests);
 }

@@ -210,7 +210,9 @@ static void test_pairs_and_canon(void)
 
 void register_index_tests(void)
 {
-    static const char *const names[] = {"sparse pair index, canonical recipes, contrast groups, names"};
-    static void (*const fns[])(void) = {test_pairs_and_canon};
-    add_suite("index", names, fns, 1);
+    static CU_TestInfo tests[] = {
+        {"sparse pair index, canonical recipes, contrast groups, names", test_pairs_and_canon},
+        CU_TEST_INFO_NULL,
+    };
+    add_suite("index", tests);
 }

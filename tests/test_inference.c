@@ -229,11 +229,12 @@ static void test_factors(void)
 
 void register_inference_tests(void)
 {
-    static const char *const names[] = {"intervals cover an AR(1) mean >= 90% at n = 49, rho = 0.8 (Newey-West t, bootstrap do not)",
-                                        "Newey-West slope error tracks simulated slopes",
-                                        "Holm and the sign test, hand-worked",
-                                        "recipes taken apart into factors; one-factor pairs"};
-    static void (*const fns[])(void) = {test_interval_coverage, test_slope_hac, test_holm_and_sign,
-                                        test_factors};
-    add_suite("inference", names, fns, 4);
+    static CU_TestInfo tests[] = {
+        {"intervals cover an AR(1) mean >= 90% at n = 49, rho = 0.8 (Newey-West t, bootstrap do not)", test_interval_coverage},
+        {"Newey-West slope error tracks simulated slopes", test_slope_hac},
+        {"Holm and the sign test, hand-worked", test_holm_and_sign},
+        {"recipes taken apart into factors; one-factor pairs", test_factors},
+        CU_TEST_INFO_NULL,
+    };
+    add_suite("inference", tests);
 }

@@ -167,8 +167,11 @@ static void test_header(void)
 
 void register_io_tests(void)
 {
-    static const char *const names[] = {"good .npy and raw files", "bad files name the file and the fault",
-                                        "the header is parsed as a dict, inside its bytes"};
-    static void (*const fns[])(void) = {test_good, test_bad, test_header};
-    add_suite("npy", names, fns, 3);
+    static CU_TestInfo tests[] = {
+        {"good .npy and raw files", test_good},
+        {"bad files name the file and the fault", test_bad},
+        {"the header is parsed as a dict, inside its bytes", test_header},
+        CU_TEST_INFO_NULL,
+    };
+    add_suite("npy", tests);
 }

@@ -1,5 +1,5 @@
 /*
- * test_layers.c — suite "layers": every backward of datasets/layers.c
+ * test_layers.c — suite "layers": every backward of train/layers.c
  * against central finite differences of its forward.  The scalar checked is
  * L = sum(out * r) for a fixed random r, accumulated in double; the forward
  * runs in float, so the step h is chosen well above float noise and the
@@ -245,11 +245,16 @@ static void test_embedding(void)
 
 void register_layers_tests(void)
 {
-    static const char *const names[] = {"rmsnorm", "linear (cblas_sgemm)", "rope", "causal attention",
-                                        "attention on sgemm = the plain loops", "swiglu",
-                                        "cross-entropy", "embedding"};
-    static void (*const fns[])(void) = {test_rmsnorm, test_linear, test_rope, test_attention, test_attention_vs_loops,
-                                        test_swiglu,
-                                        test_crossentropy, test_embedding};
-    add_suite("layers", names, fns, 8);
+    static CU_TestInfo tests[] = {
+        {"rmsnorm", test_rmsnorm},
+        {"linear (cblas_sgemm)", test_linear},
+        {"rope", test_rope},
+        {"causal attention", test_attention},
+        {"attention on sgemm = the plain loops", test_attention_vs_loops},
+        {"swiglu", test_swiglu},
+        {"cross-entropy", test_crossentropy},
+        {"embedding", test_embedding},
+        CU_TEST_INFO_NULL,
+    };
+    add_suite("layers", tests);
 }

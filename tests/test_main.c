@@ -2,14 +2,44 @@
  * test_main.c — the CUnit runner: one suite per lib module (and the CLI).
  * Exit status is nonzero when any assertion fails.  Arguments name suites
  * to run alone (test_fp8prof npy cli); none runs them all.
+ *
+ * The suite runs inside its own scratch directory (a fresh mkdtemp
+ * directory, removed at exit unless FP8PROF_KEEP_SCRATCH is set) that holds
+ * a build/ folder: every path build/... a test names is this run's own, so
+ * two runs (make test and make asan) never touch each other's files, and
+ * none touches the repository's build/.
  */
 #include <CUnit/Basic.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "tests.h"
 
+/* $FP8PROF (default build/fp8prof) made absolute, then the scratch
+ * directory made the working directory. */
+static int enter_scratch(void)
+{
+    const char *exe = getenv("FP8PROF");
+    char abs_exe[PATH_MAX];
+    if (realpath(exe ? exe : "build/fp8prof", abs_exe))
+        setenv("FP8PROF", abs_exe, 1);
+    const char *dir = test_scratch_dir();
+    char sub[PATH_MAX];
+    snprintf(sub, sizeof sub, "%s/build", dir);
+    if ((mkdir(sub, 0777) != 0 && access(sub, W_OK) != 0) || chdir(dir) != 0) {
+        fprintf(stderr, "cannot work in the scratch directory %s\n", dir);
+        return -1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (enter_scratch() != 0)
+        return 2;
     if (CU_initialize_registry() != CUE_SUCCESS)
         return 2;
     register_format_tests();
@@ -51,6 +81,7 @@ int main(int argc, char **argv)
     } else {
         CU_basic_run_tests();
     }
+    test_skips_report();
     unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
     unsigned run = CU_get_number_of_tests_run();
     CU_cleanup_registry();

@@ -24,9 +24,6 @@ static void batch(int *x, int *y, size_t n, int offset)
     }
 }
 
-/* exposes the parameter array for the finite-difference check */
-extern float *model_params_for_test(model *m);
-
 static void test_gradient(void)
 {
     model *m = model_create(&tiny, 3, PREC_FP32, NULL, NULL, 0, NULL, 0, 0);
@@ -35,7 +32,7 @@ static void test_gradient(void)
     batch(x, y, 16, 5);
     model_forward(m, x, y, 0, 1);
     model_backward(m, 0);
-    float *p = model_params_for_test(m), *g = model_grads(m);
+    float *p = model_params(m), *g = model_grads(m);
     size_t np = model_num_params(m);
     uint64_t s = 17;
     double worst = 0, gmax = 1e-12;
@@ -145,7 +142,7 @@ static void test_smooth_swiglu_variants(void)
         model_backward(m, 0);
         if (mode == SMOOTH_FOLD) {
             const size_t C = 16, H = (size_t)model_cfg(m)->hidden, V = 256, N = 16;
-            const float *w2 = model_params_for_test(m) + V * C + C + V * C + C + 3 * C * C + C * C + C + 2 * H * C;
+            const float *w2 = model_params(m) + V * C + C + V * C + C + 3 * C * C + C * C + C + 2 * H * C;
             const float *h = model_swiglu_out(m, 0);
             for (size_t i = 0; i < H; i++) {
                 double hmax = 0;
@@ -338,17 +335,16 @@ static void test_gemm_error_leaves_run(void)
 
 void register_model_tests(void)
 {
-    static const char *const names[] = {"whole-model gradient vs finite differences",
-                                        "loss falls over 50 steps; same seed, same bits",
-                                        "Smooth SwiGLU (folded, published) leaves the function unchanged (fp32)",
-                                        "Smooth SwiGLU: what the folded and the published variant cast",
-                                        "FP8 (hybrid delayed) tracks bf16 within 5% over 20 steps",
-                                        "GEMM output error: per linear, GEMM and step; ~6 dB a mantissa bit",
-                                        "training on the emulated accumulator: fp32 = sgemm, 4 bits lose accuracy",
-                                        "measuring the GEMM output error leaves the run's bits alone"};
-    static void (*const fns[])(void) = {test_gradient,        test_loss_falls_and_determinism,
-                                        test_smooth_swiglu_invariant, test_smooth_swiglu_variants,
-                                        test_fp8_tracks_bf16, test_gemm_error, test_accumulator_training,
-                                        test_gemm_error_leaves_run};
-    add_suite("model", names, fns, 8);
+    static CU_TestInfo tests[] = {
+        {"whole-model gradient vs finite differences", test_gradient},
+        {"loss falls over 50 steps; same seed, same bits", test_loss_falls_and_determinism},
+        {"Smooth SwiGLU (folded, published) leaves the function unchanged (fp32)", test_smooth_swiglu_invariant},
+        {"Smooth SwiGLU: what the folded and the published variant cast", test_smooth_swiglu_variants},
+        {"FP8 (hybrid delayed) tracks bf16 within 5% over 20 steps", test_fp8_tracks_bf16},
+        {"GEMM output error: per linear, GEMM and step; ~6 dB a mantissa bit", test_gemm_error},
+        {"training on the emulated accumulator: fp32 = sgemm, 4 bits lose accuracy", test_accumulator_training},
+        {"measuring the GEMM output error leaves the run's bits alone", test_gemm_error_leaves_run},
+        CU_TEST_INFO_NULL,
+    };
+    add_suite("model", tests);
 }

@@ -230,9 +230,11 @@ static void test_round_trip_names(void)
 
 void register_nvdlfw_tests(void)
 {
-    static const char *const names[] = {"TE FileLogger lines, ranks, recipe-prefixed and column-wise statistics",
-                                        "bad lines listed by file:line; no phantom tensors; output = input refused",
-                                        "export -> import keeps names and roles"};
-    static void (*const fns[])(void) = {test_real_logs, test_bad_lines, test_round_trip_names};
-    add_suite("nvdlfw", names, fns, 3);
+    static CU_TestInfo tests[] = {
+        {"TE FileLogger lines, ranks, recipe-prefixed and column-wise statistics", test_real_logs},
+        {"bad lines listed by file:line; no phantom tensors; output = input refused", test_bad_lines},
+        {"export -> import keeps names and roles", test_round_trip_names},
+        CU_TEST_INFO_NULL,
+    };
+    add_suite("nvdlfw", tests);
 }

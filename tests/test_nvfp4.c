@@ -200,10 +200,12 @@ static void test_specs(void)
 
 void register_nvfp4_tests(void)
 {
-    static const char *const names[] = {"two-level scales and 2D weight tiles equal the reference",
-                                        "random Hadamard transform of gradients: the matrix, inverted, orthonormal",
-                                        "stochastic rounding of gradients only: neighbours, unbiased",
-                                        "specs: options, canonical names, errors"};
-    static void (*const fns[])(void) = {test_two_level_and_2d, test_hadamard, test_stochastic_gradients, test_specs};
-    add_suite("nvfp4", names, fns, 4);
+    static CU_TestInfo tests[] = {
+        {"two-level scales and 2D weight tiles equal the reference", test_two_level_and_2d},
+        {"random Hadamard transform of gradients: the matrix, inverted, orthonormal", test_hadamard},
+        {"stochastic rounding of gradients only: neighbours, unbiased", test_stochastic_gradients},
+        {"specs: options, canonical names, errors", test_specs},
+        CU_TEST_INFO_NULL,
+    };
+    add_suite("nvfp4", tests);
 }

@@ -478,13 +478,18 @@ static void test_mpi_mismatch(void)
 
 void register_ranks_tests(void)
 {
-    static const char *const names[] = {"reduce= spec", "group amax into current scaling", "index and skew",
-                                        "untrusted index and rank files", "declared layout, hand-worked", "mpirun: reductions recomputed",
-                                        "mpirun: wrong group caught", "mpirun train: np=1 is the plain run",
-                                        "mpirun train: np=2 is one process with the whole batch",
-                                        "mpirun: ranks that break the rules get errors, not hangs"};
-    static void (*const fns[])(void) = {test_reduce_spec,   test_group_amax,         test_index_and_skew,
-                                        test_untrusted_index, test_layout, test_mpi_reduction,    test_mpi_wrong_group,
-                                        test_mpi_train_np1, test_mpi_train_np2,  test_mpi_mismatch};
-    add_suite("ranks", names, fns, 10);
+    static CU_TestInfo tests[] = {
+        {"reduce= spec", test_reduce_spec},
+        {"group amax into current scaling", test_group_amax},
+        {"index and skew", test_index_and_skew},
+        {"untrusted index and rank files", test_untrusted_index},
+        {"declared layout, hand-worked", test_layout},
+        {"mpirun: reductions recomputed", test_mpi_reduction},
+        {"mpirun: wrong group caught", test_mpi_wrong_group},
+        {"mpirun train: np=1 is the plain run", test_mpi_train_np1},
+        {"mpirun train: np=2 is one process with the whole batch", test_mpi_train_np2},
+        {"mpirun: ranks that break the rules get errors, not hangs", test_mpi_mismatch},
+        CU_TEST_INFO_NULL,
+    };
+    add_suite("ranks", tests);
 }

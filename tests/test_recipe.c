@@ -1,6 +1,6 @@
 /*
  * test_recipe.c — suite "recipe": spec parsing (and its errors) and each
- * recipe's scales on hand-worked cases derived from ../shared/BRIEF.md §2.
+ * recipe's scales on hand-worked cases derived from docs/recipes.md.
  */
 #include <float.h>
 #include <math.h>
@@ -427,12 +427,16 @@ static void test_nvfp4(void)
 
 void register_recipe_tests(void)
 {
-    static const char *const names[] = {"spec parsing and canonical form", "spec errors name the bad part",
-                                        "delayed: history, algo, margin, lag, rules", "current: eps, pow2, torchao",
-                                        "block: DeepSeek/TE scales, 130x260 partial tiles",
-                                        "mx: floor clips 500, ceil does not", "nvfp4: two-level scales",
-                                        "TE exactness: Inf in the delayed history, overflows% before rounding"};
-    static void (*const fns[])(void) = {test_parse, test_parse_errors, test_delayed, test_current,
-                                        test_block, test_mx, test_nvfp4, test_te_exactness};
-    add_suite("recipe", names, fns, 8);
+    static CU_TestInfo tests[] = {
+        {"spec parsing and canonical form", test_parse},
+        {"spec errors name the bad part", test_parse_errors},
+        {"delayed: history, algo, margin, lag, rules", test_delayed},
+        {"current: eps, pow2, torchao", test_current},
+        {"block: DeepSeek/TE scales, 130x260 partial tiles", test_block},
+        {"mx: floor clips 500, ceil does not", test_mx},
+        {"nvfp4: two-level scales", test_nvfp4},
+        {"TE exactness: Inf in the delayed history, overflows% before rounding", test_te_exactness},
+        CU_TEST_INFO_NULL,
+    };
+    add_suite("recipe", tests);
 }

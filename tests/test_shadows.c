@@ -261,12 +261,13 @@ static void test_smooth_fold_probes(void)
 
 void register_shadows_tests(void)
 {
-    static const char *names[] = {"block=RxC:delayed and smooth parse; canonical names",
-                                  "per-block delayed scaling by hand: lag, overflow, history, margin, reset",
-                                  "per-block delayed against a plain history model (a broken model disagrees)",
-                                  "smooth: s^-1 Q(s x) as the trainer computes it, errors of x",
-                                  "smooth=fold: the weight's scales from its linked input, same step"};
-    static void (*const fns[])(void) = {test_parse_block_delayed, test_block_delayed_hand, test_block_delayed_vs_model,
-                                        test_smooth_published, test_smooth_fold_probes};
-    add_suite("shadows", names, fns, (int)(sizeof fns / sizeof fns[0]));
+    static CU_TestInfo tests[] = {
+        {"block=RxC:delayed and smooth parse; canonical names", test_parse_block_delayed},
+        {"per-block delayed scaling by hand: lag, overflow, history, margin, reset", test_block_delayed_hand},
+        {"per-block delayed against a plain history model (a broken model disagrees)", test_block_delayed_vs_model},
+        {"smooth: s^-1 Q(s x) as the trainer computes it, errors of x", test_smooth_published},
+        {"smooth=fold: the weight's scales from its linked input, same step", test_smooth_fold_probes},
+        CU_TEST_INFO_NULL,
+    };
+    add_suite("shadows", tests);
 }

@@ -16,7 +16,7 @@
 #include "chunkread.h"
 #include "bigmem.h"
 #include "chunkwrite.h"
-#include "store_layout.h" /* fp8__store_set_threads */
+#include "datasets.h" /* fp8__store_set_threads */
 #include "tests.h"
 
 /* deterministic, distinct statistics for record k */
@@ -491,14 +491,15 @@ static void test_calloc_big(void)
 
 void register_store_tests(void)
 {
-    static const char *const names[] = {"write and read back every field, lazy tensors",
-                                        "bad files: text, missing, foreign HDF5, newer schema, truncated",
-                                        "SIGKILL at random moments: 20 trials, nothing flushed is lost",
-                                        "a reader follows a writer in another process (SWMR)",
-                                        "chunks inflated on two threads = H5Dread's bytes",
-                                        "chunks the writer encodes = HDF5's filter pipeline's bytes, 1 and 3 threads; floats read back",
-                                        "big arrays (huge pages advised): zeroed, usable to the end, overflow refused"};
-    static void (*const fns[])(void) = {test_round_trip, test_bad_files, test_sigkill, test_live_read,
-                                        test_parallel_chunks, test_chunks_as_hdf5, test_calloc_big};
-    add_suite("store", names, fns, 7);
+    static CU_TestInfo tests[] = {
+        {"write and read back every field, lazy tensors", test_round_trip},
+        {"bad files: text, missing, foreign HDF5, newer schema, truncated", test_bad_files},
+        {"SIGKILL at random moments: 20 trials, nothing flushed is lost", test_sigkill},
+        {"a reader follows a writer in another process (SWMR)", test_live_read},
+        {"chunks inflated on two threads = H5Dread's bytes", test_parallel_chunks},
+        {"chunks the writer encodes = HDF5's filter pipeline's bytes, 1 and 3 threads; floats read back", test_chunks_as_hdf5},
+        {"big arrays (huge pages advised): zeroed, usable to the end, overflow refused", test_calloc_big},
+        CU_TEST_INFO_NULL,
+    };
+    add_suite("store", tests);
 }

@@ -512,19 +512,18 @@ static void test_summary_lines(void)
 
 void register_verdicts_tests(void)
 {
-    static const char *const names[] = {"timing only: a drifting tensor needs JIT",
-                                        "granularity only: per-block scales need blocks",
-                                        "format only: E4M3 +6 dB, flushes 40% vs E5M2's ~0",
-                                        "warm-up is the only underflow: excluded, counted apart",
-                                        "replay from statistics every 10 steps is exact (every-step amax)",
-                                        "a run lacking the like-for-like recipe is not judged on another format",
-                                        "dynamics: moving blocks are more volatile than their tensor, blocks moving with it are not",
-                                        "minimum evidence for needs JIT; E5M2's tie is an overflow",
-                                        "summary.json and check exit statuses",
-                                        "the report summary's lines follow the scenarios; equal rows merge"};
-    static void (*const fns[])(void) = {test_timing_only,    test_granularity_only, test_format_only,
-                                        test_warmup_only,    test_replay_every_k,   test_confound_refused,
-                                        test_dynamics_claim, test_minimum_evidence,
-                                        test_summary_json_and_check, test_summary_lines};
-    add_suite("verdicts", names, fns, 10);
+    static CU_TestInfo tests[] = {
+        {"timing only: a drifting tensor needs JIT", test_timing_only},
+        {"granularity only: per-block scales need blocks", test_granularity_only},
+        {"format only: E4M3 +6 dB, flushes 40% vs E5M2's ~0", test_format_only},
+        {"warm-up is the only underflow: excluded, counted apart", test_warmup_only},
+        {"replay from statistics every 10 steps is exact (every-step amax)", test_replay_every_k},
+        {"a run lacking the like-for-like recipe is not judged on another format", test_confound_refused},
+        {"dynamics: moving blocks are more volatile than their tensor, blocks moving with it are not", test_dynamics_claim},
+        {"minimum evidence for needs JIT; E5M2's tie is an overflow", test_minimum_evidence},
+        {"summary.json and check exit statuses", test_summary_json_and_check},
+        {"the report summary's lines follow the scenarios; equal rows merge", test_summary_lines},
+        CU_TEST_INFO_NULL,
+    };
+    add_suite("verdicts", tests);
 }

@@ -56,8 +56,14 @@ const char *test_path(const char *name);
  * rows x cols tensor (no column of zeros expected). */
 void test_column_scales(const float *x, size_t rows, size_t cols, float *s);
 
-/* Add a suite with the given tests; aborts the run on registry failure. */
-void add_suite(const char *name, const char *const *names, void (*const *fns)(void), int n);
+/* A test that cannot run here says so: the line is printed at once and
+ * again in the summary at the end of the run (test_skips_report). */
+void test_skip(const char *why);
+void test_skips_report(void);
+
+/* Add a suite with the given tests (a CU_TEST_INFO_NULL-terminated table);
+ * exits on registry failure. */
+void add_suite(const char *name, CU_TestInfo *tests);
 
 static inline float f_from_bits(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 static inline uint32_t bits_of(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }

@@ -48,7 +48,7 @@ lib = _load()
 
 
 class Format(Structure):
-    """fp8_format (lib/fp8_format.h), field for field."""
+    """fp8_format (lib/format/fp8_format.h), field for field."""
     _fields_ = [("name", c_char * 24), ("title", c_char_p), ("kind", c_int), ("ebits", c_int),
                 ("mbits", c_int), ("bias", c_int), ("sign_bits", c_int), ("bits", c_int),
                 ("code_bytes", c_int), ("has_inf", c_int), ("has_nan", c_int), ("has_negzero", c_int),
@@ -58,7 +58,7 @@ class Format(Structure):
 
 
 class CastMode(Structure):
-    """fp8_cast_mode (lib/fp8_format.h)."""
+    """fp8_cast_mode (lib/format/fp8_format.h)."""
     _fields_ = [("round", c_int), ("overflow", c_int), ("seed", c_uint64), ("offset", c_uint64)]
 
 
@@ -70,7 +70,7 @@ class Counts(Structure):
 
 
 class Field(Structure):
-    """fp8_field (lib/fp8_layout.h): a member of fp8_stats or fp8_summary."""
+    """fp8_field (lib/store/fp8_bindings.h): a member of fp8_stats or fp8_summary."""
     _fields_ = [("name", c_char_p), ("type", c_int), ("offset", c_size_t), ("count", c_size_t)]
 
 

@@ -1,0 +1,875 @@
+/*
+ * common.c — loading and indexing runs for the analyses, and the small
+ * helpers they share (labels, formats, thresholds, quantiles, data files).
+ */
+#include <errno.h>
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <unistd.h>
+
+#include "bigmem.h"
+#include "analysis.h"
+#include "factors.h"
+#include "fp8_error.h"
+#include "fp8_file.h"
+#include "fp8_ranks.h"
+
+void an_defaults(an_ctx *c)
+{
+    memset(c, 0, sizeof *c);
+    c->outdir = ".";
+    c->md = stdout;
+    c->sqnr_margin_db = 1.0;
+    c->block_gain_db = 3.0;
+    c->underflow_max = 0.01;
+    c->min_events = 3;
+    c->diverge_rel = 0.02;
+    c->diverge_steps = 20;
+    c->boot = 1000;
+    c->seed = 1;
+    c->vs_a = c->vs_b = c->vs_c = -1;
+    c->loss_name = "loss";
+    c->claim_margin_db = 0.1;
+    c->lr_warmup = -1;
+    c->equivalence_pct = 1.0;
+}
+
+int64_t an_run_steps(const an_run *a)
+{
+    const char *s = fp8_run_meta(a->run, "steps");
+    char *end;
+    long long v = s ? strtoll(s, &end, 10) : 0;
+    if (s && end != s && !*end && v > 0 && v <= FP8_STEP_MAX)
+        return v;
+    int64_t last = -1;
+    for (size_t i = 0; i < a->run->nrecords; i++)
+        last = a->run->summaries[i].step > last ? a->run->summaries[i].step : last;
+    for (size_t i = 0; i < a->run->nsteps; i++)
+        last = a->run->steps[i].step > last ? a->run->steps[i].step : last;
+    return last + 1;
+}
+
+int64_t an_lr_warmup(const an_ctx *c, const an_run *a)
+{
+    if (c && c->lr_warmup >= 0)
+        return c->lr_warmup;
+    const char *s = fp8_run_meta(a->run, "lr_warmup");
+    char *end;
+    long long v = s ? strtoll(s, &end, 10) : -1;
+    return s && end != s && !*end && v >= 0 && v <= FP8_STEP_MAX ? v : -1;
+}
+
+void an_phase_range(const an_ctx *c, const an_run *a, int ph, int64_t *from, int64_t *to)
+{
+    int64_t n = an_run_steps(a), w = an_lr_warmup(c, a);
+    if (w < 0)
+        w = 0; /* unknown: no LR warm-up phase (the report says so) */
+    int64_t e = w + (w > n / 10 ? w : n / 10); /* early: max(W, 10% of the run) more steps */
+    int64_t b[4] = {0, w, e, INT64_MAX};
+    *from = b[ph], *to = b[ph + 1];
+}
+
+int an_phase(const an_ctx *c, const an_run *a, int64_t step)
+{
+    for (int ph = 0; ph < AN_NPHASE; ph++) {
+        int64_t f, t;
+        an_phase_range(c, a, ph, &f, &t);
+        if (step >= f && step < t)
+            return ph;
+    }
+    return AN_PHASE_STEADY;
+}
+
+const char *an_phase_name(int ph)
+{
+    static const char *n[] = {"lr_warmup", "early", "steady"};
+    return ph >= 0 && ph < AN_NPHASE ? n[ph] : "?";
+}
+
+const char *an_meta(const an_run *a, const char *key) { return fp8_run_meta(a->run, key); }
+
+static const fp8_summary *sort_recs;
+double an_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int cmp_series(const void *a, const void *b)
+{
+    const fp8_summary *x = &sort_recs[*(const size_t *)a], *y = &sort_recs[*(const size_t *)b];
+    if (x->step != y->step)
+        return x->step < y->step ? -1 : 1;
+    if (x->active != y->active)
+        return x->active > y->active ? -1 : 1; /* the active copy first */
+    return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+}
+
+/* The (tensor, recipe) pairs that have records or every-step rows, sorted;
+ * a hash from the pair's key to its id while building.  Everything indexed
+ * per pair costs what the file holds, never tensors x recipes (a run with
+ * 100,000 recipes over 10,000 tensors has 10^9 such cells). */
+static uint64_t pair_key(uint32_t t, uint32_t r) { return (uint64_t)t << 32 | r; }
+
+typedef struct {
+    uint64_t *key; /* UINT64_MAX = empty */
+    size_t *id;
+    size_t cap;
+} pair_hash;
+
+static size_t ph_slot(const pair_hash *h, uint64_t k)
+{
+    size_t i = (size_t)((k * 0x9E3779B97F4A7C15ull) >> 17) & (h->cap - 1);
+    while (h->key[i] != UINT64_MAX && h->key[i] != k)
+        i = (i + 1) & (h->cap - 1);
+    return i;
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return (a > b) - (a < b);
+}
+
+static int index_pairs(an_run *a, pair_hash *h)
+{
+    const fp8_run *r = a->run;
+    size_t n = r->nrecords + r->nsteps, cap = 16;
+    while (cap < 2 * n + 2)
+        cap *= 2;
+    h->cap = cap;
+    h->key = fp8__malloc_big(cap * sizeof *h->key); /* (per-record arrays: huge pages, bigmem.h) */
+    h->id = fp8__malloc_big(cap * sizeof *h->id);
+    uint64_t *uniq = fp8__malloc_big((n + 1) * sizeof *uniq);
+    a->tpair = calloc((size_t)r->ntensors + 2, sizeof *a->tpair);
+    if (!h->key || !h->id || !uniq || !a->tpair) {
+        free(uniq);
+        return -1;
+    }
+    memset(h->key, 0xFF, cap * sizeof *h->key);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t k = i < r->nrecords ? pair_key(r->summaries[i].tensor, r->summaries[i].recipe)
+                                     : pair_key(r->steps[i - r->nrecords].tensor, r->steps[i - r->nrecords].recipe);
+        size_t sl = ph_slot(h, k);
+        if (h->key[sl] == UINT64_MAX)
+            h->key[sl] = k, uniq[m++] = k;
+    }
+    qsort(uniq, m, sizeof *uniq, cmp_u64);
+    a->npairs = m;
+    a->pair_recipe = malloc((m + 1) * sizeof *a->pair_recipe);
+    if (!a->pair_recipe) {
+        free(uniq);
+        return -1;
+    }
+    for (size_t i = 0; i < m; i++) {
+        h->id[ph_slot(h, uniq[i])] = i;
+        a->pair_recipe[i] = (int)(uint32_t)uniq[i];
+        a->tpair[(uniq[i] >> 32) + 1]++;
+    }
+    for (int t = 0; t < r->ntensors; t++)
+        a->tpair[t + 1] += a->tpair[t];
+    free(uniq);
+    return 0;
+}
+
+int an_pair(const an_run *a, int t, int r)
+{
+    if (t < 0 || r < 0 || t >= a->run->ntensors || r >= a->run->nrecipes || !a->tpair)
+        return -1;
+    size_t lo = a->tpair[t], hi = a->tpair[t + 1];
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (a->pair_recipe[mid] < r)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < a->tpair[t + 1] && a->pair_recipe[lo] == r ? (int)lo : -1;
+}
+
+const int *an_tensor_recipes(const an_run *a, int t, size_t *n)
+{
+    if (t < 0 || t >= a->run->ntensors || !a->tpair) {
+        *n = 0;
+        return NULL;
+    }
+    *n = a->tpair[t + 1] - a->tpair[t];
+    return a->pair_recipe + a->tpair[t];
+}
+
+static int index_run(an_run *a, const pair_hash *h)
+{
+    const fp8_run *r = a->run;
+    size_t T = (size_t)r->ntensors, R = (size_t)r->nrecipes, n = r->nrecords, P = a->npairs;
+    a->start = calloc(P + 2, sizeof *a->start);
+    a->order = fp8__malloc_big((n + 1) * sizeof *a->order);
+    a->active = malloc((T + 1) * sizeof *a->active);
+    a->recipes = calloc(R + 1, sizeof *a->recipes);
+    a->recipe_ok = calloc(R + 1, sizeof *a->recipe_ok);
+    size_t *fill = calloc(P + 1, sizeof *fill), *pid = fp8__malloc_big((n + 1) * sizeof *pid);
+    if (!a->start || !a->order || !a->active || !a->recipes || !a->recipe_ok || !fill || !pid) {
+        free(fill), free(pid);
+        return -1;
+    }
+    for (size_t r0 = 0; r0 < R; r0++)
+        a->recipe_ok[r0] = fp8_recipe_parse(r->recipe_spec[r0], &a->recipes[r0]) == FP8_OK;
+    for (size_t t = 0; t < T; t++)
+        a->active[t] = -1;
+    /* counting sort by pair, then steps within each series */
+    for (size_t i = 0; i < n; i++) {
+        const fp8_summary *s = &r->summaries[i];
+        pid[i] = h->id[ph_slot(h, pair_key(s->tensor, s->recipe))];
+        a->start[pid[i] + 1]++;
+        if (s->active && a->active[s->tensor] < 0)
+            a->active[s->tensor] = (int)s->recipe;
+    }
+    for (size_t k = 0; k < P; k++)
+        a->start[k + 1] += a->start[k];
+    for (size_t i = 0; i < n; i++)
+        a->order[a->start[pid[i]] + fill[pid[i]]++] = i;
+    free(fill);
+    free(pid);
+    /* sort each series by step where the file did not already have it in order,
+     * and drop repeated steps (an older writer stored a shadow equal to the
+     * active recipe twice): compact in place, keeping the active copy */
+    sort_recs = r->summaries;
+    size_t out = 0, gaps[8] = {0};
+    int64_t gapv[8] = {0};
+    for (size_t k = 0; k < P; k++) {
+        size_t b = a->start[k], e = a->start[k + 1], sorted = 1;
+        for (size_t i = b + 1; i < e && sorted; i++)
+            sorted = r->summaries[a->order[i]].step > r->summaries[a->order[i - 1]].step;
+        if (!sorted)
+            qsort(a->order + b, e - b, sizeof *a->order, cmp_series);
+        a->start[k] = out;
+        for (size_t i = b; i < e; i++) {
+            if (i > b && r->summaries[a->order[i]].step == r->summaries[a->order[out - 1]].step)
+                continue;
+            if (i > b) { /* the most common step gap, among a few candidates */
+                int64_t g = r->summaries[a->order[i]].step - r->summaries[a->order[out - 1]].step;
+                for (int j = 0; j < 8; j++)
+                    if (gapv[j] == g || gaps[j] == 0) {
+                        gapv[j] = g, gaps[j]++;
+                        break;
+                    }
+            }
+            a->order[out++] = a->order[i];
+        }
+    }
+    a->start[P] = out;
+    a->record_every = 1;
+    size_t best = 0;
+    for (int j = 0; j < 8; j++)
+        if (gaps[j] > best)
+            best = gaps[j], a->record_every = gapv[j];
+    return 0;
+}
+
+static const fp8_step_row *sort_steps;
+static int cmp_steprow(const void *a, const void *b)
+{
+    int64_t x = sort_steps[*(const size_t *)a].step, y = sort_steps[*(const size_t *)b].step;
+    return (x > y) - (x < y);
+}
+
+/* The every-step rows grouped by (tensor, recipe) in step order (a repeated
+ * step keeps its first row), the canonical recipe of each tensor x recipe,
+ * and each tensor's warm-up end. */
+static const an_factors *sort_fac;
+static const fp8_recipe *sort_rec;
+static const int *sort_pr;
+
+/* pairs of one tensor by numerics, then plain before hybrid, then recipe id */
+static int cmp_numerics(const void *x, const void *y)
+{
+    size_t i = *(const size_t *)x, j = *(const size_t *)y;
+    int c = an_factors_cmp(&sort_fac[i], &sort_fac[j]);
+    if (c)
+        return c;
+    int hi = sort_rec[sort_pr[i]].hybrid, hj = sort_rec[sort_pr[j]].hybrid;
+    if (hi != hj)
+        return hi - hj;
+    return (sort_pr[i] > sort_pr[j]) - (sort_pr[i] < sort_pr[j]);
+}
+
+static int index_series(an_run *a, const pair_hash *h)
+{
+    const fp8_run *r = a->run;
+    size_t T = (size_t)r->ntensors, n = r->nsteps, P = a->npairs;
+    a->sstart = calloc(P + 2, sizeof *a->sstart);
+    a->sorder = fp8__malloc_big((n + 1) * sizeof *a->sorder);
+    a->warm_end = malloc((T + 1) * sizeof *a->warm_end);
+    a->canon = malloc((P + 1) * sizeof *a->canon);
+    size_t *fill = calloc(P + 1, sizeof *fill), *pid = fp8__malloc_big((n + 1) * sizeof *pid);
+    if (!a->sstart || !a->sorder || !a->warm_end || !a->canon || !fill || !pid) {
+        free(fill), free(pid);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        pid[i] = h->id[ph_slot(h, pair_key(r->steps[i].tensor, r->steps[i].recipe))];
+        a->sstart[pid[i] + 1]++;
+    }
+    for (size_t k = 0; k < P; k++)
+        a->sstart[k + 1] += a->sstart[k];
+    for (size_t i = 0; i < n; i++)
+        a->sorder[a->sstart[pid[i]] + fill[pid[i]]++] = i;
+    free(fill);
+    free(pid);
+    sort_steps = r->steps;
+    size_t out = 0;
+    for (size_t k = 0; k < P; k++) {
+        size_t b = a->sstart[k], e = a->sstart[k + 1], sorted = 1;
+        for (size_t i = b + 1; i < e && sorted; i++)
+            sorted = r->steps[a->sorder[i]].step > r->steps[a->sorder[i - 1]].step;
+        if (!sorted)
+            qsort(a->sorder + b, e - b, sizeof *a->sorder, cmp_steprow);
+        a->sstart[k] = out;
+        for (size_t i = b; i < e; i++)
+            if (i == b || r->steps[a->sorder[i]].step != r->steps[a->sorder[out - 1]].step)
+                a->sorder[out++] = a->sorder[i];
+    }
+    a->sstart[P] = out;
+    /* canonical recipes: among a tensor's recipes with the same factors, the
+     * plain one before the hybrid, then the lowest id (a sort per tensor,
+     * not a pairwise search) */
+    an_factors *f = malloc((P + 1) * sizeof *f);
+    size_t *ord = malloc((P + 1) * sizeof *ord);
+    if (!f || !ord) {
+        free(f), free(ord);
+        return -1;
+    }
+    for (size_t t = 0; t < T; t++) {
+        size_t b = a->tpair[t], e = a->tpair[t + 1], m = 0;
+        for (size_t k = b; k < e; k++) {
+            a->canon[k] = a->pair_recipe[k];
+            if (a->recipe_ok[a->pair_recipe[k]]) {
+                an_factors_of(&a->recipes[a->pair_recipe[k]], (fp8_role)r->tensor_role[t], &f[k]);
+                ord[m++] = k;
+            }
+        }
+        sort_fac = f, sort_rec = a->recipes, sort_pr = a->pair_recipe;
+        qsort(ord, m, sizeof *ord, cmp_numerics);
+        for (size_t i = 0, g = 0; i < m; i++) {
+            if (i > 0 && an_factors_cmp(&f[ord[i]], &f[ord[g]]) != 0)
+                g = i;
+            a->canon[ord[i]] = a->pair_recipe[ord[g]];
+        }
+    }
+    free(f);
+    free(ord);
+    /* warm-up: up to the first step with a real amax, on tensors with a delayed recipe */
+    for (size_t t = 0; t < T; t++) {
+        a->warm_end[t] = INT64_MIN;
+        int delayed = 0, src = -1;
+        size_t best = 0;
+        for (size_t k = a->tpair[t]; k < a->tpair[t + 1]; k++) {
+            int q = a->pair_recipe[k];
+            size_t ns = a->sstart[k + 1] - a->sstart[k];
+            delayed |= a->recipe_ok[q] && a->recipes[q].kind == FP8_RECIPE_DELAYED;
+            if (ns > best)
+                best = ns, src = q;
+        }
+        if (!delayed)
+            continue;
+        a->warm_end[t] = INT64_MAX; /* no real amax yet: all warm-up */
+        if (src >= 0) {
+            size_t ns;
+            const size_t *ix = an_steps(a, (int)t, src, &ns);
+            for (size_t i = 0; i < ns; i++)
+                if (r->steps[ix[i]].amax > 0 && isfinite(r->steps[ix[i]].amax)) {
+                    a->warm_end[t] = r->steps[ix[i]].step + 1;
+                    break;
+                }
+        } else {
+            int in = an_input_recipe(a, (int)t);
+            size_t nr;
+            const size_t *ix = an_series(a, (int)t, in, &nr);
+            for (size_t i = 0; i < nr; i++)
+                if (an_rec(a, ix[i])->amax > 0 && isfinite(an_rec(a, ix[i])->amax)) {
+                    a->warm_end[t] = an_rec(a, ix[i])->step + 1;
+                    break;
+                }
+        }
+    }
+    return 0;
+}
+
+const size_t *an_steps(const an_run *a, int t, int r, size_t *n)
+{
+    int k = a->sstart ? an_pair(a, t, r) : -1;
+    if (k < 0) {
+        *n = 0;
+        return NULL;
+    }
+    *n = a->sstart[k + 1] - a->sstart[k];
+    return a->sorder + a->sstart[k];
+}
+
+int an_canon(const an_run *a, int t, int r)
+{
+    int k = an_pair(a, t, r);
+    return k < 0 || !a->canon ? r : a->canon[k];
+}
+
+int an_overflows_at(const fp8_format *f, const fp8_cast_mode *mode, float amax, float scale, unsigned nonfinite)
+{
+    if (nonfinite & 1u)
+        return 1;
+    fp8_class cls;
+    fp8_format_encode(f, mode, amax * scale, 0, &cls);
+    return cls == FP8_CLASS_SATURATED || cls == FP8_CLASS_OVERFLOW;
+}
+
+int an_open(an_ctx *c, const char *const *paths, int n)
+{
+    c->runs = calloc((size_t)n + 1, sizeof *c->runs);
+    if (!c->runs) {
+        fprintf(stderr, "fp8prof: out of memory\n");
+        return 1;
+    }
+    for (int i = 0; i < n; i++) {
+        an_run *a = &c->runs[c->nruns];
+        a->run = fp8_run_load_summary(paths[i], c->tensor);
+        if (!a->run) {
+            fprintf(stderr, "fp8prof: %s\n", fp8_error_message());
+            return 1;
+        }
+        c->nruns++;
+        if (c->tensor && a->run->nrecords == 0) {
+            fprintf(stderr, "fp8prof: %s: no tensor matches '%s'; its tensors:", paths[i], c->tensor);
+            for (int t = 0; t < a->run->ntensors && t < 12; t++)
+                fprintf(stderr, " %s", a->run->tensor_name[t]);
+            fprintf(stderr, "%s\n", a->run->ntensors > 12 ? " ..." : a->run->ntensors ? "" : " (none)");
+            return 1;
+        }
+        const char *b = strrchr(paths[i], '/');
+        snprintf(a->label, sizeof a->label, "%s", b ? b + 1 : paths[i]);
+        char *dot = strstr(a->label, ".h5");
+        if (dot && dot[3] == 0)
+            *dot = 0;
+        for (char *q = a->label; *q; q++) /* labels are words in tables and plot scripts */
+            if (*q == ' ' || *q == '\t' || *q == '\'' || *q == '"' || *q == '|')
+                *q = '_';
+        /* a run that recorded a recipe without applying it is named so in every
+         * table, figure and summary line: it is not an FP8 run */
+        const char *ap = fp8_run_meta(a->run, "applied"), *rr = fp8_run_meta(a->run, "recorded_recipe");
+        if (ap && !strcmp(ap, "no") && rr && !strstr(a->label, "record-only")) {
+            size_t l = strlen(a->label);
+            snprintf(a->label + (l < 50 ? l : 50), sizeof a->label - (l < 50 ? l : 50), "_record-only");
+        }
+        if (a->run->nrecords == 0 && a->run->nscalars == 0) {
+            fprintf(stderr, "fp8prof: %s: the run is empty (no records, no scalars)\n", paths[i]);
+            return 1;
+        }
+        pair_hash h = {0};
+        int bad = index_pairs(a, &h) || index_run(a, &h) || index_series(a, &h);
+        free(h.key), free(h.id);
+        if (bad) {
+            fprintf(stderr, "fp8prof: %s: out of memory indexing the run\n", paths[i]);
+            return 1;
+        }
+    }
+    /* two runs with the same file name: tell them apart by position */
+    for (int i = 0; i < c->nruns; i++)
+        for (int j = i + 1; j < c->nruns; j++)
+            if (strcmp(c->runs[i].label, c->runs[j].label) == 0) {
+                size_t l = strlen(c->runs[j].label);
+                snprintf(c->runs[j].label + (l < 52 ? l : 52), 12, "#%d", (j + 1) % 1000);
+            }
+    return 0;
+}
+
+FILE *an_json(an_ctx *c, int sec)
+{
+    if (sec < 0 || sec >= AN_NJSON)
+        return NULL;
+    if (!c->jf[sec] && !(c->jf[sec] = open_memstream(&c->json[sec], &c->jsonn[sec])))
+        return NULL;
+    fputs(c->jcount[sec]++ ? ",\n    " : "\n    ", c->jf[sec]);
+    return c->jf[sec];
+}
+
+void an_json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; s && *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(f, "\\%c", ch);
+        else if (ch < 0x20)
+            fprintf(f, "\\u%04x", ch);
+        else
+            fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+void an_json_num(FILE *f, double v)
+{
+    if (isfinite(v))
+        fprintf(f, "%.9g", v);
+    else
+        fputs("null", f);
+}
+
+int an_json_write(an_ctx *c)
+{
+    static const char *names[AN_NJSON] = {"comparisons", "replay", "loss", "warmup", "claims", "smooth_swiglu",
+                                          "phases", "verdicts"};
+    FILE *f = an_data(c, "summary.json");
+    if (!f)
+        return 1;
+    fprintf(f, "{\n  \"schema\": 2,\n  \"scale_convention\": \"q = cast(x * scale); x_hat = decode(q) * scale_inv\"");
+    for (int k = 0; k < AN_NJSON; k++) {
+        if (c->jf[k])
+            fflush(c->jf[k]);
+        fprintf(f, ",\n  \"%s\": [", names[k]);
+        if (c->json[k])
+            fwrite(c->json[k], 1, c->jsonn[k], f);
+        fprintf(f, "%s]", c->jcount[k] ? "\n  " : "");
+    }
+    fprintf(f, "\n}\n");
+    return an_data_close(c, (FILE *[]){f}, 1);
+}
+
+/* the registered cache frees (an_on_close_run, an_on_close_ctx) */
+#define AN_MAX_CLOSERS 8
+static void (*run_closers[AN_MAX_CLOSERS])(an_run *);
+static void (*ctx_closers[AN_MAX_CLOSERS])(an_ctx *);
+
+void an_on_close_run(void (*fn)(an_run *a))
+{
+    for (int i = 0; i < AN_MAX_CLOSERS; i++)
+        if (run_closers[i] == fn || !run_closers[i]) {
+            run_closers[i] = fn;
+            return;
+        }
+    abort(); /* more cache kinds than slots: a programming error */
+}
+
+void an_on_close_ctx(void (*fn)(an_ctx *c))
+{
+    for (int i = 0; i < AN_MAX_CLOSERS; i++)
+        if (ctx_closers[i] == fn || !ctx_closers[i]) {
+            ctx_closers[i] = fn;
+            return;
+        }
+    abort();
+}
+
+void an_close(an_ctx *c)
+{
+    for (int k = 0; k < AN_NJSON; k++) {
+        if (c->jf[k])
+            fclose(c->jf[k]);
+        free(c->json[k]);
+        c->jf[k] = NULL, c->json[k] = NULL, c->jsonn[k] = 0, c->jcount[k] = 0;
+    }
+    for (int i = 0; i < c->nruns; i++) {
+        an_run *a = &c->runs[i];
+        for (int k = 0; k < AN_MAX_CLOSERS && run_closers[k]; k++)
+            run_closers[k](a);
+        fp8_run_free(a->run);
+        free(a->recipes), free(a->recipe_ok), free(a->start), free(a->order), free(a->active);
+        free(a->sstart), free(a->sorder), free(a->warm_end), free(a->canon);
+        free(a->tpair), free(a->pair_recipe);
+    }
+    free(c->runs);
+    for (int i = 0; i < c->nfindings; i++)
+        free(c->findings[i]);
+    for (int q = 0; q < AN_NQ; q++) {
+        free(c->key[q]), free(c->key_missing[q]);
+        c->key[q] = c->key_missing[q] = NULL;
+    }
+    free(c->frows);
+    c->frows = NULL, c->nfrows = c->capfrows = 0;
+    for (int k = 0; k < AN_MAX_CLOSERS && ctx_closers[k]; k++)
+        ctx_closers[k](c);
+    c->runs = NULL;
+    c->nruns = c->nfindings = 0;
+}
+
+const size_t *an_series(const an_run *a, int t, int r, size_t *n)
+{
+    int k = a->start ? an_pair(a, t, r) : -1;
+    if (k < 0) {
+        *n = 0;
+        return NULL;
+    }
+    *n = a->start[k + 1] - a->start[k];
+    return a->order + a->start[k];
+}
+
+int an_input_recipe(const an_run *a, int t)
+{
+    size_t n;
+    if (a->active[t] >= 0 && (an_series(a, t, a->active[t], &n), n > 0))
+        return a->active[t];
+    int best = -1;
+    size_t bn = 0, nr;
+    const int *rs = an_tensor_recipes(a, t, &nr);
+    for (size_t i = 0; i < nr; i++)
+        if (an_series(a, t, rs[i], &n), n > bn)
+            bn = n, best = rs[i];
+    return best;
+}
+
+size_t an_snapshots(const an_run *a, int t, size_t *idx)
+{
+    size_t ns = 0;
+    for (size_t i = 0; i < a->run->nsnapshots && ns < AN_MAX_SNAPSHOTS; i++)
+        if ((int)a->run->snapshots[i].tensor == t)
+            idx[ns++] = i;
+    return ns;
+}
+
+int an_delayed_recipe(const an_run *a, int t)
+{
+    int d = -1;
+    size_t nr;
+    const int *rs = an_tensor_recipes(a, t, &nr);
+    for (size_t i = 0; i < nr; i++) {
+        int r = rs[i];
+        size_t n;
+        an_series(a, t, r, &n);
+        if (n && a->recipe_ok[r] && a->recipes[r].kind == FP8_RECIPE_DELAYED && (d < 0 || r == a->active[t]))
+            d = r;
+    }
+    return d;
+}
+
+/* The canonical label (factors.h) of recipe r on a tensor of role role;
+ * role < 0: whatever the tensor (hybrid named as such, a weight block
+ * shape noted). */
+static const char *label_role(const an_run *a, int r, int role, char *buf, size_t n)
+{
+    if (r < 0 || r >= a->run->nrecipes || !a->recipe_ok[r]) {
+        snprintf(buf, n, "%s", r >= 0 && r < a->run->nrecipes ? a->run->recipe_spec[r] : "?");
+        return buf;
+    }
+    const fp8_recipe *p = &a->recipes[r];
+    an_factors f;
+    an_factors_of(p, role < 0 ? FP8_ROLE_ACTIVATION : (fp8_role)role, &f);
+    char lab[160];
+    an_factors_label(&f, lab, sizeof lab);
+    if (role < 0 && p->hybrid && strncmp(lab, f.format, strlen(f.format)) == 0)
+        snprintf(buf, n, "hybrid (e4m3 forward, e5m2 gradients)%s", lab + strlen(f.format));
+    else
+        snprintf(buf, n, "%s", lab);
+    if (role < 0 && p->kind == FP8_RECIPE_BLOCK && p->wblock_rows) {
+        size_t l = strlen(buf);
+        snprintf(buf + l, n > l ? n - l : 0, " (weights %dx%d)", p->wblock_rows, p->wblock_cols);
+    }
+    return buf;
+}
+
+const char *an_recipe_label(const an_run *a, int r, char *buf, size_t n) { return label_role(a, r, -1, buf, n); }
+
+const char *an_recipe_label_on(const an_run *a, int t, int r, char *buf, size_t n)
+{
+    return label_role(a, r, t >= 0 && t < a->run->ntensors ? a->run->tensor_role[t] : -1, buf, n);
+}
+
+const fp8_format *an_format(const an_run *a, int t, int r)
+{
+    if (r < 0 || r >= a->run->nrecipes || !a->recipe_ok[r])
+        return NULL;
+    return fp8_recipe_format(&a->recipes[r], (fp8_role)a->run->tensor_role[t]);
+}
+
+/* The data files open for writing: each is written under a temporary name
+ * and renamed into place when it closed cleanly, so a full disk or a crash
+ * leaves no truncated file under the final name (the old one stays). */
+#define AN_MAX_OPEN 64
+static struct {
+    FILE *f;
+    char tmp[4200], path[4096];
+} open_files[AN_MAX_OPEN];
+
+int an_outdir_ready(const char *cmd, const char *dir)
+{
+    struct stat sb;
+    if (stat(dir, &sb) == 0) {
+        if (!S_ISDIR(sb.st_mode)) {
+            fprintf(stderr, "fp8prof: %s: -o %s is a file, not a directory: choose a directory for the data files\n",
+                    cmd, dir);
+            return 1;
+        }
+    } else if (mkdir(dir, 0777) != 0) {
+        fprintf(stderr, "fp8prof: %s: cannot create the output directory %s: %s%s\n", cmd, dir, strerror(errno),
+                errno == ENOENT ? " (its parent directory does not exist)" : "");
+        return 1;
+    }
+    if (access(dir, W_OK | X_OK) != 0) {
+        fprintf(stderr, "fp8prof: %s: cannot write into the output directory %s: %s\n", cmd, dir, strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
+FILE *an_data(const an_ctx *c, const char *name)
+{
+    if (mkdir(c->outdir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "fp8prof: cannot create directory %s: %s\n", c->outdir, strerror(errno));
+        return NULL;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", c->outdir, name);
+    for (int i = 0; i < c->nruns; i++) {
+        const fp8_run *r = c->runs[i].run;
+        char which[1100];
+        if (fp8_run_same_file(r->nranks ? r->index_path : r->path, path, which, sizeof which)) {
+            fprintf(stderr, "fp8prof: %s would overwrite %s, a file of the input run %s: not written; choose another "
+                            "-o directory\n", path, which, c->runs[i].label);
+            return NULL;
+        }
+    }
+    int k = 0;
+    while (k < AN_MAX_OPEN && open_files[k].f)
+        k++;
+    if (k == AN_MAX_OPEN) {
+        fprintf(stderr, "fp8prof: cannot write %s: too many data files open\n", path);
+        return NULL;
+    }
+    snprintf(open_files[k].path, sizeof open_files[k].path, "%s", path);
+    snprintf(open_files[k].tmp, sizeof open_files[k].tmp, "%s.tmp-%ld", path, (long)getpid());
+    FILE *f = fopen(open_files[k].tmp, "w");
+    if (!f)
+        fprintf(stderr, "fp8prof: cannot write %s: %s\n", path, strerror(errno));
+    open_files[k].f = f;
+    return f;
+}
+
+int an_data_close1(const an_ctx *c, FILE *f)
+{
+    (void)c;
+    if (!f)
+        return 0;
+    int k = 0;
+    while (k < AN_MAX_OPEN && open_files[k].f != f)
+        k++;
+    int bad = (ferror(f) | fclose(f)) != 0;
+    if (k == AN_MAX_OPEN)
+        return bad; /* (not one of ours) */
+    open_files[k].f = NULL;
+    if (bad) {
+        unlink(open_files[k].tmp);
+        fprintf(stderr, "fp8prof: writing %s failed (disk full?): nothing written under that name (an older file "
+                        "there is kept)\n", open_files[k].path);
+        return 1;
+    }
+    if (fp8_file_commit(open_files[k].tmp, open_files[k].path) != FP8_OK) {
+        fprintf(stderr, "fp8prof: %s\n", fp8_error_message());
+        return 1;
+    }
+    return 0;
+}
+
+int an_data_close(const an_ctx *c, FILE *const *fs, int n)
+{
+    int bad = 0;
+    for (int i = 0; i < n; i++)
+        bad |= an_data_close1(c, fs[i]);
+    return bad;
+}
+
+void an_finding(an_ctx *c, const char *topic, const char *fmt, ...)
+{
+    if (c->nfindings == AN_MAX_FINDINGS)
+        return;
+    snprintf(c->topic[c->nfindings], sizeof c->topic[0], "%s", topic);
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) >= 0)
+        c->findings[c->nfindings++] = s;
+    va_end(ap);
+}
+
+double an_quantile(double *v, size_t n, double q)
+{
+    if (n == 0)
+        return NAN;
+    gsl_sort(v, 1, n);
+    return gsl_stats_quantile_from_sorted_data(v, 1, n, q);
+}
+
+double an_quantile_select(double *v, size_t n, double q)
+{
+    if (n == 0)
+        return NAN;
+    /* gsl_stats_quantile_from_sorted_data's interpolation, its two order
+     * statistics found by selection (linear time) instead of a sort */
+    const double index = q * (double)(n - 1);
+    const size_t lhs = (size_t)index;
+    const double delta = index - (double)lhs;
+    const double lo = gsl_stats_select(v, 1, n, lhs);
+    if (lhs == n - 1)
+        return lo;
+    const double hi = gsl_stats_select(v, 1, n, lhs + 1);
+    return (1 - delta) * lo + delta * hi;
+}
+
+void an_thresholds(const fp8_format *f, double scale_inv, double *over, double *under)
+{
+    /* max plus half its ulp: above it round-to-nearest goes past max.  The
+     * tie itself goes to the even neighbour (max for E4M3, past it for
+     * E5M2); a single point, inside the replay's stated error bound. */
+    int e = (int)floor(log2(f->max));
+    double ulp = ldexp(1.0, e - f->mbits);
+    *over = (f->max + ulp / 2) * scale_inv;
+    /* below half the smallest subnormal, a value rounds to zero; the tie
+     * goes to the even code, zero */
+    *under = f->min_subnormal / 2 * scale_inv;
+}
+
+/* ---- names looked up by sorting, not by scanning ---------------------- */
+
+static const an_names *sort_names;
+static int cmp_name(const void *x, const void *y)
+{
+    int i = *(const int *)x, j = *(const int *)y;
+    int c = strcmp(sort_names->base + (size_t)i * sort_names->stride, sort_names->base + (size_t)j * sort_names->stride);
+    return c ? c : (i > j) - (i < j);
+}
+
+int an_names_init(an_names *x, const char *base, size_t stride, int n)
+{
+    x->base = base, x->stride = stride, x->n = n;
+    x->ord = malloc(((size_t)n + 1) * sizeof *x->ord);
+    if (!x->ord)
+        return -1;
+    for (int i = 0; i < n; i++)
+        x->ord[i] = i;
+    sort_names = x;
+    qsort(x->ord, (size_t)n, sizeof *x->ord, cmp_name);
+    return 0;
+}
+
+int an_names_find(const an_names *x, const char *key)
+{
+    int lo = 0, hi = x->n;
+    while (lo < hi) { /* the first entry >= key: the lowest index of equal names */
+        int mid = lo + (hi - lo) / 2;
+        if (strcmp(x->base + (size_t)x->ord[mid] * x->stride, key) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < x->n && strcmp(x->base + (size_t)x->ord[lo] * x->stride, key) == 0 ? x->ord[lo] : -1;
+}
+
+void an_names_free(an_names *x)
+{
+    free(x->ord);
+    x->ord = NULL;
+}

@@ -1,0 +1,1008 @@
+/*
+ * quantize.c — the quantization engine: a tensor, a recipe state, its
+ * dequantized values and every statistic (fp8_stats.h).
+ *
+ * Work plan for a rows x cols tensor (column-wise recipes first transpose it
+ * into scratch, and transpose x_hat back):
+ *   1. amax pass (recipes that scale from this tensor): finite amax and
+ *      min nonzero |x| of every scale group, vectorised (stats_vec.c);
+ *   2. the scale of every group, by the reference system's rule
+ *      (quantize_scales.c, recipe.c);
+ *   3. one fused pass over pieces of up to PIECE elements: the element cast
+ *      of the piece, then, while it is in cache, x's own statistics with the
+ *      exponent bins and the error sums against x_hat (one vector loop, or
+ *      the error sums alone when the caller gave x's statistics);
+ *   4. the sums turned into fp8_stats (quantize_finish.c).
+ * Groups: one per tensor (none, delayed, current), per row (rowwise), per
+ * tile (block: tiles of block_rows x block_cols; edge tiles are partial and
+ * take their amax over the elements they have), per `group` elements along a
+ * row (mx, nvfp4; a row's last group may be partial, groups never span rows).
+ */
+#include <float.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "f32bits.h"
+#include "cast_impl.h"
+#include "cast_internal.h"
+#include "fp8_stats.h"
+#include "fpenv.h"
+#include "recipe_internal.h"
+#include "parallel.h"
+#include "quantize_internal.h"
+#include "stats_vec.h"
+#include "kernels.h"
+
+/* elements cast and summed per step of the fused pass: a piece of x and
+ * its x_hat (256 KB) stay in a core's L2 while the passes over them run;
+ * measured here, 4096 (L1-sized) was 10 % slower, 32768 and up level */
+#define PIECE 32768
+
+/* ---- the fused pass --------------------------------------------------------- */
+
+/* Interleaved 32-bit sub-histograms (stats_vec.h), flushed into the
+ * 64-bit histogram before any counter can wrap. */
+typedef struct {
+    fp8__hist_state s;
+    uint64_t pending;
+} hist_acc;
+
+static void hist_flush(hist_acc *h, uint64_t *out)
+{
+    fp8__hist_fold(&h->s);
+    for (int k = 0; k < FP8_HIST_SUBS; k++)
+        for (int b = 0; b < FP8_EXP_BINS; b++)
+            out[b] += h->s.sub[k][b];
+    memset(h->s.sub, 0, sizeof h->s.sub);
+    h->pending = 0;
+}
+
+/* n more elements counted in h's 32-bit sub-histograms: flushed into out
+ * before any counter can wrap */
+static void hist_count(hist_acc *h, uint64_t *out, size_t n)
+{
+    if ((h->pending += n) > ((uint64_t)1 << 31))
+        hist_flush(h, out);
+}
+
+static void hist_add(hist_acc *h, uint64_t *out, const float *x, size_t n)
+{
+    fp8__k.hist_vec(h->s.sub, x, n);
+    hist_count(h, out, n);
+}
+
+/* A group whose scale is zero (nvfp4 block scale underflowed): every
+ * element becomes +-0; nonzero finite values are flushed.  codes (may be
+ * NULL) get the codes of +-0, NaN, or +-max for +-Inf. */
+static void zero_scale_piece(const fp8_format *f, const float *x, size_t n, float *q, void *codes,
+                             uint64_t cnt[FP8_NCLASS])
+{
+    for (size_t i = 0; i < n; i++) {
+        float v = x[i];
+        if (codes) {
+            float w = isnan(v) || isinf(v) ? v : copysignf(0.0f, v);
+            uint32_t u;
+            fp8_class cls;
+            memcpy(&u, &w, 4);
+            uint32_t code = fp8__encode_bits(f, FP8_ROUND_NEAREST, 1, u, 0, &cls);
+            if (f->code_bytes == 1)
+                ((uint8_t *)codes)[i] = (uint8_t)code;
+            else
+                ((uint16_t *)codes)[i] = (uint16_t)code;
+        }
+        q[i] = copysignf(0.0f, v);
+        if (isnan(v))
+            cnt[FP8_CLASS_NAN]++, q[i] = v;
+        else if (isinf(v))
+            cnt[FP8_CLASS_SATURATED]++;
+        else if (v == 0.0f)
+            cnt[FP8_CLASS_EXACT]++;
+        else
+            cnt[FP8_CLASS_FLUSHED]++;
+    }
+}
+
+typedef struct {
+    fp8__caster caster;
+    fp8__moments mom;   /* the error sums when x's statistics are given */
+    fp8__moments xmom;  /* x's own statistics (and the error sums otherwise) */
+    uint64_t cnt[FP8_NCLASS];
+    uint64_t *hist;     /* FP8_EXP_BINS, or NULL */
+    hist_acc *hacc;
+    int stats;          /* error sums wanted     */
+    int xstats;         /* x's statistics wanted (not given by the caller) */
+    int scan;           /* x's amax, Inf and NaN counts wanted, piece by piece while hot */
+    uint32_t amax_bits;
+    uint64_t ninf, nnan;
+    float *buf;         /* PIECE floats          */
+} pass_ctx;
+
+/* the sums that hold the error sums */
+static const fp8__moments *err_sums(const pass_ctx *c) { return c->xstats ? &c->xmom : &c->mom; }
+
+/* The statistics of a piece of x and its x_hat q: x's own (with the
+ * exponent bins in the same pass) unless given, the error sums if wanted. */
+static void piece_stats(pass_ctx *c, const float *x, const float *q, size_t m)
+{
+    if (c->xstats) {
+        if (c->stats)
+            fp8__k.both_add(&c->xmom, x, q, m, c->hist ? &c->hacc->s : NULL);
+        else
+            fp8__k.xmoments_add(&c->xmom, x, m, c->hist ? &c->hacc->s : NULL);
+        if (c->hist)
+            hist_count(c->hacc, c->hist, m);
+    } else if (c->stats) {
+        fp8__k.err_add(&c->mom, x, q, m);
+    }
+    if (c->scan) {
+        uint32_t a;
+        uint64_t ci, cn;
+        fp8__k.amax_scan(x, m, &a, &ci, &cn); /* m <= PIECE: the lane counters hold it */
+        c->amax_bits = a > c->amax_bits ? a : c->amax_bits;
+        c->ninf += ci, c->nnan += cn;
+    }
+}
+
+/* Cast one segment and accumulate; returns its overflow/underflow flags. */
+static unsigned run_segment(pass_ctx *c, const float *x, size_t n, float scale, float scale_inv, float *out,
+                            void *codes, uint64_t index0)
+{
+    const size_t cb = (size_t)c->caster.f->code_bytes;
+    uint64_t before_ovf = c->cnt[FP8_CLASS_SATURATED] + c->cnt[FP8_CLASS_OVERFLOW];
+    uint64_t before_unf = c->cnt[FP8_CLASS_FLUSHED];
+    for (size_t i = 0; i < n; i += PIECE) {
+        size_t m = n - i < PIECE ? n - i : PIECE;
+        /* cast straight into out unless it overwrites x (in place) */
+        float *dst = (out && out != x) ? out + i : c->buf;
+        void *cp = codes ? (char *)codes + i * cb : NULL;
+        if (scale > 0.0f)
+            fp8__caster_run(&c->caster, scale, scale_inv, x + i, m, cp, dst, c->cnt, index0 + i);
+        else
+            zero_scale_piece(c->caster.f, x + i, m, dst, cp, c->cnt);
+        piece_stats(c, x + i, dst, m);
+        if (out && dst == c->buf)
+            memcpy(out + i, c->buf, m * sizeof(float));
+    }
+    unsigned flags = 0;
+    if (c->cnt[FP8_CLASS_SATURATED] + c->cnt[FP8_CLASS_OVERFLOW] > before_ovf)
+        flags |= 1;
+    if (c->cnt[FP8_CLASS_FLUSHED] > before_unf)
+        flags |= 2;
+    return flags;
+}
+
+/* ---- parts: the passes side by side ------------------------------------- */
+
+/* Blocks kept per thread until it exits (fresh pages cost more than a small
+ * tensor's cast on some machines): zeroed when first made; NULL when out of
+ * memory. */
+static pthread_key_t buf_key, parts_key;
+static pthread_once_t keys_once = PTHREAD_ONCE_INIT;
+static void keys_make(void)
+{
+    pthread_key_create(&buf_key, free);
+    pthread_key_create(&parts_key, free);
+}
+static void *kept_block(const pthread_key_t *key, size_t bytes)
+{
+    pthread_once(&keys_once, keys_make); /* (before *key is read) */
+    void *b = pthread_getspecific(*key);
+    if (!b && (b = calloc(1, bytes)) != NULL && pthread_setspecific(*key, b) != 0) {
+        free(b);
+        b = NULL;
+    }
+    return b;
+}
+
+/* A piece's x_hat when it cannot go straight to out */
+static float *thread_buf(void) { return kept_block(&buf_key, PIECE * sizeof(float)); }
+
+/* Per-tensor recipes and groups one row high (their groups lie in memory
+ * order) split into up to MAX_PARTS parts of whole pieces (chunks of whole
+ * groups); each part has sums of its own, merged in part order, so the
+ * result is the same bits whatever the number of threads that ran the
+ * parts (the recipe state's `threads`).  Other layouts run as one part. */
+#define MAX_PARTS 8
+/* The amax pass and the scales (a maximum, and values group by group: the
+ * same whatever the split) in up to this many jobs, finer than the parts
+ * so that two threads end together */
+#define AJOBS 32
+
+typedef struct {
+    pass_ctx c;
+    uint64_t hist64[FP8_EXP_BINS]; /* this part's histogram flushes */
+    unsigned tflags;               /* per-tensor recipes: the one group's flags */
+    int failed;                    /* no buffer on its thread: redone on the caller's */
+} part;
+
+typedef struct {
+    const layout *L;
+    const float *X;
+    float *OUT;
+    void *CODES;
+    size_t cb, numel, unit, U; /* U units of `unit` elements (the last may be short) */
+    int grouped, split, P;
+    float *scale, *scale_inv;
+    unsigned char *flags;
+    uint32_t *gamax, *gminnz;
+    int AJ, SJ;                          /* jobs of the amax pass and of the scales */
+    int early;                           /* the amax jobs compute the scales too (not NVFP4's:
+                                            they need the tensor's amax) */
+    uint32_t pam[AJOBS], pmz[AJOBS];     /* amax pass, per job (pmz: per-tensor recipes) */
+    unsigned char zero_scale[AJOBS];     /* scales: a group's scale is not > 0, per job */
+    fp8_recipe_state *st;                    /* the scales: */
+    size_t ng;
+    uint32_t tot_amax;
+    float s_global;
+    part *parts;
+} fused;
+
+/* part p's units of U split into P: [*u0, *u1) */
+static void part_range(size_t U, int P, int p, size_t *u0, size_t *u1)
+{
+    *u0 = U * (size_t)p / (size_t)P, *u1 = U * (size_t)(p + 1) / (size_t)P;
+}
+
+/* The parts of a cast, kept per calling thread like the piece buffer (busy
+ * starts 0: the block is zeroed): a
+ * cast's parts and their histograms (~250 KB) freshly allocated would come
+ * from fresh pages at every cast once the heap gives them back.  A nested
+ * cast on the same thread (none today) would allocate its own. */
+typedef struct {
+    int busy;
+    part parts[MAX_PARTS];
+    hist_acc hacc[MAX_PARTS];
+} parts_cache;
+static parts_cache *thread_parts(void) { return kept_block(&parts_key, sizeof(parts_cache)); }
+
+/* P parts, zeroed, each with a zeroed histogram accumulator when want_hist;
+ * NULL when out of memory */
+static part *parts_alloc(int P, int want_hist)
+{
+    parts_cache *pc = thread_parts();
+    if (pc && !pc->busy) {
+        pc->busy = 1;
+        memset(pc->parts, 0, (size_t)P * sizeof *pc->parts);
+        for (int p = 0; want_hist && p < P; p++) {
+            memset(&pc->hacc[p], 0, sizeof pc->hacc[p]);
+            pc->parts[p].c.hacc = &pc->hacc[p];
+        }
+        return pc->parts;
+    }
+    part *parts = calloc((size_t)P, sizeof *parts);
+    for (int p = 0; parts && want_hist && p < P; p++)
+        if (!(parts[p].c.hacc = calloc(1, sizeof(hist_acc)))) {
+            while (p--)
+                free(parts[p].c.hacc);
+            free(parts);
+            return NULL;
+        }
+    return parts;
+}
+
+static void parts_free(part *parts, int P)
+{
+    parts_cache *pc = pthread_getspecific(parts_key); /* (the key exists: parts_alloc made it) */
+    if (pc && parts == pc->parts) {
+        pc->busy = 0;
+        return;
+    }
+    for (int p = 0; parts && p < P; p++)
+        free(parts[p].c.hacc);
+    free(parts);
+}
+
+/* the parts' exponent histograms added into out (integers: any order) */
+static void parts_hist(part *parts, int P, uint64_t out[FP8_EXP_BINS])
+{
+    for (int p = 0; p < P; p++) {
+        hist_flush(parts[p].c.hacc, parts[p].hist64);
+        for (int k = 0; k < FP8_EXP_BINS; k++)
+            out[k] += parts[p].hist64[k];
+    }
+}
+
+/* the cast and statistics of one chunk of whole groups (the grouped kernel) */
+static void grouped_chunk(fused *F, pass_ctx *c, size_t off, size_t m, size_t gi)
+{
+    float *dst = (F->OUT && F->OUT != F->X) ? F->OUT + off : c->buf;
+    fp8__caster_run_groups(&c->caster, F->X + off, m, F->L->seg, F->scale + gi, F->scale_inv + gi, dst,
+                           F->CODES ? (char *)F->CODES + off * F->cb : NULL, c->cnt, F->flags + gi, off);
+    piece_stats(c, F->X + off, dst, m);
+    if (F->OUT && dst == c->buf)
+        memcpy(F->OUT + off, c->buf, m * sizeof(float));
+}
+
+/* the cast and statistics of units [u0, u1) */
+static void fused_units(fused *F, part *pp, size_t u0, size_t u1)
+{
+    for (size_t u = u0; u < u1; u++) {
+        size_t off = u * F->unit, m = F->numel - off < F->unit ? F->numel - off : F->unit;
+        if (F->grouped)
+            grouped_chunk(F, &pp->c, off, m, off / F->L->seg);
+        else /* per tensor */
+            pp->tflags |= run_segment(&pp->c, F->X + off, m, F->scale[0], F->scale_inv[0],
+                                      F->OUT ? F->OUT + off : NULL,
+                                      F->CODES ? (char *)F->CODES + off * F->cb : NULL, off);
+    }
+}
+
+/* the layouts that run as one part: tiles more than a row high, and
+ * segments the grouped kernel does not take */
+static void fused_whole(fused *F, part *pp)
+{
+    pass_ctx *c = &pp->c;
+    const layout *L = F->L;
+    const float *X = F->X;
+    if (F->grouped) { /* tiles of br rows: a row's chunks, row after row */
+        const size_t chunk = (PIECE / L->seg) * L->seg;
+        for (size_t i = 0; i < L->R; i++)
+            for (size_t j0 = 0; j0 < L->C; j0 += chunk)
+                grouped_chunk(F, c, i * L->C + j0, L->C - j0 < chunk ? L->C - j0 : chunk,
+                              (i / L->br) * L->nbc + j0 / L->seg);
+        return;
+    }
+    for (size_t i = 0; i < L->R; i++)
+        for (size_t jb = 0; jb < L->nbc; jb++) {
+            size_t j0 = jb * L->seg, len = L->C - j0 < L->seg ? L->C - j0 : L->seg;
+            size_t g = (i / L->br) * L->nbc + jb, off = i * L->C + j0;
+            F->flags[g] |= (unsigned char)run_segment(c, X + off, len, F->scale[g], F->scale_inv[g],
+                                                      F->OUT ? F->OUT + off : NULL,
+                                                      F->CODES ? (char *)F->CODES + off * F->cb : NULL, off);
+        }
+}
+
+static void fused_job(void *ctx, int p)
+{
+    fused *F = ctx;
+    part *pp = &F->parts[p];
+    if (!(pp->c.buf = thread_buf())) {
+        pp->failed = 1;
+        return;
+    }
+    fp8__fenv env; /* this thread's floating-point environment, as the caller's */
+    fp8__fenv_enter(&env);
+    size_t u0, u1;
+    part_range(F->U, F->P, p, &u0, &u1);
+    if (F->split)
+        fused_units(F, pp, u0, u1);
+    else
+        fused_whole(F, pp);
+    fp8__fenv_leave(&env);
+}
+
+/* the scales of groups [g0, g1), noted in job p's zero-scale flag */
+static void group_scales_range(fused *F, size_t g0, size_t g1, int p)
+{
+    float sg = 1.0f;
+    fp8__fenv env;
+    fp8__fenv_enter(&env);
+    fp8__group_scales(F->st, g0, F->gamax + g0, g1 - g0, fp8__bits_to_float(F->tot_amax), F->scale + g0,
+                      F->scale_inv + g0, &sg);
+    fp8__fenv_leave(&env);
+    for (size_t g = g0; g < g1; g++)
+        if (!(F->scale[g] > 0.0f))
+            F->zero_scale[p] = 1; /* such groups take the per-segment path */
+    if (g0 == 0)
+        F->s_global = sg; /* NVFP4's, the same from every range */
+}
+
+static void scales_job(void *ctx, int p)
+{
+    fused *F = ctx;
+    size_t g0, g1;
+    part_range(F->ng, F->SJ, p, &g0, &g1);
+    group_scales_range(F, g0, g1, p);
+}
+
+/* the amax pass of rows [i0, i1) (groups other than one per tensor) */
+static void amax_rows(const layout *L, const float *X, size_t i0, size_t i1, uint32_t *gamax, uint32_t *gminnz)
+{
+    for (size_t i = i0; i < i1; i++) {
+        if (L->br == 1 && L->seg % 16 == 0 && L->C % L->seg == 0 && L->seg < 1024) {
+            /* short groups along the row: one call for the whole row */
+            fp8__k.range_groups(X + i * L->C, L->C, L->seg, gamax + i * L->nbc, gminnz + i * L->nbc);
+            continue;
+        }
+        for (size_t jb = 0; jb < L->nbc; jb++) {
+            size_t j0 = jb * L->seg, len = L->C - j0 < L->seg ? L->C - j0 : L->seg;
+            size_t g = (i / L->br) * L->nbc + jb;
+            fp8__k.range_pass(X + i * L->C + j0, len, &gamax[g], &gminnz[g]);
+        }
+    }
+}
+
+static void amax_job(void *ctx, int p)
+{
+    fused *F = ctx;
+    const layout *L = F->L;
+    if (L->per_tensor) {
+        size_t u0, u1;
+        part_range(F->U, F->AJ, p, &u0, &u1);
+        size_t e0 = u0 * F->unit, e1 = u1 * F->unit < F->numel ? u1 * F->unit : F->numel;
+        F->pam[p] = 0, F->pmz[p] = FP8_F32_INF;
+        if (e1 > e0)
+            fp8__k.range_pass(F->X + e0, e1 - e0, &F->pam[p], &F->pmz[p]);
+        return;
+    }
+    size_t rows = L->br == 1 ? L->R : (L->R + L->br - 1) / L->br; /* whole tile rows per job */
+    size_t r0, r1;
+    part_range(rows, F->AJ, p, &r0, &r1);
+    size_t g0 = r0 * L->nbc, g1 = r1 * L->nbc; /* this part's groups */
+    for (size_t g = g0; g < g1; g++)
+        F->gminnz[g] = FP8_F32_INF;
+    if (L->br > 1)
+        r0 *= L->br, r1 = r1 * L->br < L->R ? r1 * L->br : L->R;
+    amax_rows(L, F->X, r0, r1, F->gamax, F->gminnz);
+    uint32_t top = 0; /* the part's largest amax, for the tensor's */
+    for (size_t g = g0; g < g1; g++)
+        top = F->gamax[g] > top ? F->gamax[g] : top;
+    F->pam[p] = top;
+    if (F->early && g1 > g0) /* scales that need only their group's amax: here, while it is hot */
+        group_scales_range(F, g0, g1, p);
+}
+
+/* amax, Inf and NaN counts in chunks the lane counters hold */
+static void amax_info(const float *x, size_t n, uint32_t *amax_bits, uint64_t *ninf, uint64_t *nnan)
+{
+    enum { CHUNK = 1u << 30 };
+    *amax_bits = 0, *ninf = 0, *nnan = 0;
+    for (size_t i = 0; i < n; i += CHUNK) {
+        uint32_t a;
+        uint64_t ci, cn;
+        fp8__k.amax_scan(x + i, n - i < CHUNK ? n - i : CHUNK, &a, &ci, &cn);
+        if (a > *amax_bits)
+            *amax_bits = a;
+        *ninf += ci, *nnan += cn;
+    }
+}
+
+int fp8_tensor_amax(const float *x, size_t n, fp8_amax_info *out)
+{
+    if (!out || (!x && n))
+        return FP8_ERROR(FP8_EINVAL, "fp8_tensor_amax: %s is NULL", out ? "the tensor" : "out");
+    fp8__kernels_pick();
+    uint32_t a;
+    amax_info(x, n, &a, &out->inf_count, &out->nan_count);
+    out->amax = fp8__bits_to_float(a);
+    return FP8_OK;
+}
+
+int fp8_tensor_exp_hist(const float *x, size_t n, uint64_t hist[FP8_EXP_BINS])
+{
+    if (!hist || (!x && n))
+        return FP8_ERROR(FP8_EINVAL, "fp8_tensor_exp_hist: %s is NULL", hist ? "the tensor" : "hist");
+    fp8__kernels_pick();
+    hist_acc *h = calloc(1, sizeof *h);
+    if (!h)
+        return FP8_ERROR(FP8_ENOMEM, "fp8_tensor_exp_hist: out of memory");
+    memset(hist, 0, FP8_EXP_BINS * sizeof *hist);
+    enum { CHUNK = 1u << 30 };
+    for (size_t i = 0; i < n; i += CHUNK)
+        hist_add(h, hist, x + i, n - i < CHUNK ? n - i : CHUNK);
+    hist_flush(h, hist);
+    free(h);
+    return FP8_OK;
+}
+
+int fp8_tensor_stats(const float *x, size_t n, fp8_stats *stats, unsigned flags)
+{
+    return fp8_tensor_stats_ex(x, n, stats, flags, 1);
+}
+
+/* x's statistics of pieces [U p / P, U (p + 1) / P) into part p */
+typedef struct {
+    const float *x;
+    size_t n, U;
+    int P;
+    part *parts;
+} xstats_work;
+
+static void xstats_job(void *ctx, int p)
+{
+    xstats_work *W = ctx;
+    fp8__fenv env;
+    fp8__fenv_enter(&env);
+    size_t u0, u1;
+    part_range(W->U, W->P, p, &u0, &u1);
+    for (size_t u = u0; u < u1; u++) {
+        size_t off = u * PIECE;
+        piece_stats(&W->parts[p].c, W->x + off, NULL, W->n - off < PIECE ? W->n - off : PIECE);
+    }
+    fp8__fenv_leave(&env);
+}
+
+int fp8_tensor_stats_ex(const float *x, size_t n, fp8_stats *stats, unsigned flags, int threads)
+{
+    if (!stats || (!x && n))
+        return FP8_ERROR(FP8_EINVAL, "fp8_tensor_stats: %s is NULL", stats ? "the tensor" : "stats");
+    fp8__kernels_pick();
+    const int want_hist = !(flags & FP8_STATS_NO_EXP_HIST);
+    /* the parts a per-tensor recipe's cast takes: the same sums */
+    xstats_work W = {x, n, (n + PIECE - 1) / PIECE, 1, NULL};
+    W.P = W.U < 1 ? 1 : (int)(W.U < MAX_PARTS ? W.U : MAX_PARTS);
+    W.parts = parts_alloc(W.P, want_hist);
+    int nomem = !W.parts;
+    for (int p = 0; !nomem && p < W.P; p++) {
+        pass_ctx *c = &W.parts[p].c;
+        fp8__moments_init(&c->xmom);
+        c->xstats = 1;
+        c->hist = want_hist ? W.parts[p].hist64 : NULL;
+    }
+    if (!nomem) {
+        memset(stats, 0, sizeof *stats);
+        fp8__parallel_for(W.P, threads, xstats_job, &W);
+        fp8__moments *m = &W.parts[0].c.xmom;
+        for (int p = 1; p < W.P; p++)
+            fp8__moments_merge(m, &W.parts[p].c.xmom);
+        fp8__fenv env;
+        fp8__fenv_enter(&env);
+        fp8__finish_x(stats, m, n);
+        fp8__fenv_leave(&env);
+        if (want_hist)
+            parts_hist(W.parts, W.P, stats->exp_hist);
+    }
+    parts_free(W.parts, W.P);
+    return nomem ? FP8_ERROR(FP8_ENOMEM, "fp8_tensor_stats: out of memory") : FP8_OK;
+}
+
+int fp8_quantize(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out, fp8_stats *stats)
+{
+    return fp8_quantize_ex(st, x, rows, cols, out, stats, 0);
+}
+
+static int quantize_impl(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
+                         fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai);
+
+int fp8_quantize_ex(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out, fp8_stats *stats,
+                    unsigned options)
+{
+    return quantize_impl(st, x, rows, cols, out, stats, options, NULL, NULL, NULL);
+}
+
+int fp8_quantize_amax(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out, fp8_amax_info *ai)
+{
+    if (!ai)
+        return FP8_ERROR(FP8_EINVAL, "fp8_quantize_amax: ai is NULL");
+    return quantize_impl(st, x, rows, cols, out, NULL, 0, NULL, NULL, ai);
+}
+
+int fp8_quantize_codes(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, void *codes,
+                       float *group_scale_inv, float *out, fp8_stats *stats, unsigned options)
+{
+    if (!codes || !group_scale_inv)
+        return FP8_ERROR(FP8_EINVAL, "fp8_quantize_codes: codes and group_scale_inv are required");
+    return quantize_impl(st, x, rows, cols, out, stats, options, codes, group_scale_inv, NULL);
+}
+
+static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
+                         fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai);
+
+static int quantize_rht(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
+                        fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai);
+
+/* x's error statistics against its x_hat xh (the definitions of
+ * quantize_finish.c: over finite x; an x whose x_hat is not finite is
+ * counted in err_excluded and left out), for recipes that cast another
+ * tensor than x (smooth). */
+static void error_stats(fp8_stats *s, const float *x, const float *xh, size_t n)
+{
+    double e2 = 0, q2 = 0, xq = 0, x2 = 0;
+    float me = 0;
+    uint64_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(x[i]))
+            continue;
+        x2 += (double)x[i] * x[i];
+        if (!isfinite(xh[i])) {
+            bad++;
+            continue;
+        }
+        double e = (double)x[i] - xh[i];
+        e2 += e * e, q2 += (double)xh[i] * xh[i], xq += (double)x[i] * xh[i];
+        float ae = fabsf(x[i] - xh[i]);
+        me = ae > me ? ae : me;
+    }
+    s->err_excluded = bad;
+    s->sq_err = e2;
+    uint64_t nerr = s->finite - bad;
+    s->mse = nerr ? e2 / (double)nerr : 0.0;
+    s->rel_err = x2 > 0 ? sqrt(e2 / x2) : (e2 > 0 ? INFINITY : 0.0);
+    s->sqnr_db = e2 > 0 ? 10.0 * log10(x2 / e2) : INFINITY;
+    s->cosine = (x2 > 0 && q2 > 0) ? xq / sqrt(x2 * q2) : (x2 == q2 ? 1.0 : 0.0);
+    s->max_abs_err = me;
+}
+
+/* Smooth SwiGLU as a shadow (recipe option smooth): the column scales s
+ * (published: s_j = 1 / max_i |x_ij|, 1 for a column of zeros; fold: the
+ * linked input's s), the smoothed tensor y = x * s (published) or x / s
+ * (fold: the scale moved into the weight) cast by the recipe, x_hat = Q(y)
+ * / s (or * s) — the arithmetic of the trainer's --smooth-swiglu.  The
+ * cast's counts and scales are of y (a delayed history notes y's amax);
+ * x's own statistics and every error statistic are of x. */
+static int quantize_smooth(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
+                           fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai)
+{
+    const int fold = st->recipe.smooth == 2;
+    if (codes)
+        return FP8_ERROR(FP8_EINVAL, "fp8_quantize_codes: recipe '%s' casts a smoothed tensor; its codes would not "
+                                     "decode to x", st->recipe.spec);
+    if (fold && (!st->smooth_src || st->smooth_src_n != cols))
+        return FP8_ERROR(FP8_EINVAL, "recipe '%s': smooth=fold needs the %zu column scales of the input it is "
+                                     "folded from (fp8_probe_smooth_from), %s",
+                         st->recipe.spec, cols, st->smooth_src ? "of another width" : "none given");
+    size_t n = rows * cols;
+    float *y = malloc(n * sizeof *y), *sc = malloc(cols * sizeof *sc);
+    float *q = (stats && !out) ? malloc(n * sizeof *q) : out;
+    fp8_stats *xs = stats ? malloc(sizeof *xs) : NULL;
+    if (!y || !sc || (stats && (!q || !xs))) {
+        free(y), free(sc), free(xs);
+        if (q != out)
+            free(q);
+        return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: out of memory smoothing a %zux%zu tensor", rows, cols);
+    }
+    fp8__fenv fe;
+    fp8__fenv_enter(&fe);
+    if (fold)
+        memcpy(sc, st->smooth_src, cols * sizeof *sc);
+    else {
+        for (size_t j = 0; j < cols; j++)
+            sc[j] = 0;
+        for (size_t i = 0; i < rows; i++)
+            for (size_t j = 0; j < cols; j++) {
+                float a = fabsf(x[i * cols + j]);
+                if (isfinite(a) && a > sc[j])
+                    sc[j] = a;
+            }
+        for (size_t j = 0; j < cols; j++)
+            sc[j] = sc[j] > 0 ? 1.0f / sc[j] : 1.0f;
+    }
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j = 0; j < cols; j++)
+            y[i * cols + j] = fold ? x[i * cols + j] / sc[j] : x[i * cols + j] * sc[j];
+    fp8__fenv_leave(&fe);
+    int rc = FP8_OK;
+    if (stats) { /* x's own statistics: the caller's, or a pass of their own */
+        if (options & FP8_STATS_X_GIVEN)
+            *xs = *stats;
+        else
+            rc = fp8_tensor_stats_ex(x, n, xs, options & FP8_STATS_NO_EXP_HIST, st->threads > 1 ? st->threads : 1);
+    }
+    if (rc == FP8_OK)
+        rc = quantize_rht(st, y, rows, cols, q, stats, (options & ~FP8_STATS_X_GIVEN) | FP8_STATS_NO_EXP_HIST, NULL,
+                          group_scale_inv, NULL);
+    if (rc == FP8_OK && q) {
+        fp8__fenv_enter(&fe);
+        for (size_t i = 0; i < rows; i++)
+            for (size_t j = 0; j < cols; j++)
+                q[i * cols + j] = fold ? q[i * cols + j] * sc[j] : q[i * cols + j] / sc[j];
+        fp8__fenv_leave(&fe);
+    }
+    if (rc == FP8_OK && stats) {
+        fp8__keep_x_fields(stats, xs);
+        error_stats(stats, x, q, n);
+    }
+    if (rc == FP8_OK && ai)
+        rc = fp8_tensor_amax(x, n, ai);
+    free(y), free(sc), free(xs);
+    if (q != out)
+        free(q);
+    return rc;
+}
+
+static int quantize_impl(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
+                         fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai)
+{
+    if (st && x && st->recipe.smooth && rows && cols && rows <= SIZE_MAX / cols / sizeof(float))
+        return quantize_smooth(st, x, rows, cols, out, stats, options, codes, group_scale_inv, ai);
+    return quantize_rht(st, x, rows, cols, out, stats, options, codes, group_scale_inv, ai);
+}
+
+/* NVFP4 with rht on this role: the cast and every statistic are of the
+ * transformed tensor (the transform is orthonormal: errors, SQNR and norms
+ * are those of the original), x_hat is transformed back. */
+static int quantize_rht(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
+                        fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai)
+{
+    if (!st || !x || !st->recipe.rht_active || rows == 0 || cols == 0 || rows > SIZE_MAX / cols / sizeof(float))
+        return quantize_core(st, x, rows, cols, out, stats, options, codes, group_scale_inv, ai);
+    if (ai) { /* of x, not of the transformed tensor */
+        int rc = fp8_tensor_amax(x, rows * cols, ai);
+        if (rc != FP8_OK)
+            return rc;
+    }
+    /* given statistics of x are not those of the transformed tensor, which
+     * the cast computes afresh, except the exponent histogram: that one
+     * always describes the input */
+    uint64_t xhist[FP8_EXP_BINS];
+    const int keep_hist = stats && (options & FP8_STATS_X_GIVEN);
+    if (keep_hist) {
+        memcpy(xhist, stats->exp_hist, sizeof xhist);
+        options = (options & ~FP8_STATS_X_GIVEN) | FP8_STATS_NO_EXP_HIST;
+    }
+    float *y = malloc(rows * cols * sizeof *y), d[16];
+    if (!y)
+        return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: out of memory for the Hadamard transform of %zux%zu", rows, cols);
+    memcpy(y, x, rows * cols * sizeof *y);
+    fp8__rht_signs(st->recipe.rht_seed, d);
+    fp8__fenv fe;
+    fp8__fenv_enter(&fe);
+    fp8__rht_apply(y, rows, cols, d, 0);
+    fp8__fenv_leave(&fe);
+    int rc = quantize_core(st, y, rows, cols, out, stats, options, codes, group_scale_inv, NULL);
+    if (rc == FP8_OK && keep_hist)
+        memcpy(stats->exp_hist, xhist, sizeof xhist);
+    if (rc == FP8_OK && out) {
+        fp8__fenv_enter(&fe);
+        fp8__rht_apply(out, rows, cols, d, 1);
+        fp8__fenv_leave(&fe);
+    }
+    free(y);
+    return rc;
+}
+
+/* the amax pass of rows [i0, i1) (groups other than one per tensor) */
+static void amax_rows(const layout *L, const float *X, size_t i0, size_t i1, uint32_t *gamax, uint32_t *gminnz);
+
+/* Per-block delayed scaling at a cast that produces nothing (a shadow on
+ * a step without statistics): the blocks' amaxes into their histories. */
+static int block_observe_only(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, fp8_amax_info *ai)
+{
+    const fp8_recipe *r = &st->recipe;
+    const int trans = fp8__needs_transpose(r);
+    layout L;
+    fp8__make_layout(r, trans ? cols : rows, trans ? rows : cols, &L);
+    int e = fp8__block_state(st, L.ngroups, rows, cols);
+    if (e != FP8_OK)
+        return e;
+    size_t numel = rows * cols;
+    uint32_t *gamax = malloc(2 * L.ngroups * sizeof *gamax);
+    float *xt = trans ? malloc(numel * sizeof *xt) : NULL;
+    if (!gamax || (trans && !xt)) {
+        free(gamax), free(xt);
+        return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: out of memory for %zu block amaxes", L.ngroups);
+    }
+    const float *X = x;
+    if (trans) {
+        fp8__transpose(x, rows, cols, xt);
+        X = xt;
+    }
+    memset(gamax, 0, L.ngroups * sizeof *gamax);
+    for (size_t g = 0; g < L.ngroups; g++)
+        gamax[L.ngroups + g] = FP8_F32_INF;
+    fp8__fenv env;
+    fp8__fenv_enter(&env);
+    amax_rows(&L, X, 0, L.R, gamax, gamax + L.ngroups);
+    fp8__block_observe(st, gamax, L.ngroups);
+    fp8__fenv_leave(&env);
+    if (ai)
+        fp8_tensor_amax(x, numel, ai);
+    free(gamax), free(xt);
+    return FP8_OK;
+}
+
+static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
+                         fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai)
+{
+    if (!st || !x)
+        return FP8_ERROR(FP8_EINVAL, "fp8_quantize: %s is NULL", st ? "the tensor" : "the recipe state");
+    if (rows == 0 || cols == 0)
+        return FP8_ERROR(FP8_EINVAL, "fp8_quantize: empty shape %zux%zu", rows, cols);
+    if (rows > SIZE_MAX / cols / sizeof(float))
+        return FP8_ERROR(FP8_EINVAL, "fp8_quantize: shape %zux%zu too large", rows, cols);
+    fp8__kernels_pick();
+    const fp8_recipe *r = &st->recipe;
+    if (!out && !stats && !codes && r->block_delayed)
+        return block_observe_only(st, x, rows, cols, ai);
+    if (!out && !stats && !codes) {
+        /* nothing to produce: only the recipe's state moves (delayed
+         * scaling notes the amax; the other recipes keep no state) */
+        if (r->kind == FP8_RECIPE_DELAYED || ai) {
+            uint32_t amax;
+            uint64_t ninf, nnan;
+            amax_info(x, rows * cols, &amax, &ninf, &nnan); /* integer work only */
+            if (r->kind == FP8_RECIPE_DELAYED)
+                fp8_recipe_state_observe(st, ninf && !r->finite_amax ? INFINITY : fp8__bits_to_float(amax));
+            if (ai)
+                ai->amax = fp8__bits_to_float(amax), ai->inf_count = ninf, ai->nan_count = nnan;
+        }
+        return FP8_OK;
+    }
+    const int trans = fp8__needs_transpose(r);
+    layout L;
+    fp8__make_layout(r, trans ? cols : rows, trans ? rows : cols, &L);
+    if (r->block_delayed) { /* its histories, for this shape (made at the first cast) */
+        int e = fp8__block_state(st, L.ngroups, rows, cols);
+        if (e != FP8_OK)
+            return e;
+    }
+
+    /* scratch, all allocated up front so a failure changes nothing */
+    size_t ng = L.ngroups, numel = rows * cols;
+    /* delayed scaling takes its amax from the fused pass's moments, or from
+     * an amax pass when no statistics are wanted */
+    const int need_amax = r->kind != FP8_RECIPE_NONE && r->kind != FP8_RECIPE_DELAYED;
+    const int x_given = stats && (options & FP8_STATS_X_GIVEN);
+    const int want_hist = stats && !x_given && !(options & FP8_STATS_NO_EXP_HIST);
+    if (x_given && stats->numel != (uint64_t)numel)
+        return FP8_ERROR(FP8_EINVAL, "fp8_quantize: the given statistics of x are of %llu elements, the tensor has %zu",
+                         (unsigned long long)stats->numel, numel);
+    /* the per-group arrays live in the state's scratch, reused cast after cast */
+    if (ng > SIZE_MAX / 32)
+        return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: %zu groups", ng);
+    size_t need = ng * (4 * sizeof(uint32_t) + 1);
+    if (st->scratch_bytes < need) {
+        void *sp = malloc(need);
+        if (!sp)
+            return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: out of memory for %zu groups", ng);
+        free(st->scratch);
+        st->scratch = sp, st->scratch_bytes = need;
+    }
+    uint32_t *gamax = st->scratch, *gminnz = gamax + ng;
+    float *scale = (float *)(gminnz + ng), *scale_inv = scale + ng;
+    unsigned char *flags = (unsigned char *)(scale_inv + ng);
+    memset(gamax, 0, ng * sizeof *gamax);
+    memset(flags, 0, ng);
+    float *xt = trans ? malloc(numel * sizeof *xt) : NULL;
+    float *qt = trans && out ? malloc(numel * sizeof *qt) : NULL;
+    const size_t cb = (size_t)st->format->code_bytes;
+    void *ct = trans && codes ? malloc(numel * cb) : NULL;
+    /* the parts (see fused): pieces of PIECE for per-tensor recipes, chunks
+     * of whole groups for groups one row high */
+    fused F;
+    memset(&F, 0, sizeof F);
+    F.L = &L, F.cb = cb, F.numel = numel, F.gamax = gamax, F.gminnz = gminnz;
+    F.st = st, F.ng = ng, F.scale = scale, F.scale_inv = scale_inv, F.flags = flags, F.s_global = 1.0f;
+    F.grouped = !L.per_tensor && L.seg % 16 == 0 && L.C % L.seg == 0 && L.seg <= PIECE;
+    F.split = L.per_tensor || (F.grouped && L.br == 1);
+    F.unit = L.per_tensor ? PIECE : (PIECE / L.seg) * L.seg;
+    F.U = F.split ? (numel + F.unit - 1) / F.unit : 1;
+    F.P = F.split ? (int)(F.U < MAX_PARTS ? F.U : MAX_PARTS) : 1;
+    F.parts = parts_alloc(F.P, want_hist);
+    if ((trans && !xt) || (trans && out && !qt) || !F.parts || !thread_buf() || (trans && codes && !ct)) {
+        parts_free(F.parts, F.P);
+        free(xt), free(qt), free(ct);
+        return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: out of memory for a %zux%zu tensor", rows, cols);
+    }
+    const int threads = st->threads > 1 ? st->threads : 1;
+    if (!need_amax) /* (else the amax pass sets them) */
+        for (size_t g = 0; g < ng; g++)
+            gminnz[g] = FP8_F32_INF;
+    const float *X = x;
+    if (trans) {
+        fp8__transpose(x, rows, cols, xt);
+        X = xt;
+    }
+    float *OUT = trans ? qt : out;
+    void *CODES = trans ? ct : codes;
+
+    /* Everything below compares, converts or divides floats that may be
+     * subnormal: run it in the default environment (fpenv.h). */
+    fp8__fenv env;
+    fp8__fenv_enter(&env);
+
+    /* 1. amax pass */
+    F.X = X;
+    uint32_t tot_amax = 0; /* (delayed scaling needs no amax pass) */
+    if (need_amax && L.per_tensor && x_given && stats->finite > 0) {
+        /* x's amax is in its given statistics (max |x| over finite x, a
+         * float32 value): no pass (gminnz[0] is not read for one group;
+         * set to "none" all the same, not left from the last cast) */
+        float a = (float)stats->amax;
+        memcpy(&tot_amax, &a, 4);
+        gamax[0] = tot_amax, gminnz[0] = FP8_F32_INF;
+    } else if (need_amax) {
+        F.early = !L.per_tensor && r->kind != FP8_RECIPE_NVFP4;
+        if (L.per_tensor)
+            gminnz[0] = FP8_F32_INF;
+        size_t trows = L.br == 1 ? L.R : (L.R + L.br - 1) / L.br;
+        size_t aj = L.per_tensor ? F.U : trows < numel / 4096 ? trows : numel / 4096; /* jobs of >= 4096 elements */
+        F.AJ = aj < 1 ? 1 : aj > AJOBS ? AJOBS : (int)aj;
+        fp8__parallel_for(F.AJ, threads, amax_job, &F);
+        for (int p = 0; p < F.AJ; p++) {
+            tot_amax = F.pam[p] > tot_amax ? F.pam[p] : tot_amax;
+            if (L.per_tensor)
+                gminnz[0] = F.pmz[p] < gminnz[0] ? F.pmz[p] : gminnz[0];
+        }
+        if (L.per_tensor)
+            gamax[0] = tot_amax;
+    }
+
+    /* 2. scales, a range of groups per part (each group's from its own
+     * amax and the tensor's) */
+    F.tot_amax = tot_amax;
+    if (F.early)
+        F.SJ = F.AJ; /* done: the amax jobs' zero-scale flags */
+    else {
+        F.SJ = ng >= 4096 ? (int)(ng / 1024 < AJOBS ? ng / 1024 : AJOBS) : 1;
+        fp8__parallel_for(F.SJ, threads, scales_job, &F);
+    }
+    float s_global = F.s_global;
+
+    /* 3. fused pass, part by part */
+    for (int p = 0; p < F.SJ; p++)
+        if (F.zero_scale[p])
+            F.grouped = 0; /* zero-scale groups take the per-segment path */
+    pass_ctx *c0 = &F.parts[0].c;
+    for (int p = 0; p < F.P; p++) {
+        pass_ctx *c = &F.parts[p].c;
+        fp8__caster_init(&c->caster, st->format, &r->cast);
+        if (!c->caster.vec)
+            F.grouped = 0;
+        fp8__moments_init(&c->mom);
+        fp8__moments_init(&c->xmom);
+        c->hist = want_hist ? F.parts[p].hist64 : NULL;
+        c->stats = stats != NULL;
+        c->xstats = stats && !x_given;
+        /* x's amax measured on the cast's own pass, piece by piece while the
+         * piece is in cache: asked for, or a delayed recipe's note without
+         * statistics and without an amax from the caller */
+        c->scan = ai || (r->kind == FP8_RECIPE_DELAYED && !stats && isnan(st->known_amax));
+    }
+    if (!F.grouped && !L.per_tensor)
+        F.split = 0; /* one part (P stays: the extra parts stay empty) */
+    F.OUT = OUT, F.CODES = CODES;
+    fp8__parallel_for(F.split ? F.P : 1, threads, fused_job, &F);
+    for (int p = 0; p < F.P; p++)
+        if (F.parts[p].failed) /* no buffer on its thread: here, where there is one */
+            fused_job(&F, p);
+    for (int p = 1; p < F.P; p++) { /* the parts' sums, in part order */
+        const pass_ctx *c = &F.parts[p].c;
+        for (int k = 0; k < FP8_NCLASS; k++)
+            c0->cnt[k] += c->cnt[k];
+        fp8__moments_merge(&c0->xmom, &c->xmom); /* (sums not kept stay empty) */
+        fp8__moments_merge(&c0->mom, &c->mom);
+        c0->amax_bits = c->amax_bits > c0->amax_bits ? c->amax_bits : c0->amax_bits;
+        c0->ninf += c->ninf, c0->nnan += c->nnan;
+    }
+    for (int p = 0; L.per_tensor && p < F.P; p++)
+        flags[0] |= (unsigned char)F.parts[p].tflags;
+    if (trans && out)
+        fp8__transpose(qt, L.R, L.C, out);
+    if (trans && codes)
+        fp8__transpose_codes(ct, L.R, L.C, cb, codes);
+    if (group_scale_inv)
+        memcpy(group_scale_inv, scale_inv, ng * sizeof *scale_inv);
+
+    if (ai)
+        ai->amax = fp8__bits_to_float(c0->amax_bits), ai->inf_count = c0->ninf, ai->nan_count = c0->nnan;
+    if (stats) {
+        if (x_given) {
+            fp8_stats xs;
+            fp8__keep_x_fields(&xs, stats);
+            memset(stats, 0, sizeof *stats);
+            fp8__keep_x_fields(stats, &xs);
+        } else {
+            memset(stats, 0, sizeof *stats);
+            fp8__finish_x(stats, &c0->xmom, numel);
+        }
+        fp8__finish_stats(stats, c0->cnt, err_sums(c0), &L, L.per_tensor ? NULL : gamax, gminnz, scale, scale_inv, flags, s_global,
+                     st->format, threads);
+        /* TE defines its count for per-tensor static scales (delayed scaling);
+         * under current and grouped scaling a group's own maximum exceeds
+         * fp8_max * scale_inv by a float32 rounding now and then, which would
+         * cost a pass and mean nothing: not defined there */
+        stats->te_overflows = r->kind == FP8_RECIPE_DELAYED || r->kind == FP8_RECIPE_NONE
+                                  ? fp8__te_overflow_count(X, &L, scale_inv, gamax, (float)stats->amax,
+                                                      (float)st->format->max, stats->inf_count > 0)
+                                  : UINT64_MAX;
+        if (want_hist)
+            parts_hist(F.parts, F.P, stats->exp_hist);
+        stats->numel = numel;
+    }
+    if (r->block_delayed) /* this step's block amaxes enter the histories */
+        fp8__block_observe(st, gamax, ng);
+    if (r->kind == FP8_RECIPE_DELAYED) { /* this step's amax enters slot 0 (TE's amax: Inf when present) */
+        float amax = stats ? (float)stats->amax /* x's, computed or given */
+                     : !isnan(st->known_amax) ? st->known_amax /* the caller's own amax pass (probes) */
+                                               : fp8__bits_to_float(c0->amax_bits); /* c0->scan */
+        int inf = stats ? stats->inf_count > 0 : !isnan(st->known_amax) ? st->known_inf : c0->ninf > 0;
+        fp8_recipe_state_observe(st, inf && !r->finite_amax ? INFINITY : amax);
+    }
+    fp8__fenv_leave(&env);
+    parts_free(F.parts, F.P);
+    free(xt), free(qt), free(ct);
+    return FP8_OK;
+}

@@ -1,0 +1,163 @@
+/*
+ * quantize_scales.c — the scale of every group from its amax, by the
+ * reference system's rule for each recipe (recipe.c holds the per-value
+ * rules; NVFP4's two-level scales are set here, eight blocks at a time).
+ */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cast_impl.h"
+#include "cast_internal.h"
+#include "quantize_internal.h"
+#include "recipe_internal.h"
+
+/* 2^e for e in [-149, 127], exactly, without libm (called per block) */
+static float pow2f(int e)
+{
+    return fp8__bits_to_float(e >= -126 ? (uint32_t)(e + 127) << 23 : 1u << (e + 149));
+}
+
+/* nvfp4 (TE NVFP4BlockScaling, docs/recipes.md): S_enc = 448*6/global_amax, block
+ * decode scale (block_amax/6)*S_enc stored as e4m3 (RNE, saturating); the
+ * elements are cast as x * (S_enc / s_block) and dequantised with
+ * s_block * s_global, s_global = 1/S_enc. */
+static void nvfp4_scales(float gamax, const uint32_t *amax, size_t ng, float *scale, float *scale_inv,
+                         float *s_global)
+{
+    const fp8_format *e4m3 = fp8_format_find("e4m3", NULL);
+    fp8_class cls;
+    float S_enc = 1.0f;
+    if (gamax > 0.0f) {
+        S_enc = (448.0f * 6.0f) / gamax;
+        if (isinf(S_enc))
+            S_enc = FLT_MAX;
+    }
+    *s_global = 1.0f / S_enc;
+    const float sg = *s_global;
+    size_t g = 0;
+    /* 8 blocks at a time: the e4m3 cast of the decode scale by the same
+     * rules as fp8__encode_bits (nearest-even on the float32 bits for
+     * normals, an exact float rounding for subnormals; dec <= 448 always,
+     * since block amax <= global amax) */
+    typedef float v8f __attribute__((vector_size(32)));
+    typedef uint32_t v8u __attribute__((vector_size(32)));
+    typedef int32_t v8i __attribute__((vector_size(32)));
+    for (; g + 8 <= ng; g += 8) {
+        v8u ab;
+        memcpy(&ab, amax + g, 32);
+        v8f dec = ((v8f)ab / 6.0f) * S_enc;
+        v8u db = (v8u)dec;
+        v8u rn = (db + (0x7FFFFu + ((db >> 20) & 1u))) & 0xFFF00000u;  /* normal: 3 mantissa bits */
+        const v8u b448 = (v8u){0} + 0x43E00000u;
+        v8i over = (v8i)(rn > b448);
+        rn = (v8u)((over & (v8i)b448) | (~over & (v8i)rn));            /* saturate at 448 */
+        v8f ksub = ((dec * 512.0f) + 0x1p23f) - 0x1p23f;                /* subnormal: step 2^-9 */
+        v8u rs = (v8u)(ksub * (1.0f / 512.0f));
+        v8i sub = (v8i)(db < 0x3C800000u);                               /* below 2^-6 */
+        v8f sb = (v8f)(((v8u)sub & rs) | ((v8u)~sub & rn));
+        v8i pos = (v8i)(sb > 0.0f);
+        v8f sc = S_enc / sb;
+        v8i fin = (v8i)(sc <= 3.4028235e38f);
+        const v8i fltmax = (v8i){0} + (int32_t)0x7F7FFFFF;
+        sc = (v8f)(((v8i)sc & fin) | (fltmax & ~fin)); /* Inf -> FLT_MAX */
+        sc = (v8f)((v8i)sc & pos);
+        v8f si = (v8f)((v8i)(sb * sg) & pos);
+        memcpy(scale + g, &sc, 32);
+        memcpy(scale_inv + g, &si, 32);
+    }
+    for (; g < ng; g++) {
+        float dec = (fp8__bits_to_float(amax[g]) / 6.0f) * S_enc;
+        uint32_t db;
+        memcpy(&db, &dec, 4);
+        float sb = fp8__bits_to_float(fp8__decode_bits(e4m3, fp8__encode_bits(e4m3, FP8_ROUND_NEAREST, 1, db, 0, &cls)));
+        if (sb > 0.0f) {
+            scale[g] = S_enc / sb;
+            if (isinf(scale[g]))
+                scale[g] = FLT_MAX;
+            scale_inv[g] = sb * sg;
+        } else {
+            scale[g] = 0.0f; /* the block's nonzero values all flush */
+            scale_inv[g] = 0.0f;
+        }
+    }
+}
+
+int fp8__block_state(fp8_recipe_state *st, size_t ng, size_t rows, size_t cols)
+{
+    if (st->bhist && st->bgroups == ng && st->brows == rows && st->bcols == cols)
+        return FP8_OK;
+    size_t L = (size_t)st->recipe.history_len;
+    if (!ng || ng > FP8_BLOCK_HISTORY_MAX / L)
+        return FP8_ERROR(FP8_ENOMEM, "per-block delayed scaling: %zu blocks x a history of %zu is more than %zu "
+                                     "floats; choose a shorter history",
+                         ng, L, (size_t)FP8_BLOCK_HISTORY_MAX);
+    float *h = calloc(ng * L, sizeof *h), *s = malloc(2 * ng * sizeof *s);
+    if (!h || !s) {
+        free(h), free(s);
+        return FP8_ERROR(FP8_ENOMEM, "per-block delayed scaling: out of memory for %zu block histories", ng);
+    }
+    for (size_t g = 0; g < 2 * ng; g++)
+        s[g] = 1.0f; /* as TE starts a tensor: scale 1 until a history holds an amax */
+    free(st->bhist), free(st->bscale);
+    st->bhist = h, st->bscale = s, st->bscale_inv = s + ng;
+    st->bgroups = ng, st->brows = rows, st->bcols = cols, st->bhead = 0;
+    return FP8_OK;
+}
+
+void fp8__block_observe(fp8_recipe_state *st, const uint32_t *gamax, size_t ng)
+{
+    float *slot = st->bhist + (size_t)st->bhead * st->bgroups;
+    for (size_t g = 0; g < ng && g < st->bgroups; g++) {
+        float a = fp8__bits_to_float(gamax[g]); /* finite (NaN and Inf stay out of group amaxes) */
+        slot[g] = a > slot[g] ? a : slot[g];
+    }
+}
+
+void fp8__group_scales(fp8_recipe_state *st, size_t g0, const uint32_t *amax, size_t ng, float gamax, float *scale,
+                         float *scale_inv, float *s_global)
+{
+    const fp8_recipe *r = &st->recipe;
+    const float fp8max = (float)st->format->max;
+    *s_global = 1.0f;
+    if (r->kind == FP8_RECIPE_BLOCK && r->block_delayed) { /* the scales the histories gave */
+        memcpy(scale, st->bscale + g0, ng * sizeof *scale);
+        memcpy(scale_inv, st->bscale_inv + g0, ng * sizeof *scale_inv);
+        return;
+    }
+    for (size_t g = 0; g < ng; g++) {
+        float a = fp8__bits_to_float(amax[g]);
+        switch (r->kind) {
+        case FP8_RECIPE_DELAYED:
+            scale[g] = st->scale, scale_inv[g] = st->scale_inv;
+            break;
+        case FP8_RECIPE_CURRENT:
+            if (!isnan(st->group_amax))
+                a = st->group_amax > a ? st->group_amax : a; /* reduced over the recipe's group */
+            /* fall through */
+        case FP8_RECIPE_ROWWISE:
+        case FP8_RECIPE_COLWISE:
+            scale[g] = fp8__scale_current(fp8max, a, r->eps, r->pow2, r->torchao);
+            scale_inv[g] = 1.0f / scale[g];
+            break;
+        case FP8_RECIPE_BLOCK:
+            fp8__scale_block(fp8max, a, r, &scale[g], &scale_inv[g]);
+            break;
+        case FP8_RECIPE_MX: {
+            uint32_t code = fp8__scale_mx(st->format, a, r->mx_round);
+            int E = code == 0xFF ? 0 : (int)code - 127; /* NaN needs a non-finite amax: excluded */
+            scale[g] = pow2f(-E);
+            scale_inv[g] = pow2f(E);
+            break;
+        }
+        case FP8_RECIPE_NVFP4:
+            nvfp4_scales(gamax, amax, ng, scale, scale_inv, s_global);
+            return;
+        default:
+            scale[g] = scale_inv[g] = 1.0f;
+            break;
+        }
+    }
+}
+

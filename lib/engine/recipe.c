@@ -1,0 +1,885 @@
+/*
+ * recipe.c — recipe specs (parse, canonical form), the scale rules of each
+ * reference system, and delayed scaling's per-tensor state.
+ *
+ * Scale rules follow docs/recipes.md to the letter; each function
+ * names the system whose arithmetic it reproduces.  Invariant: a rule never
+ * returns a NaN, zero, negative or infinite scale.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fenv.h>
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "f32bits.h"
+#include "fp8_recipe.h"
+#include "fpenv.h"
+#include "recipe_internal.h"
+
+/* ---- names ------------------------------------------------------------------ */
+
+static const char *role_names[FP8_NROLE] = {"activation", "weight", "gradient", "output", "other"};
+
+const char *fp8_role_name(fp8_role role)
+{
+    return (unsigned)role < FP8_NROLE ? role_names[role] : "?";
+}
+
+int fp8_role_parse(const char *name, fp8_role *out)
+{
+    for (int i = 0; i < FP8_NROLE; i++)
+        if (name && strcmp(name, role_names[i]) == 0) {
+            *out = (fp8_role)i;
+            return FP8_OK;
+        }
+    return FP8_ERROR(FP8_EINVAL, "unknown role '%s' (activation, weight, gradient, output, other)",
+                     name ? name : "(null)");
+}
+
+const char *fp8_recipe_kind_name(fp8_recipe_kind k)
+{
+    static const char *n[] = {"none", "delayed", "current", "rowwise", "colwise", "block", "mx", "nvfp4"};
+    return (unsigned)k < sizeof n / sizeof n[0] ? n[k] : "?";
+}
+
+void fp8_recipe_for_role(fp8_recipe *r, fp8_role role)
+{
+    if (r->kind == FP8_RECIPE_BLOCK && role == FP8_ROLE_WEIGHT && r->wblock_rows > 0) {
+        r->block_rows = r->wblock_rows;
+        r->block_cols = r->wblock_cols;
+    }
+    if (r->kind == FP8_RECIPE_NVFP4) {
+        r->tile2d = role == FP8_ROLE_WEIGHT && r->wblock_rows > 0;
+        r->rht_active = r->rht && role == FP8_ROLE_GRADIENT;
+        if (r->sr_grad && role == FP8_ROLE_GRADIENT)
+            r->cast.round = FP8_ROUND_STOCHASTIC;
+    }
+}
+
+const fp8_format *fp8_recipe_format(const fp8_recipe *r, fp8_role role)
+{
+    return (r->hybrid && role == FP8_ROLE_GRADIENT) ? &r->bwd : &r->fwd;
+}
+
+/* ---- scale rules ------------------------------------------------------------ */
+
+/* TransformerEngine DelayedScaling (docs/recipes.md): sf = (fp8_max / amax) / 2^margin,
+ * kept when amax is not finite and > 0, FLT_MAX when it overflows.  pow2: the
+ * pre-2023 TE / MS-AMP rule 2^(floor(log2(fp8_max/amax)) - margin). */
+float fp8__scale_delayed(float fp8_max, float amax, int margin, int pow2, float old_scale)
+{
+    if (!(amax > 0.0f) || !isfinite(amax))
+        return old_scale;
+    float r = fp8_max / amax;
+    if (isinf(r))
+        return FLT_MAX;
+    if (pow2) {
+        int e;
+        frexpf(r, &e); /* r = f * 2^e, f in [0.5, 1): floor(log2 r) = e - 1 */
+        return ldexpf(1.0f, e - 1 - margin);
+    }
+    float sf = r / ldexpf(1.0f, margin);
+    if (isinf(sf))
+        sf = FLT_MAX;
+    if (!(sf > 0.0f)) /* margin so large that the scale underflows */
+        sf = FLT_MIN;
+    return sf;
+}
+
+/* TE Float8CurrentScaling: amax = max(amax, eps); amax 0/Inf/NaN -> 1;
+ * scale = fp8_max / amax (IEEE float32 division), Inf -> FLT_MAX; pow2
+ * clears the mantissa (rounds down).  torchao tensorwise: scale =
+ * fp8_max / clamp(amax, 1e-12) in float64, then float32; pow2 takes
+ * 2^floor(log2 scale). */
+float fp8__scale_current(float fp8_max, float amax, double eps, int pow2, int torchao)
+{
+    float sf;
+    if (torchao) {
+        double a = (double)amax;
+        if (!(a >= 1e-12)) /* clamp; NaN stays out: our amax is finite */
+            a = 1e-12;
+        if (isnan((double)amax) || isinf((double)amax))
+            return 1.0f;
+        double s = (double)fp8_max / a;
+        sf = s > (double)FLT_MAX ? FLT_MAX : (float)s;
+        if (pow2) {
+            int e;
+            frexpf(sf, &e);
+            sf = ldexpf(1.0f, e - 1);
+        }
+        return sf;
+    }
+    float a = amax;
+    if (a < (float)eps)
+        a = (float)eps;
+    if (!(a > 0.0f) || !isfinite(a))
+        return 1.0f;
+    sf = fp8_max / a;
+    if (isinf(sf))
+        sf = FLT_MAX;
+    if (pow2) {
+        uint32_t b;
+        memcpy(&b, &sf, 4);
+        b &= 0xFF800000u;
+        memcpy(&sf, &b, 4);
+        if (sf == 0.0f) /* a subnormal scale: keep the smallest normal */
+            sf = FLT_MIN;
+    }
+    return sf;
+}
+
+/* Block scaling.  DeepSeek-V3 / DeepGEMM: amax floored (1e-4), x is cast as
+ * x * (fp8_max / amax) and dequantised with scale_inv = amax / fp8_max;
+ * ue8m0 (DeepSeek-V3.1) rounds scale_inv up to a power of two.  pow2 (TE
+ * Float8BlockScaling's default): the current-scaling rule with the mantissa
+ * of scale cleared. */
+void fp8__scale_block(float fp8_max, float amax, const fp8_recipe *r, float *scale, float *scale_inv)
+{
+    float a = amax;
+    if (a < (float)r->eps)
+        a = (float)r->eps;
+    if (!(a > 0.0f) || !isfinite(a)) {
+        *scale = *scale_inv = 1.0f;
+        return;
+    }
+    if (r->pow2) {
+        *scale = fp8__scale_current(fp8_max, a, 0.0, 1, 0);
+        *scale_inv = 1.0f / *scale;
+        return;
+    }
+    float si = a / fp8_max;
+    if (r->ue8m0) {
+        uint32_t b;
+        memcpy(&b, &si, 4);
+        if (b & 0x7FFFFFu) /* not a power of two: up to the next one */
+            b = (b & 0xFF800000u) + 0x800000u;
+        if (b == 0) /* underflowed to zero: smallest normal power */
+            b = 0x00800000u;
+        memcpy(&si, &b, 4);
+        *scale_inv = si;
+        *scale = 1.0f / si;
+        return;
+    }
+    if (si == 0.0f)
+        si = FLT_MIN;
+    *scale_inv = si;
+    *scale = fp8_max / a;
+    if (isinf(*scale))
+        *scale = FLT_MAX;
+}
+
+/* floor(log2 a) for finite a > 0, from the bits (no libm: called per block) */
+static int floor_log2f(float a)
+{
+    uint32_t b;
+    memcpy(&b, &a, 4);
+    int ef = (int)(b >> 23);
+    if (ef)
+        return ef - 127;
+    return -118 - __builtin_clz(b); /* subnormal: 2^-149 * b, top bit 31-clz */
+}
+
+static int is_pow2f(float a)
+{
+    uint32_t b;
+    memcpy(&b, &a, 4);
+    if (b >> 23)
+        return (b & 0x7FFFFFu) == 0;
+    return (b & (b - 1)) == 0;
+}
+
+/* OCP MX v1.0 §6.3 and its variants (docs/recipes.md): X = 2^E with E from the
+ * block's amax; E < -127 clamps to -127, E > 127 gives the NaN scale. */
+uint32_t fp8__scale_mx(const fp8_format *elem, float amax, fp8_mx_round mode)
+{
+    if (isnan(amax))
+        return 0xFF;
+    if (!(amax > 0.0f)) /* all-zero block: the smallest scale */
+        return 0x00;
+    if (isinf(amax))
+        return 0xFF;
+    int emax = floor_log2f((float)elem->max);
+    int E;
+    switch (mode) {
+    case FP8_MX_CEIL:
+        E = floor_log2f(amax) + !is_pow2f(amax) - emax;
+        break;
+    case FP8_MX_RCEIL: {
+        float r = amax / (float)elem->max;
+        if (r == 0.0f)
+            return 0x00;
+        E = floor_log2f(r) + !is_pow2f(r);
+        break;
+    }
+    case FP8_MX_EVEN: {
+        /* round amax to the element's mantissa width (half up), keep the
+         * exponent: a carry moves amax to the next binade (torchao EVEN) */
+        uint32_t b;
+        memcpy(&b, &amax, 4);
+        if (b >= 0x00800000u) {
+            b = (b + (1u << (22 - elem->mbits))) & FP8_F32_EXP;
+            float ra;
+            memcpy(&ra, &b, 4);
+            E = isinf(ra) ? 128 : floor_log2f(ra);
+        } else {
+            E = floor_log2f(amax);
+        }
+        E -= emax;
+        break;
+    }
+    default:
+        E = floor_log2f(amax) - emax;
+        break;
+    }
+    if (E < -127)
+        E = -127;
+    if (E > 127)
+        return 0xFF;
+    return (uint32_t)(E + 127);
+}
+
+/* ---- parsing ---------------------------------------------------------------- */
+
+static int bad(const char *spec, const char *fmt, const char *part)
+{
+    char what[200];
+    snprintf(what, sizeof what, fmt, part);
+    return FP8_ERROR(FP8_EINVAL, "recipe '%s': %s", spec, what);
+}
+
+static int set_format(fp8_format *dst, const char *name)
+{
+    fp8_format scratch;
+    const fp8_format *f = fp8_format_find(name, &scratch);
+    if (!f)
+        return -1;
+    *dst = *f;
+    return 0;
+}
+
+static int parse_double(const char *s, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end || !isfinite(v))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_int(const char *s, long lo, long hi, int *out)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || v < lo || v > hi)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+/* One option item "key" or "key=value" for the recipe being built. */
+static int apply_option(const char *spec, fp8_recipe *r, char *item)
+{
+    char *val = strchr(item, '=');
+    if (val)
+        *val++ = 0;
+    const char *k = item;
+    fp8_recipe_kind kind = r->kind;
+#define NEEDVAL() \
+    do { if (!val || !*val) return bad(spec, "option '%s' needs a value", k); } while (0)
+#define NOVAL() \
+    do { if (val) return bad(spec, "option '%s' takes no value", k); } while (0)
+    /* element cast, any kind */
+    if (strcmp(k, "nosat") == 0 || strcmp(k, "no-saturate") == 0) {
+        NOVAL();
+        r->cast.overflow = FP8_NO_SATURATE;
+        return 0;
+    }
+    if (strcmp(k, "sat") == 0 || strcmp(k, "saturate") == 0) {
+        NOVAL();
+        r->cast.overflow = FP8_SATURATE;
+        return 0;
+    }
+    if (strcmp(k, "round") == 0) {
+        NEEDVAL();
+        if (strcmp(val, "nearest") == 0)
+            r->cast.round = FP8_ROUND_NEAREST;
+        else if (strcmp(val, "zero") == 0)
+            r->cast.round = FP8_ROUND_ZERO;
+        else if (strcmp(val, "stochastic") == 0)
+            r->cast.round = FP8_ROUND_STOCHASTIC;
+        else
+            return bad(spec, "unknown rounding '%s' (nearest, zero, stochastic)", val);
+        return 0;
+    }
+    if (strcmp(k, "seed") == 0) {
+        NEEDVAL();
+        char *end;
+        r->cast.seed = strtoull(val, &end, 10);
+        if (*end || *val == '-')
+            return bad(spec, "seed '%s' is not an unsigned integer", val);
+        return 0;
+    }
+    if (strcmp(k, "smooth") == 0) {
+        if (!val || strcmp(val, "published") == 0)
+            r->smooth = 1;
+        else if (strcmp(val, "fold") == 0)
+            r->smooth = 2;
+        else
+            return bad(spec, "smooth '%s' is not published (the default) or fold", val);
+        return 0;
+    }
+    if (kind == FP8_RECIPE_BLOCK && strcmp(k, "delayed") == 0) {
+        NOVAL();
+        r->block_delayed = 1;
+        return 0;
+    }
+    if (kind == FP8_RECIPE_DELAYED || kind == FP8_RECIPE_BLOCK) {
+        /* (block: checked against `delayed` once every option is read) */
+        if (strcmp(k, "history") == 0 || strcmp(k, "amax_history_len") == 0) {
+            NEEDVAL();
+            if (parse_int(val, 1, 1 << 20, &r->history_len))
+                return bad(spec, "history '%s' is not an integer in 1..1048576", val);
+            return 0;
+        }
+        if (strcmp(k, "algo") == 0 || strcmp(k, "amax_compute_algo") == 0) {
+            NEEDVAL();
+            if (strcmp(val, "max") == 0)
+                r->algo_most_recent = 0;
+            else if (strcmp(val, "most_recent") == 0)
+                r->algo_most_recent = 1;
+            else
+                return bad(spec, "algo '%s' is not max or most_recent", val);
+            return 0;
+        }
+        if (strcmp(k, "margin") == 0) {
+            NEEDVAL();
+            if (parse_int(val, 0, 64, &r->margin))
+                return bad(spec, "margin '%s' is not an integer in 0..64", val);
+            return 0;
+        }
+        if (kind == FP8_RECIPE_DELAYED && strcmp(k, "finite_amax") == 0) {
+            NOVAL();
+            r->finite_amax = 1;
+            return 0;
+        }
+    }
+    if (kind == FP8_RECIPE_CURRENT || kind == FP8_RECIPE_ROWWISE || kind == FP8_RECIPE_COLWISE ||
+        kind == FP8_RECIPE_BLOCK) {
+        if (strcmp(k, "eps") == 0 || strcmp(k, "epsilon") == 0 || strcmp(k, "amax_floor") == 0) {
+            NEEDVAL();
+            if (parse_double(val, &r->eps) || r->eps < 0)
+                return bad(spec, "eps '%s' is not a number >= 0", val);
+            return 0;
+        }
+    }
+    if ((kind == FP8_RECIPE_DELAYED || kind == FP8_RECIPE_CURRENT) && strcmp(k, "reduce") == 0) {
+        NEEDVAL();
+        if (!fp8_group_name_ok(val))
+            return bad(spec, "reduce group '%s' is not a name of 1..23 letters, digits, '_' or '-'", val);
+        memcpy(r->reduce, val, strlen(val) + 1);
+        return 0;
+    }
+    if ((kind == FP8_RECIPE_CURRENT || kind == FP8_RECIPE_ROWWISE || kind == FP8_RECIPE_COLWISE) &&
+        strcmp(k, "torchao") == 0) {
+        NOVAL();
+        r->torchao = 1;
+        return 0;
+    }
+    if ((kind == FP8_RECIPE_DELAYED || kind == FP8_RECIPE_CURRENT || kind == FP8_RECIPE_ROWWISE ||
+         kind == FP8_RECIPE_COLWISE || kind == FP8_RECIPE_BLOCK) &&
+        strcmp(k, "pow2") == 0) {
+        NOVAL();
+        r->pow2 = 1;
+        r->ue8m0 = 0;
+        return 0;
+    }
+    if (kind == FP8_RECIPE_NVFP4) {
+        if (strcmp(k, "sr_grad") == 0) {
+            NOVAL();
+            r->sr_grad = 1;
+            return 0;
+        }
+        if (strcmp(k, "rht") == 0) {
+            r->rht = 1;
+            r->rht_seed = 0;
+            if (val) {
+                char *end;
+                errno = 0;
+                unsigned long long v = strtoull(val, &end, 10);
+                if (end == val || *end || errno || val[0] == '-')
+                    return bad(spec, "rht seed '%s' is not a non-negative integer", val);
+                r->rht_seed = v;
+            }
+            return 0;
+        }
+    }
+    if (kind == FP8_RECIPE_NVFP4 && strcmp(k, "weights") == 0) {
+        NEEDVAL();
+        char *x = strchr(val, 'x');
+        if (!x)
+            return bad(spec, "weights tile '%s' is not RxC (e.g. 16x16)", val);
+        *x = 0;
+        if (parse_int(val, 1, 1 << 20, &r->wblock_rows) || parse_int(x + 1, 1, 1 << 20, &r->wblock_cols))
+            return bad(spec, "weights tile is not RxC with positive integers (got '%s')", val);
+        return 0;
+    }
+    if (kind == FP8_RECIPE_BLOCK) {
+        if (strcmp(k, "ue8m0") == 0) {
+            NOVAL();
+            r->ue8m0 = 1;
+            r->pow2 = 0;
+            return 0;
+        }
+        if (strcmp(k, "fp32") == 0) {
+            NOVAL();
+            r->ue8m0 = r->pow2 = 0;
+            return 0;
+        }
+        if (strcmp(k, "weights") == 0) {
+            NEEDVAL();
+            char *x = strchr(val, 'x');
+            if (!x)
+                return bad(spec, "weights tile '%s' is not RxC (e.g. 128x128)", val);
+            *x = 0;
+            if (parse_int(val, 1, 1 << 20, &r->wblock_rows) || parse_int(x + 1, 1, 1 << 20, &r->wblock_cols))
+                return bad(spec, "weights tile is not RxC with positive integers (got '%s')", val);
+            return 0;
+        }
+        if (strcmp(k, "transposed") == 0 || strcmp(k, "colwise") == 0) {
+            NOVAL();
+            r->transposed = 1;
+            return 0;
+        }
+    }
+    if (kind == FP8_RECIPE_MX) {
+        static const char *modes[] = {"floor", "ceil", "rceil", "even"};
+        for (int i = 0; i < 4; i++)
+            if (strcmp(k, modes[i]) == 0) {
+                NOVAL();
+                r->mx_round = (fp8_mx_round)i;
+                return 0;
+            }
+        if (strcmp(k, "elem") == 0) {
+            NEEDVAL();
+            if (set_format(&r->fwd, val))
+                return bad(spec, "unknown element format '%s'", val);
+            r->bwd = r->fwd;
+            return 0;
+        }
+    }
+    if ((kind == FP8_RECIPE_MX || kind == FP8_RECIPE_NVFP4) && strcmp(k, "group") == 0) {
+        NEEDVAL();
+        if (parse_int(val, 1, 1 << 16, &r->group))
+            return bad(spec, "group '%s' is not an integer in 1..65536", val);
+        return 0;
+    }
+#undef NEEDVAL
+#undef NOVAL
+    char msg[160];
+    snprintf(msg, sizeof msg, "unknown option '%%s' for %s recipes", fp8_recipe_kind_name(kind));
+    return bad(spec, msg, k);
+}
+
+int fp8_group_name_ok(const char *s)
+{
+    size_t len = s ? strlen(s) : 0;
+    return len && len < sizeof ((fp8_recipe *)0)->reduce &&
+           strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == len;
+}
+
+static void canonical(fp8_recipe *r)
+{
+    char opts[256] = "";
+    size_t n = 0;
+#define ADD(...) n += (size_t)snprintf(opts + n, sizeof opts - n, __VA_ARGS__)
+    const char *fmt = r->hybrid ? "hybrid" : r->fwd.name;
+    switch (r->kind) {
+    case FP8_RECIPE_DELAYED:
+        ADD("history=%d,algo=%s,margin=%d%s%s", r->history_len, r->algo_most_recent ? "most_recent" : "max", r->margin,
+            r->pow2 ? ",pow2" : "", r->finite_amax ? ",finite_amax" : "");
+        break;
+    case FP8_RECIPE_CURRENT:
+    case FP8_RECIPE_ROWWISE:
+    case FP8_RECIPE_COLWISE:
+        if (r->torchao)
+            ADD("torchao%s", r->pow2 ? ",pow2" : "");
+        else
+            ADD("eps=%.9g%s", r->eps, r->pow2 ? ",pow2" : "");
+        break;
+    case FP8_RECIPE_BLOCK:
+        ADD("eps=%.9g,%s%s", r->eps, r->ue8m0 ? "ue8m0" : r->pow2 ? "pow2" : "fp32", r->transposed ? ",transposed" : "");
+        if (r->wblock_rows)
+            ADD(",weights=%dx%d", r->wblock_rows, r->wblock_cols);
+        if (r->block_delayed)
+            ADD(",delayed,history=%d,algo=%s,margin=%d", r->history_len, r->algo_most_recent ? "most_recent" : "max",
+                r->margin);
+        break;
+    case FP8_RECIPE_MX: {
+        static const char *modes[] = {"floor", "ceil", "rceil", "even"};
+        ADD("%s,group=%d", modes[r->mx_round], r->group);
+        break;
+    }
+    case FP8_RECIPE_NVFP4:
+        ADD("group=%d", r->group);
+        if (r->wblock_rows)
+            ADD(",weights=%dx%d", r->wblock_rows, r->wblock_cols);
+        if (r->sr_grad)
+            ADD(",sr_grad");
+        if (r->rht)
+            ADD(",rht=%llu", (unsigned long long)r->rht_seed);
+        break;
+    default:
+        break;
+    }
+    if (r->reduce[0])
+        ADD("%sreduce=%s", n ? "," : "", r->reduce);
+    if (r->cast.overflow == FP8_NO_SATURATE)
+        ADD("%snosat", n ? "," : "");
+    if (r->cast.round == FP8_ROUND_ZERO)
+        ADD("%sround=zero", n ? "," : "");
+    if (r->cast.round == FP8_ROUND_STOCHASTIC)
+        ADD("%sround=stochastic,seed=%llu", n ? "," : "", (unsigned long long)r->cast.seed);
+    if (r->smooth)
+        ADD("%ssmooth%s", n ? "," : "", r->smooth == 2 ? "=fold" : "");
+#undef ADD
+    if (r->kind == FP8_RECIPE_NVFP4)
+        snprintf(r->spec, sizeof r->spec, "nvfp4%s%s", n ? ":" : "", opts);
+    else if (r->kind == FP8_RECIPE_BLOCK)
+        snprintf(r->spec, sizeof r->spec, "%s:block=%dx%d:%s", fmt, r->block_rows, r->block_cols, opts);
+    else if (r->kind == FP8_RECIPE_MX)
+        snprintf(r->spec, sizeof r->spec, "%s:mx:%s", fmt, opts);
+    else
+        snprintf(r->spec, sizeof r->spec, "%s:%s%s%s", fmt, fp8_recipe_kind_name(r->kind), n ? ":" : "", opts);
+}
+
+static int parse_spec(const char *spec, fp8_recipe *out)
+{
+    if (!spec || !*spec)
+        return FP8_ERROR(FP8_EINVAL, "empty recipe spec");
+    if (strlen(spec) >= 256)
+        return FP8_ERROR(FP8_EINVAL, "recipe spec longer than 255 characters");
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", spec);
+    fp8_recipe r;
+    memset(&r, 0, sizeof r);
+    r.history_len = 1024;
+    r.group = 32;
+    r.block_rows = 1;
+    r.block_cols = 128;
+
+    /* split on ':' */
+    char *parts[16];
+    int np = 0;
+    for (char *p = buf; np < 16;) {
+        parts[np++] = p;
+        char *c = strchr(p, ':');
+        if (!c)
+            break;
+        *c = 0;
+        p = c + 1;
+    }
+    for (int i = 0; i < np; i++)
+        if (!*parts[i])
+            return bad(spec, "%sempty part between ':'", "");
+    int next = 1;
+    const char *head = parts[0];
+    if (strcmp(head, "mxfp8") == 0 || strcmp(head, "mxfp6") == 0 || strcmp(head, "mxfp4") == 0) {
+        r.kind = FP8_RECIPE_MX;
+        set_format(&r.fwd, head[4] == '8' ? "e4m3" : head[4] == '6' ? "e2m3" : "e2m1");
+        r.bwd = r.fwd;
+    } else if (strcmp(head, "nvfp4") == 0) {
+        r.kind = FP8_RECIPE_NVFP4;
+        r.group = 16;
+        set_format(&r.fwd, "e2m1");
+        r.bwd = r.fwd;
+    } else {
+        if (strcmp(head, "hybrid") == 0) {
+            r.hybrid = 1;
+            set_format(&r.fwd, "e4m3");
+            set_format(&r.bwd, "e5m2");
+        } else if (set_format(&r.fwd, head) != 0) {
+            return bad(spec, "unknown format '%s' (e4m3, e5m2, hybrid, mxfp8, mxfp6, mxfp4, nvfp4, any eXmY)", head);
+        } else {
+            r.bwd = r.fwd;
+        }
+        if (np < 2)
+            return bad(spec, "missing kind after '%s' (delayed, current, rowwise, colwise, block=RxC, mx, none)", head);
+        char *kind = parts[1];
+        char *kv = strchr(kind, '=');
+        if (kv)
+            *kv++ = 0;
+        static const struct { const char *n; fp8_recipe_kind k; } kinds[] = {
+            {"none", FP8_RECIPE_NONE},       {"delayed", FP8_RECIPE_DELAYED}, {"current", FP8_RECIPE_CURRENT},
+            {"tensorwise", FP8_RECIPE_CURRENT}, {"rowwise", FP8_RECIPE_ROWWISE}, {"colwise", FP8_RECIPE_COLWISE},
+            {"block", FP8_RECIPE_BLOCK},     {"mx", FP8_RECIPE_MX},
+        };
+        int found = 0;
+        for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+            if (strcmp(kind, kinds[i].n) == 0) {
+                r.kind = kinds[i].k;
+                found = 1;
+            }
+        if (!found)
+            return bad(spec, "unknown kind '%s' (delayed, current, rowwise, colwise, block=RxC, mx, none)", kind);
+        if (kv && r.kind != FP8_RECIPE_BLOCK)
+            return bad(spec, "kind '%s' takes no '=' value", kind);
+        if (r.kind == FP8_RECIPE_BLOCK) {
+            r.eps = 1e-4; /* DeepSeek's amax floor */
+            if (kv) {
+                char *x = strchr(kv, 'x');
+                if (!x)
+                    return bad(spec, "block shape '%s' is not RxC (e.g. 1x128, 128x128)", kv);
+                *x = 0;
+                if (parse_int(kv, 1, 1 << 20, &r.block_rows) || parse_int(x + 1, 1, 1 << 20, &r.block_cols))
+                    return bad(spec, "block shape is not RxC with positive integers (got '%s')", kv);
+            }
+        }
+        if (r.kind == FP8_RECIPE_MX && (r.fwd.bits > 8 || r.fwd.kind == FP8_KIND_E8M0))
+            return bad(spec, "MX elements must be an 8-bit-or-narrower signed format, not '%s'", r.fwd.name);
+        next = 2;
+    }
+    if (r.kind == FP8_RECIPE_NONE || r.kind == FP8_RECIPE_DELAYED || r.kind == FP8_RECIPE_CURRENT ||
+        r.kind == FP8_RECIPE_ROWWISE || r.kind == FP8_RECIPE_COLWISE)
+        r.eps = 0.0;
+    int delayed_opts = 0; /* history, algo or margin given */
+    for (int i = next; i < np; i++) {
+        char *item = parts[i];
+        while (item) {
+            char *comma = strchr(item, ',');
+            if (comma)
+                *comma = 0;
+            if (!*item)
+                return bad(spec, "%sempty option", "");
+            delayed_opts |= !strncmp(item, "history", 7) || !strncmp(item, "amax_history_len", 16) ||
+                            !strncmp(item, "algo", 4) || !strncmp(item, "amax_compute_algo", 17) ||
+                            !strncmp(item, "margin", 6);
+            int st = apply_option(spec, &r, item);
+            if (st)
+                return st;
+            item = comma ? comma + 1 : NULL;
+        }
+    }
+    if (r.kind == FP8_RECIPE_BLOCK && delayed_opts && !r.block_delayed)
+        return bad(spec, "%shistory, algo and margin need `delayed` (block=RxC:delayed,history=H,...)", "");
+    canonical(&r);
+    *out = r;
+    return FP8_OK;
+}
+
+/* Numbers in a spec are read (strtod) and printed (%.9g) in the default
+ * floating-point environment: under a host's FE_UPWARD 1e-4 would otherwise
+ * read as another double and print as "0.000100000001", and the recipe's
+ * name, its identity in run files, would depend on the caller. */
+int fp8_recipe_parse(const char *spec, fp8_recipe *out)
+{
+    fenv_t host;
+    int saved = fegetenv(&host) == 0;
+    if (saved)
+        fesetenv(FE_DFL_ENV);
+    int st = parse_spec(spec, out);
+    if (saved)
+        fesetenv(&host);
+    return st;
+}
+
+/* ---- state ------------------------------------------------------------------ */
+
+fp8_recipe_state *fp8_recipe_state_alloc(const fp8_recipe *r, fp8_role role)
+{
+    if (!r || (unsigned)role >= FP8_NROLE) {
+        FP8_ERROR(FP8_EINVAL, "recipe state: %s", r ? "bad role" : "no recipe");
+        return NULL;
+    }
+    fp8_recipe_state *st = calloc(1, sizeof *st);
+    if (!st) {
+        FP8_ERROR(FP8_ENOMEM, "recipe state: out of memory");
+        return NULL;
+    }
+    st->recipe = *r;
+    fp8_recipe_for_role(&st->recipe, role);
+    st->role = role;
+    st->format = fp8_recipe_format(&st->recipe, role);
+    st->scale = st->scale_inv = 1.0f;
+    st->group_amax = NAN;
+    st->known_amax = NAN;
+    if (r->kind == FP8_RECIPE_DELAYED) {
+        st->history = calloc((size_t)r->history_len, sizeof(float));
+        if (!st->history) {
+            free(st);
+            FP8_ERROR(FP8_ENOMEM, "recipe state: out of memory for a history of %d", r->history_len);
+            return NULL;
+        }
+    }
+    return st;
+}
+
+fp8_recipe_state *fp8_recipe_state_copy(const fp8_recipe_state *st)
+{
+    if (!st) {
+        FP8_ERROR(FP8_EINVAL, "recipe state copy: no state");
+        return NULL;
+    }
+    fp8_recipe_state *c = malloc(sizeof *c);
+    float *h = st->history ? malloc((size_t)st->recipe.history_len * sizeof *h) : NULL;
+    if (!c || (st->history && !h)) {
+        free(c), free(h);
+        FP8_ERROR(FP8_ENOMEM, "recipe state copy: out of memory");
+        return NULL;
+    }
+    size_t bn = st->bhist ? st->bgroups * (size_t)st->recipe.history_len : 0;
+    float *bh = bn ? malloc(bn * sizeof *bh) : NULL, *bs = bn ? malloc(2 * st->bgroups * sizeof *bs) : NULL;
+    if (bn && (!bh || !bs)) {
+        free(c), free(h), free(bh), free(bs);
+        FP8_ERROR(FP8_ENOMEM, "recipe state copy: out of memory for %zu block histories", st->bgroups);
+        return NULL;
+    }
+    *c = *st;
+    if (h)
+        memcpy(h, st->history, (size_t)st->recipe.history_len * sizeof *h);
+    c->history = h;
+    if (bn) {
+        memcpy(bh, st->bhist, bn * sizeof *bh);
+        memcpy(bs, st->bscale, 2 * st->bgroups * sizeof *bs);
+    }
+    c->bhist = bh, c->bscale = bs, c->bscale_inv = bs ? bs + st->bgroups : NULL;
+    c->format = fp8_recipe_format(&c->recipe, c->role); /* its own recipe's, not the original's */
+    c->scratch = NULL, c->scratch_bytes = 0;
+    return c;
+}
+
+void fp8_recipe_state_free(fp8_recipe_state *st)
+{
+    if (!st)
+        return;
+    free(st->history);
+    free(st->scratch);
+    free(st->bhist);
+    free(st->bscale);
+    free(st);
+}
+
+void fp8_recipe_state_observe(fp8_recipe_state *st, float amax)
+{
+    /* TE's history update takes fmaxf: a NaN amax leaves the slot as it
+     * was; an Inf one enters it (finite_amax: it does not) */
+    if (!st || !st->history || isnan(amax) || amax < 0.0f || (isinf(amax) && st->recipe.finite_amax))
+        return;
+    fp8__fenv env;
+    fp8__fenv_enter(&env); /* subnormal amaxes must compare as themselves */
+    if (amax > st->history[0])
+        st->history[0] = amax;
+    fp8__fenv_leave(&env);
+    st->recorded = 1;
+}
+
+/* Per-block delayed scaling at the end of a step: each block's scale from
+ * the max of its history (or its latest slot) by the block recipe's rule
+ * (floor eps, fp32 / ue8m0 / pow2), divided by 2^margin; a history of zeros
+ * keeps the scale (a new block position: 1, as TE starts a tensor).  Then
+ * the ring moves on and the new slot is zeroed. */
+static void block_step(fp8_recipe_state *st)
+{
+    const fp8_recipe *r = &st->recipe;
+    size_t ng = st->bgroups, L = (size_t)r->history_len;
+    const float fmax = (float)st->format->max, m = ldexpf(1.0f, r->margin);
+    fp8__fenv env;
+    fp8__fenv_enter(&env);
+    for (size_t g = 0; g < ng; g++) {
+        float a = st->bhist[(size_t)st->bhead * ng + g];
+        for (size_t k = 0; !r->algo_most_recent && k < L; k++)
+            a = st->bhist[k * ng + g] > a ? st->bhist[k * ng + g] : a;
+        if (!(a > 0.0f) || !isfinite(a))
+            continue;
+        float s, si;
+        fp8__scale_block(fmax, a, r, &s, &si);
+        s /= m, si *= m; /* powers of two: exact */
+        if (!(s > 0.0f))
+            s = FLT_MIN, si = 1.0f / FLT_MIN;
+        st->bscale[g] = s, st->bscale_inv[g] = si;
+    }
+    st->bhead = (int)(((size_t)st->bhead + 1) % L);
+    memset(st->bhist + (size_t)st->bhead * ng, 0, ng * sizeof *st->bhist);
+    fp8__fenv_leave(&env);
+}
+
+void fp8_recipe_state_step(fp8_recipe_state *st)
+{
+    if (!st)
+        return;
+    st->steps++;
+    st->recorded = 0;
+    if (st->bhist && st->recipe.block_delayed)
+        block_step(st);
+    if (!st->history)
+        return;
+    const fp8_recipe *r = &st->recipe;
+    int L = r->history_len;
+    fp8__fenv env;
+    fp8__fenv_enter(&env);
+    float amax = st->history[0];
+    if (!r->algo_most_recent)
+        for (int i = 1; i < L; i++)
+            if (st->history[i] > amax)
+                amax = st->history[i];
+    st->scale = fp8__scale_delayed((float)st->format->max, amax, r->margin, r->pow2, st->scale);
+    st->scale_inv = 1.0f / st->scale;
+    /* roll left by one: new[i] = old[i+1], new[L-1] = old[0]; zero slot 0 */
+    float first = st->history[0];
+    memmove(st->history, st->history + 1, (size_t)(L - 1) * sizeof(float));
+    st->history[L - 1] = first;
+    st->history[0] = 0.0f;
+    fp8__fenv_leave(&env);
+}
+
+/* ---- public rules: the same, inside the floating-point guard ---------------- */
+
+float fp8_scale_delayed(float fp8_max, float amax, int margin, int pow2, float old_scale)
+{
+    fp8__fenv env;
+    fp8__fenv_enter(&env);
+    float r = fp8__scale_delayed(fp8_max, amax, margin, pow2, old_scale);
+    fp8__fenv_leave(&env);
+    return r;
+}
+
+float fp8_scale_current(float fp8_max, float amax, double eps, int pow2, int torchao)
+{
+    fp8__fenv env;
+    fp8__fenv_enter(&env);
+    float r = fp8__scale_current(fp8_max, amax, eps, pow2, torchao);
+    fp8__fenv_leave(&env);
+    return r;
+}
+
+void fp8_scale_block(float fp8_max, float amax, const fp8_recipe *r, float *scale, float *scale_inv)
+{
+    fp8__fenv env;
+    fp8__fenv_enter(&env);
+    fp8__scale_block(fp8_max, amax, r, scale, scale_inv);
+    fp8__fenv_leave(&env);
+}
+
+uint32_t fp8_scale_mx(const fp8_format *elem, float block_amax, fp8_mx_round mode)
+{
+    fp8__fenv env;
+    fp8__fenv_enter(&env);
+    uint32_t r = fp8__scale_mx(elem, block_amax, mode);
+    fp8__fenv_leave(&env);
+    return r;
+}
+
+fp8_recipe_state *fp8_recipe_state_new(const char *spec, const char *role)
+{
+    fp8_recipe r;
+    fp8_role ro = FP8_ROLE_ACTIVATION;
+    if (role && fp8_role_parse(role, &ro) != FP8_OK)
+        return NULL;
+    if (fp8_recipe_parse(spec, &r) != FP8_OK)
+        return NULL;
+    return fp8_recipe_state_alloc(&r, ro);
+}

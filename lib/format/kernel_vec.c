@@ -1,0 +1,326 @@
+/*
+ * kernel_vec.c — the vector cast kernel (see kernel_vec.h).  The Makefile
+ * builds it three times (AVX-512, AVX2, baseline), defining FP8_ISA and
+ * the instruction-set flags; GCC vector extensions keep one source for all.
+ *
+ * Hot path: when every lane's |x*scale| lies in [min_normal, max] (the usual
+ * case), the result is a normal of the format and rounding is the classic
+ * add-and-mask on the float32 bits: r = a + (2^(s-1) - 1 + lsb) for nearest
+ * even (0 for toward zero), cleared below bit s = 23 - mbits.  r is then the
+ * float32 of the rounded value, and its exponent field rebiased is the code.
+ * Classes there are only exact or rounded.  Any other vector takes the
+ * general body, the lane-wise form of cast_impl.h.
+ */
+#include <string.h>
+#if defined(__AVX512F__) || defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+#include "f32bits.h"
+#include "kernel_vec.h"
+
+#ifndef FP8_ISA
+#define FP8_ISA base
+#endif
+#define FP8_CAT2(a, b) a##b
+#define FP8_CAT(a, b) FP8_CAT2(a, b)
+#define FP8_VEC_NAME FP8_CAT(fp8__vec_kernel_, FP8_ISA)
+
+typedef uint32_t vu __attribute__((vector_size(64)));
+typedef int32_t vi __attribute__((vector_size(64)));
+typedef float vf __attribute__((vector_size(64)));
+typedef uint8_t vb __attribute__((vector_size(16)));
+typedef uint16_t vh __attribute__((vector_size(32)));
+
+/* 1 when every lane of mask m (-1/0 lanes) is set. */
+static inline int all_lanes(vi m)
+{
+#if defined(__AVX512F__)
+    __m512i v;
+    memcpy(&v, &m, sizeof v);
+    return _mm512_cmpeq_epi32_mask(v, _mm512_set1_epi32(-1)) == 0xFFFF;
+#elif defined(__AVX2__)
+    __m256i lo, hi;
+    memcpy(&lo, &m, 32);
+    memcpy(&hi, (char *)&m + 32, 32);
+    return _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_and_si256(lo, hi))) == 0xFF;
+#else
+    for (int l = 0; l < VL; l++)
+        if (!m[l])
+            return 0;
+    return 1;
+#endif
+}
+
+/* Bit l set when lane l of mask m (-1/0 lanes) is set. */
+static inline unsigned lane_bits(vi m)
+{
+#if defined(__AVX512F__)
+    __m512i v;
+    memcpy(&v, &m, sizeof v);
+    return _mm512_cmpeq_epi32_mask(v, _mm512_set1_epi32(-1));
+#elif defined(__AVX2__)
+    __m256i lo, hi;
+    memcpy(&lo, &m, 32);
+    memcpy(&hi, (char *)&m + 32, 32);
+    return (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(lo)) |
+           (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(hi)) << 8;
+#else
+    unsigned b = 0;
+    for (int l = 0; l < VL; l++)
+        b |= (m[l] != 0) << l;
+    return b;
+#endif
+}
+
+/* Narrow 16 codes to the format's storage width and store them at codes[i]. */
+#define store_codes(codes, code_bytes, i, code)                                                              \
+    do {                                                                                                   \
+        if ((code_bytes) == 1) {                                                                           \
+            vb cb_ = __builtin_convertvector((code), vb);                                                  \
+            memcpy((uint8_t *)(codes) + (i), &cb_, sizeof cb_);                                            \
+        } else {                                                                                           \
+            vh ch_ = __builtin_convertvector((code), vh);                                                  \
+            memcpy((uint16_t *)(codes) + (i), &ch_, sizeof ch_);                                           \
+        }                                                                                                  \
+    } while (0)
+
+#define SEL(m, a, b) (((a) & (m)) | ((b) & ~(m))) /* m ? a : b, lane-wise */
+
+typedef uint64_t vq __attribute__((vector_size(128)));
+
+/* fp8__random32 (cast_impl.h) of the 16 keyed counters z = index *
+ * 0x9E3779B97F4A7C15 + (seed ^ 0xD1B54A32D192ED03) (kept by the caller, one
+ * vector add a step) and add = seed * 0x94D049BB133111EB broadcast: the same
+ * bits lane by lane.  (Keys built once per call: GCC lowers a 64-bit scalar
+ * broadcast into a 1024-bit vector through the stack.) */
+static inline vu random16(vq z, vq add)
+{
+    for (int r = 0; r < 2; r++) {
+        z ^= z >> 33;
+        z *= 0xFF51AFD7ED558CCDull;
+        z ^= z >> 33;
+        z *= 0xC4CEB9FE1A85EC53ull;
+        z ^= z >> 33;
+        z += add;
+    }
+    return __builtin_convertvector(z >> 32, vu);
+}
+
+static inline vq vq_fill(uint64_t v)
+{
+    vq r;
+    for (int l = 0; l < VL; l++)
+        r[l] = v;
+    return r;
+}
+
+void FP8_VEC_NAME(FP8_VEC_KERNEL_ARGS)
+{
+    /* a local copy: the stores through out and codes could alias *p as far
+     * as the compiler knows, which would reload every parameter every step */
+    const vparams P = *p;
+    const vi zero = {0};
+    vu c_flush = {0}, c_sub = {0}, c_round = {0}, c_sat = {0}, c_ovf = {0}, c_nan = {0};
+    const vi ones = zero + 1;
+    const vu uz = {0};
+    const vu mbits = (vu)(zero + P.mbits);
+    size_t g = 0, gleft = glen;
+    /* stochastic rounding's keyed counters (random16) */
+    const vq lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    const uint64_t kmul = 0x9E3779B97F4A7C15ull;
+    const vq radd = vq_fill(P.seed * 0x94D049BB133111EBull), rstep = vq_fill((uint64_t)VL * kmul);
+    vq rz = (lane + vq_fill(P.index0)) * kmul + vq_fill(P.seed ^ 0xD1B54A32D192ED03ull);
+    size_t rz_at = 0; /* the element rz is keyed for: advanced only where used (a 1024-bit vector lives on the stack) */
+#define RZ_SYNC()                                                                                          \
+    do {                                                                                                   \
+        for (; rz_at < i; rz_at += VL)                                                                     \
+            rz += rstep;                                                                                   \
+    } while (0)
+    for (size_t i = 0; i < n; i += VL) {
+        vf xv;
+        memcpy(&xv, x + i, sizeof xv);
+        if (gscale) {
+            if (gleft == 0)
+                g++, gleft = glen;
+            gleft -= VL;
+            scale = gscale[g];
+            scale_inv = ginv[g];
+        }
+        vf y = xv * scale;
+        vu u = (vu)y;
+        vu a = u & FP8_F32_ABS;
+        vu neg = u >> 31;
+        vi azero = (vi)(a == 0);
+        if (P.e8m0) {
+            /* positive normals below 2^127: the exponent field, + 1 when
+             * rounding goes up; exact when the fraction is 0.  Zeros and
+             * negatives (-Inf among them) are outside e8m0: code 0 (2^-127,
+             * saturated) or NaN (overflow), as cast_impl.h */
+            vi hot = (vi)(u - 0x800000u <= 0x7F000000u - 1 - 0x800000u);
+            vi outside = (vi)((neg | (vu)azero) != 0) & (vi)(a <= FP8_F32_INF);
+            if (!all_lanes(hot | outside)) {
+                P.sr_fallback(P.sr_ctx, i, VL);
+                continue;
+            }
+            vu frac = u & 0x7FFFFFu, up;
+            if (P.stochastic) {
+                RZ_SYNC();
+                up = (vu)(vi)(((frac << 9) + random16(rz, radd)) < (frac << 9));
+            } else if (P.nearest)
+                up = (vu)(vi)(frac >= 0x400000u);
+            else
+                up = uz;
+            vu code = (u >> 23) - up; /* up is -1 or 0 */
+            vu bits = code << 23;
+            c_round -= (vu)(hot & (vi)(frac != 0));
+            if (!all_lanes(hot)) {
+                vu sat = (vu)(outside & P.inf_sat);
+                c_sat -= sat;
+                c_ovf -= (vu)outside & ~sat;
+                code = SEL((vu)outside, SEL(sat, uz, uz + 0xFFu), code);
+                bits = SEL((vu)outside, SEL(sat, uz + 0x400000u, uz + P.nan_val[0]), bits);
+            }
+            if (codes)
+                store_codes(codes, code_bytes, i, code);
+            if (out) {
+                vf o = (vf)bits * scale_inv;
+                memcpy(out + i, &o, sizeof o);
+            }
+            continue;
+        }
+        vi inrange = (vi)(a - P.lo_bits <= P.range_bits) | azero;
+        /* stochastic rounding: the lanes outside the hot path (subnormal,
+         * overflowing, NaN) are cast one by one by the scalar fallback after
+         * the vector's store overwrote them with its hot-path guess */
+        int partial = P.stochastic && !all_lanes(inrange);
+        if (partial || all_lanes(inrange)) {
+            vu r;
+            if (P.stochastic) {
+                /* up with probability rem / 2^rshift: the fraction rem, moved
+                 * to the top of 32 bits, plus 32 random bits carries out */
+                vu frac = (a & ~P.keep_mask) << (32 - P.rshift);
+                RZ_SYNC();
+                vu carry = (vu)(vi)((frac + random16(rz, radd)) < frac);
+                r = (a & P.keep_mask) + (carry & (1u << P.rshift));
+            } else {
+                r = (a + (P.round_add + ((a >> P.rshift) & P.round_lsb))) & P.keep_mask;
+            }
+            vu keep_sign = ~(vu)azero | P.negzero_keep; /* fnuz: no -0 */
+            c_round -= (vu)(inrange & (vi)((a & ~P.keep_mask) != 0));
+            if (codes) {
+                vu code = (((r >> P.rshift) - P.rebias) & ~(vu)azero) | ((neg << P.sign_shift) & keep_sign);
+                store_codes(codes, code_bytes, i, code);
+            }
+            if (out) {
+                vf o = (vf)(r | ((neg << 31) & keep_sign)) * scale_inv;
+                memcpy(out + i, &o, sizeof o);
+            }
+            if (partial) /* rare: the mask is read lane by lane only here */
+                for (unsigned miss = ~lane_bits(inrange) & 0xFFFFu; miss; miss &= miss - 1)
+                    P.sr_fallback(P.sr_ctx, i + (size_t)__builtin_ctz(miss), 1);
+            continue;
+        }
+        if (P.medium_ok && all_lanes((vi)(a < FP8_F32_INF))) {
+            /* every lane finite: normals rounded as in the hot path (a
+             * result above max is an overflow: decided after rounding),
+             * subnormals and zeros as k = round(|y| / q) in float, exact */
+            vi sub = (vi)(a < P.lo_bits);
+            vu r = (a + (P.round_add + ((a >> P.rshift) & P.round_lsb))) & P.keep_mask;
+            vi ovf = ~sub & (vi)(r > P.max_bits);
+            vf t = (vf)a * P.inv_q;
+            vf kf = P.nearest ? (t + 0x1p23f) - 0x1p23f : t;
+            vu ks = (vu)__builtin_convertvector(kf, vi);
+            vi magzero = sub & (vi)(ks == 0);
+            vi low = (vi)(ks < (vu)(zero + P.lowsub));
+            vi flushed = magzero & ~azero;
+            c_flush -= (vu)flushed;
+            c_sub -= (vu)(sub & ~magzero & low);
+            c_round -= (vu)(((sub & ~low) | (~sub & (vi)((a & ~P.keep_mask) != 0))) & ~ovf);
+            c_sat -= (vu)(ovf & P.ovf_sat);
+            c_ovf -= (vu)(ovf & ~P.ovf_sat);
+            if (gflags) /* no branch: whether a vector flushes is a coin toss on FP4 data */
+                gflags[g] |= (unsigned char)(2u * (unsigned)!all_lanes(~flushed) + (unsigned)!all_lanes(~ovf));
+            vu keep_sign = ~(vu)magzero | P.negzero_keep;
+            vi negm = -(vi)neg;
+            if (codes) {
+                vu code = SEL((vu)sub, ks, (r >> P.rshift) - P.rebias) | ((neg << P.sign_shift) & keep_sign);
+                code = SEL((vu)ovf, SEL((vu)negm, uz + P.ovf_code[1], uz + P.ovf_code[0]), code);
+                store_codes(codes, code_bytes, i, code);
+            }
+            if (out) {
+                vu mb = SEL((vu)sub, (vu)(__builtin_convertvector((vi)ks, vf) * P.q), r);
+                mb |= (neg << 31) & keep_sign;
+                mb = SEL((vu)ovf, SEL((vu)negm, uz + P.ovf_val[1], uz + P.ovf_val[0]), mb);
+                vf o = (vf)mb * scale_inv;
+                memcpy(out + i, &o, sizeof o);
+            }
+            continue;
+        }
+        vi negm = -(vi)neg;
+        vi is_nan = (vi)(a > FP8_F32_INF);
+        vi is_inf = (vi)(a == FP8_F32_INF);
+        vi is_zero = (vi)(a == 0);
+        vi ef = (vi)(a >> 23);
+        vi e = (ef + (ones & (ef == 0))) - 127;          /* subnormal: -126 */
+        vu sig = (a & 0x7FFFFFu) | ((vu)(ef != 0) & 0x800000u);
+        vi d = P.emin - e;
+        d &= (d > 0);
+        vi s = (23 - P.mbits) + d;
+        s = SEL(s > 31, zero + 31, s);
+        vu su = (vu)s;
+        vu k = sig >> su;
+        vu rem = sig & (((vu)ones << su) - 1);
+        vu half = (vu)ones << (su - 1);
+        vi up = (vi)(rem > half) | ((vi)(rem == half) & -(vi)(k & 1));
+        k -= (vu)(up & P.nearest);
+        vi biased = e + P.bias;
+        biased = SEL(biased < 1, ones, biased);
+        vu mag = ((vu)(biased - 1) << mbits) + k;
+        vi special = is_nan | is_inf;
+        vi ovf = (vi)(mag > P.max_mag) & ~special;
+        vi normal = ~(special | ovf);
+        vi magzero = (vi)(mag == 0);
+        vi flushed = magzero & ~is_zero & normal;
+        vi sub = ~magzero & (vi)(mag < (vu)(zero + P.lowsub)) & normal;
+        vi rounded = (vi)(rem != 0) & ~magzero & (vi)(mag >= (vu)(zero + P.lowsub)) & normal;
+
+        c_flush -= (vu)flushed;
+        c_sub -= (vu)sub;
+        c_round -= (vu)rounded;
+        c_nan -= (vu)is_nan;
+        c_sat -= (vu)((is_inf & P.inf_sat) | (ovf & P.ovf_sat));
+        c_ovf -= (vu)((is_inf & ~P.inf_sat) | (ovf & ~P.ovf_sat));
+        if (gflags)
+            gflags[g] |= (unsigned char)((unsigned)!all_lanes(~(is_inf | ovf)) + 2u * (unsigned)!all_lanes(~flushed));
+
+        if (codes) {
+            vu sgn = neg << P.sign_shift;
+            sgn &= ~(vu)magzero | P.negzero_keep;
+            vu code = sgn | mag;
+            code = SEL((vu)ovf, SEL((vu)negm, uz + P.ovf_code[1], uz + P.ovf_code[0]), code);
+            code = SEL((vu)is_inf, SEL((vu)negm, uz + P.inf_code[1], uz + P.inf_code[0]), code);
+            code = SEL((vu)is_nan, SEL((vu)negm, uz + P.nan_code[1], uz + P.nan_code[0]), code);
+            store_codes(codes, code_bytes, i, code);
+        }
+        if (out) {
+            /* value = k * 2^qe, qe = max(e, emin) - mbits >= -136 */
+            vi qe = e + d - P.mbits;
+            vu p2 = SEL((vu)(qe >= -126), (vu)(qe + 127) << 23, (vu)ones << (vu)(qe + 149));
+            p2 = SEL((vu)(qe >= -126), p2, SEL((vu)(qe >= -149), p2, (vu)zero));
+            vf mv = __builtin_convertvector((vi)k, vf) * (vf)p2;
+            vu bits = (vu)mv;
+            bits |= (neg << 31) & (~(vu)magzero | P.negzero_keep);
+            bits = SEL((vu)ovf, SEL((vu)negm, uz + P.ovf_val[1], uz + P.ovf_val[0]), bits);
+            bits = SEL((vu)is_inf, SEL((vu)negm, uz + P.inf_val[1], uz + P.inf_val[0]), bits);
+            bits = SEL((vu)is_nan, SEL((vu)negm, uz + P.nan_val[1], uz + P.nan_val[0]), bits);
+            vf o = (vf)bits * scale_inv;
+            memcpy(out + i, &o, sizeof o);
+        }
+    }
+    vu cs[6] = {c_flush, c_sub, c_round, c_sat, c_ovf, c_nan};
+    for (int c = 0; c < 6; c++)
+        for (int l = 0; l < VL; l++)
+            acc[c] += cs[c][l];
+}
+

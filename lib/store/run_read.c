@@ -1,0 +1,982 @@
+/*
+ * run_read.c — loading run files (fp8_store.h): whole, or a selection of
+ * tensors and steps; also while their writer runs (SWMR) or after it died.
+ */
+#include <fnmatch.h>
+#include <hdf5.h>
+#include <unistd.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chunkread.h"
+#include "fp8_file.h"
+#include "fp8_ranks.h"
+#include "bigmem.h"
+#include "datasets.h"
+
+/* Open a run file for reading: SWMR first (a writer may be running or have
+ * died), plain read-only else.  HDF5 retries a metadata read whose checksum
+ * fails up to 100 times by default in SWMR mode, with delays doubling up to
+ * an hour — on a damaged file that is a hang of hours.  A writer's flush
+ * makes a checksum fail for an instant at most, so a few attempts do. */
+#define METADATA_READ_ATTEMPTS 4
+static int open_failed_truncated(void);
+/* *truncated (may be NULL): the open failed because the file is shorter
+ * than its superblock says (read off HDF5's error stack at once: the next
+ * HDF5 call clears it) */
+static hid_t open_run_file_why(const char *path, int *truncated)
+{
+    if (truncated)
+        *truncated = 0;
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl >= 0) {
+        H5Pset_metadata_read_attempts(fapl, METADATA_READ_ATTEMPTS);
+        H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG); /* closing the file closes what a failed read left open */
+    }
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl >= 0 ? fapl : H5P_DEFAULT);
+    if (f < 0 && truncated)
+        *truncated = open_failed_truncated();
+    if (f < 0)
+        f = H5Fopen(path, H5F_ACC_RDONLY, fapl >= 0 ? fapl : H5P_DEFAULT);
+    if (f < 0 && truncated && !*truncated)
+        *truncated = open_failed_truncated();
+    if (fapl >= 0)
+        H5Pclose(fapl);
+    return f;
+}
+
+static hid_t open_run_file(const char *path) { return open_run_file_why(path, NULL); }
+
+/* Whether HDF5's error stack (after a failed open) says the file is shorter
+ * than its superblock's end-of-file address: a copy or download cut short. */
+static herr_t truncated_cb(unsigned n, const H5E_error2_t *e, void *flag)
+{
+    (void)n;
+    if (e && e->desc && strstr(e->desc, "truncated"))
+        *(int *)flag = 1;
+    return 0;
+}
+
+static int open_failed_truncated(void)
+{
+    int flag = 0;
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, truncated_cb, &flag);
+    return flag;
+}
+
+/* Rows of an open dataset as the writer's latest flush left them (SWMR:
+ * refreshed first; one handle per dataset, HDF5 1.10 mishandles a refresh
+ * through a second one). */
+static hsize_t rows_of(hid_t d)
+{
+    H5Drefresh(d);
+    hid_t sp = H5Dget_space(d);
+    hsize_t dims[2] = {0, 0};
+    H5Sget_simple_extent_dims(sp, dims, NULL);
+    H5Sclose(sp);
+    return dims[0];
+}
+
+/* The rows of dataset `name` now; HSIZE_UNDEF when it is missing. */
+static hsize_t rows_now(hid_t file, const char *name)
+{
+    hid_t d = H5Dopen2(file, name, H5P_DEFAULT);
+    if (d < 0)
+        return HSIZE_UNDEF;
+    hsize_t n = rows_of(d);
+    H5Dclose(d);
+    return n;
+}
+
+/* The first rows of a 1-D dataset: all of them, or at most `limit` (a count
+ * taken earlier: a reader following a live writer reads what refers to the
+ * registries before the registries, see load). */
+static int read_upto(hid_t file, const char *name, hid_t memtype, size_t elem, void **out, size_t *n, hsize_t limit)
+{
+    hid_t d = H5Dopen2(file, name, H5P_DEFAULT);
+    if (d < 0)
+        return -1;
+    hsize_t have = rows_of(d), want = have < limit ? have : limit;
+    *n = (size_t)want;
+    *out = calloc(*n ? *n : 1, elem);
+    herr_t e = *out ? 0 : -1;
+    if (!e && want) {
+        hid_t fs = H5Dget_space(d), ms = H5Screate_simple(1, &want, NULL);
+        hsize_t start = 0;
+        e = H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, NULL, &want, NULL);
+        if (e >= 0)
+            e = H5Dread(d, memtype, ms, fs, H5P_DEFAULT, *out);
+        H5Sclose(ms), H5Sclose(fs);
+    }
+    H5Dclose(d);
+    return e < 0 ? -1 : 0;
+}
+
+static int read_all(hid_t file, const char *name, hid_t memtype, size_t elem, void **out, size_t *n)
+{
+    return read_upto(file, name, memtype, elem, out, n, HSIZE_UNDEF);
+}
+
+static char *read_str_attr(hid_t obj, const char *name)
+{
+    hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
+    if (a < 0)
+        return NULL;
+    hid_t t = H5Aget_type(a);
+    char *v = NULL;
+    if (H5Tget_class(t) == H5T_STRING && !H5Tis_variable_str(t)) {
+        size_t sz = H5Tget_size(t);
+        v = calloc(sz + 1, 1);
+        if (v && H5Aread(a, t, v) < 0) {
+            free(v);
+            v = NULL;
+        }
+    }
+    H5Tclose(t);
+    H5Aclose(a);
+    return v;
+}
+
+/* The file a reader opens for path: rank 0's when path is a multi-rank
+ * index (*nranks its ranks; 0 otherwise), path itself else; NULL with a
+ * message when the index is bad or rank 0's name does not fit in buf. */
+static const char *run_file_of(const char *path, char *buf, size_t cap, int *nranks)
+{
+    *nranks = fp8_ranks_of(path);
+    if (*nranks < 0)
+        return NULL;
+    if (*nranks == 0)
+        return path;
+    if (fp8_rank_path(path, 0, buf, cap) != 0) {
+        FP8_ERROR(FP8_EINVAL, "%s: path too long", path);
+        return NULL;
+    }
+    return buf;
+}
+
+int fp8_run_writer_open(const char *path)
+{
+    if (!path || fp8_file_regular(path) != FP8_OK)
+        return -1; /* (a FIFO would block the open below) */
+    /* an index: its rank 0's writer (the index itself is written once, closed) */
+    char rank0[1024];
+    int nr;
+    const char *rp = run_file_of(path, rank0, sizeof rank0, &nr);
+    if (rp)
+        path = rp;
+    quiet q;
+    quiet_on(&q);
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl >= 0)
+        H5Pset_metadata_read_attempts(fapl, METADATA_READ_ATTEMPTS);
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, fapl >= 0 ? fapl : H5P_DEFAULT);
+    int st = 0;
+    if (f >= 0)
+        H5Fclose(f);
+    else {
+        hid_t g = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl >= 0 ? fapl : H5P_DEFAULT);
+        st = g >= 0 ? 1 : -1;
+        if (g >= 0)
+            H5Fclose(g);
+    }
+    if (fapl >= 0)
+        H5Pclose(fapl);
+    quiet_off(&q);
+    return st;
+}
+
+const char *fp8_run_meta(const fp8_run *r, const char *key)
+{
+    for (int i = 0; r && i < r->nmeta; i++)
+        if (strcmp(r->meta_key[i], key) == 0)
+            return r->meta_value[i];
+    return NULL;
+}
+
+void fp8_run_free(fp8_run *r)
+{
+    if (!r)
+        return;
+    for (int i = 0; i < r->nmeta; i++)
+        free(r->meta_value[i]);
+    free(r->meta_key);
+    free(r->meta_value);
+    free(r->tensor_name);
+    free(r->tensor_role);
+    free(r->tensor_layer);
+    free(r->recipe_spec);
+    free(r->scalar_name);
+    free(r->records);
+    free(r->summaries);
+    free(r->scalar_id);
+    free(r->scalar_step);
+    free(r->scalar_value);
+    free(r->snapshots);
+    free(r->steps);
+    free(r->block_amax);
+    free(r);
+}
+
+static herr_t meta_cb(hid_t loc, const char *name, const H5A_info_t *info, void *op)
+{
+    (void)info;
+    fp8_run *r = op;
+    char *v = read_str_attr(loc, name);
+    if (!v)
+        return 0;
+    void *k = realloc(r->meta_key, (size_t)(r->nmeta + 1) * sizeof *r->meta_key);
+    void *vv = k ? realloc(r->meta_value, (size_t)(r->nmeta + 1) * sizeof *r->meta_value) : NULL;
+    if (k)
+        r->meta_key = k;
+    if (!k || !vv) {
+        free(v);
+        return -1;
+    }
+    r->meta_value = vv;
+    snprintf(r->meta_key[r->nmeta], FP8_NAME_MAX, "%s", name);
+    r->meta_value[r->nmeta++] = v;
+    return 0;
+}
+
+/* Rows [start, start + count) of a 1-D or 2-D dataset (already open):
+ * inflated on two threads when chunkread.c can, else through H5Dread. */
+static int read_rows(hid_t d, hid_t memtype, hsize_t start, hsize_t count, hsize_t width, void *out)
+{
+    if (fp8__read_rows_parallel(d, memtype, start, count, width, out) == 0)
+        return 0;
+    int rank = width ? 2 : 1;
+    hsize_t st[2] = {start, 0}, cnt[2] = {count, width};
+    hid_t fs = H5Dget_space(d), ms = H5Screate_simple(rank, cnt, NULL);
+    herr_t e = H5Sselect_hyperslab(fs, H5S_SELECT_SET, st, NULL, cnt, NULL);
+    if (e >= 0)
+        e = H5Dread(d, memtype, ms, fs, H5P_DEFAULT, out);
+    H5Sclose(ms), H5Sclose(fs);
+    return e < 0 ? -1 : 0;
+}
+
+/* The statistics a summary keeps (U = uint64, D = double). */
+#define SUMMARY_FIELDS(U, D)                                                                                 \
+    U(numel) U(finite) U(nan_count) U(inf_count) U(zero_count) U(overflows) U(underflows) U(subnormals)     \
+    U(nscales) U(nblocks) U(blocks_with_overflow) U(blocks_with_underflow) D(amax) D(std) D(l2) D(kurtosis)              \
+    D(min_nonzero) D(dynamic_range) D(rel_err) D(sqnr_db) D(mse) D(scale) D(scale_inv) D(scale_inv_min)       \
+    D(scale_inv_max) D(max_block_dynamic_range)
+
+static void summarize(const disk_record *d, uint64_t row, fp8_summary *o)
+{
+    o->te_overflows = d->te_overflows;
+    o->tensor = d->tensor, o->recipe = d->recipe, o->step = d->step, o->active = d->active, o->row = row;
+    o->hist_row = d->hist;
+    o->rows = d->rows, o->cols = d->cols;
+#define CP(f) o->f = d->f;
+    SUMMARY_FIELDS(CP, CP)
+#undef CP
+}
+
+static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_min, int64_t step_max, int lean,
+                     int no_index);
+
+/* Schema 3: the every-step rows and the block-amax index, kept for the
+ * tensors and steps selected; an index naming a tensor or recipe the file
+ * does not have is an error naming the dataset and row. */
+/* lim_steps, lim_bix: the rows of /steps and /block_amax_index counted
+ * before the registries were read (load) */
+static int load_series(hid_t file, fp8_run *r, const unsigned char *keep, int64_t step_min, int64_t step_max,
+                       hsize_t lim_steps, hsize_t lim_bix)
+{
+    void *rows = NULL, *bix = NULL;
+    size_t n = 0, nb = 0;
+    hid_t st = fp8__step_type(), bt = fp8__bamax_type();
+    /* /steps can hold millions of rows: inflated on two threads */
+    hid_t ds = H5Dopen2(file, "steps", H5P_DEFAULT);
+    int bad = ds < 0;
+    if (!bad) {
+        hsize_t have = rows_of(ds);
+        n = (size_t)(have < lim_steps ? have : lim_steps);
+        rows = n <= SIZE_MAX / sizeof(disk_step) ? fp8__malloc_big((n ? n : 1) * sizeof(disk_step)) : NULL;
+        bad = !rows || (n && read_rows(ds, st, 0, n, 0, rows) != 0);
+        H5Dclose(ds);
+    }
+    bad = bad || read_upto(file, "block_amax_index", bt, sizeof(disk_bamax), &bix, &nb, lim_bix);
+    H5Tclose(st), H5Tclose(bt);
+    uint64_t len_bam = 0;
+    hid_t dba = bad ? -1 : H5Dopen2(file, "block_amax", H5P_DEFAULT);
+    if (dba >= 0) {
+        len_bam = (uint64_t)rows_of(dba);
+        H5Dclose(dba);
+    } else
+        bad = 1;
+    if (bad) {
+        free(rows), free(bix);
+        return FP8_ERROR(FP8_EINVAL, "%s: /steps or /block_amax_index is missing or unreadable", r->path);
+    }
+    r->steps = fp8__calloc_big(n + 1, sizeof *r->steps);
+    r->block_amax = malloc((nb + 1) * sizeof *r->block_amax);
+    if (!r->steps || !r->block_amax) {
+        free(rows), free(bix);
+        return FP8_ERROR(FP8_ENOMEM, "%s: out of memory for %zu step rows", r->path, n);
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const disk_step *d = (const disk_step *)rows + i;
+        if (d->step < 0 || d->step > FP8_STEP_MAX) {
+            int e = FP8_ERROR(FP8_EINVAL, "%s: /steps row %zu: step %lld is outside 0..2^62", r->path, i,
+                              (long long)d->step);
+            free(rows), free(bix);
+            return e;
+        }
+        if (d->tensor >= (uint32_t)r->ntensors || d->recipe >= (uint32_t)r->nrecipes) {
+            int e = FP8_ERROR(FP8_EINVAL, "%s: /steps row %zu names tensor %u and recipe %u; the file has %d and %d",
+                              r->path, i, d->tensor, d->recipe, r->ntensors, r->nrecipes);
+            free(rows), free(bix); /* d points into rows: the message first */
+            return e;
+        }
+        if (!keep[d->tensor] || d->step < step_min || d->step > step_max)
+            continue;
+        fp8_step_row *o = &r->steps[k++];
+        o->tensor = d->tensor, o->recipe = d->recipe, o->step = d->step, o->amax = d->amax, o->scale = d->scale;
+        o->nonfinite = d->nonfinite, o->active = d->active;
+    }
+    r->nsteps = k;
+    k = 0;
+    for (size_t i = 0; i < nb; i++) {
+        const disk_bamax *d = (const disk_bamax *)bix + i;
+        uint64_t per_row = d->block ? d->cols / d->block + (d->cols % d->block != 0) : 0;
+        if (d->tensor >= (uint32_t)r->ntensors || !d->block || !d->rows || !d->cols || d->rows > UINT64_MAX / per_row ||
+            d->step < 0 || d->step > FP8_STEP_MAX ||
+            d->count != d->rows * per_row || d->offset > len_bam || d->count > len_bam - d->offset) {
+            int e = FP8_ERROR(FP8_EINVAL,
+                              "%s: /block_amax_index row %zu is inconsistent (tensor %u, %llux%llu, block %u, count %llu "
+                              "at %llu of %llu)",
+                              r->path, i, d->tensor, (unsigned long long)d->rows, (unsigned long long)d->cols, d->block,
+                              (unsigned long long)d->count, (unsigned long long)d->offset, (unsigned long long)len_bam);
+            free(rows), free(bix); /* d points into bix: the message first */
+            return e;
+        }
+        if (!keep[d->tensor] || d->step < step_min || d->step > step_max)
+            continue;
+        fp8_block_amax *o = &r->block_amax[k++];
+        o->tensor = d->tensor, o->step = d->step, o->rows = d->rows, o->cols = d->cols, o->block = d->block;
+        o->offset = d->offset, o->count = d->count;
+    }
+    r->nblock_amax = k;
+    free(rows), free(bix);
+    return 0;
+}
+
+fp8_run *fp8_run_load(const char *path) { return load(path, NULL, INT64_MIN, INT64_MAX, 0, 0); }
+
+fp8_run *fp8_run_load_filtered(const char *path, const char *tensor_pattern, int64_t step_min, int64_t step_max)
+{
+    return load(path, tensor_pattern, step_min, step_max, 0, 0);
+}
+
+fp8_run *fp8_run_load_summary(const char *path, const char *tensor_pattern)
+{
+    return load(path, tensor_pattern, INT64_MIN, INT64_MAX, 1, 0);
+}
+
+fp8_run *fp8_run_load_series(const char *path) { return load(path, NULL, INT64_MIN, INT64_MAX, 2, 0); }
+
+fp8_run *fp8_run_load_rank(const char *index, int rank, int nranks)
+{
+    char rp[1100], iid[FP8_RUN_ID_LEN + 1];
+    if (!index || rank < 0 || fp8_rank_path(index, rank, rp, sizeof rp) != 0) {
+        FP8_ERROR(FP8_EINVAL, "%s: path too long", index ? index : "(null)");
+        return NULL;
+    }
+    if (fp8_ranks_run_id(index, iid) != 0) {
+        FP8_ERROR(FP8_EIO, "%s: cannot read the index", index);
+        return NULL;
+    }
+    fp8_run *run = load(rp, NULL, INT64_MIN, INT64_MAX, 2, 1);
+    if (!run)
+        return NULL;
+    const char *mr = fp8_run_meta(run, "mpi_rank"), *mw = fp8_run_meta(run, "mpi_world_size");
+    char want_r[16], want_w[16];
+    snprintf(want_r, sizeof want_r, "%d", rank);
+    snprintf(want_w, sizeof want_w, "%d", nranks);
+    if (!mr || !mw || strcmp(mr, want_r) != 0 || strcmp(mw, want_w) != 0) {
+        FP8_ERROR(FP8_EINVAL, "%s: its /meta says rank %s of %s, the index says rank %d of %d", rp, mr ? mr : "(none)",
+                  mw ? mw : "(none)", rank, nranks);
+        fp8_run_free(run);
+        return NULL;
+    }
+    if (iid[0] && strcmp(iid, run->run_id) != 0) {
+        FP8_ERROR(FP8_EINVAL, "%s belongs to another run than its index %s (run id %s, the index's %s): a rank file "
+                              "of another run, or a copy; refused",
+                  rp, index, run->run_id[0] ? run->run_id : "(none)", iid);
+        fp8_run_free(run);
+        return NULL;
+    }
+    return run;
+}
+
+/* Largest tensor a snapshot may describe (elements): far past any real one,
+ * and small enough that rows * cols * 4 cannot wrap. */
+#define SNAPSHOT_MAX_ELEMENTS (UINT64_C(1) << 40)
+
+/* Why snapshot index row d cannot be trusted, or NULL: its tensor and
+ * recipe exist, its shape is non-empty without overflow, its code width is
+ * the recipe's format's, its group count is the recipe's for that shape,
+ * and its data lie inside the datasets. */
+static const char *snapshot_row_bad(const disk_snap *d, const fp8_run *r, uint64_t len_data, uint64_t len_codes,
+                                    uint64_t len_scales)
+{
+    if (d->tensor >= (uint32_t)r->ntensors)
+        return "tensor index past /tensors";
+    if (!d->rows || !d->cols || d->rows > SNAPSHOT_MAX_ELEMENTS / d->cols)
+        return "shape empty or too large (rows x cols)";
+    uint64_t n = d->rows * d->cols;
+    if (d->recipe < 0) {
+        if (d->offset > len_data || n > len_data - d->offset)
+            return "float32 values past the end of /snapshot_data";
+        return NULL;
+    }
+    if (d->recipe >= r->nrecipes)
+        return "recipe index past /recipes";
+    fp8_recipe rec;
+    if (fp8_recipe_parse(r->recipe_spec[d->recipe], &rec) != FP8_OK)
+        return "its recipe spec does not parse";
+    fp8_recipe_for_role(&rec, (fp8_role)r->tensor_role[d->tensor]);
+    const fp8_format *f = fp8_recipe_format(&rec, (fp8_role)r->tensor_role[d->tensor]);
+    if (!f || d->code_bytes != f->code_bytes)
+        return "code_bytes is not its format's code width";
+    if (d->nscales != fp8_quantize_ngroups(&rec, (size_t)d->rows, (size_t)d->cols))
+        return "nscales is not its recipe's number of groups for the shape";
+    uint64_t nb = n * (uint64_t)d->code_bytes;
+    if (d->codes_offset > len_codes || nb > len_codes - d->codes_offset)
+        return "codes past the end of /snapshot_codes";
+    if (d->scales_offset > len_scales || d->nscales > len_scales - d->scales_offset)
+        return "scales past the end of /snapshot_scales";
+    return NULL;
+}
+
+static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_min, int64_t step_max, int lean,
+                     int no_index)
+{
+    /* a multi-rank index: rank 0's file is the run (no_index: path is a rank
+     * file, which must not be an index itself) */
+    const char *index = path;
+    char rank0[1024];
+    int nranks;
+    if (!path) {
+        FP8_ERROR(FP8_EINVAL, "no run file given");
+        return NULL;
+    }
+    if (access(path, F_OK) == 0 && fp8_file_regular(path) != FP8_OK)
+        return NULL; /* a FIFO, a device, a directory: refused before anything opens it */
+    path = run_file_of(index, rank0, sizeof rank0, &nranks);
+    if (!path)
+        return NULL;
+    if (no_index && nranks) {
+        FP8_ERROR(FP8_EINVAL, "%s: a rank file that is itself a rank index: refused, not followed", index);
+        return NULL;
+    }
+    if (nranks && access(path, F_OK) == 0 && fp8_file_regular(path) != FP8_OK)
+        return NULL;
+    quiet q;
+    quiet_on(&q);
+    fp8_run *r = NULL;
+    hid_t file = -1;
+    void *tens = NULL, *recs = NULL, *names = NULL, *records = NULL, *exph = NULL, *sch = NULL, *scal = NULL;
+    void *snaps = NULL;
+    hid_t drec = -1, dexp = -1, dsch = -1;
+    size_t nt, nr, nn, nrec, ne, ns, nsc, nsnap;
+    if (H5Fis_hdf5(path) <= 0) {
+        FILE *f = fopen(path, "rb");
+        if (!f && nranks)
+            FP8_ERROR(FP8_EIO, "%s: cannot open rank 0's file %s", index, path);
+        else if (!f)
+            FP8_ERROR(FP8_EIO, "%s: cannot open", path);
+        else {
+            fclose(f);
+            FP8_ERROR(FP8_EINVAL, "%s: not an HDF5 file (or a damaged one)", path);
+        }
+        goto done;
+    }
+    int truncated;
+    file = open_run_file_why(path, &truncated);
+    if (file < 0) {
+        if (truncated)
+            FP8_ERROR(FP8_EIO, "%s: truncated: the file is shorter than its HDF5 header says (a copy or transfer cut "
+                               "short?); nothing can be read from it", path);
+        else
+            FP8_ERROR(FP8_EIO, "%s: HDF5 cannot open it (damaged?)", path);
+        goto done;
+    }
+    char *ver = read_str_attr(file, "fp8prof_schema");
+    if (!ver) {
+        FP8_ERROR(FP8_EINVAL, "%s: an HDF5 file, but not an fp8prof run (no fp8prof_schema attribute)", path);
+        goto done;
+    }
+    int schema = atoi(ver);
+    free(ver);
+    if (schema < 1 || schema > FP8_STORE_SCHEMA) {
+        FP8_ERROR(FP8_EINVAL, "%s: schema version %d; this fp8prof reads up to %d (upgrade fp8prof)", path, schema,
+                  FP8_STORE_SCHEMA);
+        goto done;
+    }
+    r = calloc(1, sizeof *r);
+    if (!r) {
+        FP8_ERROR(FP8_ENOMEM, "%s: out of memory", path);
+        goto done;
+    }
+    r->schema = schema;
+    snprintf(r->path, sizeof r->path, "%s", path); /* (messages below name it) */
+    {
+        char *id = read_str_attr(file, "fp8prof_run_id");
+        if (id && fp8_store_run_id_ok(id))
+            snprintf(r->run_id, sizeof r->run_id, "%s", id);
+        free(id);
+    }
+    if (nranks) { /* rank 0's file must be the index's */
+        char iid[FP8_RUN_ID_LEN + 1];
+        if (fp8_ranks_run_id(index, iid) == 0 && iid[0] && strcmp(iid, r->run_id) != 0) {
+            FP8_ERROR(FP8_EINVAL, "%s belongs to another run than its index %s (run id %s, the index's %s): refused",
+                      path, index, r->run_id[0] ? r->run_id : "(none)", iid);
+            fp8_run_free(r);
+            r = NULL;
+            goto done;
+        }
+    }
+    hid_t tt = fp8__tensor_type(), rt = fp8__recipe_type(), nmt = fp8__name_type(), rct = fp8__record_type(schema),
+          st = fp8__scalar_type(),
+          snt = fp8__snap_type();
+    /* A writer flushes the registries (tensors, recipes, names) before the
+     * rows that refer to them, and histograms and data before their records
+     * and indexes; a reader following it live counts in the other order —
+     * the referring rows first, then what they refer to — so every row it
+     * reads refers to rows it reads too (a flush between two counts adds
+     * rows to what is counted later). */
+    drec = H5Dopen2(file, "records", H5P_DEFAULT);
+    nrec = drec >= 0 ? rows_of(drec) : 0;
+    hsize_t lim_scal = rows_now(file, "scalars"), lim_snap = rows_now(file, "snapshot_index");
+    hsize_t lim_steps = rows_now(file, "steps"), lim_bix = rows_now(file, "block_amax_index");
+    dexp = H5Dopen2(file, "exp_hist", H5P_DEFAULT);
+    dsch = H5Dopen2(file, "scale_hist", H5P_DEFAULT);
+    ne = dexp >= 0 ? rows_of(dexp) : 0, ns = dsch >= 0 ? rows_of(dsch) : 0;
+    int bad = read_all(file, "tensors", tt, sizeof(disk_tensor), &tens, &nt) ||
+              read_all(file, "recipes", rt, sizeof(disk_recipe), &recs, &nr) ||
+              read_all(file, "scalar_names", nmt, sizeof(disk_name), &names, &nn) ||
+              read_upto(file, "scalars", st, sizeof(disk_scalar), &scal, &nsc, lim_scal) ||
+              read_upto(file, "snapshot_index", snt, sizeof(disk_snap), &snaps, &nsnap, lim_snap);
+    H5Tclose(tt), H5Tclose(rt), H5Tclose(nmt), H5Tclose(st), H5Tclose(snt);
+    /* records per read: larger when the histograms are not held beside them */
+    const size_t SLAB = lean ? 65536 : 4096;
+    records = malloc(SLAB * sizeof(disk_record));
+    if (!lean) {
+        exph = malloc(SLAB * FP8_EXP_BINS * sizeof(uint64_t));
+        sch = malloc(SLAB * FP8_SCALE_BINS * sizeof(uint64_t));
+    }
+    bad = bad || drec < 0 || dexp < 0 || dsch < 0;
+    if (!bad && (!records || (!lean && (!exph || !sch)))) {
+        FP8_ERROR(FP8_ENOMEM, "%s: out of memory", path);
+        H5Tclose(rct);
+        fp8_run_free(r);
+        r = NULL;
+        goto done;
+    }
+    if (bad) {
+        H5Tclose(rct);
+        FP8_ERROR(FP8_EINVAL, "%s: a dataset of the run is missing or unreadable", path);
+        fp8_run_free(r);
+        r = NULL;
+        goto done;
+    }
+    hid_t meta = H5Gopen2(file, "meta", H5P_DEFAULT);
+    if (meta >= 0) {
+        hsize_t idx = 0;
+        H5Aiterate2(meta, H5_INDEX_NAME, H5_ITER_INC, &idx, meta_cb, r);
+        H5Gclose(meta);
+    }
+    /* a reader may catch the histograms a flush ahead of the records (and,
+     * schema 2, a record whose shared exponent histogram is not there yet:
+     * skipped below) */
+    if (ns < nrec)
+        nrec = ns;
+    if (schema < 2 && ne < nrec)
+        nrec = ne;
+    if (lean == 2)
+        nrec = 0; /* the series only */
+    r->ntensors = (int)nt;
+    r->tensor_name = calloc(nt + 1, FP8_NAME_MAX);
+    r->tensor_role = calloc(nt + 1, sizeof(int));
+    r->tensor_layer = calloc(nt + 1, sizeof(int));
+    r->nrecipes = (int)nr;
+    r->recipe_spec = calloc(nr + 1, FP8_SPEC_MAX);
+    r->nscalar_names = (int)nn;
+    r->scalar_name = calloc(nn + 1, FP8_NAME_MAX);
+    r->nrecords = nrec;
+    if (lean)
+        r->summaries = fp8__calloc_big(nrec + 1, sizeof *r->summaries);
+    else
+        r->records = fp8__calloc_big(nrec + 1, sizeof *r->records);
+    r->nscalars = nsc;
+    r->scalar_id = calloc(nsc + 1, sizeof *r->scalar_id);
+    r->scalar_step = calloc(nsc + 1, sizeof *r->scalar_step);
+    r->scalar_value = calloc(nsc + 1, sizeof *r->scalar_value);
+    if (!r->tensor_name || !r->tensor_role || !r->tensor_layer || !r->recipe_spec || !r->scalar_name ||
+        !(lean ? (void *)r->summaries : (void *)r->records) || !r->scalar_id || !r->scalar_step || !r->scalar_value) {
+        FP8_ERROR(FP8_ENOMEM, "%s: out of memory", path);
+        fp8_run_free(r);
+        r = NULL;
+        goto done;
+    }
+    for (size_t i = 0; i < nt; i++) {
+        const disk_tensor *d = (const disk_tensor *)tens + i;
+        memcpy(r->tensor_name[i], d->name, FP8_NAME_MAX);
+        r->tensor_name[i][FP8_NAME_MAX - 1] = 0;
+        r->tensor_role[i] = d->role, r->tensor_layer[i] = d->layer;
+        if (d->layer < -1 || d->layer > FP8_LAYER_MAX || d->role < 0 || d->role >= FP8_NROLE) {
+            FP8_ERROR(FP8_EINVAL, "%s: /tensors row %zu: %s %d is outside %s", path, i,
+                      d->role < 0 || d->role >= FP8_NROLE ? "role" : "layer",
+                      d->role < 0 || d->role >= FP8_NROLE ? d->role : d->layer,
+                      d->role < 0 || d->role >= FP8_NROLE ? "0..4" : "-1..2^20");
+            fp8_run_free(r);
+            r = NULL;
+            goto done;
+        }
+    }
+    for (size_t i = 0; i < nr; i++) {
+        memcpy(r->recipe_spec[i], ((const disk_recipe *)recs)[i].spec, FP8_SPEC_MAX);
+        r->recipe_spec[i][FP8_SPEC_MAX - 1] = 0;
+    }
+    for (size_t i = 0; i < nn; i++) {
+        memcpy(r->scalar_name[i], ((const disk_name *)names)[i].name, FP8_NAME_MAX);
+        r->scalar_name[i][FP8_NAME_MAX - 1] = 0;
+    }
+    /* tensors the pattern keeps */
+    unsigned char *keep = calloc(nt + 1, 1);
+    if (!keep) {
+        FP8_ERROR(FP8_ENOMEM, "%s: out of memory", path);
+        fp8_run_free(r);
+        r = NULL;
+        goto done;
+    }
+    for (size_t i = 0; i < nt; i++)
+        keep[i] = !tensor_pattern || fnmatch(tensor_pattern, r->tensor_name[i], 0) == 0;
+    size_t kept = 0;
+    uint64_t hbase = 0, hcnt = 0; /* the /exp_hist rows held in exph */
+    for (size_t i = 0; i < nrec; i++) {
+        size_t k = i % SLAB;
+        if (k == 0) {
+            hsize_t cnt = nrec - i < SLAB ? nrec - i : SLAB;
+            int bad_read = read_rows(drec, rct, i, cnt, 0, records);
+            for (size_t j = 0; !bad_read && schema < 2 && j < cnt; j++)
+                ((disk_record *)records)[j].hist = i + j; /* schema 1: one histogram row per record */
+            for (size_t j = 0; !bad_read && schema < 3 && j < cnt; j++)
+                ((disk_record *)records)[j].te_overflows = UINT64_MAX; /* not recorded before schema 3 */
+            if (!bad_read && !lean) {
+                /* the slab's histograms: rows from its first record's on */
+                hbase = ((disk_record *)records)[0].hist;
+                hcnt = hbase < ne ? (ne - hbase < SLAB ? ne - hbase : SLAB) : 0;
+                bad_read = (hcnt && read_rows(dexp, H5T_NATIVE_UINT64, hbase, hcnt, FP8_EXP_BINS, exph)) ||
+                           read_rows(dsch, H5T_NATIVE_UINT64, i, cnt, FP8_SCALE_BINS, sch);
+            }
+            if (bad_read) {
+                FP8_ERROR(FP8_EIO, "%s: cannot read records %zu..%zu", path, i, i + (size_t)cnt - 1);
+                free(keep);
+                fp8_run_free(r);
+                r = NULL;
+                H5Tclose(rct);
+                goto done;
+            }
+        }
+        const disk_record *d = (const disk_record *)records + k;
+        if (d->step < 0 || d->step > FP8_STEP_MAX) {
+            FP8_ERROR(FP8_EINVAL, "%s: /records row %zu: step %lld is outside 0..2^62", path, i, (long long)d->step);
+            free(keep);
+            fp8_run_free(r);
+            r = NULL;
+            H5Tclose(rct);
+            goto done;
+        }
+        if (d->tensor >= nt || d->recipe >= nr) {
+            /* registries are flushed before records: an index past them is damage, not a live writer */
+            FP8_ERROR(FP8_EINVAL, "%s: /records row %zu names %s %u; the file has %zu", path, i,
+                      d->tensor >= nt ? "tensor" : "recipe", d->tensor >= nt ? d->tensor : d->recipe,
+                      d->tensor >= nt ? nt : nr);
+            free(keep);
+            fp8_run_free(r);
+            r = NULL;
+            H5Tclose(rct);
+            goto done;
+        }
+        if (!keep[d->tensor] || d->step < step_min || d->step > step_max || d->hist >= ne)
+            continue;
+        if (lean) {
+            summarize(d, i, &r->summaries[kept++]);
+            continue;
+        }
+        fp8_record *o = &r->records[kept++];
+        o->tensor = d->tensor, o->recipe = d->recipe, o->step = d->step, o->active = d->active;
+        o->rows = d->rows, o->cols = d->cols;
+        memcpy(o->stats.classes.n, d->classes, sizeof d->classes);
+        char fmt[sizeof d->format + 1];
+        memcpy(fmt, d->format, sizeof d->format);
+        fmt[sizeof d->format] = 0; /* the file's bytes need not end in NUL */
+        o->stats.format = fp8_format_find(fmt, NULL);
+#define CP(f) o->stats.f = d->f;
+        STAT_FIELDS(CP, CP)
+#undef CP
+        o->stats.te_overflows = d->te_overflows;
+        if (d->hist >= hbase && d->hist - hbase < hcnt)
+            memcpy(o->stats.exp_hist, (const uint64_t *)exph + (d->hist - hbase) * FP8_EXP_BINS,
+                   sizeof o->stats.exp_hist);
+        memcpy(o->stats.scale_hist, (const uint64_t *)sch + k * FP8_SCALE_BINS, sizeof o->stats.scale_hist);
+    }
+    H5Tclose(rct);
+    r->nrecords = kept;
+    for (size_t i = 0; i < nsc; i++) {
+        const disk_scalar *d = (const disk_scalar *)scal + i;
+        if (d->id >= nn || d->step < 0 || d->step > FP8_STEP_MAX) {
+            if (d->id >= nn)
+                FP8_ERROR(FP8_EINVAL, "%s: /scalars row %zu names scalar %u; the file has %zu names", path, i, d->id, nn);
+            else
+                FP8_ERROR(FP8_EINVAL, "%s: /scalars row %zu: step %lld is outside 0..2^62", path, i, (long long)d->step);
+            free(keep);
+            fp8_run_free(r);
+            r = NULL;
+            goto done;
+        }
+        r->scalar_id[i] = d->id, r->scalar_step[i] = d->step, r->scalar_value[i] = d->value;
+    }
+    /* the snapshot datasets' lengths, to check every index row against */
+    uint64_t len_data = 0, len_codes = 0, len_scales = 0;
+    {
+        static const char *nm[3] = {"snapshot_data", "snapshot_codes", "snapshot_scales"};
+        uint64_t *lens[3] = {&len_data, &len_codes, &len_scales};
+        for (int k = 0; k < 3; k++) {
+            hid_t ds = H5Dopen2(file, nm[k], H5P_DEFAULT);
+            if (ds >= 0) {
+                *lens[k] = (uint64_t)rows_of(ds);
+                H5Dclose(ds);
+            }
+        }
+    }
+    r->snapshots = calloc(nsnap + 1, sizeof *r->snapshots);
+    if (!r->snapshots) {
+        FP8_ERROR(FP8_ENOMEM, "%s: out of memory", path);
+        fp8_run_free(r);
+        r = NULL;
+        goto done;
+    }
+    size_t ks = 0;
+    for (size_t j = 0; j < nsnap; j++) {
+        const disk_snap *d = (const disk_snap *)snaps + j;
+        const char *why = d->step < 0 || d->step > FP8_STEP_MAX ? "step outside 0..2^62"
+                          : snapshot_row_bad(d, r, len_data, len_codes, len_scales);
+        if (why) {
+            FP8_ERROR(FP8_EINVAL, "%s: /snapshot_index row %zu: %s", path, j, why);
+            free(keep);
+            fp8_run_free(r);
+            r = NULL;
+            goto done;
+        }
+        if (!keep[d->tensor] || d->step < step_min || d->step > step_max)
+            continue;
+        size_t i = ks++;
+        r->snapshots[i].tensor = d->tensor, r->snapshots[i].step = d->step, r->snapshots[i].offset = d->offset;
+        r->snapshots[i].rows = d->rows, r->snapshots[i].cols = d->cols;
+        r->snapshots[i].recipe = d->recipe, r->snapshots[i].code_bytes = d->code_bytes;
+        r->snapshots[i].codes_offset = d->codes_offset, r->snapshots[i].scales_offset = d->scales_offset;
+        r->snapshots[i].nscales = d->nscales;
+    }
+    r->nsnapshots = ks;
+    if (schema >= 3 && load_series(file, r, keep, step_min, step_max, lim_steps, lim_bix) != 0) {
+        free(keep);
+        fp8_run_free(r);
+        r = NULL;
+        goto done;
+    }
+    free(keep);
+    if (nranks) {
+        const char *mr = fp8_run_meta(r, "mpi_rank");
+        if (!mr || strcmp(mr, "0") != 0) {
+            FP8_ERROR(FP8_EINVAL, "%s: rank 0's file of the index %s says its rank is %s: refused", path, index,
+                      mr ? mr : "(none: not a rank file)");
+            fp8_run_free(r);
+            r = NULL;
+            goto done;
+        }
+    }
+    r->nranks = nranks;
+    if (nranks)
+        snprintf(r->index_path, sizeof r->index_path, "%s", index);
+done:
+    if (drec >= 0)
+        H5Dclose(drec);
+    if (dexp >= 0)
+        H5Dclose(dexp);
+    if (dsch >= 0)
+        H5Dclose(dsch);
+    if (file >= 0)
+        H5Fclose(file);
+    free(tens), free(recs), free(names), free(records), free(exph), free(sch), free(scal), free(snaps);
+    quiet_off(&q);
+    return r;
+}
+
+static int read_slice(hid_t file, const char *name, hid_t memtype, hsize_t start, hsize_t count, void *out)
+{
+    hid_t d = H5Dopen2(file, name, H5P_DEFAULT);
+    if (d < 0)
+        return -1;
+    H5Drefresh(d);
+    hid_t fs = H5Dget_space(d), ms = H5Screate_simple(1, &count, NULL);
+    herr_t e = H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, NULL, &count, NULL);
+    if (e >= 0)
+        e = H5Dread(d, memtype, ms, fs, H5P_DEFAULT, out);
+    H5Sclose(ms), H5Sclose(fs), H5Dclose(d);
+    return e < 0 ? -1 : 0;
+}
+
+int fp8_run_block_amax_read(const fp8_run *r, size_t i, float *out)
+{
+    if (!r || i >= r->nblock_amax || !out)
+        return FP8_ERROR(FP8_EINVAL, "block-amax summary %zu does not exist", i);
+    const fp8_block_amax *b = &r->block_amax[i];
+    quiet q;
+    quiet_on(&q);
+    int st = FP8_OK;
+    hid_t file = open_run_file(r->path);
+    if (file < 0)
+        st = FP8_ERROR(FP8_EIO, "%s: cannot open", r->path);
+    else if (read_slice(file, "block_amax", H5T_NATIVE_FLOAT, b->offset, b->count, out) != 0)
+        st = FP8_ERROR(FP8_EIO, "%s: cannot read block-amax summary %zu (rows %llu..%llu of /block_amax)", r->path, i,
+                       (unsigned long long)b->offset, (unsigned long long)(b->offset + b->count - 1));
+    if (file >= 0)
+        H5Fclose(file);
+    quiet_off(&q);
+    return st;
+}
+
+int fp8_run_block_amax_all(const fp8_run *r, float **out, size_t *n)
+{
+    if (!r || !out || !n)
+        return FP8_ERROR(FP8_EINVAL, "fp8_run_block_amax_all: NULL argument");
+    *out = NULL, *n = 0;
+    quiet q;
+    quiet_on(&q);
+    int st = FP8_OK;
+    hid_t file = open_run_file(r->path);
+    hid_t d = file >= 0 ? H5Dopen2(file, "block_amax", H5P_DEFAULT) : -1;
+    if (d < 0) {
+        st = FP8_ERROR(FP8_EIO, "%s: cannot open /block_amax", r->path);
+    } else {
+        hsize_t rows = rows_of(d);
+        float *buf = malloc((size_t)(rows ? rows : 1) * sizeof *buf);
+        if (!buf)
+            st = FP8_ERROR(FP8_ENOMEM, "out of memory for %llu block amaxes", (unsigned long long)rows);
+        else if (rows && read_rows(d, H5T_NATIVE_FLOAT, 0, rows, 0, buf) != 0) {
+            free(buf);
+            st = FP8_ERROR(FP8_EIO, "%s: cannot read /block_amax", r->path);
+        } else
+            *out = buf, *n = (size_t)rows;
+    }
+    if (d >= 0)
+        H5Dclose(d);
+    if (file >= 0)
+        H5Fclose(file);
+    quiet_off(&q);
+    return st;
+}
+
+int fp8_run_snapshot_read(const fp8_run *r, size_t i, float *out)
+{
+    if (!r || i >= r->nsnapshots || !out)
+        return FP8_ERROR(FP8_EINVAL, "snapshot %zu does not exist", i);
+    const fp8_snapshot *sn = &r->snapshots[i];
+    size_t n = (size_t)(sn->rows * sn->cols);
+    fp8_recipe rec;
+    if (sn->recipe >= 0 && (sn->recipe >= r->nrecipes || fp8_recipe_parse(r->recipe_spec[sn->recipe], &rec) != FP8_OK))
+        return FP8_ERROR(FP8_EINVAL, "%s: snapshot %zu names an unknown recipe", r->path, i);
+    quiet q;
+    quiet_on(&q);
+    int st = FP8_OK;
+    void *codes = NULL;
+    float *gsi = NULL;
+    hid_t file = open_run_file(r->path);
+    if (file < 0) {
+        st = FP8_ERROR(FP8_EIO, "%s: cannot open", r->path);
+    } else if (sn->recipe < 0) {
+        if (read_slice(file, "snapshot_data", H5T_NATIVE_FLOAT, sn->offset, n, out) != 0)
+            st = FP8_ERROR(FP8_EIO, "%s: cannot read snapshot %zu", r->path, i);
+    } else {
+        codes = malloc(n * (size_t)sn->code_bytes);
+        gsi = malloc((size_t)sn->nscales * sizeof *gsi);
+        if (!codes || !gsi)
+            st = FP8_ERROR(FP8_ENOMEM, "out of memory for snapshot %zu", i);
+        else if (read_slice(file, "snapshot_codes", H5T_NATIVE_UINT8, sn->codes_offset, n * (size_t)sn->code_bytes,
+                            codes) != 0 ||
+                 read_slice(file, "snapshot_scales", H5T_NATIVE_FLOAT, sn->scales_offset, sn->nscales, gsi) != 0)
+            st = FP8_ERROR(FP8_EIO, "%s: cannot read snapshot %zu", r->path, i);
+        else {
+            /* x_hat = decode(code) * scale_inv of the element's group */
+            fp8_recipe_for_role(&rec, (fp8_role)r->tensor_role[sn->tensor]);
+            const fp8_format *f = fp8_recipe_format(&rec, (fp8_role)r->tensor_role[sn->tensor]);
+            for (size_t a = 0; a < sn->rows; a++)
+                for (size_t b = 0; b < sn->cols; b++) {
+                    size_t k = a * sn->cols + b, g = fp8_quantize_group_of(&rec, sn->rows, sn->cols, a, b);
+                    uint32_t c = 0;
+                    memcpy(&c, (char *)codes + k * (size_t)sn->code_bytes, (size_t)sn->code_bytes);
+                    out[k] = fp8_format_decode(f, c) * (g < sn->nscales ? gsi[g] : NAN);
+                }
+        }
+    }
+    if (file >= 0)
+        H5Fclose(file);
+    free(codes);
+    free(gsi);
+    quiet_off(&q);
+    return st;
+}
+
+int fp8_run_exp_hist(const fp8_run *r, const uint64_t *rows, size_t n, uint64_t *out)
+{
+    if (!r || (n && (!rows || !out)))
+        return FP8_ERROR(FP8_EINVAL, "exp_hist: no run or no rows");
+    for (size_t i = 1; i < n; i++)
+        if (rows[i] < rows[i - 1])
+            return FP8_ERROR(FP8_EINVAL, "exp_hist: rows must ascend");
+    quiet q;
+    quiet_on(&q);
+    int st = FP8_OK;
+    hid_t file = open_run_file(r->path);
+    hid_t d = file >= 0 ? H5Dopen2(file, "exp_hist", H5P_DEFAULT) : -1;
+    hsize_t total = d >= 0 ? rows_of(d) : 0;
+    /* rows closer than a chunk (64 rows) are read as one span, at most 4096 rows at a time */
+    enum { SPAN = 4096, GAP = 64 };
+    uint64_t *buf = malloc((size_t)SPAN * FP8_EXP_BINS * sizeof *buf);
+    if (d < 0)
+        st = FP8_ERROR(FP8_EIO, "%s: cannot open /exp_hist", r->path);
+    else if (!buf)
+        st = FP8_ERROR(FP8_ENOMEM, "out of memory reading /exp_hist");
+    for (size_t i = 0; i < n && st == FP8_OK;) {
+        size_t j = i + 1;
+        while (j < n && rows[j] - rows[j - 1] <= GAP && rows[j] - rows[i] < SPAN)
+            j++;
+        hsize_t start = rows[i], cnt = rows[j - 1] - rows[i] + 1;
+        if (rows[j - 1] >= total) {
+            st = FP8_ERROR(FP8_EINVAL, "%s: /exp_hist has %llu rows, row %llu asked", r->path,
+                           (unsigned long long)total, (unsigned long long)rows[j - 1]);
+            break;
+        }
+        if (read_rows(d, H5T_NATIVE_UINT64, start, cnt, FP8_EXP_BINS, buf)) {
+            st = FP8_ERROR(FP8_EIO, "%s: cannot read /exp_hist rows %llu..%llu", r->path, (unsigned long long)start,
+                           (unsigned long long)(start + cnt - 1));
+            break;
+        }
+        for (size_t k = i; k < j; k++)
+            memcpy(out + k * FP8_EXP_BINS, buf + (rows[k] - start) * FP8_EXP_BINS, FP8_EXP_BINS * sizeof *buf);
+        i = j;
+    }
+    free(buf);
+    if (d >= 0)
+        H5Dclose(d);
+    if (file >= 0)
+        H5Fclose(file);
+    quiet_off(&q);
+    return st;
+}

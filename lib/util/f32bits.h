@@ -1,0 +1,15 @@
+/*
+ * f32bits.h — internal: the IEEE 754 binary32 fields the kernels compare
+ * bit patterns against.  For |x|'s bits b (sign cleared): b < FP8_F32_INF
+ * is finite, b == FP8_F32_INF is infinite, b > FP8_F32_INF is NaN; and as
+ * unsigned integers the bits of non-negative floats order as the floats do.
+ */
+#ifndef FP8_F32BITS_H
+#define FP8_F32BITS_H
+
+#define FP8_F32_SIGN 0x80000000u     /* the sign bit                         */
+#define FP8_F32_ABS 0x7FFFFFFFu      /* everything but the sign: |x|'s bits  */
+#define FP8_F32_EXP 0x7F800000u      /* the exponent field                   */
+#define FP8_F32_INF 0x7F800000u      /* +inf; above it, NaN                  */
+
+#endif
