@@ -33,7 +33,7 @@ void test_write_run(const char *path, const test_tensor *ts, int nt, int64_t ste
         }
         if (x->loss)
             CU_ASSERT_EQUAL(fp8_probe_scalar(run, "loss", s, x->loss(s, x->loss_arg)), FP8_OK);
-        fp8_probe_step_end(run, s);
+        CU_ASSERT_EQUAL(fp8_probe_step_end(run, s), FP8_OK);
     }
     gsl_rng_free(r);
     free(v);

@@ -66,7 +66,7 @@ static void write_jump_run(const char *path, int64_t steps)
         jump_tensor(x, 1024, s, &seed);
         fp8_probe_record(p, s, x, 4, 256);
         fp8_probe_scalar(run, "loss", s, 3.0 - 1e-3 * (double)s);
-        fp8_probe_step_end(run, s);
+        CU_ASSERT_EQUAL(fp8_probe_step_end(run, s), FP8_OK);
     }
     CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
 }
@@ -151,7 +151,7 @@ static void test_replay_truth(void)
                 x[i] = (float)(gsl_ran_gaussian(rng, amp) * (gsl_rng_uniform(rng) < 0.01 ? 30 : 1));
             fp8_probe_record(p[t], s, x, 64, 128);
         }
-        fp8_probe_step_end(run, s);
+        CU_ASSERT_EQUAL(fp8_probe_step_end(run, s), FP8_OK);
     }
     gsl_rng_free(rng);
     CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
@@ -254,7 +254,7 @@ static void test_student_t_kurtosis(void)
         for (size_t i = 0; i < n; i++)
             x[i] = (float)gsl_ran_tdist(rng, 10.0);
         fp8_probe_record(p, s, x, 1024, 1024);
-        fp8_probe_step_end(run, s);
+        CU_ASSERT_EQUAL(fp8_probe_step_end(run, s), FP8_OK);
     }
     free(x);
     gsl_rng_free(rng);
@@ -337,7 +337,7 @@ static void test_report_nan_and_single(void)
         fp8_probe_record(p, s, x, 8, 256);
         fp8_probe_record(z, s, zero, 8, 256);
         fp8_probe_scalar(run, "loss", s, s % 25 == 5 ? NAN : 2.0);
-        fp8_probe_step_end(run, s);
+        CU_ASSERT_EQUAL(fp8_probe_step_end(run, s), FP8_OK);
     }
     CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
     CU_ASSERT_EQUAL(report_on("build/t_an/nan.h5", "build/t_an/rep_nan"), 0);
@@ -358,7 +358,7 @@ static void test_report_nan_and_single(void)
     p = fp8_probe_declare(run, "w", FP8_ROLE_WEIGHT, 0, "e4m3:current", NULL, 0);
     for (int64_t s = 0; s < 5; s++) {
         fp8_probe_record(p, s, x + 1, 1, 100);
-        fp8_probe_step_end(run, s);
+        CU_ASSERT_EQUAL(fp8_probe_step_end(run, s), FP8_OK);
     }
     CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
     CU_ASSERT_EQUAL(report_on("build/t_an/one.h5", "build/t_an/rep_one"), 0);
@@ -444,7 +444,7 @@ static void test_bootstrap_and_advise(void)
                 x[i] = (float)gsl_ran_gaussian(rng, t ? 1e-3 : 2.0);
             fp8_probe_record(p[t], s, x, 64, 256);
         }
-        fp8_probe_step_end(run, s);
+        CU_ASSERT_EQUAL(fp8_probe_step_end(run, s), FP8_OK);
     }
     gsl_rng_free(rng);
     CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
@@ -516,7 +516,7 @@ static void test_dynamics_and_channels(void)
             }
         x[0] = 200.0f; /* the tensor's amax: the same every step */
         fp8_probe_record(p, s, x, 8, 256);
-        fp8_probe_step_end(run, s);
+        CU_ASSERT_EQUAL(fp8_probe_step_end(run, s), FP8_OK);
     }
     CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
     an_ctx c = open_one("build/t_an/dyn.h5", "build/t_an/dyn");

@@ -257,9 +257,9 @@ static void test_watch(void)
     for (int i = 0; i < 32; i++)
         x[i] = (float)i;
     fp8_probe_record(p, 0, x, 1, 32);
-    fp8_probe_step_end(pr, 0);
+    CU_ASSERT_EQUAL(fp8_probe_step_end(pr, 0), FP8_OK);
     CU_ASSERT_EQUAL(fp8_probe_record(p, FP8_STEP_MAX, x, 1, 32), FP8_OK);
-    fp8_probe_step_end(pr, FP8_STEP_MAX);
+    CU_ASSERT_EQUAL(fp8_probe_step_end(pr, FP8_STEP_MAX), FP8_OK);
     CU_ASSERT_EQUAL(fp8_probe_close(pr), FP8_OK);
     CU_ASSERT_EQUAL(run("timeout 20 %s watch build/t_watch.h5 --interval 0.1", NULL, buf, sizeof buf), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, "step 4611686018427387904: worst overflow"));
@@ -271,7 +271,7 @@ static void test_watch(void)
         fp8_probe *q = fp8_probe_declare(r2, "x", FP8_ROLE_ACTIVATION, 0, "e4m3:current", NULL, 0);
         for (int s = 0; s < 3; s++) {
             fp8_probe_record(q, s, x, 1, 32);
-            fp8_probe_step_end(r2, s);
+            CU_ASSERT_EQUAL(fp8_probe_step_end(r2, s), FP8_OK);
         }
         fp8_probe_flush(r2);
         raise(SIGKILL);

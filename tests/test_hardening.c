@@ -91,7 +91,7 @@ static void test_two_writers(void)
     /* closed: the path can be written again */
     fp8_probe_run *c = fp8_probe_open(path, NULL, NULL, 0);
     CU_ASSERT_PTR_NOT_NULL(c);
-    fp8_probe_close(c);
+    CU_ASSERT_EQUAL(fp8_probe_close(c), FP8_OK);
     /* the command line: a long synth, a second synth of the same output */
     CU_ASSERT_EQUAL(sh("cd %2$s && { %1$s synth --steps 4000 -o cli.h5 > first.log 2>&1 & p=$!; sleep 0.5; "
                        "%1$s synth --steps 5 -o cli.h5 2>&1; echo rc=$?; wait $p; cat first.log; "

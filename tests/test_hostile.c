@@ -42,7 +42,7 @@ static void write_good(void)
             x[i] = (float)((double)(test_rand(&seed) >> 11) / 9007199254740992.0 - 0.5);
         fp8_probe_record(p, s, x, 4, 256);
         fp8_probe_scalar(run, "loss", s, 1.0 / (double)(s + 1));
-        fp8_probe_step_end(run, s);
+        CU_ASSERT_EQUAL(fp8_probe_step_end(run, s), FP8_OK);
     }
     CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
     /* a second file with FP8-code snapshots */
@@ -51,7 +51,7 @@ static void write_good(void)
     p = fp8_probe_declare(run, "a.input", FP8_ROLE_ACTIVATION, 0, "e4m3:block=1x128", NULL, 0);
     for (int64_t s = 0; s < 4; s++) {
         fp8_probe_record(p, s, x, 4, 256);
-        fp8_probe_step_end(run, s);
+        CU_ASSERT_EQUAL(fp8_probe_step_end(run, s), FP8_OK);
     }
     CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
 }

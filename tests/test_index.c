@@ -56,7 +56,7 @@ static void make_run(const char *path)
                 x[i] = (float)((int)(test_rand(&seed) % 2001) - 1000) * 1e-3f * (float)(1 + (t + s) % 7);
             CU_ASSERT_EQUAL(fp8_probe_record(p[t], s, x, 2, 128), FP8_OK);
         }
-        fp8_probe_step_end(run, s);
+        CU_ASSERT_EQUAL(fp8_probe_step_end(run, s), FP8_OK);
     }
     CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
 }

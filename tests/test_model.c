@@ -152,7 +152,7 @@ static void test_smooth_swiglu_variants(void)
                     fold_expect = fmax(fold_expect, fabs(w2[c * H + i]) * hmax);
             }
         }
-        fp8_probe_step_end(run, 0);
+        CU_ASSERT_EQUAL(fp8_probe_step_end(run, 0), FP8_OK);
         model_free(m);
         CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
         in[mode] = step0_amax(paths[mode], "layers.0.mlp.w2.input");
@@ -186,7 +186,7 @@ static void test_fp8_tracks_bf16(void)
         model_backward(h, t);
         model_adamw(f, 3e-3f, 0.9f, 0.95f, 1e-8f, 0.0f, t + 1);
         model_adamw(h, 3e-3f, 0.9f, 0.95f, 1e-8f, 0.0f, t + 1);
-        fp8_probe_step_end(run, t);
+        CU_ASSERT_EQUAL(fp8_probe_step_end(run, t), FP8_OK);
     }
     if (worst > 0.05)
         fprintf(stderr, "\n  fp8 vs bf16: worst relative loss difference %.4f", worst);
@@ -245,7 +245,7 @@ static void train_steps(model *f, fp8_probe_run *run, int nsteps, float *loss, f
         if (gn)
             *gn = model_grad_norm(f);
         model_adamw(f, 3e-3f, 0.9f, 0.95f, 1e-8f, 0.0f, t + 1);
-        fp8_probe_step_end(run, t);
+        CU_ASSERT_EQUAL(fp8_probe_step_end(run, t), FP8_OK);
     }
 }
 

@@ -207,7 +207,7 @@ static void test_round_trip_names(void)
         fp8_probe *p = fp8_probe_declare(run, names[k], roles[k], 0, "hybrid:delayed", NULL, 0);
         fp8_probe_record(p, 0, x, 1, 64);
     }
-    fp8_probe_step_end(run, 0);
+    CU_ASSERT_EQUAL(fp8_probe_step_end(run, 0), FP8_OK);
     CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
     fp8_run *r = fp8_run_load("build/t_rt.h5");
     system("rm -rf build/t_rt");

@@ -50,7 +50,7 @@ static void test_loop(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(fp8_error_message(), "delyed"));
     /* an independent state to check the active recipe's numbers */
     fp8_recipe r;
-    fp8_recipe_parse("hybrid:delayed:history=4", &r);
+    CU_ASSERT_EQUAL(fp8_recipe_parse("hybrid:delayed:history=4", &r), FP8_OK);
     fp8_recipe_state *ref = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
     const size_t R = 8, C = 256, n = R * C;
     float *x = malloc(n * 4), *y = malloc(n * 4), *want = malloc(n * 4), *orig = malloc(n * 4);
@@ -143,7 +143,7 @@ static void test_window_and_bits(void)
         CU_ASSERT_EQUAL(fp8_probe_record(p, step, x, 1, 64), FP8_OK);
         CU_ASSERT_EQUAL(fp8_probe_record_bits(b, step, step % 2 ? bf : hf, step % 2 ? FP8_DTYPE_BF16 : FP8_DTYPE_F16,
                                               8, 8), FP8_OK);
-        fp8_probe_step_end(run, step);
+        CU_ASSERT_EQUAL(fp8_probe_step_end(run, step), FP8_OK);
     }
     CU_ASSERT_EQUAL(fp8_probe_record_bits(b, 0, bf, FP8_DTYPE_F32, 8, 8), FP8_EINVAL);
     CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
@@ -182,7 +182,7 @@ static void test_code_snapshots(void)
             fill(x, N, (uint64_t)step + 100, (float)(1 + step));
             float *dst = step % 3 == 0 ? want[step / 3] : scratch;
             CU_ASSERT_EQUAL(fp8_probe_apply(p, step, x, R, C, dst), FP8_OK);
-            fp8_probe_step_end(run, step);
+            CU_ASSERT_EQUAL(fp8_probe_step_end(run, step), FP8_OK);
         }
         CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
         fp8_run *f = fp8_run_load("build/t_codes.h5");
@@ -214,7 +214,7 @@ static void test_shadow_history(void)
     const char *sh[] = {"e4m3:delayed:history=3"};
     fp8_probe *p = fp8_probe_declare(run, "x", FP8_ROLE_ACTIVATION, 0, "e4m3:current", sh, 1);
     fp8_recipe r;
-    fp8_recipe_parse("e4m3:delayed:history=3", &r);
+    CU_ASSERT_EQUAL(fp8_recipe_parse("e4m3:delayed:history=3", &r), FP8_OK);
     fp8_recipe_state *ref = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
     float x[256], y[256], want[4];
     int k = 0;
@@ -226,9 +226,9 @@ static void test_shadow_history(void)
             want[k++] = (float)s.scale;
         fp8_recipe_state_step(ref);
         CU_ASSERT_EQUAL(fp8_probe_apply(p, step, x, 2, 128, y), FP8_OK);
-        fp8_probe_step_end(run, step);
+        CU_ASSERT_EQUAL(fp8_probe_step_end(run, step), FP8_OK);
     }
-    fp8_probe_close(run);
+    CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
     fp8_run *f = fp8_run_load("build/t_shadow.h5");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     int seen = 0;
@@ -277,7 +277,7 @@ static void test_threads(void)
     for (int t = 0; t < 4; t++)
         pthread_create(&th[t], NULL, worker, &args[t]);
     for (int k = 0; k < 20; k++) { /* steps end and flushes happen meanwhile */
-        fp8_probe_step_end(run, k);
+        CU_ASSERT_EQUAL(fp8_probe_step_end(run, k), FP8_OK);
         fp8_probe_scalar(run, "lr", k, 1e-3);
     }
     for (int t = 0; t < 4; t++) {
@@ -310,7 +310,7 @@ static void test_disk_full(void)
             _exit(10);
         fp8_probe *p = fp8_probe_declare(run, "x", FP8_ROLE_ACTIVATION, 0, "e4m3:current", shadows, 3);
         fp8_recipe r;
-        fp8_recipe_parse("e4m3:current", &r);
+        CU_ASSERT_EQUAL(fp8_recipe_parse("e4m3:current", &r), FP8_OK);
         fp8_recipe_state *ref = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
         float x[1024], y[1024], w[1024];
         uint64_t flushed = 0;
@@ -379,8 +379,8 @@ static void test_series_and_block_amax(void)
     fp8_probe *p = fp8_probe_declare(run, "t.input", FP8_ROLE_ACTIVATION, 0, "e4m3:delayed:history=4", sh, 3);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     fp8_recipe ra, rs;
-    fp8_recipe_parse("e4m3:delayed:history=4", &ra);
-    fp8_recipe_parse("e5m2:delayed:history=3", &rs);
+    CU_ASSERT_EQUAL(fp8_recipe_parse("e4m3:delayed:history=4", &ra), FP8_OK);
+    CU_ASSERT_EQUAL(fp8_recipe_parse("e5m2:delayed:history=3", &rs), FP8_OK);
     fp8_recipe_state *A = fp8_recipe_state_alloc(&ra, FP8_ROLE_ACTIVATION), *S = fp8_recipe_state_alloc(&rs, FP8_ROLE_ACTIVATION);
     const size_t R = 3, C = 300, n = R * C; /* 3 blocks per row, the last one 44 wide */
     float *x = malloc(n * 4), *x2 = malloc(n * 4), *out = malloc(n * 4);
@@ -555,7 +555,7 @@ static void test_eval_and_options(void)
         CU_ASSERT_EQUAL(fp8_probe_apply(pa, s, x, 1, 256, ya), FP8_OK);
         CU_ASSERT_EQUAL(fp8_probe_apply(pb, s, x, 1, 256, yb), FP8_OK);
         same &= memcmp(ya, yb, sizeof ya) == 0;
-        fp8_probe_step_end(ra, s);
+        CU_ASSERT_EQUAL(fp8_probe_step_end(ra, s), FP8_OK);
         /* run b evaluates a tensor 100x larger: no record, no history entry */
         fill(big, 256, 99, 100.0f);
         fp8_probe_set_training(rb, 0);
@@ -564,7 +564,7 @@ static void test_eval_and_options(void)
         cast_ok &= memcmp(yb, yc, sizeof yb) == 0;
         CU_ASSERT_EQUAL(fp8_probe_record(pb, s, big, 1, 256), FP8_OK);
         fp8_probe_set_training(rb, 1);
-        fp8_probe_step_end(rb, s);
+        CU_ASSERT_EQUAL(fp8_probe_step_end(rb, s), FP8_OK);
     }
     CU_ASSERT(same);    /* the large evaluation tensors never reached the history */
     CU_ASSERT(cast_ok); /* apply in evaluation is the cast with the current state */
@@ -608,7 +608,7 @@ static void test_parallel_recipes(void)
             memcpy(inplace[k], x, n * sizeof *x);
             CU_ASSERT_EQUAL(fp8_probe_apply(q, s, inplace[k], rows, cols, inplace[k]), FP8_OK);
             CU_ASSERT_EQUAL(fp8_probe_record(v, s, x, rows, cols), FP8_OK);
-            fp8_probe_step_end(run, s);
+            CU_ASSERT_EQUAL(fp8_probe_step_end(run, s), FP8_OK);
         }
         CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
     }

@@ -61,7 +61,7 @@ static void test_reduce_spec(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(run);
     CU_ASSERT_PTR_NULL(fp8_probe_declare(run, "x", FP8_ROLE_ACTIVATION, 0, "e4m3:delayed:reduce=tp", NULL, 0));
     CU_ASSERT_PTR_NOT_NULL(strstr(fp8_error_message(), "fp8_probe_open_mpi"));
-    fp8_probe_close(run);
+    CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
 }
 
 /* group_amax set: current scaling scales from it; NaN: from the tensor */
@@ -106,7 +106,7 @@ static void write_ranks(const char *index, int nranks, const float amax[][3], in
             float x[8] = {0.1f, -0.2f, 0.05f, 0.0f, 0.3f, -0.01f, 0.02f, 0.0f};
             x[5] = -amax[r][s];
             CU_ASSERT_EQUAL(fp8_probe_record(pa, s, x, 2, 4), FP8_OK);
-            fp8_probe_step_end(run, s);
+            CU_ASSERT_EQUAL(fp8_probe_step_end(run, s), FP8_OK);
         }
         CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
     }

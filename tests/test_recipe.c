@@ -124,7 +124,7 @@ static void test_delayed(void)
     }
     /* the history after 5 steps of history=3 (TE roll: slot 0 staging) */
     fp8_recipe r;
-    fp8_recipe_parse("e4m3:delayed:history=3", &r);
+    CU_ASSERT_EQUAL(fp8_recipe_parse("e4m3:delayed:history=3", &r), FP8_OK);
     fp8_recipe_state *st = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
     for (int t = 0; t < 5; t++) {
         fp8_recipe_state_observe(st, amax[t]);
@@ -136,7 +136,7 @@ static void test_delayed(void)
     fp8_recipe_state_free(st);
 
     /* the lag: a jump is cast with the stale scale and overflows */
-    fp8_recipe_parse("e4m3:delayed:history=4", &r);
+    CU_ASSERT_EQUAL(fp8_recipe_parse("e4m3:delayed:history=4", &r), FP8_OK);
     st = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
     float small[2] = {1.0f, 0.5f}, big[2] = {8.0f, 0.5f};
     fp8_stats s;
@@ -158,7 +158,7 @@ static void test_delayed(void)
     CU_ASSERT_EQUAL(fp8_scale_delayed(448, 3, 1, 1, 1.0f), 64.0f);
     CU_ASSERT_EQUAL(fp8_scale_delayed(57344, 3.5f, 0, 0, 1.0f), 57344.0f / 3.5f);
     /* hybrid: the gradient's state uses e5m2's max */
-    fp8_recipe_parse("hybrid:delayed:history=2", &r);
+    CU_ASSERT_EQUAL(fp8_recipe_parse("hybrid:delayed:history=2", &r), FP8_OK);
     st = fp8_recipe_state_alloc(&r, FP8_ROLE_GRADIENT);
     fp8_recipe_state_observe(st, 2.0f);
     fp8_recipe_state_step(st);
@@ -199,7 +199,7 @@ static void test_te_exactness(void)
     }
     /* the same through the no-statistics path (the probes' unrecorded steps) */
     fp8_recipe r;
-    fp8_recipe_parse("e4m3:delayed:history=2", &r);
+    CU_ASSERT_EQUAL(fp8_recipe_parse("e4m3:delayed:history=2", &r), FP8_OK);
     fp8_recipe_state *st = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
     float a[2] = {2.0f, 1.0f}, b[2] = {NAN, -INFINITY};
     fp8_quantize_ex(st, a, 1, 2, NULL, NULL, 0);
@@ -214,7 +214,7 @@ static void test_te_exactness(void)
     /* overflows% both ways, E4M3 at scale 1: 448.5 rounds to 448 (ours: no
      * overflow; TE: > 448, one); 464 ties to 448 (even); 465 overflows in
      * both; Inf in both */
-    fp8_recipe_parse("e4m3:none", &r);
+    CU_ASSERT_EQUAL(fp8_recipe_parse("e4m3:none", &r), FP8_OK);
     st = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
     float x[6] = {448.0f, 448.5f, 464.0f, -465.0f, INFINITY, 1.0f};
     fp8_stats s;
@@ -223,7 +223,7 @@ static void test_te_exactness(void)
     CU_ASSERT_EQUAL(s.te_overflows, 4);
     fp8_recipe_state_free(st);
     /* E5M2: 61440 (the midpoint past 57344) ties to the next binade: overflow */
-    fp8_recipe_parse("e5m2:none", &r);
+    CU_ASSERT_EQUAL(fp8_recipe_parse("e5m2:none", &r), FP8_OK);
     st = fp8_recipe_state_alloc(&r, FP8_ROLE_GRADIENT);
     float y[3] = {61440.0f, 61439.0f, 57345.0f};
     CU_ASSERT_EQUAL(fp8_quantize(st, y, 1, 3, NULL, &s), FP8_OK);
@@ -235,7 +235,7 @@ static void test_te_exactness(void)
     fp8_probe *p = fp8_probe_declare(run, "a.b.input", FP8_ROLE_ACTIVATION, 0, "e4m3:none", NULL, 0);
     float w[4] = {448.5f, 1, 2, 3};
     CU_ASSERT_EQUAL(fp8_probe_record(p, 0, w, 1, 4), FP8_OK);
-    fp8_probe_step_end(run, 0);
+    CU_ASSERT_EQUAL(fp8_probe_step_end(run, 0), FP8_OK);
     CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
     fp8_run *fr = fp8_run_load("build/t_te_ovf.h5");
     CU_ASSERT_PTR_NOT_NULL_FATAL(fr);
@@ -253,7 +253,7 @@ static void test_te_exactness(void)
     CU_ASSERT(found);
 
     /* current and grouped scaling: TE does not define it (UINT64_MAX) */
-    fp8_recipe_parse("e4m3:block=1x4:eps=0", &r);
+    CU_ASSERT_EQUAL(fp8_recipe_parse("e4m3:block=1x4:eps=0", &r), FP8_OK);
     st = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
     float z[8] = {448, 1, 2, 3, 1, 1, 1, INFINITY};
     CU_ASSERT_EQUAL(fp8_quantize(st, z, 1, 8, NULL, &s), FP8_OK);
@@ -275,7 +275,7 @@ static void test_current(void)
     CU_ASSERT_EQUAL(fp8_scale_current(448, 3, 0, 1, 1), 128.0f);
     /* the engine: amax of this tensor, scale, cast; 448/amax maps amax to 448 */
     fp8_recipe r;
-    fp8_recipe_parse("e4m3:current", &r);
+    CU_ASSERT_EQUAL(fp8_recipe_parse("e4m3:current", &r), FP8_OK);
     fp8_recipe_state *st = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
     float x[5] = {2.385f, -7.0f, 0.001f, NAN, INFINITY}, q[5];
     fp8_stats s;
@@ -295,19 +295,19 @@ static void test_block(void)
     /* DeepSeek: scale_inv = amax/448, ue8m0 rounds it up, amax floor 1e-4 */
     fp8_recipe r;
     float sc, si;
-    fp8_recipe_parse("e4m3:block=1x128", &r);
+    CU_ASSERT_EQUAL(fp8_recipe_parse("e4m3:block=1x128", &r), FP8_OK);
     fp8_scale_block(448, 896, &r, &sc, &si);
     CU_ASSERT_EQUAL(si, 2.0f);
     CU_ASSERT_EQUAL(sc, 0.5f);
     fp8_scale_block(448, 0, &r, &sc, &si);
     CU_ASSERT_EQUAL(si, 1e-4f / 448.0f);
-    fp8_recipe_parse("e4m3:block=1x128:ue8m0", &r);
+    CU_ASSERT_EQUAL(fp8_recipe_parse("e4m3:block=1x128:ue8m0", &r), FP8_OK);
     fp8_scale_block(448, 500, &r, &sc, &si);
     CU_ASSERT_EQUAL(si, 2.0f); /* 500/448 = 1.12 -> 2 */
     CU_ASSERT_EQUAL(sc, 0.5f);
     fp8_scale_block(448, 448, &r, &sc, &si);
     CU_ASSERT_EQUAL(si, 1.0f);
-    fp8_recipe_parse("e4m3:block=1x128:pow2,eps=0", &r);
+    CU_ASSERT_EQUAL(fp8_recipe_parse("e4m3:block=1x128:pow2,eps=0", &r), FP8_OK);
     fp8_scale_block(448, 500, &r, &sc, &si);
     CU_ASSERT_EQUAL(sc, 0.5f); /* 0.896 -> 2^-1 */
 
@@ -318,7 +318,7 @@ static void test_block(void)
     for (size_t i = 0; i < R * C; i++)
         x[i] = (float)((double)(int64_t)test_rand(&s64) * 0x1p-63);
     x[0 * C + 259] = 1000.0f; /* only the partial tile (row 0, cols 256..259) sees it */
-    fp8_recipe_parse("e4m3:block=1x128", &r);
+    CU_ASSERT_EQUAL(fp8_recipe_parse("e4m3:block=1x128", &r), FP8_OK);
     fp8_recipe_state *st = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
     fp8_stats s;
     CU_ASSERT_EQUAL(fp8_quantize(st, x, R, C, q, &s), FP8_OK);
@@ -329,14 +329,14 @@ static void test_block(void)
                                              (1000.0f / 448.0f));
     /* 128x128 blocks: 2 x 3 = 6, the edge ones partial */
     fp8_recipe_state_free(st);
-    fp8_recipe_parse("e4m3:block=128x128", &r);
+    CU_ASSERT_EQUAL(fp8_recipe_parse("e4m3:block=128x128", &r), FP8_OK);
     st = fp8_recipe_state_alloc(&r, FP8_ROLE_WEIGHT);
     CU_ASSERT_EQUAL(fp8_quantize(st, x, R, C, q, &s), FP8_OK);
     CU_ASSERT_EQUAL(s.nscales, 6);
     CU_ASSERT_EQUAL(s.scale_inv_max, 1000.0f / 448.0f);
     fp8_recipe_state_free(st);
     /* DeepSeek-V3: 1x128 tiles for activations, 128x128 for weights, one spec */
-    fp8_recipe_parse("e4m3:block=1x128:weights=128x128", &r);
+    CU_ASSERT_EQUAL(fp8_recipe_parse("e4m3:block=1x128:weights=128x128", &r), FP8_OK);
     CU_ASSERT_STRING_EQUAL(r.spec, "e4m3:block=1x128:eps=0.0001,fp32,weights=128x128");
     st = fp8_recipe_state_alloc(&r, FP8_ROLE_WEIGHT);
     CU_ASSERT_EQUAL(fp8_quantize(st, x, R, C, q, &s), FP8_OK);
@@ -347,7 +347,7 @@ static void test_block(void)
     CU_ASSERT_EQUAL(s.nscales, R * 3);
     fp8_recipe_state_free(st);
     /* transposed 1x128 = 128x1 tiles of the original: 260 columns x 2 */
-    fp8_recipe_parse("e4m3:block=1x128:transposed", &r);
+    CU_ASSERT_EQUAL(fp8_recipe_parse("e4m3:block=1x128:transposed", &r), FP8_OK);
     st = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
     CU_ASSERT_EQUAL(fp8_quantize(st, x, R, C, q, &s), FP8_OK);
     CU_ASSERT_EQUAL(s.nscales, 260 * 2);
@@ -380,7 +380,7 @@ static void test_mx(void)
     x[5] = 500.0f;
     fp8_recipe r;
     fp8_stats s;
-    fp8_recipe_parse("mxfp8:floor", &r);
+    CU_ASSERT_EQUAL(fp8_recipe_parse("mxfp8:floor", &r), FP8_OK);
     fp8_recipe_state *st = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
     CU_ASSERT_EQUAL(fp8_quantize(st, x, 1, 64, q, &s), FP8_OK);
     CU_ASSERT_EQUAL(s.nscales, 2);
@@ -388,7 +388,7 @@ static void test_mx(void)
     CU_ASSERT_EQUAL(s.overflows, 1);
     CU_ASSERT_EQUAL(s.blocks_with_overflow, 1);
     fp8_recipe_state_free(st);
-    fp8_recipe_parse("mxfp8:ceil", &r);
+    CU_ASSERT_EQUAL(fp8_recipe_parse("mxfp8:ceil", &r), FP8_OK);
     st = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
     CU_ASSERT_EQUAL(fp8_quantize(st, x, 1, 64, q, &s), FP8_OK);
     CU_ASSERT_EQUAL(q[5], 512.0f);   /* 250 -> 256, times X = 2 */
@@ -409,7 +409,7 @@ static void test_nvfp4(void)
     x[3] = 6.0f;
     x[19] = 0.75f;
     fp8_recipe r;
-    fp8_recipe_parse("nvfp4", &r);
+    CU_ASSERT_EQUAL(fp8_recipe_parse("nvfp4", &r), FP8_OK);
     fp8_recipe_state *st = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
     fp8_stats s;
     CU_ASSERT_EQUAL(fp8_quantize(st, x, 1, 32, q, &s), FP8_OK);

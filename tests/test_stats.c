@@ -215,7 +215,7 @@ static void test_vs_oracle_ftz(void)
             _mm_setcsr(saved);
             fill(kind, x, n, 77u + (uint64_t)kind);
             fp8_recipe r;
-            fp8_recipe_parse(recipes[ri], &r);
+            CU_ASSERT_EQUAL(fp8_recipe_parse(recipes[ri], &r), FP8_OK);
             fp8_recipe_state *s1 = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
             fp8_recipe_state *s2 = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
             fp8_stats a, b;
@@ -241,7 +241,7 @@ static void test_known_values(void)
 {
     /* hand-worked: x = {1, -2, 3, 0} under e4m3:none (all exact) */
     fp8_recipe r;
-    fp8_recipe_parse("e4m3:none", &r);
+    CU_ASSERT_EQUAL(fp8_recipe_parse("e4m3:none", &r), FP8_OK);
     fp8_recipe_state *st = fp8_recipe_state_alloc(&r, FP8_ROLE_OTHER);
     float x[4] = {1, -2, 3, 0};
     fp8_stats s;
@@ -269,7 +269,7 @@ static void test_known_values(void)
     CU_ASSERT_EQUAL(s.classes.n[FP8_CLASS_ROUNDED], 1);
     fp8_recipe_state_free(st);
     /* bad input */
-    fp8_recipe_parse("e4m3:current", &r);
+    CU_ASSERT_EQUAL(fp8_recipe_parse("e4m3:current", &r), FP8_OK);
     st = fp8_recipe_state_alloc(&r, FP8_ROLE_OTHER);
     CU_ASSERT_EQUAL(fp8_quantize(st, x, 0, 4, NULL, &s), FP8_EINVAL);
     CU_ASSERT_EQUAL(fp8_quantize(st, NULL, 1, 4, NULL, &s), FP8_EINVAL);
@@ -286,7 +286,7 @@ static void test_options(void)
     float *x = malloc(n * 4), *q1 = malloc(n * 4), *q2 = malloc(n * 4), *q3 = malloc(n * 4);
     for (size_t ri = 0; ri < NRECIPES; ri++) {
         fp8_recipe r;
-        fp8_recipe_parse(recipes[ri], &r);
+        CU_ASSERT_EQUAL(fp8_recipe_parse(recipes[ri], &r), FP8_OK);
         fp8_recipe_state *a = fp8_recipe_state_alloc(&r, FP8_ROLE_GRADIENT);
         fp8_recipe_state *b = fp8_recipe_state_alloc(&r, FP8_ROLE_GRADIENT);
         fp8_recipe_state *c = fp8_recipe_state_alloc(&r, FP8_ROLE_GRADIENT);
@@ -327,7 +327,7 @@ static void test_codes(void)
         uint16_t *codes = malloc(n * 2);
         for (size_t ri = 0; ri < NRECIPES; ri++) {
             fp8_recipe r;
-            fp8_recipe_parse(recipes[ri], &r);
+            CU_ASSERT_EQUAL(fp8_recipe_parse(recipes[ri], &r), FP8_OK);
             size_t ng = fp8_quantize_ngroups(&r, rows, cols);
             float *gsi = malloc(ng * sizeof *gsi);
             fp8_recipe_state *st = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
@@ -413,7 +413,7 @@ static void test_x_given(void)
     float *x = malloc(n * 4), *q1 = malloc(n * 4), *q2 = malloc(n * 4);
     for (size_t ri = 0; ri < NRECIPES; ri++) {
         fp8_recipe r;
-        fp8_recipe_parse(recipes[ri], &r);
+        CU_ASSERT_EQUAL(fp8_recipe_parse(recipes[ri], &r), FP8_OK);
         fp8_recipe_state *a = fp8_recipe_state_alloc(&r, FP8_ROLE_GRADIENT);
         fp8_recipe_state *b = fp8_recipe_state_alloc(&r, FP8_ROLE_GRADIENT);
         const int per_tensor = r.kind == FP8_RECIPE_NONE || r.kind == FP8_RECIPE_DELAYED ||
@@ -443,7 +443,7 @@ static void test_x_given(void)
     }
     /* statistics of another tensor's size are refused, stats untouched */
     fp8_recipe r;
-    fp8_recipe_parse("e4m3:current", &r);
+    CU_ASSERT_EQUAL(fp8_recipe_parse("e4m3:current", &r), FP8_OK);
     fp8_recipe_state *st = fp8_recipe_state_alloc(&r, FP8_ROLE_GRADIENT);
     fp8_stats s;
     fill(0, x, n, 3);
@@ -466,7 +466,7 @@ static void test_x_given(void)
 static void test_block_range(void)
 {
     fp8_recipe r;
-    fp8_recipe_parse("mxfp8", &r); /* groups of 32 along a row */
+    CU_ASSERT_EQUAL(fp8_recipe_parse("mxfp8", &r), FP8_OK); /* groups of 32 along a row */
     enum { G = 80 };
     float x[G * 32];
     for (int trial = 0; trial < 3; trial++) {
@@ -503,7 +503,7 @@ static void test_quantize_amax(void)
     for (size_t ri = 0; ri <= NRECIPES; ri++) {
         const char *spec = ri < NRECIPES ? recipes[ri] : more[0];
         fp8_recipe r;
-        fp8_recipe_parse(spec, &r);
+        CU_ASSERT_EQUAL(fp8_recipe_parse(spec, &r), FP8_OK);
         fp8_recipe_state *a = fp8_recipe_state_alloc(&r, FP8_ROLE_GRADIENT);
         fp8_recipe_state *b = fp8_recipe_state_alloc(&r, FP8_ROLE_GRADIENT);
         for (int kind = 0; kind < 9; kind++) {
@@ -527,7 +527,7 @@ static void test_quantize_amax(void)
         fp8_recipe_state_free(b);
     }
     fp8_recipe r;
-    fp8_recipe_parse("e4m3:delayed", &r);
+    CU_ASSERT_EQUAL(fp8_recipe_parse("e4m3:delayed", &r), FP8_OK);
     fp8_recipe_state *st = fp8_recipe_state_alloc(&r, FP8_ROLE_GRADIENT);
     CU_ASSERT_EQUAL(fp8_quantize_amax(st, x, rows, cols, q1, NULL), FP8_EINVAL);
     fp8_recipe_state_free(st);
@@ -551,7 +551,7 @@ static void test_threads_same_bits(void)
         for (size_t ri = 0; ri <= NRECIPES; ri++) {
             const char *spec = ri < NRECIPES ? recipes[ri] : more[0];
             fp8_recipe r;
-            fp8_recipe_parse(spec, &r);
+            CU_ASSERT_EQUAL(fp8_recipe_parse(spec, &r), FP8_OK);
             fp8_recipe_state *st[3];
             const int th[3] = {1, 2, 3};
             for (int k = 0; k < 3; k++) {

@@ -156,7 +156,7 @@ static void test_bad_files(void)
     /* a newer schema */
     fp8_store *s = fp8_store_create("build/t_new.h5", NULL, 0);
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
-    fp8_store_close(s);
+    CU_ASSERT_EQUAL(fp8_store_close(s), FP8_OK);
     h = H5Fopen("build/t_new.h5", H5F_ACC_RDWR, H5P_DEFAULT);
     H5Adelete(h, "fp8prof_schema");
     hid_t t = H5Tcopy(H5T_C_S1);
@@ -277,7 +277,7 @@ static void test_live_read(void)
             if (step % 50 == 49)
                 usleep(2000);
         }
-        fp8_store_close(s);
+        CU_ASSERT_EQUAL(fp8_store_close(s), FP8_OK);
         _exit(0);
     }
     char go;

@@ -245,7 +245,7 @@ static void gen_walk(gsl_rng *r, int64_t s, int t, float *x, size_t rows, size_t
 static size_t truth_events(int64_t steps, size_t rows, size_t cols, unsigned long seed)
 {
     fp8_recipe rc;
-    fp8_recipe_parse("e4m3:delayed", &rc);
+    CU_ASSERT_EQUAL(fp8_recipe_parse("e4m3:delayed", &rc), FP8_OK);
     fp8_recipe_state *st = fp8_recipe_state_alloc(&rc, FP8_ROLE_ACTIVATION);
     float *x = malloc(rows * cols * sizeof *x);
     gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
