@@ -129,3 +129,31 @@ int fp8__write_str_attr(hid_t obj, const char *name, const char *value)
     H5Tclose(t);
     return e < 0 ? -1 : 0;
 }
+
+/* ---- the datasets ---------------------------------------------------------- */
+
+static hid_t u64_type(void) { return H5Tcopy(H5T_NATIVE_UINT64); }
+static hid_t f32_type(void) { return H5Tcopy(H5T_NATIVE_FLOAT); }
+static hid_t u8_type(void) { return H5Tcopy(H5T_NATIVE_UINT8); }
+static hid_t record_type(void) { return fp8__record_type(FP8_STORE_SCHEMA); }
+
+const fp8__dataset fp8__datasets[ND] = {
+    [D_TENSORS] = {"tensors", fp8__tensor_type, sizeof(disk_tensor), 0, 256, FP8__ESSENTIAL, 0},
+    [D_RECIPES] = {"recipes", fp8__recipe_type, sizeof(disk_recipe), 0, 256, FP8__ESSENTIAL, 0},
+    [D_SCALAR_NAMES] = {"scalar_names", fp8__name_type, sizeof(disk_name), 0, 256, FP8__ESSENTIAL, 0},
+    [D_RECORDS] = {"records", record_type, sizeof(disk_record), 0, 256, FP8__ESSENTIAL, 0},
+    [D_EXP_HIST] = {"exp_hist", u64_type, FP8_EXP_BINS * sizeof(uint64_t), FP8_EXP_BINS, 64, FP8__ESSENTIAL, 0},
+    [D_SCALE_HIST] = {"scale_hist", u64_type, FP8_SCALE_BINS * sizeof(uint64_t), FP8_SCALE_BINS, 64, FP8__ESSENTIAL, 0},
+    [D_SCALARS] = {"scalars", fp8__scalar_type, sizeof(disk_scalar), 0, 256, FP8__ESSENTIAL, 0},
+    [D_SNAP_DATA] = {"snapshot_data", f32_type, sizeof(float), 0, 65536, FP8__SNAPSHOTS, 1},
+    [D_SNAP_CODES] = {"snapshot_codes", u8_type, 1, 0, 65536, FP8__SNAPSHOTS, 0},
+    [D_SNAP_SCALES] = {"snapshot_scales", f32_type, sizeof(float), 0, 65536, FP8__SNAPSHOTS, 1},
+    [D_SNAP_INDEX] = {"snapshot_index", fp8__snap_type, sizeof(disk_snap), 0, 256, FP8__SNAPSHOTS, 0},
+    [D_STEPS] = {"steps", fp8__step_type, sizeof(disk_step), 0, 4096, FP8__ESSENTIAL, 0},
+    [D_BAMAX_DATA] = {"block_amax", f32_type, sizeof(float), 0, 65536, FP8__BLOCK_AMAX, 1},
+    [D_BAMAX_INDEX] = {"block_amax_index", fp8__bamax_type, sizeof(disk_bamax), 0, 256, FP8__BLOCK_AMAX, 0},
+};
+
+const int fp8__flush_order[ND] = {D_TENSORS, D_RECIPES,    D_SCALAR_NAMES, D_EXP_HIST,    D_SCALE_HIST,
+                                  D_RECORDS, D_SCALARS,    D_STEPS,        D_SNAP_DATA,   D_SNAP_CODES,
+                                  D_SNAP_SCALES, D_SNAP_INDEX, D_BAMAX_DATA, D_BAMAX_INDEX};

@@ -104,9 +104,31 @@ hid_t fp8__scalar_type(void);
 
 enum { D_TENSORS, D_RECIPES, D_SCALAR_NAMES, D_RECORDS, D_EXP_HIST, D_SCALE_HIST, D_SCALARS, D_SNAP_DATA,
        D_SNAP_CODES, D_SNAP_SCALES, D_SNAP_INDEX, D_STEPS, D_BAMAX_DATA, D_BAMAX_INDEX, ND };
-static const char *const dset_names[ND] = {"tensors", "recipes", "scalar_names", "records", "exp_hist", "scale_hist",
-                                     "scalars", "snapshot_data", "snapshot_codes", "snapshot_scales",
-                                     "snapshot_index", "steps", "block_amax", "block_amax_index"};
+
+/* Bulky optional data, which gives way to the statistics when the disk
+ * runs short (a flush drops the group and keeps recording the rest). */
+typedef enum { FP8__ESSENTIAL = 0, FP8__SNAPSHOTS, FP8__BLOCK_AMAX } fp8__optional;
+
+/* What the writer knows of one dataset of a run file, in one place
+ * (docs/schema.md describes the same datasets). */
+typedef struct {
+    const char *name;       /* /name                                          */
+    hid_t (*type)(void);    /* a new HDF5 type of its rows (the caller closes it) */
+    size_t elem;            /* bytes a row                                     */
+    hsize_t width;          /* columns of a 2-D dataset (histograms); 0: 1-D   */
+    hsize_t chunk_rows;     /* rows a chunk                                    */
+    fp8__optional optional;
+    int rle;                /* float data: deflated with zlib's run-length
+                               strategy (chunkwrite.h)                      */
+} fp8__dataset;
+
+/* indexed by D_* */
+extern const fp8__dataset fp8__datasets[ND];
+
+/* The order of a flush: registries first, so a flushed record never names
+ * an unknown tensor; histograms before their records; the essential data
+ * before the optional; data before its index. */
+extern const int fp8__flush_order[ND];
 
 typedef struct {
     H5E_auto2_t fn;

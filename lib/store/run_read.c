@@ -288,7 +288,7 @@ static int load_series(hid_t file, fp8_run *r, const unsigned char *keep, int64_
     size_t n = 0, nb = 0;
     hid_t st = fp8__step_type(), bt = fp8__bamax_type();
     /* /steps can hold millions of rows: inflated on two threads */
-    hid_t ds = H5Dopen2(file, "steps", H5P_DEFAULT);
+    hid_t ds = H5Dopen2(file, fp8__datasets[D_STEPS].name, H5P_DEFAULT);
     int bad = ds < 0;
     if (!bad) {
         hsize_t have = rows_of(ds);
@@ -297,10 +297,10 @@ static int load_series(hid_t file, fp8_run *r, const unsigned char *keep, int64_
         bad = !rows || (n && read_rows(ds, st, 0, n, 0, rows) != 0);
         H5Dclose(ds);
     }
-    bad = bad || read_upto(file, "block_amax_index", bt, sizeof(disk_bamax), &bix, &nb, lim_bix);
+    bad = bad || read_upto(file, fp8__datasets[D_BAMAX_INDEX].name, bt, sizeof(disk_bamax), &bix, &nb, lim_bix);
     H5Tclose(st), H5Tclose(bt);
     uint64_t len_bam = 0;
-    hid_t dba = bad ? -1 : H5Dopen2(file, "block_amax", H5P_DEFAULT);
+    hid_t dba = bad ? -1 : H5Dopen2(file, fp8__datasets[D_BAMAX_DATA].name, H5P_DEFAULT);
     if (dba >= 0) {
         len_bam = (uint64_t)rows_of(dba);
         H5Dclose(dba);
@@ -549,18 +549,18 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
      * the referring rows first, then what they refer to — so every row it
      * reads refers to rows it reads too (a flush between two counts adds
      * rows to what is counted later). */
-    drec = H5Dopen2(file, "records", H5P_DEFAULT);
+    drec = H5Dopen2(file, fp8__datasets[D_RECORDS].name, H5P_DEFAULT);
     nrec = drec >= 0 ? rows_of(drec) : 0;
-    hsize_t lim_scal = rows_now(file, "scalars"), lim_snap = rows_now(file, "snapshot_index");
-    hsize_t lim_steps = rows_now(file, "steps"), lim_bix = rows_now(file, "block_amax_index");
-    dexp = H5Dopen2(file, "exp_hist", H5P_DEFAULT);
-    dsch = H5Dopen2(file, "scale_hist", H5P_DEFAULT);
+    hsize_t lim_scal = rows_now(file, fp8__datasets[D_SCALARS].name), lim_snap = rows_now(file, fp8__datasets[D_SNAP_INDEX].name);
+    hsize_t lim_steps = rows_now(file, fp8__datasets[D_STEPS].name), lim_bix = rows_now(file, fp8__datasets[D_BAMAX_INDEX].name);
+    dexp = H5Dopen2(file, fp8__datasets[D_EXP_HIST].name, H5P_DEFAULT);
+    dsch = H5Dopen2(file, fp8__datasets[D_SCALE_HIST].name, H5P_DEFAULT);
     ne = dexp >= 0 ? rows_of(dexp) : 0, ns = dsch >= 0 ? rows_of(dsch) : 0;
-    int bad = read_all(file, "tensors", tt, sizeof(disk_tensor), &tens, &nt) ||
-              read_all(file, "recipes", rt, sizeof(disk_recipe), &recs, &nr) ||
-              read_all(file, "scalar_names", nmt, sizeof(disk_name), &names, &nn) ||
-              read_upto(file, "scalars", st, sizeof(disk_scalar), &scal, &nsc, lim_scal) ||
-              read_upto(file, "snapshot_index", snt, sizeof(disk_snap), &snaps, &nsnap, lim_snap);
+    int bad = read_all(file, fp8__datasets[D_TENSORS].name, tt, sizeof(disk_tensor), &tens, &nt) ||
+              read_all(file, fp8__datasets[D_RECIPES].name, rt, sizeof(disk_recipe), &recs, &nr) ||
+              read_all(file, fp8__datasets[D_SCALAR_NAMES].name, nmt, sizeof(disk_name), &names, &nn) ||
+              read_upto(file, fp8__datasets[D_SCALARS].name, st, sizeof(disk_scalar), &scal, &nsc, lim_scal) ||
+              read_upto(file, fp8__datasets[D_SNAP_INDEX].name, snt, sizeof(disk_snap), &snaps, &nsnap, lim_snap);
     H5Tclose(tt), H5Tclose(rt), H5Tclose(nmt), H5Tclose(st), H5Tclose(snt);
     /* records per read: larger when the histograms are not held beside them */
     const size_t SLAB = lean ? 65536 : 4096;
@@ -745,7 +745,8 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
     /* the snapshot datasets' lengths, to check every index row against */
     uint64_t len_data = 0, len_codes = 0, len_scales = 0;
     {
-        static const char *nm[3] = {"snapshot_data", "snapshot_codes", "snapshot_scales"};
+        const char *nm[3] = {fp8__datasets[D_SNAP_DATA].name, fp8__datasets[D_SNAP_CODES].name,
+                             fp8__datasets[D_SNAP_SCALES].name};
         uint64_t *lens[3] = {&len_data, &len_codes, &len_scales};
         for (int k = 0; k < 3; k++) {
             hid_t ds = H5Dopen2(file, nm[k], H5P_DEFAULT);
@@ -843,7 +844,7 @@ int fp8_run_block_amax_read(const fp8_run *r, size_t i, float *out)
     hid_t file = open_run_file(r->path);
     if (file < 0)
         st = FP8_ERROR(FP8_EIO, "%s: cannot open", r->path);
-    else if (read_slice(file, "block_amax", H5T_NATIVE_FLOAT, b->offset, b->count, out) != 0)
+    else if (read_slice(file, fp8__datasets[D_BAMAX_DATA].name, H5T_NATIVE_FLOAT, b->offset, b->count, out) != 0)
         st = FP8_ERROR(FP8_EIO, "%s: cannot read block-amax summary %zu (rows %llu..%llu of /block_amax)", r->path, i,
                        (unsigned long long)b->offset, (unsigned long long)(b->offset + b->count - 1));
     if (file >= 0)
@@ -861,7 +862,7 @@ int fp8_run_block_amax_all(const fp8_run *r, float **out, size_t *n)
     quiet_on(&q);
     int st = FP8_OK;
     hid_t file = open_run_file(r->path);
-    hid_t d = file >= 0 ? H5Dopen2(file, "block_amax", H5P_DEFAULT) : -1;
+    hid_t d = file >= 0 ? H5Dopen2(file, fp8__datasets[D_BAMAX_DATA].name, H5P_DEFAULT) : -1;
     if (d < 0) {
         st = FP8_ERROR(FP8_EIO, "%s: cannot open /block_amax", r->path);
     } else {
@@ -901,16 +902,16 @@ int fp8_run_snapshot_read(const fp8_run *r, size_t i, float *out)
     if (file < 0) {
         st = FP8_ERROR(FP8_EIO, "%s: cannot open", r->path);
     } else if (sn->recipe < 0) {
-        if (read_slice(file, "snapshot_data", H5T_NATIVE_FLOAT, sn->offset, n, out) != 0)
+        if (read_slice(file, fp8__datasets[D_SNAP_DATA].name, H5T_NATIVE_FLOAT, sn->offset, n, out) != 0)
             st = FP8_ERROR(FP8_EIO, "%s: cannot read snapshot %zu", r->path, i);
     } else {
         codes = malloc(n * (size_t)sn->code_bytes);
         gsi = malloc((size_t)sn->nscales * sizeof *gsi);
         if (!codes || !gsi)
             st = FP8_ERROR(FP8_ENOMEM, "out of memory for snapshot %zu", i);
-        else if (read_slice(file, "snapshot_codes", H5T_NATIVE_UINT8, sn->codes_offset, n * (size_t)sn->code_bytes,
+        else if (read_slice(file, fp8__datasets[D_SNAP_CODES].name, H5T_NATIVE_UINT8, sn->codes_offset, n * (size_t)sn->code_bytes,
                             codes) != 0 ||
-                 read_slice(file, "snapshot_scales", H5T_NATIVE_FLOAT, sn->scales_offset, sn->nscales, gsi) != 0)
+                 read_slice(file, fp8__datasets[D_SNAP_SCALES].name, H5T_NATIVE_FLOAT, sn->scales_offset, sn->nscales, gsi) != 0)
             st = FP8_ERROR(FP8_EIO, "%s: cannot read snapshot %zu", r->path, i);
         else {
             /* x_hat = decode(code) * scale_inv of the element's group */
@@ -944,7 +945,7 @@ int fp8_run_exp_hist(const fp8_run *r, const uint64_t *rows, size_t n, uint64_t 
     quiet_on(&q);
     int st = FP8_OK;
     hid_t file = open_run_file(r->path);
-    hid_t d = file >= 0 ? H5Dopen2(file, "exp_hist", H5P_DEFAULT) : -1;
+    hid_t d = file >= 0 ? H5Dopen2(file, fp8__datasets[D_EXP_HIST].name, H5P_DEFAULT) : -1;
     hsize_t total = d >= 0 ? rows_of(d) : 0;
     /* rows closer than a chunk (64 rows) are read as one span, at most 4096 rows at a time */
     enum { SPAN = 4096, GAP = 64 };

@@ -202,31 +202,13 @@ fp8_store *fp8_store_create_id(const char *path, const char *const *kv, int nkv,
         FP8_ERROR(FP8_EIO, "%s: cannot create the run file", path);
         goto fail;
     }
-    s->type[D_TENSORS] = fp8__tensor_type();
-    s->type[D_RECIPES] = fp8__recipe_type();
-    s->type[D_SCALAR_NAMES] = fp8__name_type();
-    s->type[D_RECORDS] = fp8__record_type(FP8_STORE_SCHEMA);
-    s->type[D_EXP_HIST] = H5Tcopy(H5T_NATIVE_UINT64);
-    s->type[D_SCALE_HIST] = H5Tcopy(H5T_NATIVE_UINT64);
-    s->type[D_SCALARS] = fp8__scalar_type();
-    s->type[D_SNAP_DATA] = H5Tcopy(H5T_NATIVE_FLOAT);
-    s->type[D_SNAP_CODES] = H5Tcopy(H5T_NATIVE_UINT8);
-    s->type[D_SNAP_SCALES] = H5Tcopy(H5T_NATIVE_FLOAT);
-    s->type[D_SNAP_INDEX] = fp8__snap_type();
-    s->type[D_STEPS] = fp8__step_type();
-    s->type[D_BAMAX_DATA] = H5Tcopy(H5T_NATIVE_FLOAT);
-    s->type[D_BAMAX_INDEX] = fp8__bamax_type();
-    const size_t elem[ND] = {sizeof(disk_tensor), sizeof(disk_recipe), sizeof(disk_name), sizeof(disk_record),
-                             FP8_EXP_BINS * sizeof(uint64_t), FP8_SCALE_BINS * sizeof(uint64_t), sizeof(disk_scalar),
-                             sizeof(float), 1, sizeof(float), sizeof(disk_snap), sizeof(disk_step), sizeof(float),
-                             sizeof(disk_bamax)};
     for (int i = 0; i < ND; i++) {
-        int hist = i == D_EXP_HIST || i == D_SCALE_HIST;
-        hsize_t width = i == D_EXP_HIST ? FP8_EXP_BINS : i == D_SCALE_HIST ? FP8_SCALE_BINS : 1;
-        s->dset[i] = make_dset(s->file, dset_names[i], s->type[i], hist ? 2 : 1, width, chunk_rows(i));
-        s->buf[i].elem = elem[i];
+        const fp8__dataset *D = &fp8__datasets[i];
+        s->type[i] = D->type();
+        s->dset[i] = make_dset(s->file, D->name, s->type[i], D->width ? 2 : 1, D->width ? D->width : 1, D->chunk_rows);
+        s->buf[i].elem = D->elem;
         if (s->dset[i] < 0) {
-            FP8_ERROR(FP8_EIO, "%s: cannot create dataset /%s", path, dset_names[i]);
+            FP8_ERROR(FP8_EIO, "%s: cannot create dataset /%s", path, D->name);
             goto fail;
         }
     }
@@ -505,14 +487,7 @@ int fp8_store_add_snapshot_codes(fp8_store *s, int tensor, int64_t step, int rec
 }
 
 /* The chunk rows of dataset i (its creation layout; see fp8_store_create). */
-static hsize_t chunk_rows(int i)
-{
-    int hist = i == D_EXP_HIST || i == D_SCALE_HIST;
-    return hist ? 64
-           : (i == D_SNAP_DATA || i == D_SNAP_CODES || i == D_SNAP_SCALES || i == D_BAMAX_DATA) ? 65536
-           : i == D_STEPS ? 4096
-                          : 256;
-}
+static hsize_t chunk_rows(int i) { return fp8__datasets[i].chunk_rows; }
 
 /* Make sure the next `need` bytes past HDF5's end of allocation can be
  * written before HDF5 writes anything: under a file-size limit (checked,
@@ -556,7 +531,7 @@ static int plan(const fp8_store *s, int i, fp8__chunk_enc *jobs)
         if (jobs)
             jobs[nj] = (fp8__chunk_enc){.src = (const char *)b->data + r * row_bytes, .present = have * row_bytes,
                                         .bytes = step * row_bytes, .elem = elem,
-                                        .rle = i == D_SNAP_DATA || i == D_SNAP_SCALES || i == D_BAMAX_DATA};
+                                        .rle = fp8__datasets[i].rle};
     }
     return nj;
 }
@@ -571,7 +546,7 @@ static int append(fp8_store *s, int i, const fp8__chunk_enc *jobs, int nj, size_
     buffer *b = &s->buf[i];
     if (!b->n)
         return 0;
-    hsize_t width = i == D_EXP_HIST ? FP8_EXP_BINS : i == D_SCALE_HIST ? FP8_SCALE_BINS : 1;
+    hsize_t width = fp8__datasets[i].width ? fp8__datasets[i].width : 1;
     size_t step = (size_t)chunk_rows(i), total = b->kept + b->n, in_file = b->kept, row_bytes = b->elem;
     hsize_t first = b->written - b->kept; /* the dataset row of data's first row: a chunk boundary */
     int rc = 0;
@@ -633,15 +608,11 @@ int fp8_store_flush(fp8_store *s)
     xfsz_block(&old);
     /* registries first, so a flushed record never names an unknown tensor;
      * histograms before their records; data before its index */
-    static const int order[ND] = {D_TENSORS, D_RECIPES, D_SCALAR_NAMES, D_EXP_HIST, D_SCALE_HIST, D_RECORDS,
-                                  D_SCALARS, D_STEPS, D_SNAP_DATA, D_SNAP_CODES, D_SNAP_SCALES, D_SNAP_INDEX,
-                                  D_BAMAX_DATA, D_BAMAX_INDEX};
     /* the statistics come first; the bulky optional data may only use the
      * disk while room for several more flushes of statistics stays reserved */
     size_t essential = 0;
     for (int i = 0; i < ND; i++)
-        if (i != D_SNAP_DATA && i != D_SNAP_CODES && i != D_SNAP_SCALES && i != D_SNAP_INDEX && i != D_BAMAX_DATA &&
-            i != D_BAMAX_INDEX)
+        if (fp8__datasets[i].optional == FP8__ESSENTIAL)
             essential += s->buf[i].n * s->buf[i].elem;
     size_t headroom = 4 * essential > (1u << 20) ? 4 * essential : (1u << 20);
     /* every dataset's chunks encoded first, on the probe's threads */
@@ -657,18 +628,16 @@ int fp8_store_flush(fp8_store *s)
         fp8__encode_chunks(jobs, nj, s->threads, &s->zkeep);
     }
     for (int k = 0; k < ND && !bad && jobs; k++) {
-        int i = order[k];
-        int bulky = k >= 8;
-        bad = append(s, i, jobs + first_job[i], first_job[i + 1] - first_job[i], bulky ? headroom : 0);
+        int i = fp8__flush_order[k];
+        fp8__optional opt = fp8__datasets[i].optional;
+        bad = append(s, i, jobs + first_job[i], first_job[i + 1] - first_job[i], opt ? headroom : 0);
         /* the bulky optional data (snapshots, block amaxes) give way to the
          * statistics: drop their group, keep recording the rest */
-        int snap = i == D_SNAP_DATA || i == D_SNAP_CODES || i == D_SNAP_SCALES || i == D_SNAP_INDEX;
-        if (bad == -2 && (snap || i == D_BAMAX_DATA || i == D_BAMAX_INDEX)) {
-            int *off = snap ? &s->snaps_off : &s->bamax_off;
+        if (bad == -2 && opt) {
+            int *off = opt == FP8__SNAPSHOTS ? &s->snaps_off : &s->bamax_off;
             *off = 1;
             for (int j = 0; j < ND; j++)
-                if (snap ? (j == D_SNAP_DATA || j == D_SNAP_CODES || j == D_SNAP_SCALES || j == D_SNAP_INDEX)
-                         : (j == D_BAMAX_DATA || j == D_BAMAX_INDEX))
+                if (fp8__datasets[j].optional == opt)
                     s->buf[j].n = 0;
             bad = 0;
         }
