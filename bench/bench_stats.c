@@ -85,7 +85,7 @@ int bench_stats(void)
         fp8_recipe_parse(rows[k].spec, &r);
         fp8_recipe_state *a = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
         fp8_recipe_state *b = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
-        b->threads = 2;
+        fp8_recipe_state_set_threads(b, 2);
         fp8_stats sa, sb;
         double one = 0, two = 0;
         for (int rep = 0; rep < 3; rep++) {

@@ -21,6 +21,7 @@
 #include "fp8_store.h"
 #include "groups.h"
 #include "live.h"
+#include "recipe_state.h"
 #include "datasets.h" /* fp8__store_set_threads */
 
 #define MAX_RECIPES 16 /* active + up to 15 shadows */
@@ -522,7 +523,7 @@ static int reduces(const fp8_probe *p)
 
 /* Every recipe's cast (the input's own statistics, on a recorded step, came
  * first), shadows first: out may alias x.  With the probe option threads,
- * each cast runs its tensor's parts side by side (fp8_recipe_state.threads):
+ * each cast runs its tensor's parts side by side (fp8_recipe_state_set_threads):
  * the same bits as one thread. */
 static int cast_all(cast_job *j)
 {

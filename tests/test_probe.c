@@ -18,6 +18,7 @@
 #include "fp8_probe.h"
 #include "fp8_store.h"
 #include "tests.h"
+#include "recipe_state.h"
 
 static void fill(float *x, size_t n, uint64_t seed, float amp)
 {

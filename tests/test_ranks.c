@@ -22,6 +22,7 @@
 #include "fp8_store.h"
 #include "ranks.h"
 #include "tests.h"
+#include "recipe_state.h"
 
 static char dir[256];
 

@@ -11,6 +11,7 @@
 #include "fp8_nvdlfw.h"
 #include "fp8_probe.h"
 #include "tests.h"
+#include "recipe_state.h"
 
 static void test_parse(void)
 {
@@ -425,6 +426,32 @@ static void test_nvfp4(void)
     fp8_recipe_state_free(st);
 }
 
+/* The state's public face: what its accessors say after hand-worked steps
+ * of e4m3:delayed:history=2 (amax 2 then 4: scale 448/2, then 448/4). */
+static void test_state_accessors(void)
+{
+    fp8_recipe_state *st = fp8_recipe_state_new("e4m3:delayed:history=2", "activation");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+    CU_ASSERT_EQUAL(fp8_recipe_state_recipe(st)->kind, FP8_RECIPE_DELAYED);
+    CU_ASSERT_STRING_EQUAL(fp8_recipe_state_format(st)->name, "e4m3");
+    float si = 0;
+    CU_ASSERT_EQUAL(fp8_recipe_state_scale(st, &si), 1.0f); /* TE starts at 1 */
+    CU_ASSERT_EQUAL(si, 1.0f);
+    fp8_recipe_state_observe(st, 2.0f);
+    fp8_recipe_state_step(st);
+    CU_ASSERT_EQUAL(fp8_recipe_state_scale(st, &si), 224.0f);
+    CU_ASSERT_EQUAL(si, 1.0f / 224.0f);
+    fp8_recipe_state_observe(st, 4.0f);
+    fp8_recipe_state_step(st);
+    CU_ASSERT_EQUAL(fp8_recipe_state_scale(st, NULL), 112.0f);
+    CU_ASSERT_EQUAL(fp8_recipe_state_steps(st), 2);
+    fp8_recipe_state_set_threads(st, 99);
+    CU_ASSERT_EQUAL(st->threads, 16);
+    fp8_recipe_state_free(st);
+    CU_ASSERT_PTR_NULL(fp8_recipe_state_recipe(NULL));
+    CU_ASSERT_EQUAL(fp8_recipe_state_steps(NULL), -1);
+}
+
 void register_recipe_tests(void)
 {
     static CU_TestInfo tests[] = {
@@ -436,6 +463,7 @@ void register_recipe_tests(void)
         {"mx: floor clips 500, ceil does not", test_mx},
         {"nvfp4: two-level scales", test_nvfp4},
         {"TE exactness: Inf in the delayed history, overflows% before rounding", test_te_exactness},
+        {"the state's accessors after hand-worked steps", test_state_accessors},
         CU_TEST_INFO_NULL,
     };
     add_suite("recipe", tests);

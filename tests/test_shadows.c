@@ -17,6 +17,7 @@
 #include "fp8_store.h"
 #include "ref_stats.h"
 #include "tests.h"
+#include "recipe_state.h"
 
 /* e4m3 nearest-even saturating cast of v * scale, dequantized: the plain
  * single-value path (test_cast checks it against the OCP tables) */

@@ -19,6 +19,7 @@
 #include "fp8.h"
 #include "ref_stats.h"
 #include "tests.h"
+#include "recipe_state.h"
 
 static double floor_; /* values below this compare absolutely (dB near 0) */
 

@@ -34,6 +34,7 @@
 #include "quantize_internal.h"
 #include "stats_vec.h"
 #include "kernels.h"
+#include "recipe_state.h"
 
 /* elements cast and summed per step of the fused pass: a piece of x and
  * its x_hat (256 KB) stay in a core's L2 while the passes over them run;

@@ -12,6 +12,7 @@
 #include "cast_internal.h"
 #include "quantize_internal.h"
 #include "recipe_internal.h"
+#include "recipe_state.h"
 
 /* 2^e for e in [-149, 127], exactly, without libm (called per block) */
 static float pow2f(int e)

@@ -19,6 +19,7 @@
 #include "fp8_recipe.h"
 #include "fpenv.h"
 #include "recipe_internal.h"
+#include "recipe_state.h"
 
 /* ---- names ------------------------------------------------------------------ */
 
@@ -882,4 +883,23 @@ fp8_recipe_state *fp8_recipe_state_new(const char *spec, const char *role)
     if (fp8_recipe_parse(spec, &r) != FP8_OK)
         return NULL;
     return fp8_recipe_state_alloc(&r, ro);
+}
+
+const fp8_recipe *fp8_recipe_state_recipe(const fp8_recipe_state *st) { return st ? &st->recipe : NULL; }
+
+const fp8_format *fp8_recipe_state_format(const fp8_recipe_state *st) { return st ? st->format : NULL; }
+
+float fp8_recipe_state_scale(const fp8_recipe_state *st, float *scale_inv)
+{
+    if (scale_inv)
+        *scale_inv = st ? st->scale_inv : NAN;
+    return st ? st->scale : NAN;
+}
+
+int64_t fp8_recipe_state_steps(const fp8_recipe_state *st) { return st ? st->steps : -1; }
+
+void fp8_recipe_state_set_threads(fp8_recipe_state *st, int threads)
+{
+    if (st)
+        st->threads = threads < 0 ? 0 : threads > 16 ? 16 : threads;
 }

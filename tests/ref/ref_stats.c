@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ref_stats.h"
+#include "recipe_state.h"
 
 /* group of element (i, j) of the R x C (possibly transposed) data */
 static size_t group_of(const fp8_recipe *r, size_t i, size_t j, size_t R, size_t C, size_t *ngroups)
