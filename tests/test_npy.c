@@ -1,5 +1,5 @@
 /*
- * test_io.c — suite "npy": the .npy / raw readers on good files (float32,
+ * test_npy.c — suite "npy": the .npy / raw readers on good files (float32,
  * float16, big-endian, Fortran order, 3-D) and bad ones (not .npy, float64,
  * truncated, empty, shape mismatch), each error naming the file.
  */
@@ -165,7 +165,7 @@ static void test_header(void)
     CU_ASSERT_PTR_NULL(x);
 }
 
-void register_io_tests(void)
+void register_npy_tests(void)
 {
     static CU_TestInfo tests[] = {
         {"good .npy and raw files", test_good},
