@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "analysis.h"
 #include "cli.h"
 #include "fp8.h"
 #include "fp8_store.h"
@@ -170,17 +171,8 @@ static int export_csv(const fp8_run *r, FILE *f, int scalars)
 
 static void json_s(FILE *f, const char *k, const char *v, int first)
 {
-    fprintf(f, "%s\"%s\": \"", first ? "" : ", ", k);
-    for (; *v; v++) {
-        unsigned char ch = (unsigned char)*v;
-        if (ch == '"' || ch == '\\')
-            fprintf(f, "\\%c", ch);
-        else if (ch < 0x20)
-            fprintf(f, "\\u%04x", ch);
-        else
-            fputc(ch, f);
-    }
-    fputc('"', f);
+    fprintf(f, "%s\"%s\": ", first ? "" : ", ", k);
+    an_json_str(f, v);
 }
 
 static void json_d(FILE *f, const char *k, double v)
