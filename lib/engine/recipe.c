@@ -282,208 +282,263 @@ static int parse_int(const char *s, long lo, long hi, int *out)
     return 0;
 }
 
-/* One option item "key" or "key=value" for the recipe being built. */
-static int apply_option(const char *spec, fp8_recipe *r, char *item)
+/* "RxC" into *rows, *cols (positive integers up to 2^20); what names the
+ * value in messages ("block shape", "weights tile"), eg an example. */
+static int parse_tile(const char *spec, char *val, const char *what, const char *eg, int *rows, int *cols)
+{
+    char msg[120];
+    char *x = strchr(val, 'x');
+    if (!x) {
+        snprintf(msg, sizeof msg, "%s '%%s' is not RxC (e.g. %s)", what, eg);
+        return bad(spec, msg, val);
+    }
+    *x = 0;
+    if (parse_int(val, 1, 1 << 20, rows) || parse_int(x + 1, 1, 1 << 20, cols)) {
+        snprintf(msg, sizeof msg, "%s is not RxC with positive integers (got '%%s')", what);
+        return bad(spec, msg, val);
+    }
+    return 0;
+}
+
+/* ---- the options: one table (docs/recipes.md lists the same) ---------------- */
+
+#define K(k) (1u << (k))
+#define K_ALL 0xFFFFu
+#define K_DELAYED K(FP8_RECIPE_DELAYED)
+#define K_CURRENTS (K(FP8_RECIPE_CURRENT) | K(FP8_RECIPE_ROWWISE) | K(FP8_RECIPE_COLWISE))
+#define K_BLOCK K(FP8_RECIPE_BLOCK)
+#define K_MX K(FP8_RECIPE_MX)
+#define K_NVFP4 K(FP8_RECIPE_NVFP4)
+
+typedef enum { VAL_NONE, VAL_NEEDED, VAL_OPTIONAL } val_kind;
+
+/* one option: its names, the kinds of recipe it applies to, whether it
+ * takes a value, and what it sets (val: the value or NULL; the table row
+ * for its argument) */
+typedef struct opt_row opt_row;
+struct opt_row {
+    const char *name[3];
+    unsigned kinds;
+    val_kind value;
+    int (*set)(const char *spec, fp8_recipe *r, char *val, const opt_row *o);
+    int arg;         /* the setter's constant (a mode, a flag value)     */
+    int delayed_opt; /* one of block=RxC:delayed's history, algo, margin */
+};
+
+static int set_overflow(const char *spec, fp8_recipe *r, char *val, const opt_row *o)
+{
+    (void)spec, (void)val;
+    r->cast.overflow = (fp8_overflow)o->arg;
+    return 0;
+}
+
+static int set_round(const char *spec, fp8_recipe *r, char *val, const opt_row *o)
+{
+    (void)o;
+    if (strcmp(val, "nearest") == 0)
+        r->cast.round = FP8_ROUND_NEAREST;
+    else if (strcmp(val, "zero") == 0)
+        r->cast.round = FP8_ROUND_ZERO;
+    else if (strcmp(val, "stochastic") == 0)
+        r->cast.round = FP8_ROUND_STOCHASTIC;
+    else
+        return bad(spec, "unknown rounding '%s' (nearest, zero, stochastic)", val);
+    return 0;
+}
+
+static int set_seed(const char *spec, fp8_recipe *r, char *val, const opt_row *o)
+{
+    (void)o;
+    char *end;
+    r->cast.seed = strtoull(val, &end, 10);
+    if (*end || *val == '-')
+        return bad(spec, "seed '%s' is not an unsigned integer", val);
+    return 0;
+}
+
+static int set_smooth(const char *spec, fp8_recipe *r, char *val, const opt_row *o)
+{
+    (void)o;
+    if (!val || strcmp(val, "published") == 0)
+        r->smooth = 1;
+    else if (strcmp(val, "fold") == 0)
+        r->smooth = 2;
+    else
+        return bad(spec, "smooth '%s' is not published (the default) or fold", val);
+    return 0;
+}
+
+/* flags: arg picks which (and what the flag clears) */
+enum { F_BLOCK_DELAYED, F_FINITE_AMAX, F_TORCHAO, F_POW2, F_SR_GRAD, F_UE8M0, F_FP32, F_TRANSPOSED };
+
+static int set_flag(const char *spec, fp8_recipe *r, char *val, const opt_row *o)
+{
+    (void)spec, (void)val;
+    switch (o->arg) {
+    case F_BLOCK_DELAYED: r->block_delayed = 1; break;
+    case F_FINITE_AMAX: r->finite_amax = 1; break;
+    case F_TORCHAO: r->torchao = 1; break;
+    case F_POW2: r->pow2 = 1, r->ue8m0 = 0; break;
+    case F_SR_GRAD: r->sr_grad = 1; break;
+    case F_UE8M0: r->ue8m0 = 1, r->pow2 = 0; break;
+    case F_FP32: r->ue8m0 = r->pow2 = 0; break;
+    default: r->transposed = 1; break;
+    }
+    return 0;
+}
+
+static int set_history(const char *spec, fp8_recipe *r, char *val, const opt_row *o)
+{
+    (void)o;
+    if (parse_int(val, 1, 1 << 20, &r->history_len))
+        return bad(spec, "history '%s' is not an integer in 1..1048576", val);
+    return 0;
+}
+
+static int set_algo(const char *spec, fp8_recipe *r, char *val, const opt_row *o)
+{
+    (void)o;
+    if (strcmp(val, "max") == 0)
+        r->algo_most_recent = 0;
+    else if (strcmp(val, "most_recent") == 0)
+        r->algo_most_recent = 1;
+    else
+        return bad(spec, "algo '%s' is not max or most_recent", val);
+    return 0;
+}
+
+static int set_margin(const char *spec, fp8_recipe *r, char *val, const opt_row *o)
+{
+    (void)o;
+    if (parse_int(val, 0, 64, &r->margin))
+        return bad(spec, "margin '%s' is not an integer in 0..64", val);
+    return 0;
+}
+
+static int set_eps(const char *spec, fp8_recipe *r, char *val, const opt_row *o)
+{
+    (void)o;
+    if (parse_double(val, &r->eps) || r->eps < 0)
+        return bad(spec, "eps '%s' is not a number >= 0", val);
+    return 0;
+}
+
+static int set_reduce(const char *spec, fp8_recipe *r, char *val, const opt_row *o)
+{
+    (void)o;
+    if (!fp8_group_name_ok(val))
+        return bad(spec, "reduce group '%s' is not a name of 1..23 letters, digits, '_' or '-'", val);
+    memcpy(r->reduce, val, strlen(val) + 1);
+    return 0;
+}
+
+static int set_rht(const char *spec, fp8_recipe *r, char *val, const opt_row *o)
+{
+    (void)o;
+    r->rht = 1;
+    r->rht_seed = 0;
+    if (val) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(val, &end, 10);
+        if (end == val || *end || errno || val[0] == '-')
+            return bad(spec, "rht seed '%s' is not a non-negative integer", val);
+        r->rht_seed = v;
+    }
+    return 0;
+}
+
+static int set_weights(const char *spec, fp8_recipe *r, char *val, const opt_row *o)
+{
+    return parse_tile(spec, val, "weights tile", o->arg ? "16x16" : "128x128", &r->wblock_rows, &r->wblock_cols);
+}
+
+static int set_mx_round(const char *spec, fp8_recipe *r, char *val, const opt_row *o)
+{
+    (void)spec, (void)val;
+    r->mx_round = (fp8_mx_round)o->arg;
+    return 0;
+}
+
+static int set_elem(const char *spec, fp8_recipe *r, char *val, const opt_row *o)
+{
+    (void)o;
+    if (set_format(&r->fwd, val))
+        return bad(spec, "unknown element format '%s'", val);
+    r->bwd = r->fwd;
+    return 0;
+}
+
+static int set_group(const char *spec, fp8_recipe *r, char *val, const opt_row *o)
+{
+    (void)o;
+    if (parse_int(val, 1, 1 << 16, &r->group))
+        return bad(spec, "group '%s' is not an integer in 1..65536", val);
+    return 0;
+}
+
+/* The first row whose name and kinds match an option is its meaning. */
+static const opt_row options[] = {
+    /* the element cast, any kind */
+    {{"nosat", "no-saturate"}, K_ALL, VAL_NONE, set_overflow, FP8_NO_SATURATE, 0},
+    {{"sat", "saturate"}, K_ALL, VAL_NONE, set_overflow, FP8_SATURATE, 0},
+    {{"round"}, K_ALL, VAL_NEEDED, set_round, 0, 0},
+    {{"seed"}, K_ALL, VAL_NEEDED, set_seed, 0, 0},
+    {{"smooth"}, K_ALL, VAL_OPTIONAL, set_smooth, 0, 0},
+    /* the scales */
+    {{"delayed"}, K_BLOCK, VAL_NONE, set_flag, F_BLOCK_DELAYED, 0},
+    {{"history", "amax_history_len"}, K_DELAYED | K_BLOCK, VAL_NEEDED, set_history, 0, 1},
+    {{"algo", "amax_compute_algo"}, K_DELAYED | K_BLOCK, VAL_NEEDED, set_algo, 0, 1},
+    {{"margin"}, K_DELAYED | K_BLOCK, VAL_NEEDED, set_margin, 0, 1},
+    {{"finite_amax"}, K_DELAYED, VAL_NONE, set_flag, F_FINITE_AMAX, 0},
+    {{"eps", "epsilon", "amax_floor"}, K_CURRENTS | K_BLOCK, VAL_NEEDED, set_eps, 0, 0},
+    {{"reduce"}, K_DELAYED | K(FP8_RECIPE_CURRENT), VAL_NEEDED, set_reduce, 0, 0},
+    {{"torchao"}, K_CURRENTS, VAL_NONE, set_flag, F_TORCHAO, 0},
+    {{"pow2"}, K_DELAYED | K_CURRENTS | K_BLOCK, VAL_NONE, set_flag, F_POW2, 0},
+    {{"sr_grad"}, K_NVFP4, VAL_NONE, set_flag, F_SR_GRAD, 0},
+    {{"rht"}, K_NVFP4, VAL_OPTIONAL, set_rht, 0, 0},
+    {{"weights"}, K_NVFP4, VAL_NEEDED, set_weights, 1, 0},
+    {{"ue8m0"}, K_BLOCK, VAL_NONE, set_flag, F_UE8M0, 0},
+    {{"fp32"}, K_BLOCK, VAL_NONE, set_flag, F_FP32, 0},
+    {{"weights"}, K_BLOCK, VAL_NEEDED, set_weights, 0, 0},
+    {{"transposed", "colwise"}, K_BLOCK, VAL_NONE, set_flag, F_TRANSPOSED, 0},
+    {{"floor"}, K_MX, VAL_NONE, set_mx_round, FP8_MX_FLOOR, 0},
+    {{"ceil"}, K_MX, VAL_NONE, set_mx_round, FP8_MX_CEIL, 0},
+    {{"rceil"}, K_MX, VAL_NONE, set_mx_round, FP8_MX_RCEIL, 0},
+    {{"even"}, K_MX, VAL_NONE, set_mx_round, FP8_MX_EVEN, 0},
+    {{"elem"}, K_MX, VAL_NEEDED, set_elem, 0, 0},
+    {{"group"}, K_MX | K_NVFP4, VAL_NEEDED, set_group, 0, 0},
+};
+
+static const opt_row *find_option(const char *key, fp8_recipe_kind kind)
+{
+    for (size_t i = 0; i < sizeof options / sizeof options[0]; i++)
+        if (options[i].kinds & K(kind))
+            for (int a = 0; a < 3 && options[i].name[a]; a++)
+                if (strcmp(key, options[i].name[a]) == 0)
+                    return &options[i];
+    return NULL;
+}
+
+/* One option item "key" or "key=value" for the recipe being built;
+ * *delayed_opt |= it is one of history, algo, margin. */
+static int apply_option(const char *spec, fp8_recipe *r, char *item, int *delayed_opt)
 {
     char *val = strchr(item, '=');
     if (val)
         *val++ = 0;
-    const char *k = item;
-    fp8_recipe_kind kind = r->kind;
-#define NEEDVAL() \
-    do { if (!val || !*val) return bad(spec, "option '%s' needs a value", k); } while (0)
-#define NOVAL() \
-    do { if (val) return bad(spec, "option '%s' takes no value", k); } while (0)
-    /* element cast, any kind */
-    if (strcmp(k, "nosat") == 0 || strcmp(k, "no-saturate") == 0) {
-        NOVAL();
-        r->cast.overflow = FP8_NO_SATURATE;
-        return 0;
+    const opt_row *o = find_option(item, r->kind);
+    if (!o) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "unknown option '%%s' for %s recipes", fp8_recipe_kind_name(r->kind));
+        return bad(spec, msg, item);
     }
-    if (strcmp(k, "sat") == 0 || strcmp(k, "saturate") == 0) {
-        NOVAL();
-        r->cast.overflow = FP8_SATURATE;
-        return 0;
-    }
-    if (strcmp(k, "round") == 0) {
-        NEEDVAL();
-        if (strcmp(val, "nearest") == 0)
-            r->cast.round = FP8_ROUND_NEAREST;
-        else if (strcmp(val, "zero") == 0)
-            r->cast.round = FP8_ROUND_ZERO;
-        else if (strcmp(val, "stochastic") == 0)
-            r->cast.round = FP8_ROUND_STOCHASTIC;
-        else
-            return bad(spec, "unknown rounding '%s' (nearest, zero, stochastic)", val);
-        return 0;
-    }
-    if (strcmp(k, "seed") == 0) {
-        NEEDVAL();
-        char *end;
-        r->cast.seed = strtoull(val, &end, 10);
-        if (*end || *val == '-')
-            return bad(spec, "seed '%s' is not an unsigned integer", val);
-        return 0;
-    }
-    if (strcmp(k, "smooth") == 0) {
-        if (!val || strcmp(val, "published") == 0)
-            r->smooth = 1;
-        else if (strcmp(val, "fold") == 0)
-            r->smooth = 2;
-        else
-            return bad(spec, "smooth '%s' is not published (the default) or fold", val);
-        return 0;
-    }
-    if (kind == FP8_RECIPE_BLOCK && strcmp(k, "delayed") == 0) {
-        NOVAL();
-        r->block_delayed = 1;
-        return 0;
-    }
-    if (kind == FP8_RECIPE_DELAYED || kind == FP8_RECIPE_BLOCK) {
-        /* (block: checked against `delayed` once every option is read) */
-        if (strcmp(k, "history") == 0 || strcmp(k, "amax_history_len") == 0) {
-            NEEDVAL();
-            if (parse_int(val, 1, 1 << 20, &r->history_len))
-                return bad(spec, "history '%s' is not an integer in 1..1048576", val);
-            return 0;
-        }
-        if (strcmp(k, "algo") == 0 || strcmp(k, "amax_compute_algo") == 0) {
-            NEEDVAL();
-            if (strcmp(val, "max") == 0)
-                r->algo_most_recent = 0;
-            else if (strcmp(val, "most_recent") == 0)
-                r->algo_most_recent = 1;
-            else
-                return bad(spec, "algo '%s' is not max or most_recent", val);
-            return 0;
-        }
-        if (strcmp(k, "margin") == 0) {
-            NEEDVAL();
-            if (parse_int(val, 0, 64, &r->margin))
-                return bad(spec, "margin '%s' is not an integer in 0..64", val);
-            return 0;
-        }
-        if (kind == FP8_RECIPE_DELAYED && strcmp(k, "finite_amax") == 0) {
-            NOVAL();
-            r->finite_amax = 1;
-            return 0;
-        }
-    }
-    if (kind == FP8_RECIPE_CURRENT || kind == FP8_RECIPE_ROWWISE || kind == FP8_RECIPE_COLWISE ||
-        kind == FP8_RECIPE_BLOCK) {
-        if (strcmp(k, "eps") == 0 || strcmp(k, "epsilon") == 0 || strcmp(k, "amax_floor") == 0) {
-            NEEDVAL();
-            if (parse_double(val, &r->eps) || r->eps < 0)
-                return bad(spec, "eps '%s' is not a number >= 0", val);
-            return 0;
-        }
-    }
-    if ((kind == FP8_RECIPE_DELAYED || kind == FP8_RECIPE_CURRENT) && strcmp(k, "reduce") == 0) {
-        NEEDVAL();
-        if (!fp8_group_name_ok(val))
-            return bad(spec, "reduce group '%s' is not a name of 1..23 letters, digits, '_' or '-'", val);
-        memcpy(r->reduce, val, strlen(val) + 1);
-        return 0;
-    }
-    if ((kind == FP8_RECIPE_CURRENT || kind == FP8_RECIPE_ROWWISE || kind == FP8_RECIPE_COLWISE) &&
-        strcmp(k, "torchao") == 0) {
-        NOVAL();
-        r->torchao = 1;
-        return 0;
-    }
-    if ((kind == FP8_RECIPE_DELAYED || kind == FP8_RECIPE_CURRENT || kind == FP8_RECIPE_ROWWISE ||
-         kind == FP8_RECIPE_COLWISE || kind == FP8_RECIPE_BLOCK) &&
-        strcmp(k, "pow2") == 0) {
-        NOVAL();
-        r->pow2 = 1;
-        r->ue8m0 = 0;
-        return 0;
-    }
-    if (kind == FP8_RECIPE_NVFP4) {
-        if (strcmp(k, "sr_grad") == 0) {
-            NOVAL();
-            r->sr_grad = 1;
-            return 0;
-        }
-        if (strcmp(k, "rht") == 0) {
-            r->rht = 1;
-            r->rht_seed = 0;
-            if (val) {
-                char *end;
-                errno = 0;
-                unsigned long long v = strtoull(val, &end, 10);
-                if (end == val || *end || errno || val[0] == '-')
-                    return bad(spec, "rht seed '%s' is not a non-negative integer", val);
-                r->rht_seed = v;
-            }
-            return 0;
-        }
-    }
-    if (kind == FP8_RECIPE_NVFP4 && strcmp(k, "weights") == 0) {
-        NEEDVAL();
-        char *x = strchr(val, 'x');
-        if (!x)
-            return bad(spec, "weights tile '%s' is not RxC (e.g. 16x16)", val);
-        *x = 0;
-        if (parse_int(val, 1, 1 << 20, &r->wblock_rows) || parse_int(x + 1, 1, 1 << 20, &r->wblock_cols))
-            return bad(spec, "weights tile is not RxC with positive integers (got '%s')", val);
-        return 0;
-    }
-    if (kind == FP8_RECIPE_BLOCK) {
-        if (strcmp(k, "ue8m0") == 0) {
-            NOVAL();
-            r->ue8m0 = 1;
-            r->pow2 = 0;
-            return 0;
-        }
-        if (strcmp(k, "fp32") == 0) {
-            NOVAL();
-            r->ue8m0 = r->pow2 = 0;
-            return 0;
-        }
-        if (strcmp(k, "weights") == 0) {
-            NEEDVAL();
-            char *x = strchr(val, 'x');
-            if (!x)
-                return bad(spec, "weights tile '%s' is not RxC (e.g. 128x128)", val);
-            *x = 0;
-            if (parse_int(val, 1, 1 << 20, &r->wblock_rows) || parse_int(x + 1, 1, 1 << 20, &r->wblock_cols))
-                return bad(spec, "weights tile is not RxC with positive integers (got '%s')", val);
-            return 0;
-        }
-        if (strcmp(k, "transposed") == 0 || strcmp(k, "colwise") == 0) {
-            NOVAL();
-            r->transposed = 1;
-            return 0;
-        }
-    }
-    if (kind == FP8_RECIPE_MX) {
-        static const char *modes[] = {"floor", "ceil", "rceil", "even"};
-        for (int i = 0; i < 4; i++)
-            if (strcmp(k, modes[i]) == 0) {
-                NOVAL();
-                r->mx_round = (fp8_mx_round)i;
-                return 0;
-            }
-        if (strcmp(k, "elem") == 0) {
-            NEEDVAL();
-            if (set_format(&r->fwd, val))
-                return bad(spec, "unknown element format '%s'", val);
-            r->bwd = r->fwd;
-            return 0;
-        }
-    }
-    if ((kind == FP8_RECIPE_MX || kind == FP8_RECIPE_NVFP4) && strcmp(k, "group") == 0) {
-        NEEDVAL();
-        if (parse_int(val, 1, 1 << 16, &r->group))
-            return bad(spec, "group '%s' is not an integer in 1..65536", val);
-        return 0;
-    }
-#undef NEEDVAL
-#undef NOVAL
-    char msg[160];
-    snprintf(msg, sizeof msg, "unknown option '%%s' for %s recipes", fp8_recipe_kind_name(kind));
-    return bad(spec, msg, k);
+    if (o->value == VAL_NEEDED && (!val || !*val))
+        return bad(spec, "option '%s' needs a value", item);
+    if (o->value == VAL_NONE && val)
+        return bad(spec, "option '%s' takes no value", item);
+    *delayed_opt |= o->delayed_opt;
+    return o->set(spec, r, val, o);
 }
 
 int fp8_group_name_ok(const char *s)
@@ -631,14 +686,8 @@ static int parse_spec(const char *spec, fp8_recipe *out)
             return bad(spec, "kind '%s' takes no '=' value", kind);
         if (r.kind == FP8_RECIPE_BLOCK) {
             r.eps = 1e-4; /* DeepSeek's amax floor */
-            if (kv) {
-                char *x = strchr(kv, 'x');
-                if (!x)
-                    return bad(spec, "block shape '%s' is not RxC (e.g. 1x128, 128x128)", kv);
-                *x = 0;
-                if (parse_int(kv, 1, 1 << 20, &r.block_rows) || parse_int(x + 1, 1, 1 << 20, &r.block_cols))
-                    return bad(spec, "block shape is not RxC with positive integers (got '%s')", kv);
-            }
+            if (kv && parse_tile(spec, kv, "block shape", "1x128, 128x128", &r.block_rows, &r.block_cols))
+                return FP8_EINVAL;
         }
         if (r.kind == FP8_RECIPE_MX && (r.fwd.bits > 8 || r.fwd.kind == FP8_KIND_E8M0))
             return bad(spec, "MX elements must be an 8-bit-or-narrower signed format, not '%s'", r.fwd.name);
@@ -656,10 +705,7 @@ static int parse_spec(const char *spec, fp8_recipe *out)
                 *comma = 0;
             if (!*item)
                 return bad(spec, "%sempty option", "");
-            delayed_opts |= !strncmp(item, "history", 7) || !strncmp(item, "amax_history_len", 16) ||
-                            !strncmp(item, "algo", 4) || !strncmp(item, "amax_compute_algo", 17) ||
-                            !strncmp(item, "margin", 6);
-            int st = apply_option(spec, &r, item);
+            int st = apply_option(spec, &r, item, &delayed_opts);
             if (st)
                 return st;
             item = comma ? comma + 1 : NULL;
