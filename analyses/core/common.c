@@ -20,6 +20,7 @@
 #include "fp8_error.h"
 #include "fp8_file.h"
 #include "fp8_ranks.h"
+#include "hash.h"
 
 void an_defaults(an_ctx *c)
 {
@@ -119,18 +120,25 @@ static int cmp_series(const void *a, const void *b)
  * 100,000 recipes over 10,000 tensors has 10^9 such cells). */
 static uint64_t pair_key(uint32_t t, uint32_t r) { return (uint64_t)t << 32 | r; }
 
+static uint64_t pair_hash_of(uint64_t k) { return (k * 0x9E3779B97F4A7C15ull) >> 17; }
+
+static uint64_t keys_hash(const void *items, size_t i) { return pair_hash_of(((const uint64_t *)items)[i]); }
+
+static int keys_eq(const void *items, size_t i, const void *key)
+{
+    return ((const uint64_t *)items)[i] == *(const uint64_t *)key;
+}
+
+/* the run's pair keys, sorted, and an index (hash.h) whose item numbers are
+ * their positions: a key's pair id */
 typedef struct {
-    uint64_t *key; /* UINT64_MAX = empty */
-    size_t *id;
-    size_t cap;
+    fp8__index ix;
+    uint64_t *keys;
 } pair_hash;
 
-static size_t ph_slot(const pair_hash *h, uint64_t k)
+static size_t pair_id(const pair_hash *h, uint64_t k)
 {
-    size_t i = (size_t)((k * 0x9E3779B97F4A7C15ull) >> 17) & (h->cap - 1);
-    while (h->key[i] != UINT64_MAX && h->key[i] != k)
-        i = (i + 1) & (h->cap - 1);
-    return i;
+    return (size_t)fp8__index_find(&h->ix, pair_hash_of(k), keys_eq, h->keys, &k);
 }
 
 static int cmp_u64(const void *x, const void *y)
@@ -142,42 +150,41 @@ static int cmp_u64(const void *x, const void *y)
 static int index_pairs(an_run *a, pair_hash *h)
 {
     const fp8_run *r = a->run;
-    size_t n = r->nrecords + r->nsteps, cap = 16;
-    while (cap < 2 * n + 2)
-        cap *= 2;
-    h->cap = cap;
-    h->key = fp8__malloc_big(cap * sizeof *h->key); /* (per-record arrays: huge pages, bigmem.h) */
-    h->id = fp8__malloc_big(cap * sizeof *h->id);
-    uint64_t *uniq = fp8__malloc_big((n + 1) * sizeof *uniq);
+    size_t n = r->nrecords + r->nsteps;
+    uint64_t *uniq = fp8__malloc_big((n + 1) * sizeof *uniq); /* (per-record arrays: huge pages, bigmem.h) */
     a->tpair = calloc((size_t)r->ntensors + 2, sizeof *a->tpair);
-    if (!h->key || !h->id || !uniq || !a->tpair) {
-        free(uniq);
+    h->keys = uniq;
+    if (!uniq || !a->tpair)
         return -1;
-    }
-    memset(h->key, 0xFF, cap * sizeof *h->key);
+    fp8__index seen = {0}; /* the distinct keys, in order of first sight */
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
         uint64_t k = i < r->nrecords ? pair_key(r->summaries[i].tensor, r->summaries[i].recipe)
                                      : pair_key(r->steps[i - r->nrecords].tensor, r->steps[i - r->nrecords].recipe);
-        size_t sl = ph_slot(h, k);
-        if (h->key[sl] == UINT64_MAX)
-            h->key[sl] = k, uniq[m++] = k;
+        if (fp8__index_find(&seen, pair_hash_of(k), keys_eq, uniq, &k) >= 0)
+            continue;
+        if (fp8__index_reserve(&seen, keys_hash, uniq) != 0) {
+            fp8__index_free(&seen);
+            return -1;
+        }
+        uniq[m++] = k;
+        fp8__index_add(&seen, pair_hash_of(k));
     }
+    fp8__index_free(&seen);
     qsort(uniq, m, sizeof *uniq, cmp_u64);
     a->npairs = m;
     a->pair_recipe = malloc((m + 1) * sizeof *a->pair_recipe);
-    if (!a->pair_recipe) {
-        free(uniq);
+    if (!a->pair_recipe)
         return -1;
-    }
-    for (size_t i = 0; i < m; i++) {
-        h->id[ph_slot(h, uniq[i])] = i;
+    for (size_t i = 0; i < m; i++) { /* indexed again in sorted order: item i is pair id i */
+        if (fp8__index_reserve(&h->ix, keys_hash, uniq) != 0)
+            return -1;
+        fp8__index_add(&h->ix, pair_hash_of(uniq[i]));
         a->pair_recipe[i] = (int)(uint32_t)uniq[i];
         a->tpair[(uniq[i] >> 32) + 1]++;
     }
     for (int t = 0; t < r->ntensors; t++)
         a->tpair[t + 1] += a->tpair[t];
-    free(uniq);
     return 0;
 }
 
@@ -227,7 +234,7 @@ static int index_run(an_run *a, const pair_hash *h)
     /* counting sort by pair, then steps within each series */
     for (size_t i = 0; i < n; i++) {
         const fp8_summary *s = &r->summaries[i];
-        pid[i] = h->id[ph_slot(h, pair_key(s->tensor, s->recipe))];
+        pid[i] = pair_id(h, pair_key(s->tensor, s->recipe));
         a->start[pid[i] + 1]++;
         if (s->active && a->active[s->tensor] < 0)
             a->active[s->tensor] = (int)s->recipe;
@@ -315,7 +322,7 @@ static int index_series(an_run *a, const pair_hash *h)
         return -1;
     }
     for (size_t i = 0; i < n; i++) {
-        pid[i] = h->id[ph_slot(h, pair_key(r->steps[i].tensor, r->steps[i].recipe))];
+        pid[i] = pair_id(h, pair_key(r->steps[i].tensor, r->steps[i].recipe));
         a->sstart[pid[i] + 1]++;
     }
     for (size_t k = 0; k < P; k++)
@@ -472,7 +479,7 @@ int an_open(an_ctx *c, const char *const *paths, int n)
         }
         pair_hash h = {0};
         int bad = index_pairs(a, &h) || index_run(a, &h) || index_series(a, &h);
-        free(h.key), free(h.id);
+        fp8__index_free(&h.ix), free(h.keys);
         if (bad) {
             fprintf(stderr, "fp8prof: %s: out of memory indexing the run\n", paths[i]);
             return 1;
