@@ -64,7 +64,8 @@ static int group_eq(const void *items, size_t i, const void *key)
 static group *group_for(group_set *S, int role, const char *label)
 {
     const group_name key = {role, label};
-    long i = fp8__index_find(&S->ix, group_key(role, label), group_eq, S->g, &key);
+    uint64_t h = group_key(role, label);
+    long i = fp8__index_find(&S->ix, h, group_eq, S->g, &key);
     if (i >= 0)
         return &S->g[i];
     if (S->n == S->cap) {
@@ -80,7 +81,7 @@ static group *group_for(group_set *S, int role, const char *label)
     memset(G, 0, sizeof *G);
     G->role = role, G->te_known = 1;
     snprintf(G->label, sizeof G->label, "%s", label);
-    fp8__index_add(&S->ix, group_key(role, label));
+    fp8__index_add(&S->ix, h);
     return G;
 }
 

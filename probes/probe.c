@@ -264,7 +264,7 @@ fp8_probe *fp8_probe_declare(fp8_probe_run *run, const char *name, fp8_role role
             probe_free(p);
             return NULL;
         }
-        p->st[p->nrec]->threads = run->opt.threads; /* each cast's parts side by side */
+        fp8_recipe_state_set_threads(p->st[p->nrec], run->opt.threads); /* each cast's parts side by side */
         p->nrec++;
     }
     if (run->groups) {

@@ -161,14 +161,15 @@ static int index_pairs(an_run *a, pair_hash *h)
     for (size_t i = 0; i < n; i++) {
         uint64_t k = i < r->nrecords ? pair_key(r->summaries[i].tensor, r->summaries[i].recipe)
                                      : pair_key(r->steps[i - r->nrecords].tensor, r->steps[i - r->nrecords].recipe);
-        if (fp8__index_find(&seen, pair_hash_of(k), keys_eq, uniq, &k) >= 0)
+        uint64_t kh = pair_hash_of(k);
+        if (fp8__index_find(&seen, kh, keys_eq, uniq, &k) >= 0)
             continue;
         if (fp8__index_reserve(&seen, keys_hash, uniq) != 0) {
             fp8__index_free(&seen);
             return -1;
         }
         uniq[m++] = k;
-        fp8__index_add(&seen, pair_hash_of(k));
+        fp8__index_add(&seen, kh);
     }
     fp8__index_free(&seen);
     qsort(uniq, m, sizeof *uniq, cmp_u64);

@@ -233,6 +233,7 @@ static int names_find(const names_t *t, const char *name)
     return i < 0 ? -1 : t->id[i];
 }
 
+/* name (not in t yet) with its id */
 static int names_add(names_t *t, const char *name, int id)
 {
     if (t->n == t->cap) {
@@ -581,7 +582,8 @@ static int import_one(const filelist *Lp, int only, int nranks, const char *logd
             }
             /* the pending record of (tensor, recipe, step) */
             const pending key = {.tensor = tid, .recipe = rid, .step = step};
-            long found = fp8__index_find(&ix, key_hash(tid, rid, step), pending_eq, pend, &key);
+            uint64_t kh = key_hash(tid, rid, step);
+            long found = fp8__index_find(&ix, kh, pending_eq, pend, &key);
             size_t row = found < 0 ? SIZE_MAX : (size_t)found;
             if (row == SIZE_MAX) {
                 if (np == capp) {
@@ -600,7 +602,7 @@ static int import_one(const filelist *Lp, int only, int nranks, const char *logd
                 pending *q = &pend[np];
                 memset(q, 0, sizeof *q);
                 q->tensor = tid, q->recipe = rid, q->step = step;
-                fp8__index_add(&ix, key_hash(tid, rid, step));
+                fp8__index_add(&ix, kh);
                 np++;
                 row = np - 1;
             }

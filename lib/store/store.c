@@ -276,11 +276,11 @@ static int reg_eq(const void *items, size_t i, const void *name)
     return strcmp(reg_name(r->s, r->which, (int)i), name) == 0;
 }
 
-/* the row named name, or -1 */
-static int reg_find(const fp8_store *s, int which, const char *name)
+/* the row named name, whose hash is h, or -1 */
+static int reg_find(const fp8_store *s, int which, const char *name, uint64_t h)
 {
     reg_items r = {s, which};
-    return (int)fp8__index_find(&s->idx[reg_slot(which)], fp8__fnv1a64(FP8_FNV64_SEED, name), reg_eq, &r, name);
+    return (int)fp8__index_find(&s->idx[reg_slot(which)], h, reg_eq, &r, name);
 }
 
 static int find_or_add(fp8_store *s, int which, const char *name, size_t maxlen, int role, int layer)
@@ -290,7 +290,8 @@ static int find_or_add(fp8_store *s, int which, const char *name, size_t maxlen,
     if (strlen(name) >= maxlen)
         return FP8_ERROR(FP8_EINVAL, "run file: name '%.40s...' longer than %zu bytes", name, maxlen - 1), -1;
     int k = reg_slot(which), *count = reg_count(s, which);
-    int found = reg_find(s, which, name);
+    uint64_t h = fp8__fnv1a64(FP8_FNV64_SEED, name);
+    int found = reg_find(s, which, name, h);
     if (found >= 0)
         return found;
     reg_items items = {s, which};
@@ -315,13 +316,13 @@ static int find_or_add(fp8_store *s, int which, const char *name, size_t maxlen,
     }
     if (buf_push(&s->buf[which], slot) != FP8_OK)
         return -1;
-    fp8__index_add(&s->idx[k], fp8__fnv1a64(FP8_FNV64_SEED, name));
+    fp8__index_add(&s->idx[k], h);
     return (*count)++;
 }
 
 int fp8_store_find_tensor(const fp8_store *s, const char *name)
 {
-    return s && name ? reg_find(s, D_TENSORS, name) : -1;
+    return s && name ? reg_find(s, D_TENSORS, name, fp8__fnv1a64(FP8_FNV64_SEED, name)) : -1;
 }
 
 /* steps and layers a run file may hold (fp8_store.h): readers refuse others */

@@ -7,7 +7,6 @@
 #ifndef FP8_F32BITS_H
 #define FP8_F32BITS_H
 
-#define FP8_F32_SIGN 0x80000000u     /* the sign bit                         */
 #define FP8_F32_ABS 0x7FFFFFFFu      /* everything but the sign: |x|'s bits  */
 #define FP8_F32_EXP 0x7F800000u      /* the exponent field                   */
 #define FP8_F32_INF 0x7F800000u      /* +inf; above it, NaN                  */
