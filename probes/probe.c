@@ -494,7 +494,7 @@ static void cast_recipe(void *ctx, int i)
         if (s->recipe.block_delayed || (s->recipe.smooth && s->recipe.kind == FP8_RECIPE_DELAYED))
             j->st[i] = fp8_quantize_ex(s, j->x, j->rows, j->cols, NULL, NULL, 0);
         else if (s->recipe.kind == FP8_RECIPE_DELAYED)
-            fp8_recipe_state_observe(s, j->ai.inf_count && !s->recipe.finite_amax ? INFINITY : j->ai.amax);
+            fp8__observe_amax(s, j->ai.amax, j->ai.inf_count > 0);
         return;
     }
     /* the input's own statistics are computed once for all recipes (xs)
@@ -706,13 +706,19 @@ static step_acc series_note(fp8_probe *p, int64_t step, const fp8_amax_info *ai)
     return done;
 }
 
+/* step lies in the options' start..end window */
+static int in_window_of(const fp8_probe_options *o, int64_t step)
+{
+    return step >= o->start && (o->end < 0 || step <= o->end);
+}
+
 /* 1 when a step of p needs the tensor itself: a statistics step, a
  * snapshot, block amaxes, or a recipe whose state follows more than the
  * tensor's amax (per-block delayed, smoothed delayed, reduced over ranks) */
 static int needs_tensor(const fp8_probe *p, int64_t step)
 {
     const fp8_probe_options *o = &p->run->opt;
-    int in_window = step >= o->start && (o->end < 0 || step <= o->end);
+    int in_window = in_window_of(o, step);
     int64_t ph = step % o->snapshot_every, bph = o->block_amax_every > 0 ? step % o->block_amax_every : -1;
     if (recorded_step(o, step) || reduces(p))
         return 1;
@@ -737,7 +743,7 @@ static int probe_run(fp8_probe *p, int64_t step, const float *x, size_t rows, si
     int rec = recorded_step(o, step);
     /* snapshots: every snapshot_every steps inside the recording window (and
      * the step after, with snapshot_pairs), recorded step or not */
-    int in_window = step >= o->start && (o->end < 0 || step <= o->end);
+    int in_window = in_window_of(o, step);
     int64_t ph = step % o->snapshot_every;
     int snap = in_window && p->snapshot && (ph == 0 || (o->snapshot_pairs && ph == 1 % o->snapshot_every));
     int snap_codes = snap && o->snapshot_codes && p->has_active;
@@ -1138,7 +1144,7 @@ int fp8_probe_note_amax(fp8_probe *p, int64_t step, float amax, unsigned nonfini
         return FP8_OK; /* evaluation: nothing moves */
     fp8_amax_info ai = {amax, (nonfinite & 1u) ? 1u : 0u, (nonfinite & 2u) ? 1u : 0u};
     const fp8_probe_options *o = &p->run->opt;
-    int in_window = step >= o->start && (o->end < 0 || step <= o->end);
+    int in_window = in_window_of(o, step);
     step_acc done = {0};
     pthread_mutex_lock(&p->lock);
     if (o->series && in_window)
@@ -1146,7 +1152,7 @@ int fp8_probe_note_amax(fp8_probe *p, int64_t step, float amax, unsigned nonfini
     for (int i = 0; i < p->nrec; i++) { /* what a cast-free step moves: delayed histories */
         fp8_recipe_state *st = p->st[i];
         if (st->recipe.kind == FP8_RECIPE_DELAYED)
-            fp8_recipe_state_observe(st, ai.inf_count && !st->recipe.finite_amax ? INFINITY : ai.amax);
+            fp8__observe_amax(st, ai.amax, ai.inf_count > 0);
     }
     p->touched = 1;
     pthread_mutex_unlock(&p->lock);

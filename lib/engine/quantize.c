@@ -805,7 +805,7 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
             uint64_t ninf, nnan;
             amax_info(x, rows * cols, &amax, &ninf, &nnan); /* integer work only */
             if (r->kind == FP8_RECIPE_DELAYED)
-                fp8_recipe_state_observe(st, ninf && !r->finite_amax ? INFINITY : fp8__bits_to_float(amax));
+                fp8__observe_amax(st, fp8__bits_to_float(amax), ninf > 0);
             if (ai)
                 ai->amax = fp8__bits_to_float(amax), ai->inf_count = ninf, ai->nan_count = nnan;
         }
@@ -1000,7 +1000,7 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
                      : !isnan(st->known_amax) ? st->known_amax /* the caller's own amax pass (probes) */
                                                : fp8__bits_to_float(c0->amax_bits); /* c0->scan */
         int inf = stats ? stats->inf_count > 0 : !isnan(st->known_amax) ? st->known_inf : c0->ninf > 0;
-        fp8_recipe_state_observe(st, inf && !r->finite_amax ? INFINITY : amax);
+        fp8__observe_amax(st, amax, inf);
     }
     fp8__fenv_leave(&env);
     parts_free(F.parts, F.P);

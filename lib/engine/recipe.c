@@ -810,6 +810,11 @@ void fp8_recipe_state_free(fp8_recipe_state *st)
     free(st);
 }
 
+void fp8__observe_amax(fp8_recipe_state *st, float finite_amax, int has_inf)
+{
+    fp8_recipe_state_observe(st, has_inf && !st->recipe.finite_amax ? INFINITY : finite_amax);
+}
+
 void fp8_recipe_state_observe(fp8_recipe_state *st, float amax)
 {
     /* TE's history update takes fmaxf: a NaN amax leaves the slot as it

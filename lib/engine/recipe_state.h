@@ -52,4 +52,9 @@ struct fp8_recipe_state {
     size_t smooth_src_n;
 };
 
+/* Delayed scaling's note of a cast's amax: the largest finite |x|, or +Inf
+ * when the tensor held an Inf (TransformerEngine's rule) unless the recipe
+ * has finite_amax. */
+void fp8__observe_amax(fp8_recipe_state *st, float finite_amax, int has_inf);
+
 #endif
