@@ -22,6 +22,7 @@
 #include "groups.h"
 #include "live.h"
 #include "recipe_state.h"
+#include "quantize_many.h"
 #include "datasets.h" /* fp8__store_set_threads */
 
 #define MAX_RECIPES 16 /* active + up to 15 shadows */
@@ -535,6 +536,40 @@ static int cast_all(cast_job *j)
     return st;
 }
 
+/* A recorded step's casts in one sweep over x (quantize_many.h), which
+ * computes x's own statistics into xs on the way: the same bits as
+ * cast_all with xs given.  Out of memory for the sweep: cast_all, each
+ * recipe computing x's statistics itself. */
+static int cast_swept(cast_job *j, fp8_stats *xs, int threads)
+{
+    fp8_probe *p = j->p;
+    fp8__cast_req q[MAX_RECIPES];
+    int idx[MAX_RECIPES], n = 0;
+    for (int i = p->nrec - 1; i >= 0; i--) { /* shadows first, as cast_all */
+        j->st[i] = FP8_OK;
+        if (j->skip[i])
+            continue; /* smooth=fold without its input's scales this step: no record */
+        int is_active = p->has_active && i == 0, codes = is_active && j->snap_codes;
+        q[n] = (fp8__cast_req){.st = p->st[i],
+                               .out = is_active ? j->out : NULL,
+                               .codes = codes ? j->codes : NULL,
+                               .group_scale_inv = codes ? j->gsi : NULL,
+                               .stats = &j->stats[i]};
+        idx[n++] = i;
+    }
+    if (fp8__quantize_many(j->x, j->rows, j->cols, j->flags, threads, xs, &j->ai, q, n) != FP8_OK) {
+        j->xs = NULL;
+        return cast_all(j);
+    }
+    int st = FP8_OK;
+    for (int k = 0; k < n; k++) {
+        j->st[idx[k]] = q[k].status;
+        if (st == FP8_OK)
+            st = q[k].status;
+    }
+    return st;
+}
+
 /* Current recipes with reduce=NAME: the tensor's amax (+Inf when it holds
  * one) reduced over each one's group, into their states for this cast
  * (probe lock held; collective over those groups).  Shadows of a step that
@@ -762,23 +797,16 @@ static int probe_run(fp8_probe *p, int64_t step, const float *x, size_t rows, si
         snap_codes = 0;
     if (copy)
         memcpy(copy, x, rows * cols * sizeof *copy);
-    /* one pass over x: on a recorded step its statistics for every recipe
-     * (the amax among them), otherwise its amax, for the series and the
-     * delayed shadows of unrecorded steps */
+    /* x's amax first (one read of x), for the series, the reductions over
+     * ranks and the delayed recipes; on a recorded step x's own statistics
+     * come from the sweep that casts every recipe (cast_swept) */
     fp8_amax_info ai = {0, 0, 0};
-    fp8_stats *xs = rec ? malloc(sizeof *xs) : NULL;
-    if (xs && !(rows && cols && rows <= SIZE_MAX / cols &&
-                fp8_tensor_stats_ex(x, rows * cols, xs, flags & FP8_STATS_NO_EXP_HIST, o->threads) == FP8_OK)) {
-        free(xs);
-        xs = NULL; /* each recipe computes them itself */
-    }
+    fp8_stats *xs = rec ? malloc(sizeof *xs) : NULL; /* (NULL: each recipe computes them itself) */
     /* an unrecorded step whose active recipe casts: the amax comes from the
      * active cast's own pass, done first (nothing else reads x then; a
      * recipe reducing its amax over ranks needs it before any cast) */
     int fused = !rec && !bam && out && p->has_active && !reduces(p);
-    if (xs)
-        ai.amax = (float)xs->amax, ai.inf_count = xs->inf_count, ai.nan_count = xs->nan_count;
-    else if (!fused && rows && cols && rows <= SIZE_MAX / cols)
+    if (!fused && rows && cols && rows <= SIZE_MAX / cols)
         fp8_tensor_amax(x, rows * cols, &ai);
     step_acc done = {0};
     int st = FP8_OK;
@@ -801,7 +829,7 @@ static int probe_run(fp8_probe *p, int64_t step, const float *x, size_t rows, si
                     .active_done = fused};
     fold_scales(p, step, cols, job.skip);
     if (st == FP8_OK)
-        st = cast_all(&job);
+        st = xs ? cast_swept(&job, xs, o->threads) : cast_all(&job);
     for (int i = 0; i < p->nrec; i++) {
         if (o->series && in_window && p->acc.has && !isnan(p->st[i]->group_amax))
             p->acc.group_amax[i] = p->st[i]->group_amax;

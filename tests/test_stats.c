@@ -20,6 +20,7 @@
 #include "ref_stats.h"
 #include "tests.h"
 #include "recipe_state.h"
+#include "quantize_many.h"
 
 static double floor_; /* values below this compare absolutely (dB near 0) */
 
@@ -632,6 +633,83 @@ static void test_threads_same_bits(void)
     }
 }
 
+/* All recipes of the oracle test in one sweep (fp8__quantize_many), the
+ * last of each group of four cast in place, against the same casts one
+ * after the other with x's statistics given: the same bits, x_hat and
+ * statistics, and the same state afterwards (a second step's casts agree). */
+static void test_sweep_same_bits(void)
+{
+    const size_t rows = 96, cols = 1024, n = rows * cols; /* three pieces */
+    float *x = malloc(n * 4), *xa = malloc(n * 4), *xb = malloc(n * 4), *qa = malloc(n * 4), *qb = malloc(n * 4);
+    for (size_t r0 = 0; r0 < NRECIPES; r0 += 4) {
+        int m = NRECIPES - r0 < 4 ? (int)(NRECIPES - r0) : 4;
+        fp8_recipe_state *a[4], *b[4];
+        for (int k = 0; k < m; k++) {
+            fp8_recipe r;
+            CU_ASSERT_EQUAL_FATAL(fp8_recipe_parse(recipes[r0 + k], &r), FP8_OK);
+            a[k] = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
+            b[k] = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
+        }
+        for (int step = 0; step < 2; step++) {
+            fill(step ? 3 : 1, x, n, 900u + (uint64_t)r0);
+            if (step) /* an overflow under the delayed scale the first step left */
+                x[77] *= 4096.0f, x[n - 5] = -x[77];
+            memcpy(xa, x, n * 4), memcpy(xb, x, n * 4);
+            fp8_stats xs, sa[4], sb[4];
+            fp8__cast_req q[4];
+            for (int k = 0; k < m; k++)
+                q[k] = (fp8__cast_req){.st = a[k], .out = k == m - 1 ? xa : (k == 0 ? qa : NULL), .stats = &sa[k]};
+            CU_ASSERT_EQUAL_FATAL(fp8__quantize_many(xa, rows, cols, 0, 1, &xs, NULL, q, m), FP8_OK);
+            fp8_stats xb_stats;
+            CU_ASSERT_EQUAL_FATAL(fp8_tensor_stats(xb, n, &xb_stats, 0), FP8_OK);
+            for (int k = 0; k < m; k++) {
+                sb[k] = xb_stats;
+                CU_ASSERT_EQUAL(q[k].status, FP8_OK);
+                CU_ASSERT_EQUAL_FATAL(fp8_quantize_ex(b[k], xb, rows, cols, k == m - 1 ? xb : (k == 0 ? qb : NULL),
+                                                      &sb[k], FP8_STATS_X_GIVEN), FP8_OK);
+                sb[k].format = sa[k].format;
+                char what[96];
+                snprintf(what, sizeof what, "sweep: %s step %d", recipes[r0 + k], step);
+                if (memcmp(&sa[k], &sb[k], sizeof sa[k]) != 0)
+                    CU_FAIL(what);
+            }
+            CU_ASSERT_EQUAL(memcmp(&xs, &xb_stats, sizeof xs), 0);
+            CU_ASSERT_EQUAL(memcmp(xa, xb, n * 4), 0); /* the one in place */
+            if (m > 1)
+                CU_ASSERT_EQUAL(memcmp(qa, qb, n * 4), 0);
+            for (int k = 0; k < m; k++)
+                fp8_recipe_state_step(a[k]), fp8_recipe_state_step(b[k]);
+        }
+        for (int k = 0; k < m; k++)
+            fp8_recipe_state_free(a[k]), fp8_recipe_state_free(b[k]);
+    }
+    free(x), free(xa), free(xb), free(qa), free(qb);
+}
+
+/* TE's overflow count of a cast in place is of x, not of the x_hat written
+ * over it.  x = 100 (i - 32), i = 0..63, under a first delayed scale of 1:
+ * the largest e4m3 value is 448, so |x| >= 500 overflows: 28 negative
+ * values (k = 5..32) and 27 positive ones (k = 5..31), 55 (hand count) */
+static void test_te_overflows_in_place(void)
+{
+    float x[64], y[64];
+    for (int i = 0; i < 64; i++)
+        x[i] = (float)(i - 32) * 100.0f, y[i] = x[i];
+    fp8_recipe r;
+    CU_ASSERT_EQUAL_FATAL(fp8_recipe_parse("e4m3:delayed", &r), FP8_OK);
+    fp8_recipe_state *a = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION), *b = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
+    fp8_stats sa, sb;
+    CU_ASSERT_EQUAL(fp8_quantize(a, x, 1, 64, NULL, &sa), FP8_OK);
+    CU_ASSERT_EQUAL(fp8_quantize(b, y, 1, 64, y, &sb), FP8_OK);
+    int over = 0;
+    for (int i = 0; i < 64; i++)
+        over += fabsf(x[i]) > 448.0f;
+    CU_ASSERT_EQUAL(over, 55);
+    CU_ASSERT_EQUAL(sa.te_overflows, (uint64_t)over);
+    CU_ASSERT_EQUAL(sb.te_overflows, (uint64_t)over);
+    fp8_recipe_state_free(a), fp8_recipe_state_free(b);
+}
+
 void register_stats_tests(void)
 {
     static CU_TestInfo tests[] = {
@@ -646,6 +724,8 @@ void register_stats_tests(void)
         {"largest group ratio: exact where the bits mislead, subnormal minimum", test_block_range},
         {"fp8_quantize_amax: fp8_quantize's x_hat and state, fp8_tensor_amax's amax", test_quantize_amax},
         {"threads: a tensor's parts side by side, the same bits as one thread", test_threads_same_bits},
+        {"every recipe in one sweep, one in place: the same bits as one by one", test_sweep_same_bits},
+        {"TE's overflow count of a cast in place is of x", test_te_overflows_in_place},
         CU_TEST_INFO_NULL,
     };
     add_suite("stats", tests);

@@ -117,6 +117,9 @@ typedef struct {
     int scan;           /* x's amax, Inf and NaN counts wanted, piece by piece while hot */
     uint32_t amax_bits;
     uint64_t ninf, nnan;
+    int te_on;          /* TE's overflow count, |x| > te_thr, taken before each piece's cast */
+    float te_thr;
+    uint64_t te_n;
     float *buf;         /* PIECE floats          */
 } pass_ctx;
 
@@ -146,6 +149,15 @@ static void piece_stats(pass_ctx *c, const float *x, const float *q, size_t m)
     }
 }
 
+/* the elements with |x| > thr (Inf counts, NaN does not): TE's overflow test */
+static uint64_t te_count(const float *x, size_t n, float thr)
+{
+    uint64_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += fabsf(x[i]) > thr;
+    return k;
+}
+
 /* Cast one segment and accumulate; returns its overflow/underflow flags. */
 static unsigned run_segment(pass_ctx *c, const float *x, size_t n, float scale, float scale_inv, float *out,
                             void *codes, uint64_t index0)
@@ -158,6 +170,8 @@ static unsigned run_segment(pass_ctx *c, const float *x, size_t n, float scale, 
         /* cast straight into out unless it overwrites x (in place) */
         float *dst = (out && out != x) ? out + i : c->buf;
         void *cp = codes ? (char *)codes + i * cb : NULL;
+        if (c->te_on)
+            c->te_n += te_count(x + i, m, c->te_thr);
         if (scale > 0.0f)
             fp8__caster_run(&c->caster, scale, scale_inv, x + i, m, cp, dst, c->cnt, index0 + i);
         else
@@ -493,25 +507,73 @@ int fp8_tensor_stats(const float *x, size_t n, fp8_stats *stats, unsigned flags)
     return fp8_tensor_stats_ex(x, n, stats, flags, 1);
 }
 
-/* x's statistics of pieces [U p / P, U (p + 1) / P) into part p */
-typedef struct {
+/* x's own statistics, pieces [U p / P, U (p + 1) / P) into part p: the
+ * parts a per-tensor recipe's cast takes, so the same sums */
+struct fp8__xpass {
     const float *x;
     size_t n, U;
-    int P;
+    int P, want_hist;
     part *parts;
-} xstats_work;
+};
 
-static void xstats_job(void *ctx, int p)
+fp8__xpass *fp8__xpass_begin(const float *x, size_t n, unsigned flags)
 {
-    xstats_work *W = ctx;
-    fp8__fenv env;
-    fp8__fenv_enter(&env);
-    size_t u0, u1;
-    part_range(W->U, W->P, p, &u0, &u1);
+    fp8__kernels_pick();
+    fp8__xpass *W = calloc(1, sizeof *W);
+    if (!W)
+        return NULL;
+    W->x = x, W->n = n, W->U = (n + PIECE - 1) / PIECE;
+    W->P = W->U < 1 ? 1 : (int)(W->U < MAX_PARTS ? W->U : MAX_PARTS);
+    W->want_hist = !(flags & FP8_STATS_NO_EXP_HIST);
+    if (!(W->parts = parts_alloc(W->P, W->want_hist))) {
+        free(W);
+        return NULL;
+    }
+    for (int p = 0; p < W->P; p++) {
+        pass_ctx *c = &W->parts[p].c;
+        fp8__moments_init(&c->xmom);
+        c->xstats = 1;
+        c->hist = W->want_hist ? W->parts[p].hist64 : NULL;
+    }
+    return W;
+}
+
+void fp8__xpass_shape(const fp8__xpass *W, size_t *U, int *P) { *U = W->U, *P = W->P; }
+
+void fp8__xpass_units(fp8__xpass *W, int p, size_t u0, size_t u1)
+{
     for (size_t u = u0; u < u1; u++) {
         size_t off = u * PIECE;
         piece_stats(&W->parts[p].c, W->x + off, NULL, W->n - off < PIECE ? W->n - off : PIECE);
     }
+}
+
+void fp8__xpass_end(fp8__xpass *W, fp8_stats *stats)
+{
+    if (stats) {
+        memset(stats, 0, sizeof *stats);
+        fp8__moments *m = &W->parts[0].c.xmom;
+        for (int p = 1; p < W->P; p++)
+            fp8__moments_merge(m, &W->parts[p].c.xmom);
+        fp8__fenv env;
+        fp8__fenv_enter(&env);
+        fp8__finish_x(stats, m, W->n);
+        fp8__fenv_leave(&env);
+        if (W->want_hist)
+            parts_hist(W->parts, W->P, stats->exp_hist);
+    }
+    parts_free(W->parts, W->P);
+    free(W);
+}
+
+static void xstats_job(void *ctx, int p)
+{
+    fp8__xpass *W = ctx;
+    fp8__fenv env;
+    fp8__fenv_enter(&env);
+    size_t u0, u1;
+    part_range(W->U, W->P, p, &u0, &u1);
+    fp8__xpass_units(W, p, u0, u1);
     fp8__fenv_leave(&env);
 }
 
@@ -519,233 +581,13 @@ int fp8_tensor_stats_ex(const float *x, size_t n, fp8_stats *stats, unsigned fla
 {
     if (!stats || (!x && n))
         return FP8_ERROR(FP8_EINVAL, "fp8_tensor_stats: %s is NULL", stats ? "the tensor" : "stats");
-    fp8__kernels_pick();
-    const int want_hist = !(flags & FP8_STATS_NO_EXP_HIST);
-    /* the parts a per-tensor recipe's cast takes: the same sums */
-    xstats_work W = {x, n, (n + PIECE - 1) / PIECE, 1, NULL};
-    W.P = W.U < 1 ? 1 : (int)(W.U < MAX_PARTS ? W.U : MAX_PARTS);
-    W.parts = parts_alloc(W.P, want_hist);
-    int nomem = !W.parts;
-    for (int p = 0; !nomem && p < W.P; p++) {
-        pass_ctx *c = &W.parts[p].c;
-        fp8__moments_init(&c->xmom);
-        c->xstats = 1;
-        c->hist = want_hist ? W.parts[p].hist64 : NULL;
-    }
-    if (!nomem) {
-        memset(stats, 0, sizeof *stats);
-        fp8__parallel_for(W.P, threads, xstats_job, &W);
-        fp8__moments *m = &W.parts[0].c.xmom;
-        for (int p = 1; p < W.P; p++)
-            fp8__moments_merge(m, &W.parts[p].c.xmom);
-        fp8__fenv env;
-        fp8__fenv_enter(&env);
-        fp8__finish_x(stats, m, n);
-        fp8__fenv_leave(&env);
-        if (want_hist)
-            parts_hist(W.parts, W.P, stats->exp_hist);
-    }
-    parts_free(W.parts, W.P);
-    return nomem ? FP8_ERROR(FP8_ENOMEM, "fp8_tensor_stats: out of memory") : FP8_OK;
+    fp8__xpass *W = fp8__xpass_begin(x, n, flags);
+    if (!W)
+        return FP8_ERROR(FP8_ENOMEM, "fp8_tensor_stats: out of memory");
+    fp8__parallel_for(W->P, threads, xstats_job, W);
+    fp8__xpass_end(W, stats);
+    return FP8_OK;
 }
-
-int fp8_quantize(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out, fp8_stats *stats)
-{
-    return fp8_quantize_ex(st, x, rows, cols, out, stats, 0);
-}
-
-static int quantize_impl(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
-                         fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai);
-
-int fp8_quantize_ex(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out, fp8_stats *stats,
-                    unsigned options)
-{
-    return quantize_impl(st, x, rows, cols, out, stats, options, NULL, NULL, NULL);
-}
-
-int fp8_quantize_amax(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out, fp8_amax_info *ai)
-{
-    if (!ai)
-        return FP8_ERROR(FP8_EINVAL, "fp8_quantize_amax: ai is NULL");
-    return quantize_impl(st, x, rows, cols, out, NULL, 0, NULL, NULL, ai);
-}
-
-int fp8_quantize_codes(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, void *codes,
-                       float *group_scale_inv, float *out, fp8_stats *stats, unsigned options)
-{
-    if (!codes || !group_scale_inv)
-        return FP8_ERROR(FP8_EINVAL, "fp8_quantize_codes: codes and group_scale_inv are required");
-    return quantize_impl(st, x, rows, cols, out, stats, options, codes, group_scale_inv, NULL);
-}
-
-static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
-                         fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai);
-
-static int quantize_rht(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
-                        fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai);
-
-/* x's error statistics against its x_hat xh (the definitions of
- * quantize_finish.c: over finite x; an x whose x_hat is not finite is
- * counted in err_excluded and left out), for recipes that cast another
- * tensor than x (smooth). */
-static void error_stats(fp8_stats *s, const float *x, const float *xh, size_t n)
-{
-    double e2 = 0, q2 = 0, xq = 0, x2 = 0;
-    float me = 0;
-    uint64_t bad = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!isfinite(x[i]))
-            continue;
-        x2 += (double)x[i] * x[i];
-        if (!isfinite(xh[i])) {
-            bad++;
-            continue;
-        }
-        double e = (double)x[i] - xh[i];
-        e2 += e * e, q2 += (double)xh[i] * xh[i], xq += (double)x[i] * xh[i];
-        float ae = fabsf(x[i] - xh[i]);
-        me = ae > me ? ae : me;
-    }
-    s->err_excluded = bad;
-    s->sq_err = e2;
-    uint64_t nerr = s->finite - bad;
-    s->mse = nerr ? e2 / (double)nerr : 0.0;
-    s->rel_err = x2 > 0 ? sqrt(e2 / x2) : (e2 > 0 ? INFINITY : 0.0);
-    s->sqnr_db = e2 > 0 ? 10.0 * log10(x2 / e2) : INFINITY;
-    s->cosine = (x2 > 0 && q2 > 0) ? xq / sqrt(x2 * q2) : (x2 == q2 ? 1.0 : 0.0);
-    s->max_abs_err = me;
-}
-
-/* Smooth SwiGLU as a shadow (recipe option smooth): the column scales s
- * (published: s_j = 1 / max_i |x_ij|, 1 for a column of zeros; fold: the
- * linked input's s), the smoothed tensor y = x * s (published) or x / s
- * (fold: the scale moved into the weight) cast by the recipe, x_hat = Q(y)
- * / s (or * s) — the arithmetic of the trainer's --smooth-swiglu.  The
- * cast's counts and scales are of y (a delayed history notes y's amax);
- * x's own statistics and every error statistic are of x. */
-static int quantize_smooth(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
-                           fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai)
-{
-    const int fold = st->recipe.smooth == 2;
-    if (codes)
-        return FP8_ERROR(FP8_EINVAL, "fp8_quantize_codes: recipe '%s' casts a smoothed tensor; its codes would not "
-                                     "decode to x", st->recipe.spec);
-    if (fold && (!st->smooth_src || st->smooth_src_n != cols))
-        return FP8_ERROR(FP8_EINVAL, "recipe '%s': smooth=fold needs the %zu column scales of the input it is "
-                                     "folded from (fp8_probe_smooth_from), %s",
-                         st->recipe.spec, cols, st->smooth_src ? "of another width" : "none given");
-    size_t n = rows * cols;
-    float *y = malloc(n * sizeof *y), *sc = malloc(cols * sizeof *sc);
-    float *q = (stats && !out) ? malloc(n * sizeof *q) : out;
-    fp8_stats *xs = stats ? malloc(sizeof *xs) : NULL;
-    if (!y || !sc || (stats && (!q || !xs))) {
-        free(y), free(sc), free(xs);
-        if (q != out)
-            free(q);
-        return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: out of memory smoothing a %zux%zu tensor", rows, cols);
-    }
-    fp8__fenv fe;
-    fp8__fenv_enter(&fe);
-    if (fold)
-        memcpy(sc, st->smooth_src, cols * sizeof *sc);
-    else {
-        for (size_t j = 0; j < cols; j++)
-            sc[j] = 0;
-        for (size_t i = 0; i < rows; i++)
-            for (size_t j = 0; j < cols; j++) {
-                float a = fabsf(x[i * cols + j]);
-                if (isfinite(a) && a > sc[j])
-                    sc[j] = a;
-            }
-        for (size_t j = 0; j < cols; j++)
-            sc[j] = sc[j] > 0 ? 1.0f / sc[j] : 1.0f;
-    }
-    for (size_t i = 0; i < rows; i++)
-        for (size_t j = 0; j < cols; j++)
-            y[i * cols + j] = fold ? x[i * cols + j] / sc[j] : x[i * cols + j] * sc[j];
-    fp8__fenv_leave(&fe);
-    int rc = FP8_OK;
-    if (stats) { /* x's own statistics: the caller's, or a pass of their own */
-        if (options & FP8_STATS_X_GIVEN)
-            *xs = *stats;
-        else
-            rc = fp8_tensor_stats_ex(x, n, xs, options & FP8_STATS_NO_EXP_HIST, st->threads > 1 ? st->threads : 1);
-    }
-    if (rc == FP8_OK)
-        rc = quantize_rht(st, y, rows, cols, q, stats, (options & ~FP8_STATS_X_GIVEN) | FP8_STATS_NO_EXP_HIST, NULL,
-                          group_scale_inv, NULL);
-    if (rc == FP8_OK && q) {
-        fp8__fenv_enter(&fe);
-        for (size_t i = 0; i < rows; i++)
-            for (size_t j = 0; j < cols; j++)
-                q[i * cols + j] = fold ? q[i * cols + j] * sc[j] : q[i * cols + j] / sc[j];
-        fp8__fenv_leave(&fe);
-    }
-    if (rc == FP8_OK && stats) {
-        fp8__keep_x_fields(stats, xs);
-        error_stats(stats, x, q, n);
-    }
-    if (rc == FP8_OK && ai)
-        rc = fp8_tensor_amax(x, n, ai);
-    free(y), free(sc), free(xs);
-    if (q != out)
-        free(q);
-    return rc;
-}
-
-static int quantize_impl(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
-                         fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai)
-{
-    if (st && x && st->recipe.smooth && rows && cols && rows <= SIZE_MAX / cols / sizeof(float))
-        return quantize_smooth(st, x, rows, cols, out, stats, options, codes, group_scale_inv, ai);
-    return quantize_rht(st, x, rows, cols, out, stats, options, codes, group_scale_inv, ai);
-}
-
-/* NVFP4 with rht on this role: the cast and every statistic are of the
- * transformed tensor (the transform is orthonormal: errors, SQNR and norms
- * are those of the original), x_hat is transformed back. */
-static int quantize_rht(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
-                        fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai)
-{
-    if (!st || !x || !st->recipe.rht_active || rows == 0 || cols == 0 || rows > SIZE_MAX / cols / sizeof(float))
-        return quantize_core(st, x, rows, cols, out, stats, options, codes, group_scale_inv, ai);
-    if (ai) { /* of x, not of the transformed tensor */
-        int rc = fp8_tensor_amax(x, rows * cols, ai);
-        if (rc != FP8_OK)
-            return rc;
-    }
-    /* given statistics of x are not those of the transformed tensor, which
-     * the cast computes afresh, except the exponent histogram: that one
-     * always describes the input */
-    uint64_t xhist[FP8_EXP_BINS];
-    const int keep_hist = stats && (options & FP8_STATS_X_GIVEN);
-    if (keep_hist) {
-        memcpy(xhist, stats->exp_hist, sizeof xhist);
-        options = (options & ~FP8_STATS_X_GIVEN) | FP8_STATS_NO_EXP_HIST;
-    }
-    float *y = malloc(rows * cols * sizeof *y), d[16];
-    if (!y)
-        return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: out of memory for the Hadamard transform of %zux%zu", rows, cols);
-    memcpy(y, x, rows * cols * sizeof *y);
-    fp8__rht_signs(st->recipe.rht_seed, d);
-    fp8__fenv fe;
-    fp8__fenv_enter(&fe);
-    fp8__rht_apply(y, rows, cols, d, 0);
-    fp8__fenv_leave(&fe);
-    int rc = quantize_core(st, y, rows, cols, out, stats, options, codes, group_scale_inv, NULL);
-    if (rc == FP8_OK && keep_hist)
-        memcpy(stats->exp_hist, xhist, sizeof xhist);
-    if (rc == FP8_OK && out) {
-        fp8__fenv_enter(&fe);
-        fp8__rht_apply(out, rows, cols, d, 1);
-        fp8__fenv_leave(&fe);
-    }
-    free(y);
-    return rc;
-}
-
-/* the amax pass of rows [i0, i1) (groups other than one per tensor) */
-static void amax_rows(const layout *L, const float *X, size_t i0, size_t i1, uint32_t *gamax, uint32_t *gminnz);
 
 /* Per-block delayed scaling at a cast that produces nothing (a shadow on
  * a step without statistics): the blocks' amaxes into their histories. */
@@ -784,53 +626,82 @@ static int block_observe_only(fp8_recipe_state *st, const float *x, size_t rows,
     return FP8_OK;
 }
 
-static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
-                         fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai)
+/* ---- a cast in three steps ----------------------------------------------- */
+
+/* One cast under way: begun (validated, scratch made, amax pass and scales
+ * done, the fused pass set up), its fused pass run (fp8__cast_run, or unit
+ * by unit beside other casts of the same x: fp8__cast_units), then ended
+ * (the sums turned into fp8_stats, the state moved, scratch freed). */
+struct fp8__cast {
+    fp8_recipe_state *st;
+    const float *x;
+    size_t rows, cols, numel;
+    float *out;
+    fp8_stats *stats;
+    void *codes;
+    float *group_scale_inv;
+    fp8_amax_info *ai;
+    int trans, x_given, want_hist, threads, te_on;
+    layout L;
+    fused F;
+    float *xt, *qt;
+    void *ct;
+};
+
+/* the end of a cast that failed or has nothing left to do */
+static void cast_free(fp8__cast *c)
 {
+    if (!c)
+        return;
+    parts_free(c->F.parts, c->F.P);
+    free(c->xt), free(c->qt), free(c->ct);
+    free(c);
+}
+
+/* The cast's own checks and the two ways it ends at once: nothing to
+ * produce (only the state moves).  1 when done (*rc says how), 0 to go on. */
+static int cast_trivial(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
+                        fp8_stats *stats, void *codes, fp8_amax_info *ai, int *rc)
+{
+    *rc = FP8_OK;
     if (!st || !x)
-        return FP8_ERROR(FP8_EINVAL, "fp8_quantize: %s is NULL", st ? "the tensor" : "the recipe state");
-    if (rows == 0 || cols == 0)
-        return FP8_ERROR(FP8_EINVAL, "fp8_quantize: empty shape %zux%zu", rows, cols);
-    if (rows > SIZE_MAX / cols / sizeof(float))
-        return FP8_ERROR(FP8_EINVAL, "fp8_quantize: shape %zux%zu too large", rows, cols);
+        *rc = FP8_ERROR(FP8_EINVAL, "fp8_quantize: %s is NULL", st ? "the tensor" : "the recipe state");
+    else if (rows == 0 || cols == 0)
+        *rc = FP8_ERROR(FP8_EINVAL, "fp8_quantize: empty shape %zux%zu", rows, cols);
+    else if (rows > SIZE_MAX / cols / sizeof(float))
+        *rc = FP8_ERROR(FP8_EINVAL, "fp8_quantize: shape %zux%zu too large", rows, cols);
+    if (*rc != FP8_OK)
+        return 1;
     fp8__kernels_pick();
     const fp8_recipe *r = &st->recipe;
-    if (!out && !stats && !codes && r->block_delayed)
-        return block_observe_only(st, x, rows, cols, ai);
-    if (!out && !stats && !codes) {
-        /* nothing to produce: only the recipe's state moves (delayed
-         * scaling notes the amax; the other recipes keep no state) */
-        if (r->kind == FP8_RECIPE_DELAYED || ai) {
-            uint32_t amax;
-            uint64_t ninf, nnan;
-            amax_info(x, rows * cols, &amax, &ninf, &nnan); /* integer work only */
-            if (r->kind == FP8_RECIPE_DELAYED)
-                fp8__observe_amax(st, fp8__bits_to_float(amax), ninf > 0);
-            if (ai)
-                ai->amax = fp8__bits_to_float(amax), ai->inf_count = ninf, ai->nan_count = nnan;
-        }
-        return FP8_OK;
+    if (out || stats || codes)
+        return 0;
+    if (r->block_delayed) {
+        *rc = block_observe_only(st, x, rows, cols, ai);
+        return 1;
     }
-    const int trans = fp8__needs_transpose(r);
-    layout L;
-    fp8__make_layout(r, trans ? cols : rows, trans ? rows : cols, &L);
-    if (r->block_delayed) { /* its histories, for this shape (made at the first cast) */
-        int e = fp8__block_state(st, L.ngroups, rows, cols);
-        if (e != FP8_OK)
-            return e;
+    /* nothing to produce: only the recipe's state moves (delayed scaling
+     * notes the amax; the other recipes keep no state) */
+    if (r->kind == FP8_RECIPE_DELAYED || ai) {
+        uint32_t amax;
+        uint64_t ninf, nnan;
+        amax_info(x, rows * cols, &amax, &ninf, &nnan); /* integer work only */
+        if (r->kind == FP8_RECIPE_DELAYED)
+            fp8__observe_amax(st, fp8__bits_to_float(amax), ninf > 0);
+        if (ai)
+            ai->amax = fp8__bits_to_float(amax), ai->inf_count = ninf, ai->nan_count = nnan;
     }
+    return 1;
+}
 
-    /* scratch, all allocated up front so a failure changes nothing */
-    size_t ng = L.ngroups, numel = rows * cols;
-    /* delayed scaling takes its amax from the fused pass's moments, or from
-     * an amax pass when no statistics are wanted */
-    const int need_amax = r->kind != FP8_RECIPE_NONE && r->kind != FP8_RECIPE_DELAYED;
-    const int x_given = stats && (options & FP8_STATS_X_GIVEN);
-    const int want_hist = stats && !x_given && !(options & FP8_STATS_NO_EXP_HIST);
-    if (x_given && stats->numel != (uint64_t)numel)
-        return FP8_ERROR(FP8_EINVAL, "fp8_quantize: the given statistics of x are of %llu elements, the tensor has %zu",
-                         (unsigned long long)stats->numel, numel);
-    /* the per-group arrays live in the state's scratch, reused cast after cast */
+/* scratch, all allocated up front so a failure changes nothing: the
+ * per-group arrays in the state's scratch (reused cast after cast), the
+ * transposes, the parts */
+static int cast_scratch(fp8__cast *c)
+{
+    fp8_recipe_state *st = c->st;
+    const layout *L = &c->L;
+    size_t ng = L->ngroups, numel = c->numel;
     if (ng > SIZE_MAX / 32)
         return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: %zu groups", ng);
     size_t need = ng * (4 * sizeof(uint32_t) + 1);
@@ -841,160 +712,245 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
         free(st->scratch);
         st->scratch = sp, st->scratch_bytes = need;
     }
-    uint32_t *gamax = st->scratch, *gminnz = gamax + ng;
-    float *scale = (float *)(gminnz + ng), *scale_inv = scale + ng;
-    unsigned char *flags = (unsigned char *)(scale_inv + ng);
-    memset(gamax, 0, ng * sizeof *gamax);
-    memset(flags, 0, ng);
-    float *xt = trans ? malloc(numel * sizeof *xt) : NULL;
-    float *qt = trans && out ? malloc(numel * sizeof *qt) : NULL;
+    fused *F = &c->F;
+    F->gamax = st->scratch, F->gminnz = F->gamax + ng;
+    F->scale = (float *)(F->gminnz + ng), F->scale_inv = F->scale + ng;
+    F->flags = (unsigned char *)(F->scale_inv + ng);
+    memset(F->gamax, 0, ng * sizeof *F->gamax);
+    memset(F->flags, 0, ng);
     const size_t cb = (size_t)st->format->code_bytes;
-    void *ct = trans && codes ? malloc(numel * cb) : NULL;
+    c->xt = c->trans ? malloc(numel * sizeof *c->xt) : NULL;
+    c->qt = c->trans && c->out ? malloc(numel * sizeof *c->qt) : NULL;
+    c->ct = c->trans && c->codes ? malloc(numel * cb) : NULL;
     /* the parts (see fused): pieces of PIECE for per-tensor recipes, chunks
      * of whole groups for groups one row high */
-    fused F;
-    memset(&F, 0, sizeof F);
-    F.L = &L, F.cb = cb, F.numel = numel, F.gamax = gamax, F.gminnz = gminnz;
-    F.st = st, F.ng = ng, F.scale = scale, F.scale_inv = scale_inv, F.flags = flags, F.s_global = 1.0f;
-    F.grouped = !L.per_tensor && L.seg % 16 == 0 && L.C % L.seg == 0 && L.seg <= PIECE;
-    F.split = L.per_tensor || (F.grouped && L.br == 1);
-    F.unit = L.per_tensor ? PIECE : (PIECE / L.seg) * L.seg;
-    F.U = F.split ? (numel + F.unit - 1) / F.unit : 1;
-    F.P = F.split ? (int)(F.U < MAX_PARTS ? F.U : MAX_PARTS) : 1;
-    F.parts = parts_alloc(F.P, want_hist);
-    if ((trans && !xt) || (trans && out && !qt) || !F.parts || !thread_buf() || (trans && codes && !ct)) {
-        parts_free(F.parts, F.P);
-        free(xt), free(qt), free(ct);
-        return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: out of memory for a %zux%zu tensor", rows, cols);
-    }
-    const int threads = st->threads > 1 ? st->threads : 1;
+    F->L = L, F->cb = cb, F->numel = numel, F->st = st, F->ng = ng, F->s_global = 1.0f;
+    F->grouped = !L->per_tensor && L->seg % 16 == 0 && L->C % L->seg == 0 && L->seg <= PIECE;
+    F->split = L->per_tensor || (F->grouped && L->br == 1);
+    F->unit = L->per_tensor ? PIECE : (PIECE / L->seg) * L->seg;
+    F->U = F->split ? (numel + F->unit - 1) / F->unit : 1;
+    F->P = F->split ? (int)(F->U < MAX_PARTS ? F->U : MAX_PARTS) : 1;
+    F->parts = parts_alloc(F->P, c->want_hist);
+    if ((c->trans && !c->xt) || (c->trans && c->out && !c->qt) || !F->parts || !thread_buf() ||
+        (c->trans && c->codes && !c->ct))
+        return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: out of memory for a %zux%zu tensor", c->rows, c->cols);
+    return FP8_OK;
+}
+
+/* 1. the amax pass (recipes that scale from this tensor; a per-tensor one
+ * takes the caller's known amax when it has one) and 2. the scales */
+static void cast_scales(fp8__cast *c, const fp8_amax_info *known)
+{
+    fused *F = &c->F;
+    const layout *L = &c->L;
+    const fp8_recipe *r = &c->st->recipe;
+    const int need_amax = r->kind != FP8_RECIPE_NONE && r->kind != FP8_RECIPE_DELAYED;
+    uint32_t *gamax = F->gamax, *gminnz = F->gminnz;
+    size_t ng = L->ngroups, numel = c->numel;
     if (!need_amax) /* (else the amax pass sets them) */
         for (size_t g = 0; g < ng; g++)
             gminnz[g] = FP8_F32_INF;
-    const float *X = x;
-    if (trans) {
-        fp8__transpose(x, rows, cols, xt);
-        X = xt;
-    }
-    float *OUT = trans ? qt : out;
-    void *CODES = trans ? ct : codes;
-
-    /* Everything below compares, converts or divides floats that may be
-     * subnormal: run it in the default environment (fpenv.h). */
-    fp8__fenv env;
-    fp8__fenv_enter(&env);
-
-    /* 1. amax pass */
-    F.X = X;
     uint32_t tot_amax = 0; /* (delayed scaling needs no amax pass) */
-    if (need_amax && L.per_tensor && x_given && stats->finite > 0) {
-        /* x's amax is in its given statistics (max |x| over finite x, a
-         * float32 value): no pass (gminnz[0] is not read for one group;
-         * set to "none" all the same, not left from the last cast) */
-        float a = (float)stats->amax;
-        memcpy(&tot_amax, &a, 4);
+    if (need_amax && L->per_tensor && known && known->inf_count + known->nan_count < numel) {
+        /* x's finite amax is known (a float32 value): no pass (gminnz[0] is
+         * not read for one group; set to "none" all the same, not left
+         * from the last cast) */
+        memcpy(&tot_amax, &known->amax, 4);
         gamax[0] = tot_amax, gminnz[0] = FP8_F32_INF;
     } else if (need_amax) {
-        F.early = !L.per_tensor && r->kind != FP8_RECIPE_NVFP4;
-        if (L.per_tensor)
+        F->early = !L->per_tensor && r->kind != FP8_RECIPE_NVFP4;
+        if (L->per_tensor)
             gminnz[0] = FP8_F32_INF;
-        size_t trows = L.br == 1 ? L.R : (L.R + L.br - 1) / L.br;
-        size_t aj = L.per_tensor ? F.U : trows < numel / 4096 ? trows : numel / 4096; /* jobs of >= 4096 elements */
-        F.AJ = aj < 1 ? 1 : aj > AJOBS ? AJOBS : (int)aj;
-        fp8__parallel_for(F.AJ, threads, amax_job, &F);
-        for (int p = 0; p < F.AJ; p++) {
-            tot_amax = F.pam[p] > tot_amax ? F.pam[p] : tot_amax;
-            if (L.per_tensor)
-                gminnz[0] = F.pmz[p] < gminnz[0] ? F.pmz[p] : gminnz[0];
+        size_t trows = L->br == 1 ? L->R : (L->R + L->br - 1) / L->br;
+        size_t aj = L->per_tensor ? F->U : trows < numel / 4096 ? trows : numel / 4096; /* jobs of >= 4096 elements */
+        F->AJ = aj < 1 ? 1 : aj > AJOBS ? AJOBS : (int)aj;
+        fp8__parallel_for(F->AJ, c->threads, amax_job, F);
+        for (int p = 0; p < F->AJ; p++) {
+            tot_amax = F->pam[p] > tot_amax ? F->pam[p] : tot_amax;
+            if (L->per_tensor)
+                gminnz[0] = F->pmz[p] < gminnz[0] ? F->pmz[p] : gminnz[0];
         }
-        if (L.per_tensor)
+        if (L->per_tensor)
             gamax[0] = tot_amax;
     }
-
-    /* 2. scales, a range of groups per part (each group's from its own
-     * amax and the tensor's) */
-    F.tot_amax = tot_amax;
-    if (F.early)
-        F.SJ = F.AJ; /* done: the amax jobs' zero-scale flags */
+    /* scales, a range of groups per part (each group's from its own amax
+     * and the tensor's) */
+    F->tot_amax = tot_amax;
+    if (F->early)
+        F->SJ = F->AJ; /* done: the amax jobs' zero-scale flags */
     else {
-        F.SJ = ng >= 4096 ? (int)(ng / 1024 < AJOBS ? ng / 1024 : AJOBS) : 1;
-        fp8__parallel_for(F.SJ, threads, scales_job, &F);
+        F->SJ = ng >= 4096 ? (int)(ng / 1024 < AJOBS ? ng / 1024 : AJOBS) : 1;
+        fp8__parallel_for(F->SJ, c->threads, scales_job, F);
     }
-    float s_global = F.s_global;
+}
 
-    /* 3. fused pass, part by part */
-    for (int p = 0; p < F.SJ; p++)
-        if (F.zero_scale[p])
-            F.grouped = 0; /* zero-scale groups take the per-segment path */
-    pass_ctx *c0 = &F.parts[0].c;
-    for (int p = 0; p < F.P; p++) {
-        pass_ctx *c = &F.parts[p].c;
-        fp8__caster_init(&c->caster, st->format, &r->cast);
-        if (!c->caster.vec)
-            F.grouped = 0;
-        fp8__moments_init(&c->mom);
-        fp8__moments_init(&c->xmom);
-        c->hist = want_hist ? F.parts[p].hist64 : NULL;
-        c->stats = stats != NULL;
-        c->xstats = stats && !x_given;
+/* 3. the fused pass's parts set up.  TE's overflow count of a per-tensor
+ * static scale reads x after the cast when it can hold such a value; when
+ * x will have changed by then (cast in place, or beside a cast in place),
+ * it is counted piece by piece before each piece's cast instead. */
+static void cast_parts(fp8__cast *c, const fp8_amax_info *known, int x_changes)
+{
+    fused *F = &c->F;
+    const fp8_recipe *r = &c->st->recipe;
+    for (int p = 0; p < F->SJ; p++)
+        if (F->zero_scale[p])
+            F->grouped = 0; /* zero-scale groups take the per-segment path */
+    float thr = (float)c->st->format->max * F->scale_inv[0];
+    c->te_on = c->stats && x_changes && !c->trans && c->L.per_tensor &&
+               (r->kind == FP8_RECIPE_DELAYED || r->kind == FP8_RECIPE_NONE) &&
+               (!known || known->inf_count > 0 || known->amax > thr);
+    for (int p = 0; p < F->P; p++) {
+        pass_ctx *pc = &F->parts[p].c;
+        fp8__caster_init(&pc->caster, c->st->format, &r->cast);
+        if (!pc->caster.vec)
+            F->grouped = 0;
+        fp8__moments_init(&pc->mom);
+        fp8__moments_init(&pc->xmom);
+        pc->hist = c->want_hist ? F->parts[p].hist64 : NULL;
+        pc->stats = c->stats != NULL;
+        pc->xstats = c->stats && !c->x_given;
         /* x's amax measured on the cast's own pass, piece by piece while the
          * piece is in cache: asked for, or a delayed recipe's note without
          * statistics and without an amax from the caller */
-        c->scan = ai || (r->kind == FP8_RECIPE_DELAYED && !stats && isnan(st->known_amax));
+        pc->scan = c->ai || (r->kind == FP8_RECIPE_DELAYED && !c->stats && isnan(c->st->known_amax));
+        pc->te_on = c->te_on, pc->te_thr = thr;
     }
-    if (!F.grouped && !L.per_tensor)
-        F.split = 0; /* one part (P stays: the extra parts stay empty) */
-    F.OUT = OUT, F.CODES = CODES;
-    fp8__parallel_for(F.split ? F.P : 1, threads, fused_job, &F);
-    for (int p = 0; p < F.P; p++)
-        if (F.parts[p].failed) /* no buffer on its thread: here, where there is one */
-            fused_job(&F, p);
-    for (int p = 1; p < F.P; p++) { /* the parts' sums, in part order */
-        const pass_ctx *c = &F.parts[p].c;
-        for (int k = 0; k < FP8_NCLASS; k++)
-            c0->cnt[k] += c->cnt[k];
-        fp8__moments_merge(&c0->xmom, &c->xmom); /* (sums not kept stay empty) */
-        fp8__moments_merge(&c0->mom, &c->mom);
-        c0->amax_bits = c->amax_bits > c0->amax_bits ? c->amax_bits : c0->amax_bits;
-        c0->ninf += c->ninf, c0->nnan += c->nnan;
-    }
-    for (int p = 0; L.per_tensor && p < F.P; p++)
-        flags[0] |= (unsigned char)F.parts[p].tflags;
-    if (trans && out)
-        fp8__transpose(qt, L.R, L.C, out);
-    if (trans && codes)
-        fp8__transpose_codes(ct, L.R, L.C, cb, codes);
-    if (group_scale_inv)
-        memcpy(group_scale_inv, scale_inv, ng * sizeof *scale_inv);
+    if (!F->grouped && !c->L.per_tensor)
+        F->split = 0; /* one part (P stays: the extra parts stay empty) */
+    F->X = c->trans ? c->xt : c->x;
+    F->OUT = c->trans ? c->qt : c->out;
+    F->CODES = c->trans ? c->ct : c->codes;
+}
 
-    if (ai)
-        ai->amax = fp8__bits_to_float(c0->amax_bits), ai->inf_count = c0->ninf, ai->nan_count = c0->nnan;
+int fp8__cast_begin(fp8__cast **cp, fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
+                    fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai,
+                    const fp8_amax_info *known, int x_changes)
+{
+    *cp = NULL;
+    int rc;
+    if (cast_trivial(st, x, rows, cols, out, stats, codes, ai, &rc))
+        return rc;
+    const fp8_recipe *r = &st->recipe;
+    const int x_given = stats && (options & (FP8_STATS_X_GIVEN | FP8__STATS_X_LATER));
+    if (stats && (options & FP8_STATS_X_GIVEN) && stats->numel != (uint64_t)rows * cols)
+        return FP8_ERROR(FP8_EINVAL, "fp8_quantize: the given statistics of x are of %llu elements, the tensor has %zu",
+                         (unsigned long long)stats->numel, rows * cols);
+    fp8__cast *c = calloc(1, sizeof *c);
+    if (!c)
+        return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: out of memory");
+    c->st = st, c->x = x, c->rows = rows, c->cols = cols, c->numel = rows * cols, c->out = out, c->stats = stats;
+    c->codes = codes, c->group_scale_inv = group_scale_inv, c->ai = ai;
+    c->trans = fp8__needs_transpose(r);
+    c->x_given = x_given;
+    c->want_hist = stats && !x_given && !(options & FP8_STATS_NO_EXP_HIST);
+    c->threads = st->threads > 1 ? st->threads : 1;
+    fp8__make_layout(r, c->trans ? cols : rows, c->trans ? rows : cols, &c->L);
+    if (r->block_delayed && (rc = fp8__block_state(st, c->L.ngroups, rows, cols)) != FP8_OK) {
+        free(c); /* its histories, for this shape (made at the first cast) */
+        return rc;
+    }
+    if ((rc = cast_scratch(c)) != FP8_OK) {
+        cast_free(c);
+        return rc;
+    }
+    if (c->trans)
+        fp8__transpose(x, rows, cols, c->xt);
+    c->F.X = c->trans ? c->xt : x;
+    /* everything below compares, converts or divides floats that may be
+     * subnormal: in the default environment (fpenv.h) */
+    fp8__fenv env;
+    fp8__fenv_enter(&env);
+    cast_scales(c, known);
+    cast_parts(c, known, x_changes || (out == x && !c->trans));
+    fp8__fenv_leave(&env);
+    *cp = c;
+    return FP8_OK;
+}
+
+int fp8__cast_joins(const fp8__cast *c, size_t *U, int *P)
+{
+    if (!c || !c->F.split || c->trans || c->F.unit != PIECE)
+        return 0;
+    *U = c->F.U, *P = c->F.P;
+    return 1;
+}
+
+void fp8__cast_units(fp8__cast *c, int p, size_t u0, size_t u1, float *buf)
+{
+    part *pp = &c->F.parts[p];
+    pp->c.buf = buf;
+    fused_units(&c->F, pp, u0, u1);
+}
+
+void fp8__cast_run(fp8__cast *c)
+{
+    fused *F = &c->F;
+    fp8__parallel_for(F->split ? F->P : 1, c->threads, fused_job, F);
+    for (int p = 0; p < F->P; p++)
+        if (F->parts[p].failed) /* no buffer on its thread: here, where there is one */
+            fused_job(F, p);
+}
+
+float *fp8__piece_buf(void) { return thread_buf(); }
+
+int fp8__cast_end(fp8__cast *c)
+{
+    if (!c)
+        return FP8_OK;
+    fused *F = &c->F;
+    const layout *L = &c->L;
+    fp8_recipe_state *st = c->st;
+    const fp8_recipe *r = &st->recipe;
+    fp8_stats *stats = c->stats;
+    size_t ng = L->ngroups;
+    fp8__fenv env;
+    fp8__fenv_enter(&env);
+    pass_ctx *c0 = &F->parts[0].c;
+    for (int p = 1; p < F->P; p++) { /* the parts' sums, in part order */
+        const pass_ctx *pc = &F->parts[p].c;
+        for (int k = 0; k < FP8_NCLASS; k++)
+            c0->cnt[k] += pc->cnt[k];
+        fp8__moments_merge(&c0->xmom, &pc->xmom); /* (sums not kept stay empty) */
+        fp8__moments_merge(&c0->mom, &pc->mom);
+        c0->amax_bits = pc->amax_bits > c0->amax_bits ? pc->amax_bits : c0->amax_bits;
+        c0->ninf += pc->ninf, c0->nnan += pc->nnan, c0->te_n += pc->te_n;
+    }
+    for (int p = 0; L->per_tensor && p < F->P; p++)
+        F->flags[0] |= (unsigned char)F->parts[p].tflags;
+    if (c->trans && c->out)
+        fp8__transpose(c->qt, L->R, L->C, c->out);
+    if (c->trans && c->codes)
+        fp8__transpose_codes(c->ct, L->R, L->C, F->cb, c->codes);
+    if (c->group_scale_inv)
+        memcpy(c->group_scale_inv, F->scale_inv, ng * sizeof *F->scale_inv);
+    if (c->ai)
+        c->ai->amax = fp8__bits_to_float(c0->amax_bits), c->ai->inf_count = c0->ninf, c->ai->nan_count = c0->nnan;
     if (stats) {
-        if (x_given) {
+        if (c->x_given) {
             fp8_stats xs;
             fp8__keep_x_fields(&xs, stats);
             memset(stats, 0, sizeof *stats);
             fp8__keep_x_fields(stats, &xs);
         } else {
             memset(stats, 0, sizeof *stats);
-            fp8__finish_x(stats, &c0->xmom, numel);
+            fp8__finish_x(stats, &c0->xmom, c->numel);
         }
-        fp8__finish_stats(stats, c0->cnt, err_sums(c0), &L, L.per_tensor ? NULL : gamax, gminnz, scale, scale_inv, flags, s_global,
-                     st->format, threads);
+        fp8__finish_stats(stats, c0->cnt, err_sums(c0), L, L->per_tensor ? NULL : F->gamax, F->gminnz, F->scale,
+                          F->scale_inv, F->flags, F->s_global, st->format, c->threads);
         /* TE defines its count for per-tensor static scales (delayed scaling);
          * under current and grouped scaling a group's own maximum exceeds
          * fp8_max * scale_inv by a float32 rounding now and then, which would
          * cost a pass and mean nothing: not defined there */
-        stats->te_overflows = r->kind == FP8_RECIPE_DELAYED || r->kind == FP8_RECIPE_NONE
-                                  ? fp8__te_overflow_count(X, &L, scale_inv, gamax, (float)stats->amax,
-                                                      (float)st->format->max, stats->inf_count > 0)
-                                  : UINT64_MAX;
-        if (want_hist)
-            parts_hist(F.parts, F.P, stats->exp_hist);
-        stats->numel = numel;
+        stats->te_overflows = r->kind != FP8_RECIPE_DELAYED && r->kind != FP8_RECIPE_NONE ? UINT64_MAX
+                              : c->te_on ? c0->te_n /* counted before the pieces were cast over */
+                                         : fp8__te_overflow_count(F->X, L, F->scale_inv, F->gamax, (float)stats->amax,
+                                                                  (float)st->format->max, stats->inf_count > 0);
+        if (c->want_hist)
+            parts_hist(F->parts, F->P, stats->exp_hist);
+        stats->numel = c->numel;
     }
     if (r->block_delayed) /* this step's block amaxes enter the histories */
-        fp8__block_observe(st, gamax, ng);
+        fp8__block_observe(st, F->gamax, ng);
     if (r->kind == FP8_RECIPE_DELAYED) { /* this step's amax enters slot 0 (TE's amax: Inf when present) */
         float amax = stats ? (float)stats->amax /* x's, computed or given */
                      : !isnan(st->known_amax) ? st->known_amax /* the caller's own amax pass (probes) */
@@ -1003,7 +959,21 @@ static int quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size
         fp8__observe_amax(st, amax, inf);
     }
     fp8__fenv_leave(&env);
-    parts_free(F.parts, F.P);
-    free(xt), free(qt), free(ct);
+    cast_free(c);
     return FP8_OK;
+}
+
+int fp8__quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out, fp8_stats *stats,
+                       unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai)
+{
+    fp8_amax_info known, *kp = NULL;
+    if (stats && (options & FP8_STATS_X_GIVEN)) /* x's amax is in its given statistics */
+        known.amax = (float)stats->amax, known.inf_count = stats->inf_count, known.nan_count = stats->nan_count,
+        kp = &known;
+    fp8__cast *c;
+    int rc = fp8__cast_begin(&c, st, x, rows, cols, out, stats, options, codes, group_scale_inv, ai, kp, 0);
+    if (rc != FP8_OK || !c)
+        return rc;
+    fp8__cast_run(c);
+    return fp8__cast_end(c);
 }

@@ -68,6 +68,44 @@ void fp8__finish_stats(fp8_stats *s, const uint64_t cnt[FP8_NCLASS], const fp8__
                        const float *scale_inv, const unsigned char *flags, float s_global, const fp8_format *f,
                        int threads);
 
+/* The engine's core cast (fp8_quantize_codes's arguments, codes and
+ * group_scale_inv may be NULL) of x itself: no smoothing, no transform. */
+int fp8__quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out, fp8_stats *stats,
+                       unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai);
+
+/* The same cast in steps, so that several casts of one x can run their
+ * fused passes piece by piece side by side (quantize_many.c):
+ * fp8__cast_begin checks, makes the scratch, runs the amax pass and the
+ * scales and sets up the fused pass (*c NULL when the cast is done already:
+ * it had nothing to produce, or failed: the status says).  known: x's finite
+ * amax and Inf/NaN counts when the caller has them (a per-tensor recipe then
+ * makes no amax pass); x_changes: x will be written over before the cast
+ * ends (a cast in place beside it).  Option FP8__STATS_X_LATER: as
+ * FP8_STATS_X_GIVEN, with x's statistics put into *stats only before
+ * fp8__cast_end.  fp8__cast_joins: 1 when the fused pass goes over x itself
+ * in pieces of the same PIECE elements (then *U pieces in *P parts, as
+ * fp8_tensor_stats splits them); fp8__cast_units casts pieces [u0, u1) of
+ * part p (buf: a thread's fp8__piece_buf); fp8__cast_run the whole pass;
+ * fp8__cast_end the statistics and the state's step, and frees c. */
+#define FP8__STATS_X_LATER 0x100u
+typedef struct fp8__cast fp8__cast;
+int fp8__cast_begin(fp8__cast **c, fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
+                    fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai,
+                    const fp8_amax_info *known, int x_changes);
+int fp8__cast_joins(const fp8__cast *c, size_t *U, int *P);
+void fp8__cast_units(fp8__cast *c, int p, size_t u0, size_t u1, float *buf);
+void fp8__cast_run(fp8__cast *c);
+int fp8__cast_end(fp8__cast *c);
+float *fp8__piece_buf(void);
+/* x's own statistics (fp8_tensor_stats) in the same steps: begun (NULL:
+ * out of memory), pieces [u0, u1) of part p summed, ended into *stats
+ * (NULL: dropped) and freed.  fp8__xpass_shape: its pieces and parts. */
+typedef struct fp8__xpass fp8__xpass;
+fp8__xpass *fp8__xpass_begin(const float *x, size_t n, unsigned flags);
+void fp8__xpass_shape(const fp8__xpass *W, size_t *U, int *P);
+void fp8__xpass_units(fp8__xpass *W, int p, size_t u0, size_t u1);
+void fp8__xpass_end(fp8__xpass *W, fp8_stats *stats);
+
 /* NVFP4's random Hadamard transform: the 16 signs of a seed, and the
  * transform (or its inverse) of every whole group of 16 along each row. */
 void fp8__rht_signs(uint64_t seed, float d[16]);

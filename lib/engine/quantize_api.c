@@ -1,0 +1,207 @@
+/*
+ * quantize_api.c — the public casts (fp8_stats.h): fp8_quantize and its
+ * variants, and the two recipes that cast another tensor than x — Smooth
+ * SwiGLU's smoothed tensor and NVFP4's random Hadamard transform — around
+ * the engine's core (quantize.c).
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fp8_stats.h"
+#include "fpenv.h"
+#include "quantize_internal.h"
+#include "recipe_state.h"
+
+int fp8_quantize(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out, fp8_stats *stats)
+{
+    return fp8_quantize_ex(st, x, rows, cols, out, stats, 0);
+}
+
+static int quantize_impl(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
+                         fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai);
+
+int fp8_quantize_ex(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out, fp8_stats *stats,
+                    unsigned options)
+{
+    return quantize_impl(st, x, rows, cols, out, stats, options, NULL, NULL, NULL);
+}
+
+int fp8_quantize_amax(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out, fp8_amax_info *ai)
+{
+    if (!ai)
+        return FP8_ERROR(FP8_EINVAL, "fp8_quantize_amax: ai is NULL");
+    return quantize_impl(st, x, rows, cols, out, NULL, 0, NULL, NULL, ai);
+}
+
+int fp8_quantize_codes(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, void *codes,
+                       float *group_scale_inv, float *out, fp8_stats *stats, unsigned options)
+{
+    if (!codes || !group_scale_inv)
+        return FP8_ERROR(FP8_EINVAL, "fp8_quantize_codes: codes and group_scale_inv are required");
+    return quantize_impl(st, x, rows, cols, out, stats, options, codes, group_scale_inv, NULL);
+}
+
+static int quantize_rht(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
+                        fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai);
+
+/* x's error statistics against its x_hat xh (the definitions of
+ * quantize_finish.c: over finite x; an x whose x_hat is not finite is
+ * counted in err_excluded and left out), for recipes that cast another
+ * tensor than x (smooth). */
+static void error_stats(fp8_stats *s, const float *x, const float *xh, size_t n)
+{
+    double e2 = 0, q2 = 0, xq = 0, x2 = 0;
+    float me = 0;
+    uint64_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(x[i]))
+            continue;
+        x2 += (double)x[i] * x[i];
+        if (!isfinite(xh[i])) {
+            bad++;
+            continue;
+        }
+        double e = (double)x[i] - xh[i];
+        e2 += e * e, q2 += (double)xh[i] * xh[i], xq += (double)x[i] * xh[i];
+        float ae = fabsf(x[i] - xh[i]);
+        me = ae > me ? ae : me;
+    }
+    s->err_excluded = bad;
+    s->sq_err = e2;
+    uint64_t nerr = s->finite - bad;
+    s->mse = nerr ? e2 / (double)nerr : 0.0;
+    s->rel_err = x2 > 0 ? sqrt(e2 / x2) : (e2 > 0 ? INFINITY : 0.0);
+    s->sqnr_db = e2 > 0 ? 10.0 * log10(x2 / e2) : INFINITY;
+    s->cosine = (x2 > 0 && q2 > 0) ? xq / sqrt(x2 * q2) : (x2 == q2 ? 1.0 : 0.0);
+    s->max_abs_err = me;
+}
+
+/* Smooth SwiGLU as a shadow (recipe option smooth): the column scales s
+ * (published: s_j = 1 / max_i |x_ij|, 1 for a column of zeros; fold: the
+ * linked input's s), the smoothed tensor y = x * s (published) or x / s
+ * (fold: the scale moved into the weight) cast by the recipe, x_hat = Q(y)
+ * / s (or * s) — the arithmetic of the trainer's --smooth-swiglu.  The
+ * cast's counts and scales are of y (a delayed history notes y's amax);
+ * x's own statistics and every error statistic are of x. */
+static int quantize_smooth(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
+                           fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai)
+{
+    const int fold = st->recipe.smooth == 2;
+    if (codes)
+        return FP8_ERROR(FP8_EINVAL, "fp8_quantize_codes: recipe '%s' casts a smoothed tensor; its codes would not "
+                                     "decode to x", st->recipe.spec);
+    if (fold && (!st->smooth_src || st->smooth_src_n != cols))
+        return FP8_ERROR(FP8_EINVAL, "recipe '%s': smooth=fold needs the %zu column scales of the input it is "
+                                     "folded from (fp8_probe_smooth_from), %s",
+                         st->recipe.spec, cols, st->smooth_src ? "of another width" : "none given");
+    size_t n = rows * cols;
+    float *y = malloc(n * sizeof *y), *sc = malloc(cols * sizeof *sc);
+    float *q = (stats && !out) ? malloc(n * sizeof *q) : out;
+    fp8_stats *xs = stats ? malloc(sizeof *xs) : NULL;
+    if (!y || !sc || (stats && (!q || !xs))) {
+        free(y), free(sc), free(xs);
+        if (q != out)
+            free(q);
+        return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: out of memory smoothing a %zux%zu tensor", rows, cols);
+    }
+    fp8__fenv fe;
+    fp8__fenv_enter(&fe);
+    if (fold)
+        memcpy(sc, st->smooth_src, cols * sizeof *sc);
+    else {
+        for (size_t j = 0; j < cols; j++)
+            sc[j] = 0;
+        for (size_t i = 0; i < rows; i++)
+            for (size_t j = 0; j < cols; j++) {
+                float a = fabsf(x[i * cols + j]);
+                if (isfinite(a) && a > sc[j])
+                    sc[j] = a;
+            }
+        for (size_t j = 0; j < cols; j++)
+            sc[j] = sc[j] > 0 ? 1.0f / sc[j] : 1.0f;
+    }
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j = 0; j < cols; j++)
+            y[i * cols + j] = fold ? x[i * cols + j] / sc[j] : x[i * cols + j] * sc[j];
+    fp8__fenv_leave(&fe);
+    int rc = FP8_OK;
+    if (stats) { /* x's own statistics: the caller's, or a pass of their own */
+        if (options & FP8_STATS_X_GIVEN)
+            *xs = *stats;
+        else
+            rc = fp8_tensor_stats_ex(x, n, xs, options & FP8_STATS_NO_EXP_HIST, st->threads > 1 ? st->threads : 1);
+    }
+    if (rc == FP8_OK)
+        rc = quantize_rht(st, y, rows, cols, q, stats, (options & ~FP8_STATS_X_GIVEN) | FP8_STATS_NO_EXP_HIST, NULL,
+                          group_scale_inv, NULL);
+    if (rc == FP8_OK && q) {
+        fp8__fenv_enter(&fe);
+        for (size_t i = 0; i < rows; i++)
+            for (size_t j = 0; j < cols; j++)
+                q[i * cols + j] = fold ? q[i * cols + j] * sc[j] : q[i * cols + j] / sc[j];
+        fp8__fenv_leave(&fe);
+    }
+    if (rc == FP8_OK && stats) {
+        fp8__keep_x_fields(stats, xs);
+        error_stats(stats, x, q, n);
+    }
+    if (rc == FP8_OK && ai)
+        rc = fp8_tensor_amax(x, n, ai);
+    free(y), free(sc), free(xs);
+    if (q != out)
+        free(q);
+    return rc;
+}
+
+static int quantize_impl(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
+                         fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai)
+{
+    if (st && x && st->recipe.smooth && rows && cols && rows <= SIZE_MAX / cols / sizeof(float))
+        return quantize_smooth(st, x, rows, cols, out, stats, options, codes, group_scale_inv, ai);
+    return quantize_rht(st, x, rows, cols, out, stats, options, codes, group_scale_inv, ai);
+}
+
+/* NVFP4 with rht on this role: the cast and every statistic are of the
+ * transformed tensor (the transform is orthonormal: errors, SQNR and norms
+ * are those of the original), x_hat is transformed back. */
+static int quantize_rht(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
+                        fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai)
+{
+    if (!st || !x || !st->recipe.rht_active || rows == 0 || cols == 0 || rows > SIZE_MAX / cols / sizeof(float))
+        return fp8__quantize_core(st, x, rows, cols, out, stats, options, codes, group_scale_inv, ai);
+    if (ai) { /* of x, not of the transformed tensor */
+        int rc = fp8_tensor_amax(x, rows * cols, ai);
+        if (rc != FP8_OK)
+            return rc;
+    }
+    /* given statistics of x are not those of the transformed tensor, which
+     * the cast computes afresh, except the exponent histogram: that one
+     * always describes the input */
+    uint64_t xhist[FP8_EXP_BINS];
+    const int keep_hist = stats && (options & FP8_STATS_X_GIVEN);
+    if (keep_hist) {
+        memcpy(xhist, stats->exp_hist, sizeof xhist);
+        options = (options & ~FP8_STATS_X_GIVEN) | FP8_STATS_NO_EXP_HIST;
+    }
+    float *y = malloc(rows * cols * sizeof *y), d[16];
+    if (!y)
+        return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: out of memory for the Hadamard transform of %zux%zu", rows, cols);
+    memcpy(y, x, rows * cols * sizeof *y);
+    fp8__rht_signs(st->recipe.rht_seed, d);
+    fp8__fenv fe;
+    fp8__fenv_enter(&fe);
+    fp8__rht_apply(y, rows, cols, d, 0);
+    fp8__fenv_leave(&fe);
+    int rc = fp8__quantize_core(st, y, rows, cols, out, stats, options, codes, group_scale_inv, NULL);
+    if (rc == FP8_OK && keep_hist)
+        memcpy(stats->exp_hist, xhist, sizeof xhist);
+    if (rc == FP8_OK && out) {
+        fp8__fenv_enter(&fe);
+        fp8__rht_apply(out, rows, cols, d, 1);
+        fp8__fenv_leave(&fe);
+    }
+    free(y);
+    return rc;
+}

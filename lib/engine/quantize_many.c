@@ -1,0 +1,173 @@
+/*
+ * quantize_many.c — one tensor under several recipes in one sweep
+ * (fp8__quantize_many, quantize_internal.h).
+ *
+ * A probe casts each recorded tensor under its active recipe and its
+ * shadows.  One after the other, each cast reads x again from memory; here
+ * x is read piece by piece (PIECE elements, a core's L2) and, while a piece
+ * is in cache, its own statistics are summed once and every recipe that
+ * can casts it and sums its errors.  Each recipe's sums see the same pieces
+ * in the same order as its own cast would: the same bits as one cast after
+ * another (tests/test_shadows.c holds the two side by side).
+ *
+ * Before the sweep: one amax pass over x, which per-tensor current recipes
+ * scale from (the other recipes make their own group amaxes, as alone);
+ * after it: the recipes whose pass goes otherwise (transposed, groups not
+ * a divisor of a piece, a smoothed or Hadamard-transformed tensor), each on
+ * its own with x's statistics given.  A cast in place (out == x) comes
+ * last: within the sweep, last on each piece; after the others, when some
+ * cast on their own.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fp8_stats.h"
+#include "fpenv.h"
+#include "parallel.h"
+#include "quantize_internal.h"
+#include "quantize_many.h"
+#include "recipe_state.h"
+
+#define MANY_MAX 64 /* requests in one call */
+
+typedef struct {
+    fp8__xpass *xp;
+    fp8__cast *cast[MANY_MAX + 1]; /* the casts in the sweep, the one in place (if any) last */
+    int n;
+    size_t U;
+    int P;
+    unsigned char failed[64]; /* (parts: at most MAX_PARTS) */
+} sweep;
+
+static void sweep_part(sweep *S, int p, float *buf)
+{
+    size_t u0 = S->U * (size_t)p / (size_t)S->P, u1 = S->U * (size_t)(p + 1) / (size_t)S->P;
+    fp8__fenv env;
+    fp8__fenv_enter(&env);
+    for (size_t u = u0; u < u1; u++) {
+        fp8__xpass_units(S->xp, p, u, u + 1);
+        for (int k = 0; k < S->n; k++)
+            fp8__cast_units(S->cast[k], p, u, u + 1, buf);
+    }
+    fp8__fenv_leave(&env);
+}
+
+static void sweep_job(void *ctx, int p)
+{
+    sweep *S = ctx;
+    float *buf = fp8__piece_buf();
+    if (!buf) {
+        S->failed[p] = 1; /* redone on the caller's thread */
+        return;
+    }
+    sweep_part(S, p, buf);
+}
+
+/* the recipes that cast another tensor than x go their own way */
+static int own_way(const fp8_recipe_state *st) { return st->recipe.smooth || st->recipe.rht_active; }
+
+/* request i on its own, x's statistics given */
+static void cast_alone(fp8__cast_req *q, const float *x, size_t rows, size_t cols, const fp8_stats *xs, unsigned flags)
+{
+    *q->stats = *xs;
+    q->status = q->codes ? fp8_quantize_codes(q->st, x, rows, cols, q->codes, q->group_scale_inv, q->out, q->stats,
+                                              flags | FP8_STATS_X_GIVEN)
+                         : fp8_quantize_ex(q->st, x, rows, cols, q->out, q->stats, flags | FP8_STATS_X_GIVEN);
+}
+
+/* begin request q's cast (see fp8__cast_begin); NULL when it is done already */
+static fp8__cast *begin(fp8__cast_req *q, const float *x, size_t rows, size_t cols, unsigned flags,
+                        const fp8_amax_info *known, int x_changes)
+{
+    fp8__cast *c = NULL;
+    q->status = fp8__cast_begin(&c, q->st, x, rows, cols, q->out, q->stats, flags | FP8__STATS_X_LATER, q->codes,
+                                q->group_scale_inv, NULL, known, x_changes);
+    return c;
+}
+
+static int joins(const fp8__cast *c, const sweep *S)
+{
+    size_t U;
+    int P;
+    return c && fp8__cast_joins(c, &U, &P) && U == S->U && P == S->P;
+}
+
+/* a begun cast ended with x's statistics */
+static void end(fp8__cast *c, fp8__cast_req *q, const fp8_stats *xs)
+{
+    if (!c)
+        return;
+    *q->stats = *xs;
+    q->status = fp8__cast_end(c);
+}
+
+int fp8__quantize_many(const float *x, size_t rows, size_t cols, unsigned flags, int threads, fp8_stats *xs,
+                       const fp8_amax_info *amax, fp8__cast_req *req, int n)
+{
+    if (!x || !xs || n < 0 || (n > 0 && !req) || n > MANY_MAX || rows == 0 || cols == 0 ||
+        rows > SIZE_MAX / cols / sizeof(float))
+        return FP8_ERROR(FP8_EINVAL, "fp8_quantize_many: no tensor, no statistics, an empty shape or %d recipes", n);
+    for (int i = 0; i < n; i++)
+        if (!req[i].st || !req[i].stats)
+            return FP8_ERROR(FP8_EINVAL, "fp8_quantize_many: request %d has no %s", i,
+                             req[i].st ? "statistics" : "recipe state");
+    const size_t numel = rows * cols;
+    fp8__xpass *xp = fp8__xpass_begin(x, numel, flags);
+    if (!xp)
+        return FP8_ERROR(FP8_ENOMEM, "fp8_quantize_many: out of memory");
+    fp8__cast *cast[MANY_MAX] = {0};
+    unsigned char alone[MANY_MAX] = {0};
+    sweep S = {.xp = xp};
+    fp8__xpass_shape(xp, &S.U, &S.P);
+    int inplace = -1, any_alone = 0;
+    for (int i = 0; i < n; i++) {
+        req[i].status = FP8_OK;
+        if (req[i].out == x)
+            inplace = i;
+        if (own_way(req[i].st) || fp8__needs_transpose(&req[i].st->recipe))
+            alone[i] = 1, any_alone = 1;
+    }
+    fp8_amax_info known;
+    if (amax)
+        known = *amax;
+    else
+        fp8_tensor_amax(x, numel, &known);
+    /* the cast in place first: the others count TE's overflows piece by
+     * piece when it writes over x within the sweep */
+    fp8__cast *ip = NULL;
+    if (inplace >= 0 && any_alone)
+        alone[inplace] = 1; /* after those, on its own */
+    else if (inplace >= 0)
+        ip = begin(&req[inplace], x, rows, cols, flags, &known, 0);
+    const int ip_joins = joins(ip, &S);
+    for (int i = 0; i < n; i++)
+        if (i != inplace && !alone[i]) {
+            cast[i] = begin(&req[i], x, rows, cols, flags, &known, ip_joins);
+            if (joins(cast[i], &S))
+                S.cast[S.n++] = cast[i];
+            else if (cast[i])
+                fp8__cast_run(cast[i]); /* its own pass, while x is as given */
+        }
+    if (ip_joins)
+        S.cast[S.n++] = ip;
+    /* the sweep: x's statistics and every joining cast, piece by piece,
+     * the one in place last on each piece */
+    fp8__parallel_for(S.P, threads, sweep_job, &S);
+    for (int p = 0; p < S.P; p++)
+        if (S.failed[p])
+            sweep_part(&S, p, fp8__piece_buf());
+    fp8__xpass_end(xp, xs);
+    for (int i = 0; i < n; i++)
+        end(cast[i], &req[i], xs);
+    if (ip_joins)
+        end(ip, &req[inplace], xs);
+    for (int i = 0; i < n; i++)
+        if (alone[i] && i != inplace)
+            cast_alone(&req[i], x, rows, cols, xs, flags);
+    if (ip && !ip_joins) {
+        fp8__cast_run(ip);
+        end(ip, &req[inplace], xs);
+    } else if (inplace >= 0 && alone[inplace])
+        cast_alone(&req[inplace], x, rows, cols, xs, flags);
+    return FP8_OK;
+}
