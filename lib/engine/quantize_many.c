@@ -8,7 +8,7 @@
  * is in cache, its own statistics are summed once and every recipe that
  * can casts it and sums its errors.  Each recipe's sums see the same pieces
  * in the same order as its own cast would: the same bits as one cast after
- * another (tests/test_shadows.c holds the two side by side).
+ * another (tests/test_stats.c holds the two side by side).
  *
  * Before the sweep: one amax pass over x, which per-tensor current recipes
  * scale from (the other recipes make their own group amaxes, as alone);
@@ -18,8 +18,8 @@
  * last: within the sweep, last on each piece; after the others, when some
  * cast on their own.
  */
-#include <stdlib.h>
-#include <string.h>
+
+#include <stdint.h>
 
 #include "fp8_stats.h"
 #include "fpenv.h"
