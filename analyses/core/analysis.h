@@ -41,6 +41,7 @@ typedef struct {
     int *canon;              /* per pair: the recipe with the same numerics
                                 on this tensor that stands for both (factors.h)      */
     struct an_contrasts *contrasts; /* contrasts.c: one-factor comparisons, lazily */
+    int64_t steps;           /* an_run_steps, found once by an_open (0: not yet) */
 } an_run;
 
 /* The questions of the report's summary, one line each (keys.h), in the

@@ -42,7 +42,8 @@ void an_defaults(an_ctx *c)
     c->equivalence_pct = 1.0;
 }
 
-int64_t an_run_steps(const an_run *a)
+/* (the phases ask this once per step they place: an_open finds it once) */
+static int64_t find_run_steps(const an_run *a)
 {
     const char *s = fp8_run_meta(a->run, "steps");
     char *end;
@@ -56,6 +57,8 @@ int64_t an_run_steps(const an_run *a)
         last = a->run->steps[i].step > last ? a->run->steps[i].step : last;
     return last + 1;
 }
+
+int64_t an_run_steps(const an_run *a) { return a->steps > 0 ? a->steps : find_run_steps(a); }
 
 int64_t an_lr_warmup(const an_ctx *c, const an_run *a)
 {
@@ -120,7 +123,18 @@ static int cmp_series(const void *a, const void *b)
  * 100,000 recipes over 10,000 tensors has 10^9 such cells). */
 static uint64_t pair_key(uint32_t t, uint32_t r) { return (uint64_t)t << 32 | r; }
 
-static uint64_t pair_hash_of(uint64_t k) { return (k * 0x9E3779B97F4A7C15ull) >> 17; }
+/* The index takes a hash's low bits: every bit of the key must reach them
+ * (a multiply alone leaves the tensor's bits, 32 and up, out of the low
+ * ones, and the 200 tensors of a recipe then probed one chain).  The
+ * finaliser of MurmurHash3's 64-bit mix. */
+static uint64_t pair_hash_of(uint64_t k)
+{
+    k ^= k >> 33;
+    k *= 0xFF51AFD7ED558CCDull;
+    k ^= k >> 33;
+    k *= 0xC4CEB9FE1A85EC53ull;
+    return k ^ (k >> 33);
+}
 
 static uint64_t keys_hash(const void *items, size_t i) { return pair_hash_of(((const uint64_t *)items)[i]); }
 
@@ -479,6 +493,7 @@ int an_open(an_ctx *c, const char *const *paths, int n)
             return 1;
         }
         pair_hash h = {0};
+        a->steps = find_run_steps(a);
         int bad = index_pairs(a, &h) || index_run(a, &h) || index_series(a, &h);
         fp8__index_free(&h.ix), free(h.keys);
         if (bad) {
