@@ -1,0 +1,437 @@
+/*
+ * test_kernels.c — suite kernels: the statistics engine's vector loops
+ * (lib/engine/stats_vec.c) of every instruction set this CPU runs, each
+ * against a plain scalar loop written here, or, for the running sums whose
+ * last bits depend on fused multiply-adds, against the portable build.
+ *
+ * The engine uses one set per process (kernels.c picks the widest), so the
+ * other suites test only that one; here AVX-512, AVX2 and the portable
+ * loops all run.  A set this CPU lacks is reported as a skip.  One test
+ * feeds a deliberately broken amax loop through the same comparison and
+ * requires it to be caught.
+ */
+#include <CUnit/CUnit.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "f32bits.h"
+#include "stats_vec.h"
+#include "tests.h"
+
+typedef struct {
+    const char *name;
+    void (*amax_scan)(FP8_AMAX_SCAN_ARGS);
+    void (*range)(FP8_RANGE_ARGS);
+    void (*range_groups)(FP8_RANGE_GROUPS_ARGS);
+    void (*hist)(FP8_HIST_ARGS);
+    size_t (*best_ratio)(FP8_BEST_RATIO_ARGS);
+    void (*xmoments)(FP8_XMOMENTS_ARGS);
+    void (*err)(FP8_MOMENTS_ARGS);
+    void (*both)(FP8_BOTH_ARGS);
+    int runs_here;
+} isa;
+
+static isa isas[3] = {
+    {"base", fp8__amax_scan_base, fp8__range_base, fp8__range_groups_base, fp8__hist_add_base,
+     fp8__best_ratio_base, fp8__xmoments_add_base, fp8__err_add_base, fp8__both_add_base, 1},
+    {"avx2", fp8__amax_scan_avx2, fp8__range_avx2, fp8__range_groups_avx2, fp8__hist_add_avx2,
+     fp8__best_ratio_avx2, fp8__xmoments_add_avx2, fp8__err_add_avx2, fp8__both_add_avx2, 0},
+    {"avx512", fp8__amax_scan_avx512, fp8__range_avx512, fp8__range_groups_avx512, fp8__hist_add_avx512,
+     fp8__best_ratio_avx512, fp8__xmoments_add_avx512, fp8__err_add_avx512, fp8__both_add_avx512, 0},
+};
+
+static void find_isas(void)
+{
+    static int done;
+    if (done)
+        return;
+    done = 1;
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    isas[1].runs_here = __builtin_cpu_supports("avx2");
+    isas[2].runs_here = __builtin_cpu_supports("avx512f");
+#endif
+    for (int k = 1; k < 3; k++)
+        if (!isas[k].runs_here) {
+            char why[96];
+            snprintf(why, sizeof why, "kernels: this CPU has no %s; its loops were not run", isas[k].name);
+            test_skip(why);
+        }
+}
+
+static uint32_t bits(float f)
+{
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    return b;
+}
+
+static float from_bits(uint32_t b)
+{
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+}
+
+/* xorshift64: the tests' inputs, reproducible */
+static uint64_t rng = 0x9D2C5680u;
+static uint64_t next(void)
+{
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return rng;
+}
+
+/* Kind k of input, n elements: 0 Gaussian-like of scale 2.385, 1 the same
+ * with zeros, -0 and subnormals, 2 with +-Inf, 3 with NaN, 4 one outlier of
+ * FLT_MAX, 5 every binade from subnormal to 2^127 */
+#define NKINDS 6
+static void fill(float *x, size_t n, int kind)
+{
+    for (size_t i = 0; i < n; i++) {
+        double u = 0;
+        for (int k = 0; k < 4; k++)
+            u += (double)(next() >> 11) * 0x1p-53;
+        x[i] = (float)((u - 2.0) * 2.385);
+        if (kind == 5)
+            x[i] = ldexpf(1.0f + (float)(next() % 1000) / 1000.0f, (int)(next() % 276) - 149) *
+                   (next() & 1 ? 1.0f : -1.0f);
+    }
+    for (size_t i = 0; n && i < 1 + n / 37; i++) {
+        size_t at = (size_t)(next() % n);
+        switch (kind) {
+        case 1:
+            x[at] = i % 3 == 0 ? 0.0f : i % 3 == 1 ? -0.0f : from_bits(1u + (uint32_t)(next() % 0x7FFFFFu));
+            break;
+        case 2:
+            x[at] = i % 2 ? INFINITY : -INFINITY;
+            break;
+        case 3:
+            x[at] = from_bits(0x7FC00000u | (uint32_t)(next() % 0x3FFFFFu)) * (i % 2 ? 1.0f : -1.0f);
+            break;
+        case 4:
+            if (i == 0)
+                x[at] = -3.4028235e38f;
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+static const size_t lengths[] = {0, 1, 15, 16, 17, 63, 64, 65, 255, 256, 257, 1000, 4099};
+#define NLEN (sizeof lengths / sizeof lengths[0])
+
+/* the plain loops the vector ones must equal */
+static void ref_amax(const float *x, size_t n, uint32_t *amax, uint64_t *ninf, uint64_t *nnan)
+{
+    *amax = 0, *ninf = 0, *nnan = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(x[i]))
+            ++*nnan;
+        else if (isinf(x[i]))
+            ++*ninf;
+        else if (bits(fabsf(x[i])) > *amax)
+            *amax = bits(fabsf(x[i]));
+    }
+}
+
+static void ref_range(const float *x, size_t n, uint32_t *amax, uint32_t *minnz)
+{
+    *amax = 0, *minnz = FP8_F32_INF;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(x[i]))
+            continue;
+        uint32_t a = bits(fabsf(x[i]));
+        *amax = a > *amax ? a : *amax;
+        if (a && a < *minnz)
+            *minnz = a;
+    }
+}
+
+/* docs/statistics.md: bin 0 +-0, 1 subnormal, k = [2^(k-128), 2^(k-127)), 256 Inf and NaN */
+static unsigned ref_bin(float v)
+{
+    uint32_t a = bits(v) & FP8_F32_ABS;
+    if (!a)
+        return 0;
+    return (a >> 23) + 1;
+}
+
+/* 1 when the loop's amax and counts equal the plain loop's on every kind
+ * and length (a failing case printed) */
+static int amax_agrees(void (*scan)(FP8_AMAX_SCAN_ARGS), const char *name)
+{
+    float *x = malloc(4099 * sizeof *x);
+    int ok = x != NULL;
+    for (int kind = 0; ok && kind < NKINDS; kind++)
+        for (size_t li = 0; ok && li < NLEN; li++) {
+            size_t n = lengths[li];
+            fill(x, n, kind);
+            uint32_t a, ra;
+            uint64_t ci, cn, rci, rcn;
+            scan(x, n, &a, &ci, &cn);
+            ref_amax(x, n, &ra, &rci, &rcn);
+            if (a != ra || ci != rci || cn != rcn) {
+                fprintf(stderr, "\n  %s amax_scan, kind %d, n %zu: %08x %llu %llu, plain loop %08x %llu %llu\n", name,
+                        kind, n, a, (unsigned long long)ci, (unsigned long long)cn, ra, (unsigned long long)rci,
+                        (unsigned long long)rcn);
+                ok = 0;
+            }
+        }
+    free(x);
+    return ok;
+}
+
+static void test_amax_scan(void)
+{
+    find_isas();
+    for (int k = 0; k < 3; k++)
+        if (isas[k].runs_here)
+            CU_ASSERT(amax_agrees(isas[k].amax_scan, isas[k].name));
+}
+
+/* an amax loop that misses the last element: the comparison must catch it */
+static void broken_scan(FP8_AMAX_SCAN_ARGS) { fp8__amax_scan_base(x, n ? n - 1 : 0, amax_bits, inf_count, nan_count); }
+
+static void test_broken_amax_is_caught(void)
+{
+    fprintf(stderr, "\n  (a deliberately broken amax loop follows; its disagreement is expected)");
+    CU_ASSERT(!amax_agrees(broken_scan, "broken"));
+}
+
+static void test_range(void)
+{
+    find_isas();
+    float *x = malloc(4099 * sizeof *x);
+    CU_ASSERT_FATAL(x != NULL);
+    for (int k = 0; k < 3; k++) {
+        if (!isas[k].runs_here)
+            continue;
+        for (int kind = 0; kind < NKINDS; kind++)
+            for (size_t li = 0; li < NLEN; li++) {
+                size_t n = lengths[li];
+                fill(x, n, kind);
+                uint32_t a = 0, m = FP8_F32_INF, ra, rm; /* (the loop merges into what it is given) */
+                isas[k].range(x, n, &a, &m);
+                ref_range(x, n, &ra, &rm);
+                CU_ASSERT_EQUAL(a, ra);
+                CU_ASSERT_EQUAL(m, rm);
+            }
+    }
+    free(x);
+}
+
+static void test_range_groups(void)
+{
+    find_isas();
+    const size_t glens[] = {16, 32, 128};
+    float *x = malloc(4096 * sizeof *x);
+    uint32_t a[256], m[256];
+    CU_ASSERT_FATAL(x != NULL);
+    for (int k = 0; k < 3; k++) {
+        if (!isas[k].runs_here)
+            continue;
+        for (int kind = 0; kind < NKINDS; kind++)
+            for (int gi = 0; gi < 3; gi++) {
+                size_t glen = glens[gi], n = 4096 - (kind % 2) * glen; /* whole groups */
+                fill(x, n, kind);
+                isas[k].range_groups(x, n, glen, a, m);
+                for (size_t g = 0; g < n / glen; g++) {
+                    uint32_t ra, rm;
+                    ref_range(x + g * glen, glen, &ra, &rm);
+                    CU_ASSERT_EQUAL(a[g], ra);
+                    CU_ASSERT_EQUAL(m[g], rm);
+                }
+            }
+    }
+    free(x);
+}
+
+static void test_hist(void)
+{
+    find_isas();
+    float *x = malloc(4099 * sizeof *x);
+    uint32_t(*sub)[257] = malloc(FP8_HIST_SUBS * sizeof *sub);
+    CU_ASSERT_FATAL(x && sub);
+    for (int k = 0; k < 3; k++) {
+        if (!isas[k].runs_here)
+            continue;
+        for (int kind = 0; kind < NKINDS; kind++)
+            for (size_t li = 0; li < NLEN; li++) {
+                size_t n = lengths[li];
+                fill(x, n, kind);
+                memset(sub, 0, FP8_HIST_SUBS * sizeof *sub);
+                isas[k].hist(sub, x, n);
+                uint64_t ref[257] = {0};
+                for (size_t i = 0; i < n; i++)
+                    ref[ref_bin(x[i])]++;
+                int same = 1;
+                for (int b = 0; b < 257; b++) {
+                    uint64_t got = 0;
+                    for (int s = 0; s < FP8_HIST_SUBS; s++)
+                        got += sub[s][b];
+                    same &= got == ref[b];
+                }
+                CU_ASSERT(same);
+            }
+    }
+    free(x);
+    free(sub);
+}
+
+/* the exponent histogram as x's pass keeps it (pairs folded) */
+static void test_xmoments_hist(void)
+{
+    find_isas();
+    float *x = malloc(4099 * sizeof *x);
+    fp8__hist_state *h = malloc(sizeof *h);
+    CU_ASSERT_FATAL(x && h);
+    for (int k = 0; k < 3; k++) {
+        if (!isas[k].runs_here)
+            continue;
+        for (int kind = 0; kind < NKINDS; kind++)
+            for (size_t li = 0; li < NLEN; li++) {
+                size_t n = lengths[li];
+                fill(x, n, kind);
+                memset(h, 0, sizeof *h);
+                fp8__moments m;
+                fp8__moments_init(&m);
+                isas[k].xmoments(&m, x, n, h);
+                fp8__hist_fold(h);
+                uint64_t ref[257] = {0};
+                for (size_t i = 0; i < n; i++)
+                    ref[ref_bin(x[i])]++;
+                int same = 1;
+                for (int b = 0; b < 257; b++) {
+                    uint64_t got = 0;
+                    for (int s = 0; s < FP8_HIST_SUBS; s++)
+                        got += h->sub[s][b];
+                    same &= got == ref[b];
+                }
+                CU_ASSERT(same);
+            }
+    }
+    free(x);
+    free(h);
+}
+
+/* The plain rule: the first group with the largest amax / minnz among
+ * groups with amax nonzero and minnz finite; inputs with distinct ratios
+ * (then the order of comparison cannot matter). */
+static void test_best_ratio(void)
+{
+    find_isas();
+    enum { NG = 203 };
+    uint32_t a[NG], m[NG];
+    for (int k = 0; k < 3; k++) {
+        if (!isas[k].runs_here)
+            continue;
+        for (int trial = 0; trial < 40; trial++) {
+            for (int g = 0; g < NG; g++) {
+                float mz = ldexpf(1.0f + (float)g / 1024.0f, (int)(next() % 40) - 30 - (trial % 5 == 0 ? 120 : 0));
+                float am = mz * (1.0f + (float)(next() % 100000));
+                a[g] = bits(am), m[g] = bits(mz);
+                if (next() % 9 == 0)
+                    m[g] = FP8_F32_INF; /* no nonzero */
+                if (next() % 11 == 0)
+                    a[g] = 0; /* all zero */
+            }
+            size_t ref = SIZE_MAX;
+            double best = -1;
+            for (int g = 0; g < NG; g++) {
+                if (!a[g] || m[g] >= FP8_F32_INF)
+                    continue;
+                double r = (double)from_bits(a[g]) / (double)from_bits(m[g]);
+                if (r > best)
+                    best = r, ref = (size_t)g;
+            }
+            CU_ASSERT_EQUAL(isas[k].best_ratio(a, m, NG), ref);
+        }
+    }
+}
+
+static double rel(double a, double b)
+{
+    double d = fabs(a - b), s = fmax(fabs(a), fabs(b));
+    return s > 0 ? d / s : d;
+}
+
+/* the running sums against the portable loops: counts and extremes equal,
+ * sums within 1e-6 (fused multiply-adds change the float partials' last
+ * bits), for x alone, the error sums and both in one pass */
+static void moments_close(const fp8__moments *a, const fp8__moments *b)
+{
+    CU_ASSERT_EQUAL(a->nan, b->nan);
+    CU_ASSERT_EQUAL(a->inf, b->inf);
+    CU_ASSERT_EQUAL(a->zero, b->zero);
+    CU_ASSERT_EQUAL(a->qbad, b->qbad);
+    CU_ASSERT(rel(a->cn, b->cn) == 0);
+    CU_ASSERT(rel(a->cmean, b->cmean) < 1e-6 || fabs(a->cmean - b->cmean) < 1e-9);
+    CU_ASSERT(rel(a->cM2, b->cM2) < 1e-6);
+    CU_ASSERT(rel(a->cM4, b->cM4) < 1e-6);
+    float amn = INFINITY, bmn = INFINITY, amx = -INFINITY, bmx = -INFINITY, ame = 0, bme = 0, az = INFINITY,
+          bz = INFINITY;
+    double sa[5] = {0}, sb[5] = {0};
+    for (int l = 0; l < 16; l++) {
+        amn = fminf(amn, a->mn[l]), bmn = fminf(bmn, b->mn[l]);
+        amx = fmaxf(amx, a->mx[l]), bmx = fmaxf(bmx, b->mx[l]);
+        ame = fmaxf(ame, a->maxerr[l]), bme = fmaxf(bme, b->maxerr[l]);
+        az = fminf(az, a->mnz[l]), bz = fminf(bz, b->mnz[l]);
+    }
+    for (int l = 0; l < FP8_ML; l++) {
+        sa[0] += a->l1[l], sa[1] += a->e2[l], sa[2] += a->q2[l], sa[3] += a->xq[l], sa[4] += a->xx[l];
+        sb[0] += b->l1[l], sb[1] += b->e2[l], sb[2] += b->q2[l], sb[3] += b->xq[l], sb[4] += b->xx[l];
+    }
+    CU_ASSERT(bits(amn) == bits(bmn) && bits(amx) == bits(bmx) && bits(ame) == bits(bme) && bits(az) == bits(bz));
+    for (int k = 0; k < 5; k++)
+        CU_ASSERT(rel(sa[k], sb[k]) < 1e-6);
+}
+
+static void test_moments(void)
+{
+    find_isas();
+    float *x = malloc(4099 * sizeof *x), *q = malloc(4099 * sizeof *q);
+    CU_ASSERT_FATAL(x && q);
+    for (int k = 1; k < 3; k++) {
+        if (!isas[k].runs_here)
+            continue;
+        for (int kind = 0; kind < NKINDS; kind++)
+            for (size_t li = 0; li < NLEN; li++) {
+                size_t n = lengths[li];
+                fill(x, n, kind);
+                for (size_t i = 0; i < n; i++) /* an x_hat: x rounded to 4 significant bits, Inf past 2^100 */
+                    q[i] = fabsf(x[i]) > 0x1p100f ? INFINITY : from_bits(bits(x[i]) & 0xFFF80000u);
+                fp8__moments v, r;
+                fp8__moments_init(&v), fp8__moments_init(&r);
+                isas[k].xmoments(&v, x, n, NULL), isas[0].xmoments(&r, x, n, NULL);
+                moments_close(&v, &r);
+                fp8__moments_init(&v), fp8__moments_init(&r);
+                isas[k].err(&v, x, q, n), isas[0].err(&r, x, q, n);
+                moments_close(&v, &r);
+                fp8__moments_init(&v), fp8__moments_init(&r);
+                isas[k].both(&v, x, q, n, NULL), isas[0].both(&r, x, q, n, NULL);
+                moments_close(&v, &r);
+            }
+    }
+    free(x);
+    free(q);
+}
+
+void register_kernels_tests(void)
+{
+    static CU_TestInfo tests[] = {
+        {"amax scan of every ISA equals a plain loop (Inf, NaN, -0, subnormals)", test_amax_scan},
+        {"a broken amax loop is caught by the same comparison", test_broken_amax_is_caught},
+        {"amax and min nonzero of every ISA equal a plain loop", test_range},
+        {"per-group amax and min nonzero of every ISA equal a plain loop", test_range_groups},
+        {"exponent histogram of every ISA equals plain binning", test_hist},
+        {"exponent histogram inside x's pass equals plain binning", test_xmoments_hist},
+        {"largest group dynamic range of every ISA equals the plain rule", test_best_ratio},
+        {"running sums of AVX2 and AVX-512 against the portable loops", test_moments},
+        CU_TEST_INFO_NULL,
+    };
+    add_suite("kernels", tests);
+}
