@@ -10,9 +10,17 @@ int bench_import(void);
 int bench_readers(void);
 int bench_gemm(void);
 int bench_ranks(void);
+int bench_loop(void);
 double bench_now(void);
-/* One target line, "target NAME: VALUE UNIT (goal GOAL) met|MISSED" (goal a
- * lower bound, or an upper bound when at_most); returns 1 when met.  A NAN
- * value (not measurable yet) is MISSED with why. */
-int bench_target(const char *name, double value, const char *unit, double goal, int at_most, const char *why);
+/* The element rate (Gelem/s) of memcpy on 2^26 float32 (256 MiB, far past
+ * the caches: the machine's memory bandwidth), best of 5: the reference of
+ * every rate target.  Measured once per process, on first call. */
+double bench_memcpy_rate(void);
+/* One target line, a ratio to a reference measured in the same run:
+ * "target NAME: VALUE UNIT = RATIO of REF_NAME (REF UNIT) (goal >= GOAL) met|MISSED".
+ * The ratio is value / ref; goal bounds it from below, or from above when
+ * at_most.  Rates print the ratio as a percentage, times (at_most) as a
+ * factor.  Returns 1 when met; a NAN value (not measurable) is MISSED. */
+int bench_target(const char *name, double value, const char *unit, double ref, const char *ref_name, double goal,
+                 int at_most);
 #endif

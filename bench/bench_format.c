@@ -4,8 +4,9 @@
  *
  * Single thread, 2^26 float32 elements, per-tensor scale, nearest-even,
  * saturating.  Reference: memcpy of the same float32 buffer (elements/s).
- * Targets (issue 2): encode >= 75% of the memcpy element rate,
- * quantize-dequantize >= 60%.  Each figure is the best of 5 runs.
+ * Targets, shares of the memcpy element rate: encode and
+ * quantize-dequantize >= 95%, stochastic rounding and e8m0 >= 25%.  Each
+ * figure is the best of 5 runs.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,21 +82,17 @@ int bench_formats(void)
     double mc = best_rate(do_memcpy, &k);
     printf("%-34s %8.3f Gelem/s  (reference, %.1f GB/s copied)\n", "memcpy float32", mc, mc * 4);
     const char *fmts[] = {"e4m3", "e5m2"};
-    int ok = 1;
+    double rate[2][2][2]; /* [portable][format][encode, qdq] */
     for (int portable = 0; portable < 2; portable++) {
         fp8_format_force_portable(portable);
         for (int i = 0; i < 2; i++) {
             k.f = fp8_format_find(fmts[i], NULL);
-            double e = best_rate(do_encode, &k), q = best_rate(do_qdq, &k);
+            double e = rate[portable][i][0] = best_rate(do_encode, &k), q = rate[portable][i][1] = best_rate(do_qdq, &k);
             char label[64];
             snprintf(label, sizeof label, "%s encode%s", fmts[i], portable ? " (portable)" : "");
-            printf("%-34s %8.3f Gelem/s  %5.1f%% of memcpy%s\n", label, e, 100 * e / mc,
-                   portable ? "" : (e >= 0.75 * mc ? "  target 75%: met" : "  target 75%: MISSED"));
+            printf("%-34s %8.3f Gelem/s  %5.1f%% of memcpy\n", label, e, 100 * e / mc);
             snprintf(label, sizeof label, "%s quantize-dequantize%s", fmts[i], portable ? " (portable)" : "");
-            printf("%-34s %8.3f Gelem/s  %5.1f%% of memcpy%s\n", label, q, 100 * q / mc,
-                   portable ? "" : (q >= 0.60 * mc ? "  target 60%: met" : "  target 60%: MISSED"));
-            if (!portable && (e < 0.75 * mc || q < 0.60 * mc))
-                ok = 0;
+            printf("%-34s %8.3f Gelem/s  %5.1f%% of memcpy\n", label, q, 100 * q / mc);
         }
     }
     fp8_format_force_portable(0);
@@ -108,9 +105,22 @@ int bench_formats(void)
     k.f = fp8_format_find("e8m0", NULL);
     double e8 = best_rate(do_encode, &k);
     printf("%-34s %8.3f Gelem/s  %5.1f%% of memcpy\n", "e4m3 qdq, stochastic rounding", sr, 100 * sr / mc);
-    printf("%-34s %8.3f Gelem/s  %5.1f%% of memcpy\n", "e8m0 encode", e8, 100 * e8 / mc);
-    ok &= bench_target("stochastic_rounding_e4m3", sr, "Gelem/s", 1.0, 0, NULL);
-    ok &= bench_target("e8m0_encode", e8, "Gelem/s", 1.0, 0, NULL);
+    printf("%-34s %8.3f Gelem/s  %5.1f%% of memcpy\n\n", "e8m0 encode", e8, 100 * e8 / mc);
+    /* the vector kernels at (nearly) memory speed: a cast reads 4 bytes and
+     * writes 1 (encode) or 4 (qdq) per element, memcpy 4 and 4 */
+    int ok = 1;
+    for (int i = 0; i < 2; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s_encode", fmts[i]);
+        ok &= bench_target(name, rate[0][i][0], "Gelem/s", mc, "memcpy", 0.95, 0);
+        snprintf(name, sizeof name, "%s_quantize_dequantize", fmts[i]);
+        ok &= bench_target(name, rate[0][i][1], "Gelem/s", mc, "memcpy", 0.95, 0);
+    }
+    /* stochastic rounding draws a random number per element, e8m0 takes a
+     * log2 per element: 25% of memcpy (they were first set at 1 Gelem/s, on
+     * a machine whose memcpy moved 4.0 Gelem/s) */
+    ok &= bench_target("stochastic_rounding_e4m3", sr, "Gelem/s", mc, "memcpy", 0.25, 0);
+    ok &= bench_target("e8m0_encode", e8, "Gelem/s", mc, "memcpy", 0.25, 0);
     printf("\n%s\n", ok ? "all format targets met" : "some format targets missed");
     free(k.x);
     free(k.y);

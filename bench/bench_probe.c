@@ -8,14 +8,28 @@
  * run of 2^20 with threads=2 next to two threads of plain vector work).  And bytes
  * of file per record.  The records are those of a running file (its
  * periodic flushes included); opening and closing it, once per run, are
- * printed on their own.  Targets: storage overhead <= 20 us per record;
- * >= 0.3 Gelem/s end to end with 1 + 3 recipes, one thread.
+ * printed on their own.  And steps that record no statistics (only the
+ * amax and the scales of the every-step series): the probe reads x once.
+ *
+ * Targets, each a ratio to a reference measured in the same run:
+ *   tiny record: the storage overhead no more than a hand-written HDF5
+ *     logger's append of the same record (one H5Dwrite of its fp8_stats
+ *     per record into a chunked, extendible dataset, uncompressed, no
+ *     flushes): what logging it yourself would cost;
+ *   1 + 3 recipes, one thread, every size: >= 25% of memcpy's element rate
+ *     (bench_memcpy_rate: 2^26 float32, past the caches);
+ *   threads=2: >= 90% of the speedup two threads of plain vector work get;
+ *   a step without statistics: >= 80% of memcpy's element rate (memcpy
+ *     reads each element once; so does the probe).
  */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
+
+#include <hdf5.h>
 
 #include "bench.h"
 #include "fp8_probe.h"
@@ -87,6 +101,113 @@ static double ref_speedup(int vec)
     return 2 * one / two;
 }
 
+/* A hand-written HDF5 logger's cost per record (seconds): each record's
+ * fp8_stats, as bytes, appended by one H5Dwrite to a chunked (1024 rows),
+ * extendible dataset, the file open through all n records. */
+static double naive_hdf5_append_s(const char *path, const fp8_stats *s, int n)
+{
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    if (f < 0)
+        return NAN;
+    hsize_t dims[2] = {0, sizeof *s}, maxd[2] = {H5S_UNLIMITED, sizeof *s}, chunk[2] = {1024, sizeof *s};
+    hid_t sp = H5Screate_simple(2, dims, maxd), pl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(pl, 2, chunk);
+    hid_t d = H5Dcreate2(f, "records", H5T_NATIVE_UCHAR, sp, H5P_DEFAULT, pl, H5P_DEFAULT);
+    H5Sclose(sp), H5Pclose(pl);
+    hsize_t one[2] = {1, sizeof *s};
+    hid_t ms = H5Screate_simple(2, one, NULL);
+    double t0 = bench_now();
+    for (int k = 0; k < n; k++) {
+        hsize_t ext[2] = {(hsize_t)k + 1, sizeof *s}, at[2] = {(hsize_t)k, 0};
+        H5Dset_extent(d, ext);
+        hid_t fs = H5Dget_space(d);
+        H5Sselect_hyperslab(fs, H5S_SELECT_SET, at, NULL, one, NULL);
+        H5Dwrite(d, H5T_NATIVE_UCHAR, ms, fs, H5P_DEFAULT, s);
+        H5Sclose(fs);
+    }
+    double dt = bench_now() - t0;
+    H5Sclose(ms), H5Dclose(d), H5Fclose(f);
+    return dt / n;
+}
+
+/* x's amax alone, the plainest way (a reference for the probe's read) */
+static double naive_amax(const float *x, size_t n)
+{
+    float m = 0;
+    for (size_t i = 0; i < n; i++)
+        m = fmaxf(m, fabsf(x[i]));
+    return m;
+}
+
+/* Steps that record no statistics: step 0 records (untimed), then steps
+ * 1.. record nothing but the every-step series (x's amax, each recipe's
+ * scale): fp8_probe_record reads x once; fp8_probe_apply casts it under
+ * the active recipe as it reads (the amax from the cast's own pass). */
+static int bench_unrecorded(double mc)
+{
+    int ok = 1;
+    printf("steps without statistics (1 active e4m3:delayed + 3 shadows; only the every-step amax and scales "
+           "stored):\n");
+    for (int lg = 18; lg <= 22; lg += 2) {
+        size_t n = (size_t)1 << lg, cols = 1024, rows = n / cols;
+        float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+        if (!x || !y) {
+            free(x), free(y);
+            return 0;
+        }
+        uint64_t z = 777;
+        for (size_t i = 0; i < n; i++) {
+            z ^= z << 13, z ^= z >> 7, z ^= z << 17;
+            x[i] = (float)(((double)(z >> 11) * 0x1p-53 - 0.5) * 3.0);
+        }
+        memcpy(y, x, n * sizeof *x);
+        int steps = (int)((1u << 28) >> lg); /* 2^28 elements per measurement */
+        double rec = 0, app = 0, naive = 0;
+        volatile double sink = 0;
+        for (int rep = 0; rep < 3; rep++) {
+            fp8_probe_options po = fp8_probe_defaults();
+            po.every = 1000000000; /* step 0 records; no other step does */
+            fp8_probe_run *run = fp8_probe_open("build/bench_unrec.h5", &po, NULL, 0);
+            fp8_probe *q = fp8_probe_declare(run, "t.input", FP8_ROLE_ACTIVATION, 0, "e4m3:delayed", shadows, 3);
+            fp8_probe *a = fp8_probe_declare(run, "t.output", FP8_ROLE_ACTIVATION, 0, "e4m3:delayed", shadows, 3);
+            if (!q || !a) {
+                fprintf(stderr, "bench: %s\n", fp8_error_message());
+                fp8_probe_close(run);
+                free(x), free(y);
+                return 0;
+            }
+            fp8_probe_record(q, 0, x, rows, cols);
+            fp8_probe_apply(a, 0, x, rows, cols, y);
+            fp8_probe_step_end(run, 0);
+            double t0 = bench_now();
+            for (int k = 1; k <= steps; k++) {
+                fp8_probe_record(q, k, x, rows, cols);
+                fp8_probe_step_end(run, k);
+            }
+            double t1 = bench_now();
+            for (int k = steps + 1; k <= 2 * steps; k++) {
+                fp8_probe_apply(a, k, x, rows, cols, y);
+                fp8_probe_step_end(run, k);
+            }
+            double t2 = bench_now();
+            for (int k = 0; k < steps; k++)
+                sink += naive_amax(x, n);
+            double t3 = bench_now();
+            fp8_probe_close(run);
+            double el = (double)n * steps / 1e9;
+            rec = fmax(rec, el / (t1 - t0)), app = fmax(app, el / (t2 - t1)), naive = fmax(naive, el / (t3 - t2));
+        }
+        printf("2^%d elements: record %6.3f Gelem/s (%5.1f%% of memcpy), apply (cast into out) %6.3f Gelem/s "
+               "(%5.1f%%); a plain C amax loop %6.3f Gelem/s\n",
+               lg, rec, 100 * rec / mc, app, 100 * app / mc, naive);
+        char tname[64];
+        snprintf(tname, sizeof tname, "unrecorded_step_read_2^%d", lg);
+        ok &= bench_target(tname, rec, "Gelem/s", mc, "memcpy", 0.80, 0);
+        free(x), free(y);
+    }
+    return ok;
+}
+
 int bench_probe(void)
 {
     printf("fp8prof bench: probe record path (statistics + HDF5 append, flush every 10 steps)\n");
@@ -95,43 +216,56 @@ int bench_probe(void)
     float x[16];
     for (int i = 0; i < 16; i++)
         x[i] = (float)(i - 7) * 0.37f;
-    fp8_probe_run *run = fp8_probe_open("build/bench_tiny.h5", NULL, NULL, 0);
-    if (!run) {
-        fprintf(stderr, "bench: %s\n", fp8_error_message());
-        return 1;
-    }
-    fp8_probe *p[10];
-    for (int t = 0; t < 10; t++) {
-        char name[32];
-        snprintf(name, sizeof name, "t%d", t);
-        p[t] = fp8_probe_declare(run, name, FP8_ROLE_ACTIVATION, t, "e4m3:current", NULL, 0);
-    }
-    double t0 = bench_now();
-    for (int k = 0; k < N; k++) {
-        fp8_probe_record(p[k % 10], k / 10, x, 1, 16);
-        if (k % 10 == 9)
-            fp8_probe_step_end(run, k / 10);
-    }
-    fp8_probe_close(run);
-    double probe_s = bench_now() - t0;
+    /* the probe's run and the hand-written logger alternate, three rounds:
+     * the best of each (the machine's speed drifts between seconds) */
+    double probe_s = INFINITY, naive_s = INFINITY;
     fp8_recipe r;
     fp8_recipe_parse("e4m3:current", &r);
     fp8_recipe_state *st = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
-    fp8_stats s;
-    t0 = bench_now();
-    for (int k = 0; k < N; k++)
-        fp8_quantize(st, x, 1, 16, NULL, &s);
-    double engine_s = bench_now() - t0;
+    fp8_stats s; /* a record's bytes, for the logger */
+    fp8_quantize(st, x, 1, 16, NULL, &s);
+    for (int round = 0; round < 3; round++) {
+        fp8_probe_run *run = fp8_probe_open("build/bench_tiny.h5", NULL, NULL, 0);
+        if (!run) {
+            fprintf(stderr, "bench: %s\n", fp8_error_message());
+            return 1;
+        }
+        fp8_probe *p[10];
+        for (int t = 0; t < 10; t++) {
+            char name[32];
+            snprintf(name, sizeof name, "t%d", t);
+            p[t] = fp8_probe_declare(run, name, FP8_ROLE_ACTIVATION, t, "e4m3:current", NULL, 0);
+        }
+        double t0 = bench_now();
+        for (int k = 0; k < N; k++) {
+            fp8_probe_record(p[k % 10], k / 10, x, 1, 16);
+            if (k % 10 == 9)
+                fp8_probe_step_end(run, k / 10);
+        }
+        fp8_probe_close(run);
+        probe_s = fmin(probe_s, bench_now() - t0);
+        naive_s = fmin(naive_s, naive_hdf5_append_s("build/bench_naive.h5", &s, N) * N);
+    }
+    double engine_s = INFINITY;
+    for (int round = 0; round < 3; round++) {
+        double t0 = bench_now();
+        for (int k = 0; k < N; k++)
+            fp8_quantize(st, x, 1, 16, NULL, &s);
+        engine_s = fmin(engine_s, bench_now() - t0);
+    }
     fp8_recipe_state_free(st);
     struct stat sb;
     stat("build/bench_tiny.h5", &sb);
-    double over_us = (probe_s - engine_s) / N * 1e6;
-    printf("tiny (1x16, 1 recipe):   %9.0f records/s  %6.2f us/record  (engine alone %5.2f us; storage %5.2f us, "
-           "target <= 20: %s)  %6.0f bytes/record\n",
-           N / probe_s, probe_s / N * 1e6, engine_s / N * 1e6, over_us, over_us <= 20 ? "met" : "MISSED",
-           (double)sb.st_size / N);
+    double over_us = (probe_s - engine_s) / N * 1e6, naive_us = naive_s / N * 1e6;
+    printf("tiny (1x16, 1 recipe):   %9.0f records/s  %6.2f us/record  (engine alone %5.2f us; storage %5.2f us)  "
+           "%6.0f bytes/record\n",
+           N / probe_s, probe_s / N * 1e6, engine_s / N * 1e6, over_us, (double)sb.st_size / N);
+    printf("  reference: a hand-written HDF5 logger, one H5Dwrite of the record (%zu bytes) each: %.2f us/record\n",
+           sizeof s, naive_us);
+    int ok = bench_target("tiny_record_storage", over_us, "us", naive_us, "the hand-written logger's append", 1.0, 1);
+    double mc = bench_memcpy_rate();
+    printf("reference: memcpy %.3f Gelem/s (2^26 float32, same run)\n", mc);
     /* large tensors, 1 + 3 recipes */
-    int ok = over_us <= 20;
     for (int lg = 16; lg <= 22; lg += 2) {
         size_t n = (size_t)1 << lg, cols = 1024, rows = n / cols;
         float *big = malloc(n * sizeof *big);
@@ -152,8 +286,8 @@ int bench_probe(void)
             int th = 1 + rep % 2;
             fp8_probe_options po = fp8_probe_defaults();
             po.threads = th;
-            t0 = bench_now();
-            run = fp8_probe_open("build/bench_big.h5", &po, NULL, 0);
+            double t0 = bench_now();
+            fp8_probe_run *run = fp8_probe_open("build/bench_big.h5", &po, NULL, 0);
             fp8_probe *q =
                 fp8_probe_declare(run, "layers.0.mlp.w1.input", FP8_ROLE_ACTIVATION, 0, "e4m3:delayed", shadows, 3);
             double t_open = bench_now() - t0;
@@ -182,7 +316,7 @@ int bench_probe(void)
         }
         /* as the probe does it: x's own statistics once, given to each recipe */
         fp8_stats xs;
-        t0 = bench_now();
+        double t0 = bench_now();
         for (int k = 0; k < steps; k++) {
             fp8_tensor_stats(big, n, &xs, 0);
             for (int i = 3; i >= 0; i--) {
@@ -193,11 +327,15 @@ int bench_probe(void)
         double eng = (double)n * steps / (bench_now() - t0) / 1e9;
         for (int i = 0; i < 4; i++)
             fp8_recipe_state_free(sts[i]);
-        int met = e2e >= 0.3;
+        printf("2^%d elements, 1+3 recipes: %6.3f Gelem/s end to end (engine alone %6.3f)  %6.0f bytes/record; once "
+               "per run: open+declare %.1f ms, close %.1f ms\n",
+               lg, e2e, eng, (double)sb.st_size / ((steps + 1) * 4), open_ms, close_ms);
+        char tname[64];
+        snprintf(tname, sizeof tname, "record_1plus3_2^%d", lg);
+        ok &= bench_target(tname, e2e, "Gelem/s", mc, "memcpy", 0.25, 0);
         if (lg == 20) {
-            met = bench_target("record_1plus3_2^20", e2e, "Gelem/s", 0.3, 0, NULL);
-            printf("2^20 elements, 1+3 recipes, threads=2: %6.3f Gelem/s end to end\n", e2e2);
-            ok &= bench_target("record_threads2_speedup", e2e2 / e2e, "x", 1.7, 0, NULL);
+            printf("2^20 elements, 1+3 recipes, threads=2: %6.3f Gelem/s end to end (%.2fx one thread)\n", e2e2,
+                   e2e2 / e2e);
             double ri = ref_speedup(0), rv = ref_speedup(1);
             printf("  (reference, 2 threads vs 1, best of 3, on this machine: two independent integer loops %.2fx; "
                    "two independent vector multiply-add loops %.2fx — the ceiling for the engine's vector code; the "
@@ -206,13 +344,11 @@ int bench_probe(void)
                    rv < 1.6 && ri > 1.8 ? "; integer code scales and vector code does not: the two virtual CPUs "
                                           "share one core's vector units (hyper-threads) in this run"
                                         : "");
+            ok &= bench_target("record_threads2_speedup", e2e2 / e2e, "x", rv, "two vector loops' speedup", 0.90, 0);
         }
-        ok &= met;
-        printf("2^%d elements, 1+3 recipes: %6.3f Gelem/s end to end (engine alone %6.3f; target >= 0.3: %s)  %6.0f "
-               "bytes/record; once per run: open+declare %.1f ms, close %.1f ms\n",
-               lg, e2e, eng, met ? "met" : "MISSED", (double)sb.st_size / ((steps + 1) * 4), open_ms, close_ms);
         free(big);
     }
+    ok &= bench_unrecorded(mc);
     printf("\n%s\n", ok ? "all probe targets met" : "some probe targets missed");
     return 0;
 }

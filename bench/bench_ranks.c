@@ -2,8 +2,8 @@
  * bench_ranks.c — `fp8prof report` on multi-rank runs of 200 tensors x
  * 1,000 steps (1 + 1 recipes, statistics every 100 steps, every tensor's
  * amax and every recipe's scale at every step), at 16 and 64 ranks: the
- * target is <= 60 s at 64 ranks; the two sizes show how it grows with the
- * ranks.  The report reads rank 0's records and every rank's every-step
+ * target is linear growth, the 64-rank report within 5x the 16-rank one
+ * (4x the ranks, 4x the series) measured in the same run.  The report reads rank 0's records and every rank's every-step
  * series (summaries, never every rank's records).  Reference in the same
  * run: reading the rank files' bytes.  The runs are written once by
  * `fp8prof synth --ranks N` and reused.
@@ -91,6 +91,7 @@ int bench_ranks(void)
     if (one(16, &r16, &a16) || one(64, &r64, &a64))
         return 1;
     printf("  growth 16 -> 64 ranks: report x%.2f, ranks analysis x%.2f (4x the ranks)\n", r64 / r16, a64 / a16);
-    bench_target("report on 64 ranks x 200 tensors x 1000 steps", r64, "s", 60, 1, NULL);
+    /* 4x the ranks is 4x the series to read: linear growth, within 25% */
+    bench_target("report_64_ranks", r64, "s", r16, "the 16-rank report", 5.0, 1);
     return 0;
 }

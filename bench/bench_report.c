@@ -1,10 +1,11 @@
 /*
  * bench_report.c — `fp8prof report` on a long synthetic run: 10,000 steps x
  * 200 tensors x 4 recipes (1 active + 3 shadows), recorded at every step
- * (8 M records), target <= 30 s on this machine.  References measured in the
- * same run: reading the file's bytes (the I/O floor), and the records read
- * through HDF5 on one thread (what loading cost before the two-thread
- * inflate).  The run is written once by `fp8prof synth` and reused.
+ * (8 M records).  References measured in the same run: reading the file's
+ * bytes (the I/O floor), and the records read through HDF5 on one thread
+ * (what loading alone cost before the two-thread inflate).  Target: the
+ * whole report within 4x that read (the former 30 s against the 7.5 s read
+ * of the machine it was set on).  The run is written once by `fp8prof synth` and reused.
  */
 #include <hdf5.h>
 #include <stdio.h>
@@ -92,8 +93,8 @@ int bench_report(void)
     an_close(&c);
     printf("  %-44s %8.2f s  (%.2f GB file, %zu records)\n", "fp8prof report, in all", t_all, gb, nrec);
     printf("  %-44s %8.2f s\n", "  of which loading the records (2 threads)", t_load);
-    printf("  %-44s %8.2f s  %s\n", "target", 30.0, t_all <= 30 ? "met" : "MISSED");
     printf("  reference: reading the file's bytes          %8.2f s  (%.2f GB/s, page cache)\n", io, gb / io);
     printf("  reference: /records via H5Dread, one thread  %8.2f s\n", ser);
+    bench_target("report_8M_records", t_all, "s", ser, "HDF5's one-thread read of /records", 4.0, 1);
     return rc;
 }

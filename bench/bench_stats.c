@@ -4,8 +4,9 @@
  * scalar two-pass oracle (tests/ref/ref_stats.c) on the same data in the same
  * run; also checks the two agree.  Also shown: without the exponent
  * histogram, and the cast alone (no statistics: what a training loop's
- * fake-quant costs).  Targets (all statistics): >= 1 Gelem/s per-tensor
- * recipes, >= 0.5 Gelem/s block and MX recipes.
+ * fake-quant costs).  Targets (all statistics), shares of the memcpy
+ * element rate measured in the same run (bench_memcpy_rate): >= 50% for
+ * per-tensor recipes, >= 35% 1x128 blocks, >= 30% MXFP8, >= 25% NVFP4.
  */
 #include <math.h>
 #include <stdio.h>
@@ -33,12 +34,14 @@ int bench_stats(void)
         x[i] = (float)g;
     }
     struct { const char *spec; double target; } rows[] = {
-        {"e4m3:delayed", 1.0}, {"e4m3:current", 1.0}, {"e4m3:block=1x128", 0.5}, {"mxfp8", 0.5}, {"nvfp4", 0.5},
+        {"e4m3:delayed", 0.50}, {"e4m3:current", 0.50}, {"e4m3:block=1x128", 0.35}, {"mxfp8", 0.30}, {"nvfp4", 0.25},
     };
     printf("fp8prof bench: statistics engine (single thread, %dx%d tensor, all statistics, x_hat written)\n",
            ROWS, COLS);
-    printf("%-18s %11s %11s %11s %9s %9s  %s\n", "recipe", "all stats", "no exp_hist", "apply only", "oracle",
-           "target", "agree");
+    double mc = bench_memcpy_rate();
+    printf("reference: memcpy %.3f Gelem/s (2^26 float32, same run)\n", mc);
+    printf("%-18s %11s %11s %11s %9s %7s  %s\n", "recipe", "all stats", "no exp_hist", "apply only", "oracle",
+           "memcpy", "agree");
     int ok = 1;
     for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) {
         fp8_recipe r;
@@ -70,10 +73,10 @@ int bench_stats(void)
                     sa.scale_inv_max == sb.scale_inv_max && sa.max_abs_err == sb.max_abs_err;
         char tname[64];
         snprintf(tname, sizeof tname, "stats_all_%s", rows[k].spec);
-        int met = bench_target(tname, best, "Gelem/s", rows[k].target, 0, NULL);
+        printf("%-18s %7.3f G/s %7.3f G/s %7.3f G/s %5.3f G/s %6.1f%%  %s\n", rows[k].spec, best, nohist, apply,
+               oracle, 100 * best / mc, agree ? "yes" : "NO");
+        int met = bench_target(tname, best, "Gelem/s", mc, "memcpy", rows[k].target, 0);
         ok &= met && agree;
-        printf("%-18s %7.3f G/s %7.3f G/s %7.3f G/s %5.3f G/s %5.1f G/s  %s%s\n", rows[k].spec, best, nohist, apply,
-               oracle, rows[k].target, agree ? "yes" : "NO", met ? "" : "  (all-stats target MISSED)");
         fp8_recipe_state_free(a);
         fp8_recipe_state_free(b);
     }

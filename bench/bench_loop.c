@@ -1,0 +1,258 @@
+/*
+ * bench_loop.c — `make bench BENCH=loop`: what probing costs a training
+ * loop, as a user would see it.  The step is the GEMMs of a training step
+ * of a small GPT-2 (4 layers, 128 channels, context 64, batch 4 = 256
+ * tokens, the built-in trainer's 256-symbol vocabulary): 17 linear layers
+ * (per layer the attention's qkv and projection and the MLP's two, then the
+ * head), each with its three GEMMs on OpenBLAS (docs/probes.md "roles"):
+ * fprop Y = X W^T, dgrad dX = dY W, wgrad dW = dY^T X — 51 sgemm calls, the
+ * backward in reverse layer order.  Attention's own products, the
+ * element-wise layers and the optimizer are left out: the plain step is
+ * the GEMMs alone, the strictest reference (a whole step only dilutes the
+ * probes' share).
+ *
+ * Probed, each linear's GEMM operands and fprop result are recorded, roles
+ * as in docs/probes.md: input (activation), weight (weight), grad_output
+ * (gradient), output (output) — 68 probes, each with 1 active recipe + 3
+ * shadows (the probe bench's).  Plain and probed steps run interleaved,
+ * each probed kind in its own run file; the figure is the mean step of
+ * each kind (steps WARM.. of a round), the median of ROUNDS rounds.
+ *
+ * Targets, ratios to the plain step measured in the same run: every=10
+ * within 2%, every=1 within 15%, with one thread and with two (OpenBLAS's
+ * threads and the probe option threads alike).
+ */
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "bench.h"
+#include "fp8_probe.h"
+
+#define LAYERS 4
+#define CH 128
+#define TOKENS 256
+#define VOCAB 256
+#define NLIN (4 * LAYERS + 1) /* linear layers; 3 GEMMs each */
+#define NPROBE 4              /* probes per linear: input, weight, grad_output, output */
+#define WARM 10
+#define STEPS 70
+#define ROUNDS 3
+
+static const char *shadows[] = {"e4m3:current", "e4m3:block=1x128", "mxfp8"};
+
+/* One linear layer, Y = X W^T; every buffer row-major */
+typedef struct {
+    size_t in, out;
+    float *x;        /* TOKENS x in: input (the previous linear's y where wired) */
+    float *w, *dw;   /* out x in: weight, its gradient */
+    float *y, *dy;   /* TOKENS x out: output, gradient arriving at it */
+    float *dx;       /* TOKENS x in: gradient leaving through the input */
+    fp8_probe *p[NPROBE]; /* NULL: the plain step */
+} linear;
+
+typedef struct {
+    linear l[NLIN];
+    float *buf;
+} net;
+
+static float *take(float **at, size_t n)
+{
+    float *p = *at;
+    *at += n;
+    return p;
+}
+
+/* the 17 linears, wired as in the model: the MLP's second linear reads the
+ * first's output (and its dx is the first's dy), the head the last layer's
+ * output */
+static int net_init(net *m)
+{
+    size_t total = 0;
+    const size_t shape[4][2] = {{CH, 3 * CH}, {CH, CH}, {CH, 4 * CH}, {4 * CH, CH}};
+    for (int l = 0; l < LAYERS; l++)
+        for (int k = 0; k < 4; k++)
+            m->l[4 * l + k].in = shape[k][0], m->l[4 * l + k].out = shape[k][1];
+    m->l[NLIN - 1].in = CH, m->l[NLIN - 1].out = VOCAB;
+    for (int i = 0; i < NLIN; i++)
+        total += 3 * TOKENS * m->l[i].in + 2 * m->l[i].out * m->l[i].in + 2 * TOKENS * m->l[i].out;
+    float *at = m->buf = malloc(total * sizeof *at);
+    if (!at)
+        return -1;
+    uint64_t z = 99;
+    for (size_t i = 0; i < total; i++) { /* uniform(-0.35, 0.35); outputs and gradients written over */
+        z ^= z << 13, z ^= z >> 7, z ^= z << 17;
+        at[i] = (float)(((double)(z >> 11) * 0x1p-53 - 0.5) * 0.7);
+    }
+    for (int i = 0; i < NLIN; i++) {
+        linear *g = &m->l[i];
+        g->w = take(&at, g->out * g->in), g->dw = take(&at, g->out * g->in);
+        g->y = take(&at, TOKENS * g->out), g->dy = take(&at, TOKENS * g->out);
+        g->x = take(&at, TOKENS * g->in), g->dx = take(&at, TOKENS * g->in);
+        take(&at, TOKENS * g->in); /* (spare: the sizes above count three) */
+        for (int k = 0; k < NPROBE; k++)
+            g->p[k] = NULL;
+    }
+    for (int i = 0; i < NLIN; i++)
+        if ((i % 4 == 3 && i < NLIN - 1) || i == NLIN - 1) {
+            m->l[i].x = m->l[i - 1].y;   /* fc -> fcproj, last layer -> head */
+            m->l[i - 1].dy = m->l[i].dx; /* and the gradient back */
+        }
+    return 0;
+}
+
+static int net_declare(net *m, fp8_probe_run *run)
+{
+    static const char *what[4] = {"attn.qkv", "attn.proj", "mlp.fc", "mlp.proj"};
+    static const char *suffix[NPROBE] = {"input", "weight", "grad_output", "output"};
+    static const fp8_role role[NPROBE] = {FP8_ROLE_ACTIVATION, FP8_ROLE_WEIGHT, FP8_ROLE_GRADIENT,
+                                          FP8_ROLE_OUTPUT};
+    for (int i = 0; i < NLIN; i++)
+        for (int k = 0; k < NPROBE; k++) {
+            char name[64];
+            int layer = i < NLIN - 1 ? i / 4 : LAYERS;
+            if (i < NLIN - 1)
+                snprintf(name, sizeof name, "layers.%d.%s.%s", layer, what[i % 4], suffix[k]);
+            else
+                snprintf(name, sizeof name, "lm_head.%s", suffix[k]);
+            m->l[i].p[k] = fp8_probe_declare(run, name, role[k], layer, "hybrid:delayed", shadows, 3);
+            if (!m->l[i].p[k])
+                return -1;
+        }
+    return 0;
+}
+
+/* one step: the forward GEMMs in layer order, then the backward ones in
+ * reverse, each operand recorded before its first GEMM and the output
+ * after fprop when probed (run not NULL) */
+static double step(net *m, fp8_probe_run *run, int64_t s)
+{
+    double t0 = bench_now();
+    for (int i = 0; i < NLIN; i++) {
+        linear *g = &m->l[i];
+        int in = (int)g->in, out = (int)g->out;
+        if (run) {
+            fp8_probe_record(g->p[0], s, g->x, TOKENS, g->in);
+            fp8_probe_record(g->p[1], s, g->w, g->out, g->in);
+        }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, TOKENS, out, in, 1.0f, g->x, in, g->w, in, 0.0f, g->y,
+                    out);
+        if (run)
+            fp8_probe_record(g->p[3], s, g->y, TOKENS, g->out);
+    }
+    for (int i = NLIN - 1; i >= 0; i--) {
+        linear *g = &m->l[i];
+        int in = (int)g->in, out = (int)g->out;
+        if (run)
+            fp8_probe_record(g->p[2], s, g->dy, TOKENS, g->out);
+        /* dX (TOKENS x in) = dY (TOKENS x out) . W (out x in) */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, TOKENS, in, out, 1.0f, g->dy, out, g->w, in, 0.0f,
+                    g->dx, in);
+        /* dW (out x in) = dY^T . X */
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, TOKENS, 1.0f, g->dy, out, g->x, in, 0.0f, g->dw,
+                    in);
+    }
+    if (run)
+        fp8_probe_step_end(run, s);
+    return bench_now() - t0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* the median over ROUNDS of each kind's mean step (plain, every=10,
+ * every=1), the probes on probe_threads (OpenBLAS's are set by the caller) */
+static int measure(int probe_threads, double out[3])
+{
+    double mean[3][ROUNDS];
+    for (int r = 0; r < ROUNDS; r++) {
+        net m[3];
+        fp8_probe_run *run[3] = {NULL, NULL, NULL};
+        const int every[3] = {0, 10, 1};
+        int bad = 0;
+        for (int k = 0; k < 3; k++) {
+            if (net_init(&m[k]) != 0)
+                return -1;
+            if (k == 0)
+                continue;
+            fp8_probe_options po = fp8_probe_defaults();
+            po.every = every[k];
+            po.threads = probe_threads;
+            char path[64];
+            snprintf(path, sizeof path, "build/bench_loop_every%d.h5", every[k]);
+            run[k] = fp8_probe_open(path, &po, NULL, 0);
+            if (!run[k] || net_declare(&m[k], run[k]) != 0)
+                bad = 1;
+        }
+        double sum[3] = {0, 0, 0};
+        for (int s = 0; !bad && s < STEPS; s++)
+            for (int k = 0; k < 3; k++) { /* interleaved: the machine's drift falls on all three alike */
+                double t = step(&m[k], run[k], s);
+                if (s >= WARM)
+                    sum[k] += t;
+            }
+        for (int k = 0; k < 3; k++) {
+            if (run[k] && fp8_probe_close(run[k]) != FP8_OK)
+                bad = 1;
+            free(m[k].buf);
+            mean[k][r] = sum[k] / (STEPS - WARM);
+        }
+        if (bad) {
+            fprintf(stderr, "bench: %s\n", fp8_error_message());
+            return -1;
+        }
+    }
+    for (int k = 0; k < 3; k++) {
+        qsort(mean[k], ROUNDS, sizeof mean[k][0], cmp_double);
+        out[k] = mean[k][ROUNDS / 2];
+    }
+    return 0;
+}
+
+int bench_loop(void)
+{
+    double flop = 0, elems = 0;
+    net shape;
+    if (net_init(&shape) != 0)
+        return 1;
+    for (int i = 0; i < NLIN; i++) {
+        double in = (double)shape.l[i].in, out = (double)shape.l[i].out;
+        flop += 3 * 2.0 * TOKENS * in * out;
+        elems += TOKENS * in + out * in + 2 * TOKENS * out; /* input, weight, grad_output, output */
+    }
+    free(shape.buf);
+    printf("fp8prof bench: a training loop's GEMMs (small GPT-2: %d layers, %d channels, %d tokens, vocabulary %d; "
+           "%d linears x 3 GEMMs, %.0f MFLOP and %.2f M probed elements a step; 1 active hybrid:delayed + 3 shadows "
+           "on each of %d probes; mean of %d steps, median of %d rounds, interleaved)\n",
+           LAYERS, CH, TOKENS, VOCAB, NLIN, flop / 1e6, elems / 1e6, NPROBE * NLIN, STEPS - WARM, ROUNDS);
+    int ok = 1;
+    /* OpenBLAS and the probes on one thread, on two, and OpenBLAS on two
+     * with the probes on one (no target: it shows what the probes' second
+     * thread costs beside OpenBLAS's, whose idle threads spin) */
+    const int conf[3][2] = {{1, 1}, {2, 2}, {2, 1}};
+    for (int c = 0; c < 3; c++) {
+        int threads = conf[c][0], pt = conf[c][1];
+        openblas_set_num_threads(threads);
+        double t[3];
+        if (measure(pt, t) != 0)
+            return 1;
+        printf("OpenBLAS threads %d, probe threads %d: plain step %.2f ms (sgemm %.1f GFLOP/s); probed every=10 %.2f ms "
+               "(%.3fx), every=1 %.2f ms (%.3fx; the probes %.2f Gelem/s)\n",
+               threads, pt, t[0] * 1e3, flop / t[0] / 1e9, t[1] * 1e3, t[1] / t[0], t[2] * 1e3, t[2] / t[0],
+               elems / (t[2] - t[0]) / 1e9);
+        if (threads != pt)
+            continue;
+        char name[64];
+        snprintf(name, sizeof name, "loop_every10_threads%d", threads);
+        ok &= bench_target(name, t[1] * 1e3, "ms", t[0] * 1e3, "the plain step", 1.02, 1);
+        snprintf(name, sizeof name, "loop_every1_threads%d", threads);
+        ok &= bench_target(name, t[2] * 1e3, "ms", t[0] * 1e3, "the plain step", 1.15, 1);
+    }
+    openblas_set_num_threads(1);
+    printf("\n%s\n", ok ? "all loop targets met" : "some loop targets missed");
+    return 0;
+}
