@@ -450,421 +450,582 @@ static int choose(const ssum *s, int n, int half)
 
 static const char *algo_name(int k) { return (k / NM) % 2 ? "most_recent" : "max"; }
 
+/* ---- one run: compute ------------------------------------------------------ */
+
+/* A tensor's line of replay_tensors.tsv: its events under TE's default and
+ * under history 16, and its own best setting (-1: every step warm-up). */
+typedef struct {
+    int t;
+    size_t steps, ev1024, ev16;
+    int best;
+    size_t best_events;
+    double best_un; /* its flush upper bound, a fraction */
+} tensor_row;
+
+/* A delayed recipe recorded on a tensor, replayed with its own settings
+ * (replay_truth.tsv): scales compared at every step, the true counts
+ * against the histogram bounds at the steps with statistics. */
+typedef struct {
+    int t, r;
+    size_t checked, match, recs, outside;
+    double ovt, ovl, ovh, ove, unt, unl, unh, une;
+} truth_row;
+
+/* The truth rows of one recipe summed over tensors. */
+typedef struct {
+    double steps, match, outside, recs, ov, ovest, un, unest;
+} truth_sum;
+
+/* A point of the front: settings at the very same point merged. */
+typedef struct {
+    char label[256];
+    size_t events;
+    double un_lo_pct, un_hi_pct;
+} front_point;
+
+/* One run's replay, everything its renderers read. */
+typedef struct {
+    int ntens;             /* tensors with records (0: nothing to replay) */
+    int from_records;      /* no every-step series: replayed at the records' steps */
+    int hist_unreadable;   /* exponent histograms unreadable: events only */
+    ssum sets[NSET];       /* per setting, summed over tensors */
+    size_t with_ev[NSET];  /* tensors with at least one event */
+    tensor_row *tens;
+    size_t ntensrows;
+    truth_row *truth;
+    size_t ntruth;
+    truth_sum *by_recipe;  /* [nrecipes] */
+    size_t nreduced;       /* recipe-series left out of the check: they reduce across ranks */
+    int front[NSET], nfront;     /* settings not certainly dominated */
+    front_point *points;
+    int npoints;
+    int best, b1;          /* the choice on the whole run and on its first half (-1: none) */
+    int both;              /* beats TE's default on both axes (-1: none) */
+} run_replay;
+
+static void run_replay_free(run_replay *R)
+{
+    free(R->tens), free(R->truth), free(R->by_recipe), free(R->points);
+    memset(R, 0, sizeof *R);
+}
+
+enum { I1024 = (NH - 1) * 2 * NM, I16 = 2 * 2 * NM }; /* TE's default (1024, max, 0); history 16, max, 0 */
+
+/* The delayed recipes recorded on tensor t replayed with their own settings. */
+static int replay_truth(const an_run *a, int t, const tseries *s, const uint64_t *pool, run_replay *R)
+{
+    size_t nrs;
+    const int *rs = an_tensor_recipes(a, t, &nrs);
+    for (size_t ri2 = 0; ri2 < nrs; ri2++) {
+        int r = rs[ri2];
+        size_t n, nsr;
+        const size_t *ix = an_series(a, t, r, &n);
+        const size_t *sx = an_steps(a, t, r, &nsr);
+        if ((!n && !nsr) || !a->recipe_ok[r] || a->recipes[r].kind != FP8_RECIPE_DELAYED)
+            continue;
+        if (a->recipes[r].reduce[0]) { /* its history held the group's amax, not this rank's */
+            R->nreduced++;
+            continue;
+        }
+        const fp8_recipe *p = &a->recipes[r];
+        const fp8_format *fr = an_format(a, t, r);
+        float *sc = malloc((s->n + 1) * sizeof *sc);
+        truth_row *row = realloc(R->truth, (R->ntruth + 1) * sizeof *row);
+        if (!sc || !row) {
+            free(sc);
+            if (row)
+                R->truth = row;
+            continue;
+        }
+        R->truth = row;
+        row = &R->truth[R->ntruth];
+        memset(row, 0, sizeof *row);
+        row->t = t, row->r = r;
+        ssum one;
+        memset(&one, 0, sizeof one);
+        int H = p->history_len, re = p->algo_most_recent, m = p->margin, pw = p->pow2, fi = p->finite_amax;
+        replay_job J = {s, pool, fr, 1, &H, &re, &m, &pw, &fi, &one, sc};
+        replay_many(&J);
+        /* every-step scales (or, in older files, the records' scales) */
+        if (nsr) {
+            for (size_t q = 0, j = 0; q < nsr; q++) {
+                const fp8_step_row *w = an_steprow(a, sx[q]);
+                while (j < s->n && s->step[j] < w->step)
+                    j++;
+                if (j == s->n || s->step[j] != w->step)
+                    continue;
+                row->checked++;
+                row->match += w->scale == sc[j];
+            }
+        } else {
+            for (size_t q = 0, j = 0; q < n; q++) {
+                const fp8_summary *x = an_rec(a, ix[q]);
+                while (j < s->n && s->step[j] < x->step)
+                    j++;
+                if (j == s->n || s->step[j] != x->step)
+                    continue;
+                row->checked++;
+                row->match += (float)x->scale == sc[j];
+            }
+        }
+        for (size_t q = 0, j = 0; q < n; q++) { /* the histogram bounds under the recorded scale */
+            const fp8_summary *x = an_rec(a, ix[q]);
+            while (j < s->n && s->step[j] < x->step)
+                j++;
+            if (j == s->n || s->step[j] != x->step || s->hist[j] < 0 || R->hist_unreadable)
+                continue;
+            double over, under;
+            an_thresholds(fr, x->scale_inv, &over, &under);
+            an_bounds ov, un;
+            int hk = s->hist[j];
+            counts_past(&s->h[hk], pool, s->amax[j], s->min_nz[hk], s->inf[hk], over, under, &ov, &un);
+            double to = (double)x->overflows, tu = (double)x->underflows;
+            row->outside += (to < ov.lo || to > ov.hi || tu < un.lo || tu > un.hi);
+            row->ovt += to, row->ove += ov.est, row->ovl += ov.lo, row->ovh += ov.hi;
+            row->unt += tu, row->une += un.est, row->unl += un.lo, row->unh += un.hi;
+            row->recs++;
+        }
+        truth_sum *b = &R->by_recipe[r];
+        b->steps += (double)row->checked, b->match += (double)row->match, b->outside += (double)row->outside;
+        b->recs += (double)row->recs, b->ov += row->ovt, b->ovest += row->ove, b->un += row->unt,
+            b->unest += row->une;
+        R->ntruth++;
+        free(sc);
+    }
+    return 0;
+}
+
+/* Tensor t replayed under every setting (two threads, half the settings
+ * each), its sums added to the run's, then its recorded delayed recipes. */
+static int replay_tensor(const an_run *a, int t, int input, const chist *h, const uint64_t *pool, run_replay *R)
+{
+    static fp8_recipe hyb;
+    static int hyb_made;
+    if (!hyb_made)
+        fp8_recipe_parse("hybrid:delayed", &hyb), hyb_made = 1;
+    tseries s;
+    int fs_ok;
+    if (load_tensor(a, t, input, h, &s, &fs_ok)) {
+        free_tensor(&s);
+        return 1;
+    }
+    R->from_records |= !fs_ok;
+    int d = an_delayed_recipe(a, t);
+    const fp8_format *f = d >= 0 ? an_format(a, t, d) : fp8_recipe_format(&hyb, (fp8_role)a->run->tensor_role[t]);
+    /* the halves: split at the median step of the series */
+    s.half = s.n ? s.step[s.n / 2] : 0;
+    ssum per[NSET];
+    memset(per, 0, sizeof per);
+    int Hs[NSET], rec[NSET], mar[NSET], p2[NSET], fin[NSET];
+    for (int k = 0; k < NSET; k++)
+        Hs[k] = hist_lens[k / (2 * NM)], rec[k] = (k / NM) % 2, mar[k] = k % NM, p2[k] = 0, fin[k] = 0;
+    replay_job half[2] = {{&s, pool, f, NSET / 2, Hs, rec, mar, p2, fin, per, NULL},
+                          {&s, pool, f, NSET / 2, Hs + NSET / 2, rec + NSET / 2, mar + NSET / 2, p2 + NSET / 2,
+                           fin + NSET / 2, per + NSET / 2, NULL}};
+    pthread_t th;
+    int threaded = s.n > 256 && pthread_create(&th, NULL, replay_many, &half[1]) == 0;
+    replay_many(&half[0]);
+    if (threaded)
+        pthread_join(th, NULL);
+    else
+        replay_many(&half[1]);
+    for (int k = 0; k < NSET; k++) {
+        add_sum(&R->sets[k], &per[k]);
+        R->with_ev[k] += per[k].events > 0;
+    }
+    tensor_row *tr = &R->tens[R->ntensrows++];
+    int best = choose(per, NSET, -1);
+    *tr = (tensor_row){t, per[0].steps, per[I1024].events, per[I16].events, best, 0, NAN};
+    if (best >= 0)
+        tr->best_events = per[best].events,
+        tr->best_un = per[best].numel > 0 ? per[best].un.hi / per[best].numel : NAN;
+    replay_truth(a, t, &s, pool, R);
+    free_tensor(&s);
+    return 0;
+}
+
+/* The front (settings at the very same point merged), the choices and the
+ * setting that beats TE's default on both axes. */
+static int replay_choose(run_replay *R)
+{
+    const ssum *sets = R->sets;
+    for (int k = 0; k < NSET; k++)
+        if (sets[k].numel > 0 && !dominated(sets, k, NSET))
+            R->front[R->nfront++] = k;
+    R->points = calloc((size_t)R->nfront + 1, sizeof *R->points);
+    if (!R->points)
+        return 1;
+    int shown[NSET] = {0};
+    for (int i = 0; i < R->nfront; i++) {
+        if (shown[i])
+            continue;
+        const ssum *q = &sets[R->front[i]];
+        front_point *pt = &R->points[R->npoints++];
+        char *lab = pt->label;
+        const size_t cap = sizeof pt->label;
+        int m = R->front[i] % NM, nh = 0, recent = 0;
+        size_t l = 0;
+        lab[0] = 0;
+        for (int j = i; j < R->nfront; j++) {
+            const ssum *o = &sets[R->front[j]];
+            if (shown[j] || R->front[j] % NM != m || o->events != q->events || o->un.lo != q->un.lo ||
+                o->un.hi != q->un.hi)
+                continue;
+            shown[j] = 1;
+            if ((R->front[j] / NM) % 2)
+                recent = 1;
+            else if (l < cap - 16)
+                l += (size_t)snprintf(lab + l, cap - l, "%s%d", nh++ ? "," : "max h=", hist_lens[R->front[j] / (2 * NM)]);
+        }
+        if (recent && l < cap - 20)
+            l += (size_t)snprintf(lab + l, cap - l, "%smost_recent", nh ? " = " : "");
+        if (l < cap - 8)
+            snprintf(lab + l, cap - l, " m=%d", m);
+        pt->events = q->events, pt->un_lo_pct = 100 * q->un.lo / q->numel, pt->un_hi_pct = 100 * q->un.hi / q->numel;
+    }
+    R->best = choose(sets, NSET, -1), R->b1 = choose(sets, NSET, 0), R->both = -1;
+    const ssum *te = &sets[I1024];
+    for (int k = 0; k < NSET; k++) {
+        const ssum *q = &sets[k];
+        if (!(q->numel > 0) || k == I1024 || q->events > te->events || q->un.hi / q->numel > te->un.lo / te->numel ||
+            (q->events == te->events && q->un.hi >= te->un.lo))
+            continue;
+        int w = R->both;
+        if (w < 0 || q->events < sets[w].events ||
+            (q->events == sets[w].events && q->un.hi / q->numel < sets[w].un.hi / sets[w].numel))
+            R->both = k;
+    }
+    return 0;
+}
+
+/* Run a replayed: 0, or 1 out of memory (R then freed by the caller). */
+static int replay_compute(const an_run *a, run_replay *R)
+{
+    int T = a->run->ntensors, rc = 0;
+    memset(R, 0, sizeof *R);
+    R->best = R->b1 = R->both = -1;
+    int *input = malloc(((size_t)T + 1) * sizeof *input);
+    R->tens = calloc((size_t)T + 1, sizeof *R->tens);
+    R->by_recipe = calloc((size_t)a->run->nrecipes + 1, sizeof *R->by_recipe);
+    if (!input || !R->tens || !R->by_recipe) {
+        free(input);
+        return 1;
+    }
+    for (int t = 0; t < T; t++)
+        R->ntens += (input[t] = an_input_recipe(a, t)) >= 0;
+    if (!R->ntens) {
+        free(input);
+        return 0;
+    }
+    chist *h = NULL;
+    uint64_t *pool = NULL;
+    int hr = load_hists(a, input, &h, &pool);
+    if (hr == -1) {
+        free(input);
+        return 1;
+    }
+    R->hist_unreadable = hr != 0;
+    for (int t = 0; t < T && !rc; t++)
+        if (input[t] >= 0)
+            rc = replay_tensor(a, t, input[t], h, pool, R);
+    free(h), free(pool), free(input);
+    return rc ? rc : replay_choose(R);
+}
+
+/* ---- one run: render --------------------------------------------------------- */
+
+/* The data files: replay_tensors.tsv and replay_truth.tsv rows, then
+ * replay_settings.tsv and replay_front.tsv. */
+static void replay_tsv(const an_run *a, const run_replay *R, FILE *fs, FILE *ft, FILE *fg, FILE *ff)
+{
+    for (size_t i = 0; i < R->ntensrows; i++) {
+        const tensor_row *w = &R->tens[i];
+        fprintf(ft, "%s\t%s\t%s\t%zu\t%zu\t%zu\t", a->label, a->run->tensor_name[w->t],
+                fp8_role_name((fp8_role)a->run->tensor_role[w->t]), w->steps, w->ev1024, w->ev16);
+        if (w->best >= 0)
+            fprintf(ft, "%d\t%s\t%d\t%zu\t%.9g\n", hist_lens[w->best / (2 * NM)], algo_name(w->best), w->best % NM,
+                    w->best_events, w->best_un);
+        else /* every step was warm-up */
+            fprintf(ft, "-\t-\t-\t0\tnan\n");
+    }
+    for (size_t i = 0; i < R->ntruth; i++) {
+        const truth_row *w = &R->truth[i];
+        char lab[96];
+        fprintf(fg, "%s\t%s\t%s\t%zu\t%zu\t%zu\t%.0f\t%.0f\t%.0f\t%.9g\t%.0f\t%.0f\t%.0f\t%.9g\t%zu\n", a->label,
+                an_recipe_label_on(a, w->t, w->r, lab, sizeof lab), a->run->tensor_name[w->t], w->checked, w->match,
+                w->recs, w->ovt, w->ovl, w->ovh, w->ove, w->unt, w->unl, w->unh, w->une, w->outside);
+    }
+    for (int k = 0; k < NSET; k++) {
+        const ssum *q = &R->sets[k];
+        int p = q->numel > 0 && !dominated(R->sets, k, NSET);
+        double nu = q->numel > 0 ? q->numel : NAN;
+        fprintf(fs, "%s\t%d\t%s\t%d\t%d\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%d\n", a->label,
+                hist_lens[k / (2 * NM)], algo_name(k), k % NM, R->ntens, q->steps, q->events, R->with_ev[k],
+                q->warm_events, q->events_half[0], q->events_half[1], q->ov.lo / nu, q->ov.hi / nu, q->un.lo / nu,
+                q->un.hi / nu, q->ov_est.est / nu, q->un_est.est / nu, p);
+    }
+    for (int i = 0; i < R->npoints; i++)
+        fprintf(ff, "%s\t%zu\t%.9g\t%.9g\t%s\n", a->label, R->points[i].events, R->points[i].un_lo_pct,
+                R->points[i].un_hi_pct, R->points[i].label);
+}
+
+/* The Markdown table of every setting and the front. */
+static void replay_md_table(FILE *md, const an_run *a, const run_replay *R)
+{
+    const ssum *te = &R->sets[I1024];
+    fprintf(md, "### Run `%s`: %d tensors, %zu tensor-steps after warm-up\n\n", a->label, R->ntens, te->steps);
+    if (R->from_records)
+        fprintf(md, "**This run has no every-step amax (a file older than schema 3, or recorded without the "
+                    "series): the replay sees only the recorded steps (every %lld), so a history of H covers H x "
+                    "%lld training steps and its scales and events differ from what TE would have done.**\n\n",
+                (long long)a->record_every, (long long)a->record_every);
+    if (R->hist_unreadable)
+        fprintf(md, "Exponent histograms unreadable: overflow events only, no value shares.\n\n");
+    fprintf(md, "Per setting: overflow events (steps with a value past the range, summed over tensors; exact, "
+                "every step after warm-up; denominator %zu tensor-steps) and the share of values flushed to zero "
+                "[lower, upper bound] at the %s steps with statistics (%.3g elements):\n\n"
+                "| history | algo | margin 0 | margin 1 | margin 2 | margin 3 |\n|---|---|---|---|---|---|\n",
+            te->steps, a->record_every > 1 ? "recorded" : "", te->numel);
+    for (int row = 0; row <= NH; row++) { /* max at each history, then most_recent (history-free) */
+        int base = row < NH ? row * 2 * NM : NM;
+        if (row < NH)
+            fprintf(md, "| %d | max |", hist_lens[row]);
+        else
+            fprintf(md, "| any | most_recent |");
+        for (int m = 0; m < NM; m++) {
+            const ssum *q = &R->sets[base + m];
+            fprintf(md, " %zu ev, [%.3g, %.3g]%% |", q->events, 100 * q->un.lo / q->numel, 100 * q->un.hi / q->numel);
+        }
+        fprintf(md, "\n");
+    }
+    fprintf(md, "\nNot certainly dominated (no other setting has no more events and a flush upper bound at or "
+                "below this one's lower bound): ");
+    for (int i = 0; i < R->npoints; i++)
+        fprintf(md, "%s%s (%zu ev)", i ? "; " : "", R->points[i].label, R->points[i].events);
+    fprintf(md, ".\n\n");
+}
+
+/* The choice, its robustness, the setting better on both axes. */
+static void replay_md_choice(FILE *md, const run_replay *R)
+{
+    const ssum *sets = R->sets, *te = &sets[I1024];
+    int best = R->best, b1 = R->b1, w = R->both;
+    fprintf(md, "**Choice** (rule: fewest overflow events after warm-up, then the smallest flush upper bound): "
+                "history %d, %s, margin %d — %zu events on %zu of %d tensors, flushed [%.3g, %.3g]%%; TE's default "
+                "(1024, max, 0): %zu events on %zu of %d tensors, flushed [%.3g, %.3g]%%.\n\n",
+            hist_lens[best / (2 * NM)], algo_name(best), best % NM, sets[best].events, R->with_ev[best], R->ntens,
+            100 * sets[best].un.lo / sets[best].numel, 100 * sets[best].un.hi / sets[best].numel, te->events,
+            R->with_ev[I1024], R->ntens, 100 * te->un.lo / te->numel, 100 * te->un.hi / te->numel);
+    fprintf(md, "**Robustness**: chosen on the first half of the steps alone, the rule picks history %d, %s, "
+                "margin %d, which has %zu events in the second half (TE's default: %zu; the full-run choice: %zu). "
+                "%s\n\n",
+            hist_lens[b1 / (2 * NM)], algo_name(b1), b1 % NM, sets[b1].events_half[1], te->events_half[1],
+            sets[best].events_half[1],
+            sets[b1].events_half[1] <= te->events_half[1]
+                ? "The first-half choice holds up out of sample."
+                : "The first-half choice does worse than TE's default out of sample: the ranking is not stable "
+                  "on this run.");
+    if (w >= 0)
+        fprintf(md, "**On both axes**: history %d, %s, margin %d has %zu events (TE's default %zu) and "
+                    "flushes [%.3g, %.3g]%% (TE's [%.3g, %.3g]%%): no worse on either, better on one.\n\n",
+                hist_lens[w / (2 * NM)], algo_name(w), w % NM, sets[w].events, te->events,
+                100 * sets[w].un.lo / sets[w].numel, 100 * sets[w].un.hi / sets[w].numel, 100 * te->un.lo / te->numel,
+                100 * te->un.hi / te->numel);
+    else
+        fprintf(md, "**On both axes**: no setting has fewer events than TE's default and certainly no "
+                    "more flushed: fewer events cost flush here (the figure shows the trade).\n\n");
+}
+
+/* summary.json's replay entry of the run */
+static void replay_json(an_ctx *c, const an_run *a, const run_replay *R)
+{
+    FILE *j = an_json(c, AN_J_REPLAY);
+    if (!j)
+        return;
+    const ssum *sets = R->sets, *te = &sets[I1024];
+    int best = R->best, b1 = R->b1;
+    double match_all = 0, steps_all = 0;
+    for (int r = 0; r < a->run->nrecipes; r++)
+        match_all += R->by_recipe[r].match, steps_all += R->by_recipe[r].steps;
+    fputs("{\"run\": ", j), an_json_str(j, a->label);
+    fprintf(j, ", \"tensor_count\": %d, \"tensor_steps\": %zu, \"every_step\": %s, \"scale_match_fraction\": ",
+            R->ntens, te->steps, R->from_records ? "false" : "true");
+    an_json_num(j, steps_all > 0 ? match_all / steps_all : NAN);
+    fprintf(j, ", \"te_default\": {\"events\": %zu, \"tensors_with_events\": %zu}, \"best\": {\"history\": %d, "
+               "\"algo\": \"%s\", \"margin\": %d, \"events\": %zu, \"flushed_frac_hi\": ",
+            te->events, R->with_ev[I1024], hist_lens[best / (2 * NM)], algo_name(best), best % NM, sets[best].events);
+    an_json_num(j, sets[best].un.hi / sets[best].numel);
+    fprintf(j, "}, \"first_half_choice\": {\"history\": %d, \"algo\": \"%s\", \"margin\": %d, "
+               "\"events_second_half\": %zu, \"te_default_events_second_half\": %zu}}",
+            hist_lens[b1 / (2 * NM)], algo_name(b1), b1 % NM, sets[b1].events_half[1], te->events_half[1]);
+}
+
+/* The check against the recorded delayed recipes, and its finding. */
+static void replay_md_truth(an_ctx *c, const an_run *a, const run_replay *R)
+{
+    int anytruth = 0;
+    double match_all = 0, steps_all = 0;
+    for (int r = 0; r < a->run->nrecipes; r++) {
+        const truth_sum *b = &R->by_recipe[r];
+        if (b->steps == 0)
+            continue;
+        char lab[96];
+        if (!anytruth)
+            fprintf(c->md, "Checked against the recorded delayed recipes, each replayed with its own settings: "
+                           "scales at every step must match bit for bit; at the steps with statistics the true "
+                           "counts must lie inside the histogram bounds. The in-binade estimate (data files only) "
+                           "is shown with its measured bias:\n\n| recipe | steps | replayed scale = recorded | "
+                           "records | outside bounds | overflows: true / estimate | flushed: true / estimate |\n"
+                           "|---|---|---|---|---|---|---|\n");
+        anytruth = 1;
+        match_all += b->match, steps_all += b->steps;
+        fprintf(c->md, "| %s | %.0f | %.2f%% | %.0f | %.0f | %.0f / %.0f (x%.2f) | %.0f / %.0f (x%.2f) |\n",
+                an_recipe_label(a, r, lab, sizeof lab), b->steps, 100 * b->match / b->steps, b->recs, b->outside,
+                b->ov, b->ovest, b->ov > 0 ? b->ovest / b->ov : NAN, b->un, b->unest, b->un > 0 ? b->unest / b->un : NAN);
+    }
+    if (R->nreduced)
+        fprintf(c->md, "%sNot checked: delayed recipes that reduce their amax across ranks (`reduce=`): their "
+                       "history held the group's amax, which one rank's file does not have (`fp8prof ranks` "
+                       "checks that their scales agree across the group). The replays above read this rank's "
+                       "amax: what the recipes would have done without the reduction.\n",
+                anytruth ? "\n" : "");
+    if (!anytruth && !R->nreduced)
+        fprintf(c->md, "This run has no delayed recipe recorded (active or shadow): no ground truth to check the "
+                       "replay against.\n");
+    else
+        an_finding(c, "replaycheck", "`%s`: replayed scales equal the recorded ones at %.2f%% of %.0f recipe-steps%s",
+                   a->label, 100 * match_all / steps_all, steps_all,
+                   R->nreduced ? " (recipes reducing their amax across ranks not checked: one rank's file lacks the "
+                                 "group's amax)"
+                               : "");
+    fprintf(c->md, "\n");
+}
+
+/* ---- across runs: the summary's answer ---------------------------------------- */
+
+typedef struct {
+    an_span te, b1, te2, fl_b1, fl_te; /* events; flush upper bounds, % */
+    char set[160];                     /* the first-half choices */
+    size_t setl;
+    char win[8][48];                   /* the settings better on both axes, and in how many runs */
+    int win_n[8], nwin, runs;
+} replay_totals;
+
+static void replay_tally(replay_totals *Q, const run_replay *R)
+{
+    const ssum *sets = R->sets, *te = &sets[I1024];
+    int b1 = R->b1, w = R->both;
+    Q->runs++;
+    an_span_add(&Q->fl_b1, 100 * sets[b1].un.hi / sets[b1].numel), an_span_add(&Q->fl_te, 100 * te->un.hi / te->numel);
+    char one[48];
+    if (w >= 0) {
+        snprintf(one, sizeof one, "%d/%s/%d", hist_lens[w / (2 * NM)], algo_name(w), w % NM);
+        int k = 0;
+        while (k < Q->nwin && strcmp(Q->win[k], one) != 0)
+            k++;
+        if (k == Q->nwin && k < 8)
+            snprintf(Q->win[Q->nwin++], sizeof Q->win[0], "%s", one);
+        if (k < 8)
+            Q->win_n[k]++;
+    }
+    an_span_add(&Q->te, (double)te->events), an_span_add(&Q->b1, (double)sets[b1].events_half[1]);
+    an_span_add(&Q->te2, (double)te->events_half[1]);
+    snprintf(one, sizeof one, "%d/%s/%d", hist_lens[b1 / (2 * NM)], algo_name(b1), b1 % NM);
+    if (!strstr(Q->set, one) && Q->setl < sizeof Q->set - 60)
+        Q->setl += (size_t)snprintf(Q->set + Q->setl, sizeof Q->set - Q->setl, "%s%s", Q->setl ? ", " : "", one);
+}
+
+static void replay_key(an_ctx *c, const replay_totals *Q)
+{
+    if (!Q->te.n)
+        return;
+    char a1[48], a2[48], a3[48], hist[200] = "";
+    int64_t shortest = INT64_MAX; /* runs not longer than TE's history make its default a running max */
+    for (int ri = 0; ri < c->nruns; ri++)
+        shortest = an_run_steps(&c->runs[ri]) < shortest ? an_run_steps(&c->runs[ri]) : shortest;
+    if (shortest <= 1024)
+        snprintf(hist, sizeof hist, " (⚠ in a run of %lld steps its history is a running max)", (long long)shortest);
+    char win[200] = "";
+    int wb = -1;
+    for (int k = 0; k < Q->nwin; k++)
+        if (wb < 0 || Q->win_n[k] > Q->win_n[wb])
+            wb = k;
+    if (wb >= 0)
+        snprintf(win, sizeof win, "; **%s** beats it on both overflow and flush in %d of %d runs", Q->win[wb],
+                 Q->win_n[wb], Q->runs);
+    else
+        snprintf(win, sizeof win, "; no setting beats it on both overflow and flush");
+    char f1[48], f2[48];
+    an_key(c, AN_Q_REPLAY, "Delayed scaling replayed (history, algorithm, margin)",
+           "TE's default (history 1024, max, margin 0) overflows at %s tensor-steps after warm-up%s%s%s; chosen "
+           "on the first half of the steps, %s had %s events in the second half against %s for TE's default, "
+           "flushing up to %s%% of values against TE's %s%%",
+           an_span_fmt(&Q->te, "%.0f", a1, sizeof a1), Q->te.n > 1 ? " (range over the runs)" : "", hist, win, Q->set,
+           an_span_fmt(&Q->b1, "%.0f", a2, sizeof a2), an_span_fmt(&Q->te2, "%.0f", a3, sizeof a3),
+           an_span_fmt(&Q->fl_b1, "%.3g", f1, sizeof f1), an_span_fmt(&Q->fl_te, "%.3g", f2, sizeof f2));
+}
+
+/* One run's outputs, in the order the Markdown reads. */
+static void replay_render(an_ctx *c, const an_run *a, const run_replay *R, FILE *const f[4], replay_totals *Q)
+{
+    replay_tsv(a, R, f[0], f[1], f[2], f[3]);
+    replay_md_table(c->md, a, R);
+    if (R->best < 0 || R->b1 < 0) {
+        fprintf(c->md, "No tensor has steps after warm-up: nothing to choose from.\n\n");
+        return;
+    }
+    replay_md_choice(c->md, R);
+    replay_tally(Q, R);
+    const ssum *sets = R->sets, *te = &sets[I1024];
+    int best = R->best, b1 = R->b1;
+    an_finding(c, "replay", "`%s`: TE default (1024/max/0) %zu overflow events on %zu of %d tensors after warm-up "
+                            "(every step); fewest: history %d, %s, margin %d with %zu (flushed <= %.3g%%); chosen on "
+                            "the first half, %s/%d has %zu events in the second half vs TE's %zu",
+               a->label, te->events, R->with_ev[I1024], R->ntens, hist_lens[best / (2 * NM)], algo_name(best),
+               best % NM, sets[best].events, 100 * sets[best].un.hi / sets[best].numel, algo_name(b1),
+               hist_lens[b1 / (2 * NM)], sets[b1].events_half[1], te->events_half[1]);
+    replay_json(c, a, R);
+    replay_md_truth(c, a, R);
+}
+
 int an_replay(an_ctx *c)
 {
-    an_span q_te = {0, 0, 0}, q_b1 = {0, 0, 0}, q_te2 = {0, 0, 0};
-    char q_set[160] = "";
-    size_t q_setl = 0;
-    /* per run, the setting that beats TE's default on both axes (fewest
-     * events among those with no more events and certainly no more flushed) */
-    char q_win[8][48];
-    int q_win_n[8] = {0}, q_nwin = 0, q_runs = 0;
-    an_span q_fl_b1 = {0, 0, 0}, q_fl_te = {0, 0, 0}; /* flush upper bounds, % */
-    FILE *fs = an_data(c, "replay_settings.tsv"), *ft = an_data(c, "replay_tensors.tsv"),
-         *fg = an_data(c, "replay_truth.tsv"), *ff = an_data(c, "replay_front.tsv");
+    FILE *f[4] = {an_data(c, "replay_settings.tsv"), an_data(c, "replay_tensors.tsv"), an_data(c, "replay_truth.tsv"),
+                  an_data(c, "replay_front.tsv")};
     int rc = 0;
-    if (!fs || !ft || !fg || !ff) {
+    if (!f[0] || !f[1] || !f[2] || !f[3]) {
         rc = 1;
         goto done;
     }
-    fprintf(ff, "run\toverflow_events\tflushed_pct_lo\tflushed_pct_hi\tsettings\n");
-    fprintf(fs, "run\thistory\talgo\tmargin\ttensors\tsteps\toverflow_events\ttensors_with_events\twarmup_events\t"
-                "events_first_half\tevents_second_half\toverflow_frac_lo\toverflow_frac_hi\tunderflow_frac_lo\t"
-                "underflow_frac_hi\toverflow_frac_est\tunderflow_frac_est\tpareto\n");
-    fprintf(ft, "run\ttensor\trole\tsteps\tevents_h1024_max_m0\tevents_h16_max_m0\tbest_history\tbest_algo\tbest_margin\t"
-                "best_events\tbest_underflow_frac_hi\n");
-    fprintf(fg, "run\trecipe\ttensor\tseries_steps\tscale_match_steps\trecords\toverflows_true\toverflows_lo\t"
-                "overflows_hi\toverflows_est\tunderflows_true\tunderflows_lo\tunderflows_hi\tunderflows_est\t"
-                "outside_bounds\n");
+    fprintf(f[3], "run\toverflow_events\tflushed_pct_lo\tflushed_pct_hi\tsettings\n");
+    fprintf(f[0], "run\thistory\talgo\tmargin\ttensors\tsteps\toverflow_events\ttensors_with_events\twarmup_events\t"
+                  "events_first_half\tevents_second_half\toverflow_frac_lo\toverflow_frac_hi\tunderflow_frac_lo\t"
+                  "underflow_frac_hi\toverflow_frac_est\tunderflow_frac_est\tpareto\n");
+    fprintf(f[1], "run\ttensor\trole\tsteps\tevents_h1024_max_m0\tevents_h16_max_m0\tbest_history\tbest_algo\t"
+                  "best_margin\tbest_events\tbest_underflow_frac_hi\n");
+    fprintf(f[2], "run\trecipe\ttensor\tseries_steps\tscale_match_steps\trecords\toverflows_true\toverflows_lo\t"
+                  "overflows_hi\toverflows_est\tunderflows_true\tunderflows_lo\tunderflows_hi\tunderflows_est\t"
+                  "outside_bounds\n");
     fprintf(c->md, "## Delayed scaling replayed (history, algorithm, margin)\n\n");
-    fp8_recipe hyb;
-    fp8_recipe_parse("hybrid:delayed", &hyb);
-    for (int ri = 0; ri < c->nruns; ri++) {
+    replay_totals Q;
+    memset(&Q, 0, sizeof Q);
+    for (int ri = 0; ri < c->nruns && !rc; ri++) {
         const an_run *a = &c->runs[ri];
-        int T = a->run->ntensors, R = a->run->nrecipes;
-        int *input = malloc(((size_t)T + 1) * sizeof *input);
-        ssum sets[NSET];
-        size_t with_ev[NSET];
-        memset(sets, 0, sizeof sets);
-        memset(with_ev, 0, sizeof with_ev);
-        chist *h = NULL;
-        uint64_t *pool = NULL;
-        if (!input) {
+        run_replay R;
+        if (replay_compute(a, &R) != 0) {
+            fprintf(stderr, "fp8prof: replay: out of memory\n");
             rc = 1;
-            goto done;
-        }
-        int ntens = 0, from_records = 0;
-        for (int t = 0; t < T; t++)
-            ntens += (input[t] = an_input_recipe(a, t)) >= 0;
-        if (!ntens) {
+        } else if (!R.ntens) {
             fprintf(c->md, "Run `%s`: no tensor records, nothing to replay.\n\n", a->label);
-            free(input);
-            continue;
+        } else {
+            replay_render(c, a, &R, f, &Q);
         }
-        int hr = load_hists(a, input, &h, &pool);
-        if (hr == -1) {
-            fprintf(stderr, "fp8prof: replay: out of memory\n");
-            free(input);
-            rc = 1;
-            goto done;
-        }
-        /* ground truth per recorded delayed recipe */
-        double *tr_all = calloc(8 * ((size_t)R + 1), sizeof *tr_all);
-        if (!tr_all) {
-            fprintf(stderr, "fp8prof: replay: out of memory\n");
-            free(input), free(h), free(pool);
-            rc = 1;
-            goto done;
-        }
-        size_t R1 = (size_t)R + 1;
-        double *tr_steps = tr_all, *tr_match = tr_all + R1, *tr_out = tr_all + 2 * R1, *tr_recs = tr_all + 3 * R1;
-        size_t nreduced = 0; /* recipe-series left out of the check: they reduce across ranks */
-        double *tr_ov = tr_all + 4 * R1, *tr_ovest = tr_all + 5 * R1, *tr_un = tr_all + 6 * R1, *tr_unest = tr_all + 7 * R1;
-        for (int t = 0; t < T; t++) {
-            if (input[t] < 0)
-                continue;
-            tseries s;
-            int fs_ok;
-            if (load_tensor(a, t, input[t], h, &s, &fs_ok)) {
-                free_tensor(&s);
-                rc = 1;
-                break;
-            }
-            from_records |= !fs_ok;
-            int d = an_delayed_recipe(a, t);
-            const fp8_format *f = d >= 0 ? an_format(a, t, d) : fp8_recipe_format(&hyb, (fp8_role)a->run->tensor_role[t]);
-            /* the halves: split at the median step of the series */
-            s.half = s.n ? s.step[s.n / 2] : 0;
-            ssum per[NSET];
-            memset(per, 0, sizeof per);
-            int Hs[NSET], rec[NSET], mar[NSET], p2[NSET], fin[NSET];
-            for (int k = 0; k < NSET; k++)
-                Hs[k] = hist_lens[k / (2 * NM)], rec[k] = (k / NM) % 2, mar[k] = k % NM, p2[k] = 0, fin[k] = 0;
-            replay_job half[2] = {{&s, pool, f, NSET / 2, Hs, rec, mar, p2, fin, per, NULL},
-                                  {&s, pool, f, NSET / 2, Hs + NSET / 2, rec + NSET / 2, mar + NSET / 2, p2 + NSET / 2,
-                                   fin + NSET / 2, per + NSET / 2, NULL}};
-            pthread_t th;
-            int threaded = s.n > 256 && pthread_create(&th, NULL, replay_many, &half[1]) == 0;
-            replay_many(&half[0]);
-            if (threaded)
-                pthread_join(th, NULL);
-            else
-                replay_many(&half[1]);
-            for (int k = 0; k < NSET; k++) {
-                add_sum(&sets[k], &per[k]);
-                with_ev[k] += per[k].events > 0;
-            }
-            int best = choose(per, NSET, -1), i1024 = (NH - 1) * 2 * NM, i16 = 2 * 2 * NM;
-            fprintf(ft, "%s\t%s\t%s\t%zu\t%zu\t%zu\t", a->label, a->run->tensor_name[t],
-                    fp8_role_name((fp8_role)a->run->tensor_role[t]), per[0].steps, per[i1024].events, per[i16].events);
-            if (best >= 0)
-                fprintf(ft, "%d\t%s\t%d\t%zu\t%.9g\n", hist_lens[best / (2 * NM)], algo_name(best), best % NM,
-                        per[best].events, per[best].numel > 0 ? per[best].un.hi / per[best].numel : NAN);
-            else /* every step was warm-up */
-                fprintf(ft, "-\t-\t-\t0\tnan\n");
-            /* ground truth: each delayed recipe recorded on this tensor, its own settings */
-            size_t nrs;
-            const int *rs = an_tensor_recipes(a, t, &nrs);
-            for (size_t ri2 = 0; ri2 < nrs; ri2++) {
-                int r = rs[ri2];
-                size_t n, nsr;
-                const size_t *ix = an_series(a, t, r, &n);
-                const size_t *sx = an_steps(a, t, r, &nsr);
-                if ((!n && !nsr) || !a->recipe_ok[r] || a->recipes[r].kind != FP8_RECIPE_DELAYED)
-                    continue;
-                if (a->recipes[r].reduce[0]) { /* its history held the group's amax, not this rank's */
-                    nreduced++;
-                    continue;
-                }
-                const fp8_recipe *p = &a->recipes[r];
-                const fp8_format *fr = an_format(a, t, r);
-                float *sc = malloc((s.n + 1) * sizeof *sc);
-                ssum one;
-                memset(&one, 0, sizeof one);
-                if (!sc)
-                    continue;
-                int H = p->history_len, re = p->algo_most_recent, m = p->margin, pw = p->pow2, fi = p->finite_amax;
-                replay_job J = {&s, pool, fr, 1, &H, &re, &m, &pw, &fi, &one, sc};
-                replay_many(&J);
-                size_t match = 0, checked = 0, outside = 0;
-                /* every-step scales (or, in older files, the records' scales) */
-                if (nsr) {
-                    for (size_t q = 0, j = 0; q < nsr; q++) {
-                        const fp8_step_row *w = an_steprow(a, sx[q]);
-                        while (j < s.n && s.step[j] < w->step)
-                            j++;
-                        if (j == s.n || s.step[j] != w->step)
-                            continue;
-                        checked++;
-                        match += w->scale == sc[j];
-                    }
-                } else {
-                    for (size_t q = 0, j = 0; q < n; q++) {
-                        const fp8_summary *x = an_rec(a, ix[q]);
-                        while (j < s.n && s.step[j] < x->step)
-                            j++;
-                        if (j == s.n || s.step[j] != x->step)
-                            continue;
-                        checked++;
-                        match += (float)x->scale == sc[j];
-                    }
-                }
-                double ovt = 0, ove = 0, ovl = 0, ovh = 0, unt = 0, une = 0, unl = 0, unh = 0;
-                size_t recs = 0;
-                for (size_t q = 0, j = 0; q < n; q++) { /* the histogram bounds under the recorded scale */
-                    const fp8_summary *x = an_rec(a, ix[q]);
-                    while (j < s.n && s.step[j] < x->step)
-                        j++;
-                    if (j == s.n || s.step[j] != x->step || s.hist[j] < 0 || hr)
-                        continue;
-                    double over, under;
-                    an_thresholds(fr, x->scale_inv, &over, &under);
-                    an_bounds ov, un;
-                    int hk = s.hist[j];
-                    counts_past(&s.h[hk], pool, s.amax[j], s.min_nz[hk], s.inf[hk], over, under, &ov, &un);
-                    double to = (double)x->overflows, tu = (double)x->underflows;
-                    outside += (to < ov.lo || to > ov.hi || tu < un.lo || tu > un.hi);
-                    ovt += to, ove += ov.est, ovl += ov.lo, ovh += ov.hi;
-                    unt += tu, une += un.est, unl += un.lo, unh += un.hi;
-                    recs++;
-                }
-                tr_steps[r] += (double)checked, tr_match[r] += (double)match, tr_out[r] += (double)outside;
-                tr_recs[r] += (double)recs, tr_ov[r] += ovt, tr_ovest[r] += ove, tr_un[r] += unt, tr_unest[r] += une;
-                char lab[96];
-                fprintf(fg, "%s\t%s\t%s\t%zu\t%zu\t%zu\t%.0f\t%.0f\t%.0f\t%.9g\t%.0f\t%.0f\t%.0f\t%.9g\t%zu\n", a->label,
-                        an_recipe_label_on(a, t, r, lab, sizeof lab), a->run->tensor_name[t], checked, match, recs, ovt, ovl, ovh,
-                        ove, unt, unl, unh, une, outside);
-                free(sc);
-            }
-            free_tensor(&s);
-        }
-        free(h), free(pool);
-        if (rc) {
-            free(input), free(tr_all);
-            goto done;
-        }
-        int front[NSET], nf = 0;
-        for (int k = 0; k < NSET; k++) {
-            const ssum *q = &sets[k];
-            int p = q->numel > 0 && !dominated(sets, k, NSET);
-            if (p)
-                front[nf++] = k;
-            double nu = q->numel > 0 ? q->numel : NAN;
-            fprintf(fs, "%s\t%d\t%s\t%d\t%d\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%d\n", a->label,
-                    hist_lens[k / (2 * NM)], algo_name(k), k % NM, ntens, q->steps, q->events, with_ev[k], q->warm_events,
-                    q->events_half[0], q->events_half[1], q->ov.lo / nu, q->ov.hi / nu, q->un.lo / nu, q->un.hi / nu,
-                    q->ov_est.est / nu, q->un_est.est / nu, p);
-        }
-        int i1024 = (NH - 1) * 2 * NM;
-        const ssum *te = &sets[i1024];
-        fprintf(c->md, "### Run `%s`: %d tensors, %zu tensor-steps after warm-up\n\n", a->label, ntens, te->steps);
-        if (from_records)
-            fprintf(c->md, "**This run has no every-step amax (a file older than schema 3, or recorded without the "
-                           "series): the replay sees only the recorded steps (every %lld), so a history of H covers H x "
-                           "%lld training steps and its scales and events differ from what TE would have done.**\n\n",
-                    (long long)a->record_every, (long long)a->record_every);
-        if (hr)
-            fprintf(c->md, "Exponent histograms unreadable: overflow events only, no value shares.\n\n");
-        fprintf(c->md, "Per setting: overflow events (steps with a value past the range, summed over tensors; exact, "
-                       "every step after warm-up; denominator %zu tensor-steps) and the share of values flushed to zero "
-                       "[lower, upper bound] at the %s steps with statistics (%.3g elements):\n\n"
-                       "| history | algo | margin 0 | margin 1 | margin 2 | margin 3 |\n|---|---|---|---|---|---|\n",
-                te->steps, a->record_every > 1 ? "recorded" : "", te->numel);
-        for (int row = 0; row <= NH; row++) { /* max at each history, then most_recent (history-free) */
-            int base = row < NH ? row * 2 * NM : NM;
-            if (row < NH)
-                fprintf(c->md, "| %d | max |", hist_lens[row]);
-            else
-                fprintf(c->md, "| any | most_recent |");
-            for (int m = 0; m < NM; m++) {
-                const ssum *q = &sets[base + m];
-                fprintf(c->md, " %zu ev, [%.3g, %.3g]%% |", q->events, 100 * q->un.lo / q->numel, 100 * q->un.hi / q->numel);
-            }
-            fprintf(c->md, "\n");
-        }
-        /* the front, settings at the very same point merged */
-        fprintf(c->md, "\nNot certainly dominated (no other setting has no more events and a flush upper bound at or "
-                       "below this one's lower bound): ");
-        int shown[NSET] = {0}, nshown = 0;
-        for (int i = 0; i < nf; i++) {
-            if (shown[i])
-                continue;
-            const ssum *q = &sets[front[i]];
-            char lab[256];
-            int m = front[i] % NM, nh = 0, recent = 0;
-            size_t l = 0;
-            lab[0] = 0;
-            for (int j = i; j < nf; j++) {
-                const ssum *o = &sets[front[j]];
-                if (shown[j] || front[j] % NM != m || o->events != q->events || o->un.lo != q->un.lo || o->un.hi != q->un.hi)
-                    continue;
-                shown[j] = 1;
-                if ((front[j] / NM) % 2)
-                    recent = 1;
-                else if (l < sizeof lab - 16)
-                    l += (size_t)snprintf(lab + l, sizeof lab - l, "%s%d", nh++ ? "," : "max h=", hist_lens[front[j] / (2 * NM)]);
-            }
-            if (recent && l < sizeof lab - 20)
-                l += (size_t)snprintf(lab + l, sizeof lab - l, "%smost_recent", nh ? " = " : "");
-            if (l < sizeof lab - 8)
-                snprintf(lab + l, sizeof lab - l, " m=%d", m);
-            fprintf(c->md, "%s%s (%zu ev)", nshown++ ? "; " : "", lab, q->events);
-            fprintf(ff, "%s\t%zu\t%.9g\t%.9g\t%s\n", a->label, q->events, 100 * q->un.lo / q->numel,
-                    100 * q->un.hi / q->numel, lab);
-        }
-        fprintf(c->md, ".\n\n");
-        /* the choice, its robustness, TE's default */
-        int best = choose(sets, NSET, -1), b1 = choose(sets, NSET, 0);
-        if (best < 0 || b1 < 0) {
-            fprintf(c->md, "No tensor has steps after warm-up: nothing to choose from.\n\n");
-            free(input), free(tr_all);
-            continue;
-        }
-        size_t te_tensors = with_ev[i1024];
-        fprintf(c->md, "**Choice** (rule: fewest overflow events after warm-up, then the smallest flush upper bound): "
-                       "history %d, %s, margin %d — %zu events on %zu of %d tensors, flushed [%.3g, %.3g]%%; TE's default "
-                       "(1024, max, 0): %zu events on %zu of %d tensors, flushed [%.3g, %.3g]%%.\n\n",
-                hist_lens[best / (2 * NM)], algo_name(best), best % NM, sets[best].events, with_ev[best], ntens,
-                100 * sets[best].un.lo / sets[best].numel, 100 * sets[best].un.hi / sets[best].numel, te->events,
-                te_tensors, ntens, 100 * te->un.lo / te->numel, 100 * te->un.hi / te->numel);
-        fprintf(c->md, "**Robustness**: chosen on the first half of the steps alone, the rule picks history %d, %s, "
-                       "margin %d, which has %zu events in the second half (TE's default: %zu; the full-run choice: %zu). "
-                       "%s\n\n",
-                hist_lens[b1 / (2 * NM)], algo_name(b1), b1 % NM, sets[b1].events_half[1], te->events_half[1],
-                sets[best].events_half[1],
-                sets[b1].events_half[1] <= te->events_half[1]
-                    ? "The first-half choice holds up out of sample."
-                    : "The first-half choice does worse than TE's default out of sample: the ranking is not stable "
-                      "on this run.");
-        q_runs++;
-        an_span_add(&q_fl_b1, 100 * sets[b1].un.hi / sets[b1].numel), an_span_add(&q_fl_te, 100 * te->un.hi / te->numel);
-        {
-            int w = -1;
-            for (int k = 0; k < NSET; k++) {
-                const ssum *q = &sets[k];
-                if (!(q->numel > 0) || k == i1024 || q->events > te->events ||
-                    q->un.hi / q->numel > te->un.lo / te->numel || (q->events == te->events && q->un.hi >= te->un.lo))
-                    continue;
-                if (w < 0 || q->events < sets[w].events ||
-                    (q->events == sets[w].events && q->un.hi / q->numel < sets[w].un.hi / sets[w].numel))
-                    w = k;
-            }
-            if (w >= 0) {
-                char one[48];
-                snprintf(one, sizeof one, "%d/%s/%d", hist_lens[w / (2 * NM)], algo_name(w), w % NM);
-                int k = 0;
-                while (k < q_nwin && strcmp(q_win[k], one) != 0)
-                    k++;
-                if (k == q_nwin && k < 8)
-                    snprintf(q_win[q_nwin++], sizeof q_win[0], "%s", one);
-                if (k < 8)
-                    q_win_n[k]++;
-                fprintf(c->md, "**On both axes**: history %d, %s, margin %d has %zu events (TE's default %zu) and "
-                               "flushes [%.3g, %.3g]%% (TE's [%.3g, %.3g]%%): no worse on either, better on one.\n\n",
-                        hist_lens[w / (2 * NM)], algo_name(w), w % NM, sets[w].events, te->events,
-                        100 * sets[w].un.lo / sets[w].numel, 100 * sets[w].un.hi / sets[w].numel,
-                        100 * te->un.lo / te->numel, 100 * te->un.hi / te->numel);
-            } else
-                fprintf(c->md, "**On both axes**: no setting has fewer events than TE's default and certainly no "
-                               "more flushed: fewer events cost flush here (the figure shows the trade).\n\n");
-        }
-        an_span_add(&q_te, (double)te->events), an_span_add(&q_b1, (double)sets[b1].events_half[1]);
-        an_span_add(&q_te2, (double)te->events_half[1]);
-        {
-            char one[48];
-            snprintf(one, sizeof one, "%d/%s/%d", hist_lens[b1 / (2 * NM)], algo_name(b1), b1 % NM);
-            if (!strstr(q_set, one) && q_setl < sizeof q_set - 60)
-                q_setl += (size_t)snprintf(q_set + q_setl, sizeof q_set - q_setl, "%s%s", q_setl ? ", " : "", one);
-        }
-        an_finding(c, "replay", "`%s`: TE default (1024/max/0) %zu overflow events on %zu of %d tensors after warm-up "
-                                "(every step); fewest: history %d, %s, margin %d with %zu (flushed <= %.3g%%); chosen on "
-                                "the first half, %s/%d has %zu events in the second half vs TE's %zu",
-                   a->label, te->events, te_tensors, ntens, hist_lens[best / (2 * NM)], algo_name(best), best % NM,
-                   sets[best].events, 100 * sets[best].un.hi / sets[best].numel, algo_name(b1), hist_lens[b1 / (2 * NM)],
-                   sets[b1].events_half[1], te->events_half[1]);
-        int anytruth = 0;
-        double match_all = 0, steps_all = 0;
-        for (int r = 0; r < R; r++)
-            match_all += tr_match[r], steps_all += tr_steps[r];
-        FILE *j = an_json(c, AN_J_REPLAY);
-        if (j) {
-            fputs("{\"run\": ", j), an_json_str(j, a->label);
-            fprintf(j, ", \"tensor_count\": %d, \"tensor_steps\": %zu, \"every_step\": %s, \"scale_match_fraction\": ",
-                    ntens, te->steps, from_records ? "false" : "true");
-            an_json_num(j, steps_all > 0 ? match_all / steps_all : NAN);
-            fprintf(j, ", \"te_default\": {\"events\": %zu, \"tensors_with_events\": %zu}, \"best\": {\"history\": %d, "
-                       "\"algo\": \"%s\", \"margin\": %d, \"events\": %zu, \"flushed_frac_hi\": ",
-                    te->events, te_tensors, hist_lens[best / (2 * NM)], algo_name(best), best % NM, sets[best].events);
-            an_json_num(j, sets[best].un.hi / sets[best].numel);
-            fprintf(j, "}, \"first_half_choice\": {\"history\": %d, \"algo\": \"%s\", \"margin\": %d, "
-                       "\"events_second_half\": %zu, \"te_default_events_second_half\": %zu}}",
-                    hist_lens[b1 / (2 * NM)], algo_name(b1), b1 % NM, sets[b1].events_half[1], te->events_half[1]);
-        }
-        match_all = steps_all = 0;
-        for (int r = 0; r < R; r++) {
-            if (tr_steps[r] == 0)
-                continue;
-            char lab[96];
-            if (!anytruth)
-                fprintf(c->md, "Checked against the recorded delayed recipes, each replayed with its own settings: "
-                               "scales at every step must match bit for bit; at the steps with statistics the true "
-                               "counts must lie inside the histogram bounds. The in-binade estimate (data files only) "
-                               "is shown with its measured bias:\n\n| recipe | steps | replayed scale = recorded | "
-                               "records | outside bounds | overflows: true / estimate | flushed: true / estimate |\n"
-                               "|---|---|---|---|---|---|---|\n");
-            anytruth = 1;
-            match_all += tr_match[r], steps_all += tr_steps[r];
-            fprintf(c->md, "| %s | %.0f | %.2f%% | %.0f | %.0f | %.0f / %.0f (x%.2f) | %.0f / %.0f (x%.2f) |\n",
-                    an_recipe_label(a, r, lab, sizeof lab), tr_steps[r], 100 * tr_match[r] / tr_steps[r], tr_recs[r],
-                    tr_out[r], tr_ov[r], tr_ovest[r], tr_ov[r] > 0 ? tr_ovest[r] / tr_ov[r] : NAN, tr_un[r], tr_unest[r],
-                    tr_un[r] > 0 ? tr_unest[r] / tr_un[r] : NAN);
-        }
-        if (nreduced)
-            fprintf(c->md, "%sNot checked: delayed recipes that reduce their amax across ranks (`reduce=`): their "
-                           "history held the group's amax, which one rank's file does not have (`fp8prof ranks` "
-                           "checks that their scales agree across the group). The replays above read this rank's "
-                           "amax: what the recipes would have done without the reduction.\n",
-                    anytruth ? "\n" : "");
-        if (!anytruth && !nreduced)
-            fprintf(c->md, "This run has no delayed recipe recorded (active or shadow): no ground truth to check the "
-                           "replay against.\n");
-        else
-            an_finding(c, "replaycheck", "`%s`: replayed scales equal the recorded ones at %.2f%% of %.0f recipe-steps%s",
-                       a->label, 100 * match_all / steps_all, steps_all,
-                       nreduced ? " (recipes reducing their amax across ranks not checked: one rank's file lacks the "
-                                  "group's amax)"
-                                : "");
-        fprintf(c->md, "\n");
-        free(input), free(tr_all);
+        run_replay_free(&R);
     }
-    if (q_te.n) {
-        char a1[48], a2[48], a3[48], hist[200] = "";
-        int64_t shortest = INT64_MAX; /* runs not longer than TE's history make its default a running max */
-        for (int ri = 0; ri < c->nruns; ri++)
-            shortest = an_run_steps(&c->runs[ri]) < shortest ? an_run_steps(&c->runs[ri]) : shortest;
-        if (shortest <= 1024)
-            snprintf(hist, sizeof hist, " (⚠ in a run of %lld steps its history is a running max)", (long long)shortest);
-        char win[200] = "";
-        int wb = -1;
-        for (int k = 0; k < q_nwin; k++)
-            if (wb < 0 || q_win_n[k] > q_win_n[wb])
-                wb = k;
-        if (wb >= 0)
-            snprintf(win, sizeof win, "; **%s** beats it on both overflow and flush in %d of %d runs", q_win[wb],
-                     q_win_n[wb], q_runs);
-        else
-            snprintf(win, sizeof win, "; no setting beats it on both overflow and flush");
-        char f1[48], f2[48];
-        an_key(c, AN_Q_REPLAY, "Delayed scaling replayed (history, algorithm, margin)",
-               "TE's default (history 1024, max, margin 0) overflows at %s tensor-steps after warm-up%s%s%s; chosen "
-               "on the first half of the steps, %s had %s events in the second half against %s for TE's default, "
-               "flushing up to %s%% of values against TE's %s%%",
-               an_span_fmt(&q_te, "%.0f", a1, sizeof a1), q_te.n > 1 ? " (range over the runs)" : "", hist, win, q_set,
-               an_span_fmt(&q_b1, "%.0f", a2, sizeof a2), an_span_fmt(&q_te2, "%.0f", a3, sizeof a3),
-               an_span_fmt(&q_fl_b1, "%.3g", f1, sizeof f1), an_span_fmt(&q_fl_te, "%.3g", f2, sizeof f2));
-    }
+    if (!rc)
+        replay_key(c, &Q);
 done:
-    if (an_data_close(c, (FILE *[]){fs, ft, fg, ff}, 4))
+    if (an_data_close(c, f, 4))
         rc = 1;
     return rc;
 }
