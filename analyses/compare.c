@@ -251,35 +251,398 @@ static void write_factors(an_ctx *c, an_run *a, FILE *fc, FILE *ff)
     free(g);
 }
 
+/* ---- one run: compute ------------------------------------------------------ */
+
+/* tensor t's series under recipe r when compare shows it (records after or
+ * during warm-up, a parsed spec), else NULL */
+static const an_sstats *shown_series(an_run *a, int t, int r)
+{
+    const an_sstats *s = an_series_cached(a, t, r);
+    return !s || (!s->records && !s->warm_records) || !a->recipe_ok[r] ? NULL : s;
+}
+
+/* tensor t's recipe r as its factors label */
+static const char *factors_label(const an_run *a, int t, int r, char *lab, size_t n)
+{
+    an_factors f;
+    an_factors_of(&a->recipes[r], (fp8_role)a->run->tensor_role[t], &f);
+    return an_factors_label(&f, lab, n);
+}
+
+/* One run's comparison: everything its renderers read. */
+typedef struct {
+    group_set gs;         /* per (role or all, canonical label) */
+    int shown_t;          /* tensors with data (--tensor selects) */
+    int warm_tensors;     /* tensors with a warm-up, and its span */
+    int64_t warm_lo, warm_hi;
+    an_verdict *v;        /* [T]: each selected tensor's verdict and why */
+    an_vinfo *vi;
+    int nverd[4];
+} run_compare;
+
+static void run_compare_free(run_compare *C)
+{
+    free(C->gs.g), fp8__index_free(&C->gs.ix);
+    free(C->v), free(C->vi);
+}
+
+/* The groups of the run (each tensor's canonical recipes pooled per role
+ * and over all roles) and its warm-up span: 0, or 1 out of memory. */
+static int compare_groups(an_run *a, run_compare *C)
+{
+    int T = a->run->ntensors;
+    C->warm_lo = INT64_MAX, C->warm_hi = INT64_MIN;
+    for (int t = 0; t < T; t++) {
+        C->shown_t += an_has_data(a, t);
+        if (a->warm_end[t] != INT64_MIN) {
+            C->warm_tensors++;
+            C->warm_lo = a->warm_end[t] < C->warm_lo ? a->warm_end[t] : C->warm_lo;
+            C->warm_hi = a->warm_end[t] > C->warm_hi ? a->warm_end[t] : C->warm_hi;
+        }
+        size_t nr;
+        const int *rs = an_tensor_recipes(a, t, &nr);
+        for (size_t k = 0; k < nr; k++) {
+            int r = rs[k];
+            const an_sstats *s = shown_series(a, t, r);
+            if (!s || an_canon(a, t, r) != r)
+                continue;
+            char lab[96];
+            factors_label(a, t, r, lab, sizeof lab);
+            group *G = group_for(&C->gs, a->run->tensor_role[t], lab);
+            group *A = group_for(&C->gs, FP8_NROLE, lab);
+            if (!G || !A)
+                return 1;
+            group_add(G, s), G->active |= r == a->active[t];
+            group_add(A, s), A->active |= r == a->active[t];
+        }
+    }
+    return 0;
+}
+
+/* Every selected tensor's verdict (noted for the question across runs). */
+static int compare_verdicts(an_ctx *c, an_run *a, run_compare *C)
+{
+    int T = a->run->ntensors;
+    C->v = calloc((size_t)T + 1, sizeof *C->v);
+    C->vi = calloc((size_t)T + 1, sizeof *C->vi);
+    if (!C->v || !C->vi)
+        return 1;
+    for (int t = 0; t < T; t++) {
+        if (!an_has_data(a, t))
+            continue; /* not selected (--tensor): not counted */
+        C->v[t] = an_tensor_verdict(c, a, t, &C->vi[t]);
+        an_where_add(c, a, t, C->v[t], &C->vi[t]);
+        C->nverd[C->v[t]]++;
+    }
+    return 0;
+}
+
+/* ---- one run: render ----------------------------------------------------------- */
+
+/* compare_tensors.tsv and compare_warmup.tsv: every shown series */
+static void compare_tsv_tensors(const an_run *a0, FILE *ft, FILE *fw)
+{
+    an_run *a = (an_run *)a0; /* (the series cache fills lazily) */
+    for (int t = 0; t < a->run->ntensors; t++) {
+        fp8_role role = (fp8_role)a->run->tensor_role[t];
+        size_t nr;
+        const int *rs = an_tensor_recipes(a, t, &nr);
+        for (size_t k = 0; k < nr; k++) {
+            int r = rs[k];
+            const an_sstats *s = shown_series(a, t, r);
+            if (!s)
+                continue;
+            char lab[96];
+            factors_label(a, t, r, lab, sizeof lab);
+            int canon = an_canon(a, t, r);
+            fprintf(ft, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%zu\t%zu\t%zu\t%d\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t"
+                        "%.9g\t%.9g\t%zu\t%.9g\n",
+                    a->label, a->run->tensor_name[t], fp8_role_name(role), a->run->tensor_layer[t], lab,
+                    a->run->recipe_spec[r], canon == r ? "-" : a->run->recipe_spec[canon], s->records, s->events,
+                    s->event_steps, s->every_step, s->overflow_rate, s->te_overflow_rate, s->underflow_rate,
+                    s->subnormal_rate, s->sqnr_p05, s->sqnr_p50, s->sqnr_p95, s->relerr_p50, s->relerr_p95,
+                    s->scale_log2_sd, s->scale_changes, s->block_spread);
+            if (a->warm_end[t] != INT64_MIN && canon == r)
+                fprintf(fw, "%s\t%s\t%s\t%s\t%lld\t%zu\t%zu\t%.9g\t%.9g\n", a->label, a->run->tensor_name[t],
+                        fp8_role_name(role), lab, (long long)a->warm_end[t], s->warm_steps, s->warm_events,
+                        s->warm_numel > 0 ? s->warm_overflows / s->warm_numel : NAN,
+                        s->warm_numel > 0 ? s->warm_underflows / s->warm_numel : NAN);
+        }
+    }
+}
+
+/* The groups of one role (FP8_NROLE: all) in the Markdown table, rows whose
+ * numbers are all equal (e.g. the same weights under delayed and current
+ * scaling) printed once with their labels joined; and in compare_groups.tsv.
+ * Returns the rows merged. */
+static int compare_md_role(FILE *md, const an_run *a, const group_set *gs, int role, FILE *fg)
+{
+    char(*cells)[200] = calloc((size_t)gs->n + 1, sizeof *cells);
+    char(*labs)[400] = calloc((size_t)gs->n + 1, sizeof *labs);
+    char(*tes)[120] = calloc((size_t)gs->n + 1, sizeof *tes);
+    int nrow = 0, merged = 0;
+    const char *gname = role == FP8_NROLE ? "all" : fp8_role_name((fp8_role)role);
+    for (int i = 0; cells && labs && tes && i < gs->n; i++) {
+        const group *G = &gs->g[i];
+        if (G->role != role || !G->records)
+            continue;
+        double n = G->numel > 0 ? G->numel : 1;
+        char te[32] = "-"; /* TE defines its count for delayed scaling only */
+        if (G->te_known && strstr(G->label, " delayed "))
+            snprintf(te, sizeof te, "%.4f", 100 * G->te / n);
+        char row[200], rlab[200];
+        /* compared without the TE column, which only delayed recipes define */
+        snprintf(row, sizeof row, "%d | %zu / %zu | %.4f | %%s | %.4f | %.4f | %.2f", G->tensors, G->events,
+                 G->event_steps, 100 * G->over / n, 100 * G->under / n, 100 * G->sub / n,
+                 G->sqnr_n ? G->sqnr_sum / G->sqnr_n : NAN);
+        snprintf(rlab, sizeof rlab, "%s%s", G->label, G->active ? " (active)" : "");
+        fprintf(fg, "%s\t%s\t%s\t%d\t%zu\t%zu\t%zu\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\n", a->label, gname, G->label,
+                G->tensors, G->records, G->events, G->event_steps, G->over / n, G->te_known ? G->te / n : NAN,
+                G->under / n, G->sub / n, G->sqnr_n ? G->sqnr_sum / G->sqnr_n : NAN);
+        int k = 0;
+        while (k < nrow && strcmp(cells[k], row) != 0)
+            k++;
+        if (k < nrow) {
+            size_t l = strlen(labs[k]);
+            snprintf(labs[k] + l, sizeof labs[k] - l, " = %s", rlab);
+            l = strlen(tes[k]);
+            snprintf(tes[k] + l, sizeof tes[k] - l, " / %s", te);
+            merged++;
+        } else {
+            snprintf(cells[nrow], sizeof cells[0], "%s", row);
+            snprintf(tes[nrow], sizeof tes[0], "%s", te);
+            snprintf(labs[nrow++], sizeof labs[0], "%s", rlab);
+        }
+    }
+    for (int k = 0; k < nrow; k++) {
+        char line[400];
+        snprintf(line, sizeof line, cells[k], tes[k]);
+        fprintf(md, "| %s | %s | %s |\n", gname, labs[k], line);
+    }
+    free(cells), free(labs), free(tes);
+    return merged;
+}
+
+/* The run's heading, its notes and the table of every group. */
+static void compare_md_table(an_ctx *c, an_run *a, const run_compare *C, FILE *fg)
+{
+    int T = a->run->ntensors;
+    char tcount[64];
+    if (C->shown_t < T)
+        snprintf(tcount, sizeof tcount, "%d of its %d tensors (--tensor)", C->shown_t, T);
+    else
+        snprintf(tcount, sizeof tcount, "%d tensors", T);
+    fprintf(c->md, "### Run `%s` (%s, %d recipes, statistics every %lld steps%s)\n\n", a->label, tcount,
+            a->run->nrecipes, (long long)a->record_every, a->run->nsteps ? ", amax and scales at every step" : "");
+    an_history_warnings(c, a);
+    an_phase_events(c, a);
+    fprintf(c->md, "| role | recipe | tensors | overflow events / steps | overflow %% | TE overflows%% | "
+                   "underflow %% | subnormal %% | SQNR dB |\n|---|---|---|---|---|---|---|---|---|\n");
+    int merged = 0;
+    for (int role = 0; role <= FP8_NROLE; role++)
+        merged += compare_md_role(c->md, a, &C->gs, role, fg);
+    if (merged)
+        fprintf(c->md, "\nRecipes joined by = behave identically on these tensors: every number in their rows is "
+                       "equal (`compare_groups.tsv` lists them apart).\n");
+    fprintf(c->md, "\n");
+}
+
+/* The warm-up on its own: its table, finding and summary.json entry. */
+static void compare_md_warmup(an_ctx *c, const an_run *a, const run_compare *C)
+{
+    if (!C->warm_tensors)
+        return;
+    char span[64];
+    if (C->warm_lo == C->warm_hi)
+        snprintf(span, sizeof span, "step %lld", (long long)C->warm_lo);
+    else
+        snprintf(span, sizeof span, "steps %lld to %lld", (long long)C->warm_lo, (long long)C->warm_hi);
+    fprintf(c->md, "**Warm-up** (rule: a delayed recipe casts with its initial scale 1 until its history holds "
+                   "a real amax; the steps up to and including a tensor's first step with a finite amax > 0 "
+                   "are left out above, for every recipe of that tensor): on %d tensors the warm-up is the "
+                   "steps before %s. What it cost:\n\n| role | recipe | tensors | steps | overflow events | "
+                   "overflow %% | flushed %% |\n|---|---|---|---|---|---|---|\n",
+            C->warm_tensors, span);
+    char worst[200] = "";
+    double worst_rate = -1;
+    for (int role = 0; role < FP8_NROLE; role++)
+        for (int i = 0; i < C->gs.n; i++) {
+            const group *G = &C->gs.g[i];
+            if (G->role != role || !G->warm_steps || !strstr(G->label, "delayed"))
+                continue;
+            double wn = G->warm_numel > 0 ? G->warm_numel : 1;
+            fprintf(c->md, "| %s | %s | %d | %zu | %zu | %.4f | %.4f |\n", fp8_role_name((fp8_role)role), G->label,
+                    G->tensors, G->warm_steps, G->warm_events, 100 * G->warm_over / wn, 100 * G->warm_under / wn);
+            if (G->warm_numel > 0 && G->warm_under / wn > worst_rate) {
+                worst_rate = G->warm_under / wn;
+                snprintf(worst, sizeof worst, "%s %s flushed %.3g%% of values during warm-up", G->label,
+                         fp8_role_name((fp8_role)role), 100 * worst_rate);
+            }
+        }
+    fprintf(c->md, "\n");
+    an_finding(c, "warmup", "`%s`: steps < %lld excluded on %d tensors%s%s", a->label, (long long)C->warm_hi,
+               C->warm_tensors, worst[0] ? "; " : "", worst);
+    FILE *j = an_json(c, AN_J_WARMUP);
+    if (j) {
+        fputs("{\"run\": ", j), an_json_str(j, a->label);
+        fprintf(j, ", \"steps_excluded\": %lld, \"tensors\": %d, \"rule\": \"until the history holds a real amax\"}",
+                (long long)C->warm_hi, C->warm_tensors);
+    }
+}
+
+/* The verdict rule, each tensor's verdict (compare_verdicts.tsv), their
+ * counts and the tensors where delayed scaling overflowed materially. */
+static void compare_md_verdicts(an_ctx *c, const an_run *a, const run_compare *C, FILE *fv)
+{
+    fprintf(c->md, "**Verdict rule** (U = %.3g%%, G = %.3g dB, M = %.3g dB, E = %d): %s.\n\n", 100 * c->underflow_max,
+            c->block_gain_db, c->sqnr_margin_db, c->min_events, an_verdict_rule);
+    int at_risk = 0;
+    char risk[1024] = "", na_why[160] = "";
+    size_t rl = 0;
+    for (int t = 0; t < a->run->ntensors; t++) {
+        if (!an_has_data(a, t))
+            continue;
+        an_verdict v = C->v[t];
+        const an_vinfo *vi = &C->vi[t];
+        if (v == AN_VERDICT_NA && !na_why[0])
+            snprintf(na_why, sizeof na_why, "%s", vi->why);
+        char ld[96] = "-", lc[96] = "-", lb[96] = "-";
+        if (vi->D >= 0)
+            factors_label(a, t, vi->D, ld, sizeof ld);
+        if (vi->C >= 0)
+            factors_label(a, t, vi->C, lc, sizeof lc);
+        if (vi->B >= 0)
+            factors_label(a, t, vi->B, lb, sizeof lb);
+        fprintf(fv, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%zu\t%zu\t%zu\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%s\n", a->label,
+                a->run->tensor_name[t], fp8_role_name((fp8_role)a->run->tensor_role[t]), a->run->tensor_layer[t],
+                an_verdict_name(v), ld, lc, lb, vi->events_d, vi->steps_d, vi->events_c, vi->d_timing, vi->p_timing,
+                vi->d_gran, vi->p_gran, vi->under_c, vi->under_b, vi->why);
+        if (v == AN_VERDICT_JIT && (int)vi->events_d >= c->min_events && at_risk < 5 && rl < sizeof risk - 200) {
+            rl += (size_t)snprintf(risk + rl, sizeof risk - rl, "%s%s (%zu of %zu steps)", at_risk ? ", " : "",
+                                   a->run->tensor_name[t], vi->events_d, vi->steps_d);
+            at_risk++;
+        }
+    }
+    fprintf(c->md, "| verdict | tensors |\n|---|---|\n");
+    for (int v = 1; v < 4; v++)
+        fprintf(c->md, "| %s | %d |\n", an_verdict_name((an_verdict)v), C->nverd[v]);
+    if (C->nverd[0])
+        fprintf(c->md, "| n/a (e.g. %s) | %d |\n", na_why, C->nverd[0]);
+    if (at_risk)
+        fprintf(c->md, "\nDelayed scaling overflowed materially on %s%s.\n", risk, at_risk == 5 ? ", ..." : "");
+    fprintf(c->md, "\nPer tensor: `compare_verdicts.tsv` (with the deciding rule); every statistic: "
+                   "`compare_tensors.tsv`; every comparison: `compare_contrasts.tsv`.\n\n");
+    if (C->nverd[1] + C->nverd[2] + C->nverd[3] > 0)
+        an_finding(c, "verdict", "`%s` %d / %d / %d%s", a->label, C->nverd[1], C->nverd[2], C->nverd[3],
+                   C->nverd[0] ? " (+ n/a)" : "");
+}
+
+/* ---- across runs ----------------------------------------------------------------- */
+
+/* The most flushed delayed group of one role after warm-up (the first
+ * question's second half), across runs. */
+typedef struct {
+    double under; /* -1: none yet */
+    char lab[240];
+} most_flushed;
+
+static void compare_tally(an_ctx *c, const an_run *a, const run_compare *C, most_flushed *q)
+{
+    for (int i = 0; i < C->gs.n; i++) {
+        const group *G = &C->gs.g[i];
+        double u = G->numel > 0 ? G->under / G->numel : NAN;
+        if (G->role < FP8_NROLE && strstr(G->label, " delayed ") && u > q->under) {
+            q->under = u;
+            snprintf(q->lab, sizeof q->lab, "%s under %s%s", fp8_role_name((fp8_role)G->role), G->label,
+                     G->active ? "" : " (a shadow in `" /* completed below */);
+            if (!G->active)
+                snprintf(q->lab + strlen(q->lab), sizeof q->lab - strlen(q->lab), "%s`)", a->label);
+        }
+    }
+    /* recipes that overflow at nearly every step: a systematic clip */
+    for (int i = 0; i < C->gs.n; i++) {
+        const group *G = &C->gs.g[i];
+        if (G->role != FP8_NROLE || G->event_steps < 10 || (double)G->events < 0.9 * (double)G->event_steps ||
+            !(G->over / (G->numel > 0 ? G->numel : 1) > 1e-4))
+            continue;
+        int k = 0;
+        while (k < c->nclip && strcmp(c->clip_name[k], G->label) != 0)
+            k++;
+        if (k == c->nclip && k < 16) {
+            snprintf(c->clip_name[k], sizeof c->clip_name[k], "%s", G->label);
+            c->clip_runs[k] = 0, c->clip_lo[k] = INFINITY, c->clip_hi[k] = 0;
+            c->nclip++;
+        }
+        if (k < 16) {
+            double rate = G->over / G->numel;
+            c->clip_runs[k]++;
+            c->clip_lo[k] = fmin(c->clip_lo[k], rate), c->clip_hi[k] = fmax(c->clip_hi[k], rate);
+        }
+    }
+}
+
+/* the data files' header lines */
+static void compare_headers(FILE *const f[7])
+{
+    fprintf(f[0], "run\ttensor\trole\tlayer\trecipe\tspec\tsame_as\trecords\toverflow_events\tevent_steps\t"
+                  "events_every_step\toverflow_rate\tte_overflow_rate\tunderflow_rate\tsubnormal_rate\tsqnr_p05_db\t"
+                  "sqnr_p50_db\tsqnr_p95_db\trelerr_p50\trelerr_p95\tscale_log2_step_sd\tscale_changes\t"
+                  "block_scale_spread_bits\n");
+    fprintf(f[1], "run\trole\trecipe\ttensors\trecords\toverflow_events\tevent_steps\toverflow_rate\tte_overflow_rate\t"
+                  "underflow_rate\tsubnormal_rate\tsqnr_p50_mean_db\n");
+    fprintf(f[6], "run\tlinear\tgemm\tsteps\tsqnr_db_median\n");
+    fprintf(f[2], "run\ttensor\trole\trecipe\twarmup_end_step\twarmup_steps\twarmup_events\twarmup_overflow_rate\t"
+                  "warmup_underflow_rate\n");
+    fprintf(f[3], "run\ttensor\trole\tfactor\tfrom\tto\tsteps\tblock_len\tdelta_sqnr_db\tci95_lo\tci95_hi\tp\tp_holm\t"
+                  "verdict\tevents_from\tevents_to\tevent_steps\n");
+    fprintf(f[4], "run\tfactor\trole\tfrom\tto\tfrom_spec\tto_spec\ttensors\tsteps\tblock_len\tdelta_sqnr_db\tci95_lo\t"
+                  "ci95_hi\tp\tto_better\tfrom_better\tneither\tsign_p\tevents_from\tevents_to\tevent_steps_from\t"
+                  "event_steps_to\tunderflow_from\tunderflow_to\toverflow_from\toverflow_to\n");
+    fprintf(f[5], "run\ttensor\trole\tlayer\tverdict\tdelayed\tcurrent\tbest_finer\tdelayed_events\tevent_steps\t"
+                  "current_events\tdelta_timing_db\tp_timing\tdelta_granularity_db\tp_granularity\t"
+                  "current_underflow_rate\tfiner_underflow_rate\treason\n");
+}
+
+/* One run computed and rendered (files: tensors, groups, warmup, contrasts,
+ * factors, verdicts, gemm_error): 0, or 1 (out of memory, a file error). */
+static int compare_run(an_ctx *c, an_run *a, FILE *const f[7], most_flushed *q)
+{
+    run_compare C;
+    memset(&C, 0, sizeof C);
+    if (compare_groups(a, &C) || compare_verdicts(c, a, &C)) {
+        run_compare_free(&C);
+        return 1;
+    }
+    compare_tsv_tensors(a, f[0], f[2]);
+    compare_md_table(c, a, &C, f[1]);
+    compare_md_warmup(c, a, &C);
+    /* the FP8 GEMMs' output error, when the run recorded it */
+    if (an_gemm_error(c, a, f[6]) != 0) {
+        run_compare_free(&C);
+        return 1;
+    }
+    fprintf(c->md, "#### Like for like: one factor at a time\n\n");
+    write_factors(c, a, f[3], f[4]);
+    compare_md_verdicts(c, a, &C, f[5]);
+    compare_tally(c, a, &C, q);
+    run_compare_free(&C);
+    return 0;
+}
+
 int an_compare(an_ctx *c)
 {
-    double q_under = -1; /* the most flushed delayed group, for the first question */
-    char q_under_lab[240] = "";
-    FILE *ft = an_data(c, "compare_tensors.tsv"), *fg = an_data(c, "compare_groups.tsv"),
-         *fw = an_data(c, "compare_warmup.tsv"), *fc = an_data(c, "compare_contrasts.tsv"),
-         *ff = an_data(c, "compare_factors.tsv"), *fv = an_data(c, "compare_verdicts.tsv"),
-         *fge = an_data(c, "gemm_error.tsv");
+    most_flushed q = {-1, ""};
+    FILE *f[7] = {an_data(c, "compare_tensors.tsv"),   an_data(c, "compare_groups.tsv"),
+                  an_data(c, "compare_warmup.tsv"),    an_data(c, "compare_contrasts.tsv"),
+                  an_data(c, "compare_factors.tsv"),   an_data(c, "compare_verdicts.tsv"),
+                  an_data(c, "gemm_error.tsv")};
     int rc = 0;
-    if (!ft || !fg || !fw || !fc || !ff || !fv || !fge) {
-        rc = 1;
+    for (int k = 0; k < 7; k++)
+        if (!f[k])
+            rc = 1;
+    if (rc)
         goto done;
-    }
-    fprintf(ft, "run\ttensor\trole\tlayer\trecipe\tspec\tsame_as\trecords\toverflow_events\tevent_steps\tevents_every_step\t"
-                "overflow_rate\tte_overflow_rate\tunderflow_rate\tsubnormal_rate\tsqnr_p05_db\tsqnr_p50_db\tsqnr_p95_db\t"
-                "relerr_p50\trelerr_p95\tscale_log2_step_sd\tscale_changes\tblock_scale_spread_bits\n");
-    fprintf(fg, "run\trole\trecipe\ttensors\trecords\toverflow_events\tevent_steps\toverflow_rate\tte_overflow_rate\t"
-                "underflow_rate\tsubnormal_rate\tsqnr_p50_mean_db\n");
-    fprintf(fge, "run\tlinear\tgemm\tsteps\tsqnr_db_median\n");
-    fprintf(fw, "run\ttensor\trole\trecipe\twarmup_end_step\twarmup_steps\twarmup_events\twarmup_overflow_rate\t"
-                "warmup_underflow_rate\n");
-    fprintf(fc, "run\ttensor\trole\tfactor\tfrom\tto\tsteps\tblock_len\tdelta_sqnr_db\tci95_lo\tci95_hi\tp\tp_holm\t"
-                "verdict\tevents_from\tevents_to\tevent_steps\n");
-    fprintf(ff, "run\tfactor\trole\tfrom\tto\tfrom_spec\tto_spec\ttensors\tsteps\tblock_len\tdelta_sqnr_db\tci95_lo\t"
-                "ci95_hi\tp\tto_better\tfrom_better\tneither\tsign_p\tevents_from\tevents_to\tevent_steps_from\t"
-                "event_steps_to\tunderflow_from\tunderflow_to\toverflow_from\toverflow_to\n");
-    fprintf(fv, "run\ttensor\trole\tlayer\tverdict\tdelayed\tcurrent\tbest_finer\tdelayed_events\tevent_steps\t"
-                "current_events\tdelta_timing_db\tp_timing\tdelta_granularity_db\tp_granularity\tcurrent_underflow_rate\t"
-                "finer_underflow_rate\treason\n");
+    compare_headers(f);
     fprintf(c->md, "## Recipes compared\n\n");
     fprintf(c->md, "After warm-up (below). Rates are pooled element rates: Σ count / Σ numel over the group's tensors "
                    "and recorded steps. An overflow event is a step with at least one overflowing value; for "
@@ -298,279 +661,33 @@ int an_compare(an_ctx *c)
         goto done;
     }
     an_where_free(c);
-    for (int ri = 0; ri < c->nruns; ri++) {
+    for (int ri = 0; ri < c->nruns && !rc; ri++) {
         an_run *a = &c->runs[ri];
-        int T = a->run->ntensors, R = a->run->nrecipes;
-        if (a->run->nrecords == 0) {
+        if (a->run->nrecords == 0)
             fprintf(c->md, "Run `%s`: no records.\n\n", a->label);
-            continue;
-        }
-        group_set gs = {0};
-        char lab[96];
-        int warm_tensors = 0, shown_t = 0;
-        for (int t = 0; t < T; t++)
-            shown_t += an_has_data(a, t);
-        int64_t warm_lo = INT64_MAX, warm_hi = INT64_MIN;
-        for (int t = 0; t < T; t++) {
-            fp8_role role = (fp8_role)a->run->tensor_role[t];
-            if (a->warm_end[t] != INT64_MIN) {
-                warm_tensors++;
-                warm_lo = a->warm_end[t] < warm_lo ? a->warm_end[t] : warm_lo;
-                warm_hi = a->warm_end[t] > warm_hi ? a->warm_end[t] : warm_hi;
-            }
-            size_t nr;
-            const int *rs = an_tensor_recipes(a, t, &nr);
-            for (size_t ri2 = 0; ri2 < nr; ri2++) {
-                int r = rs[ri2];
-                const an_sstats *s = an_series_cached(a, t, r);
-                if (!s || (!s->records && !s->warm_records) || !a->recipe_ok[r])
-                    continue;
-                an_factors f;
-                an_factors_of(&a->recipes[r], role, &f);
-                an_factors_label(&f, lab, sizeof lab);
-                int canon = an_canon(a, t, r);
-                fprintf(ft, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%zu\t%zu\t%zu\t%d\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t"
-                            "%.9g\t%.9g\t%zu\t%.9g\n",
-                        a->label, a->run->tensor_name[t], fp8_role_name(role), a->run->tensor_layer[t], lab,
-                        a->run->recipe_spec[r], canon == r ? "-" : a->run->recipe_spec[canon], s->records, s->events,
-                        s->event_steps, s->every_step, s->overflow_rate, s->te_overflow_rate, s->underflow_rate,
-                        s->subnormal_rate, s->sqnr_p05, s->sqnr_p50, s->sqnr_p95, s->relerr_p50, s->relerr_p95,
-                        s->scale_log2_sd, s->scale_changes, s->block_spread);
-                if (a->warm_end[t] != INT64_MIN && canon == r)
-                    fprintf(fw, "%s\t%s\t%s\t%s\t%lld\t%zu\t%zu\t%.9g\t%.9g\n", a->label, a->run->tensor_name[t],
-                            fp8_role_name(role), lab, (long long)a->warm_end[t], s->warm_steps, s->warm_events,
-                            s->warm_numel > 0 ? s->warm_overflows / s->warm_numel : NAN,
-                            s->warm_numel > 0 ? s->warm_underflows / s->warm_numel : NAN);
-                if (canon != r)
-                    continue;
-                group *G = group_for(&gs, (int)role, lab);
-                group *A = group_for(&gs, FP8_NROLE, lab);
-                if (!G || !A) {
-                    free(gs.g), fp8__index_free(&gs.ix);
-                    rc = 1;
-                    goto done;
-                }
-                if (G)
-                    group_add(G, s), G->active |= r == a->active[t];
-                if (A)
-                    group_add(A, s), A->active |= r == a->active[t];
-            }
-        }
-        char tcount[64];
-        if (shown_t < T)
-            snprintf(tcount, sizeof tcount, "%d of its %d tensors (--tensor)", shown_t, T);
         else
-            snprintf(tcount, sizeof tcount, "%d tensors", T);
-        fprintf(c->md, "### Run `%s` (%s, %d recipes, statistics every %lld steps%s)\n\n", a->label, tcount, R,
-                (long long)a->record_every, a->run->nsteps ? ", amax and scales at every step" : "");
-        an_history_warnings(c, a);
-        an_phase_events(c, a);
-        fprintf(c->md, "| role | recipe | tensors | overflow events / steps | overflow %% | TE overflows%% | "
-                       "underflow %% | subnormal %% | SQNR dB |\n|---|---|---|---|---|---|---|---|---|\n");
-        /* rows whose numbers are all equal (e.g. the same weights under
-         * delayed and current scaling) are printed once, labels joined */
-        int merged = 0;
-        for (int role = 0; role <= FP8_NROLE; role++) {
-            char (*cells)[200] = calloc((size_t)gs.n + 1, sizeof *cells);
-            char (*labs)[400] = calloc((size_t)gs.n + 1, sizeof *labs);
-            char (*tes)[120] = calloc((size_t)gs.n + 1, sizeof *tes);
-            int nrow = 0;
-            const char *gname = role == FP8_NROLE ? "all" : fp8_role_name((fp8_role)role);
-            for (int i = 0; cells && labs && tes && i < gs.n; i++) {
-                group *G = &gs.g[i];
-                if (G->role != role || !G->records)
-                    continue;
-                double n = G->numel > 0 ? G->numel : 1;
-                char te[32] = "-"; /* TE defines its count for delayed scaling only */
-                if (G->te_known && strstr(G->label, " delayed "))
-                    snprintf(te, sizeof te, "%.4f", 100 * G->te / n);
-                char row[200], rlab[200];
-                /* compared without the TE column, which only delayed recipes define */
-                snprintf(row, sizeof row, "%d | %zu / %zu | %.4f | %%s | %.4f | %.4f | %.2f", G->tensors, G->events,
-                         G->event_steps, 100 * G->over / n, 100 * G->under / n, 100 * G->sub / n,
-                         G->sqnr_n ? G->sqnr_sum / G->sqnr_n : NAN);
-                snprintf(rlab, sizeof rlab, "%s%s", G->label, G->active ? " (active)" : "");
-                fprintf(fg, "%s\t%s\t%s\t%d\t%zu\t%zu\t%zu\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\n", a->label, gname, G->label,
-                        G->tensors, G->records, G->events, G->event_steps, G->over / n, G->te_known ? G->te / n : NAN,
-                        G->under / n, G->sub / n, G->sqnr_n ? G->sqnr_sum / G->sqnr_n : NAN);
-                int k = 0;
-                while (k < nrow && strcmp(cells[k], row) != 0)
-                    k++;
-                if (k < nrow) {
-                    size_t l = strlen(labs[k]);
-                    snprintf(labs[k] + l, sizeof labs[k] - l, " = %s", rlab);
-                    l = strlen(tes[k]);
-                    snprintf(tes[k] + l, sizeof tes[k] - l, " / %s", te);
-                    merged++;
-                } else {
-                    snprintf(cells[nrow], sizeof cells[0], "%s", row);
-                    snprintf(tes[nrow], sizeof tes[0], "%s", te);
-                    snprintf(labs[nrow++], sizeof labs[0], "%s", rlab);
-                }
-            }
-            for (int k = 0; k < nrow; k++) {
-                char line[400];
-                snprintf(line, sizeof line, cells[k], tes[k]);
-                fprintf(c->md, "| %s | %s | %s |\n", gname, labs[k], line);
-            }
-            free(cells), free(labs), free(tes);
-        }
-        if (merged)
-            fprintf(c->md, "\nRecipes joined by = behave identically on these tensors: every number in their rows is "
-                           "equal (`compare_groups.tsv` lists them apart).\n");
-        fprintf(c->md, "\n");
-        /* warm-up, on its own */
-        if (warm_tensors) {
-            char span[64];
-            if (warm_lo == warm_hi)
-                snprintf(span, sizeof span, "step %lld", (long long)warm_lo);
-            else
-                snprintf(span, sizeof span, "steps %lld to %lld", (long long)warm_lo, (long long)warm_hi);
-            fprintf(c->md, "**Warm-up** (rule: a delayed recipe casts with its initial scale 1 until its history holds "
-                           "a real amax; the steps up to and including a tensor's first step with a finite amax > 0 "
-                           "are left out above, for every recipe of that tensor): on %d tensors the warm-up is the "
-                           "steps before %s. What it cost:\n\n| role | recipe | tensors | steps | overflow events | "
-                           "overflow %% | flushed %% |\n|---|---|---|---|---|---|---|\n",
-                    warm_tensors, span);
-            char worst[200] = "";
-            double worst_rate = -1;
-            for (int role = 0; role < FP8_NROLE; role++)
-                for (int i = 0; i < gs.n; i++) {
-                    group *G = &gs.g[i];
-                    if (G->role != role || !G->warm_steps || !strstr(G->label, "delayed"))
-                        continue;
-                    double wn = G->warm_numel > 0 ? G->warm_numel : 1;
-                    fprintf(c->md, "| %s | %s | %d | %zu | %zu | %.4f | %.4f |\n", fp8_role_name((fp8_role)role),
-                            G->label, G->tensors, G->warm_steps, G->warm_events, 100 * G->warm_over / wn,
-                            100 * G->warm_under / wn);
-                    if (G->warm_numel > 0 && G->warm_under / wn > worst_rate) {
-                        worst_rate = G->warm_under / wn;
-                        snprintf(worst, sizeof worst, "%s %s flushed %.3g%% of values during warm-up",
-                                 G->label, fp8_role_name((fp8_role)role), 100 * worst_rate);
-                    }
-                }
-            fprintf(c->md, "\n");
-            an_finding(c, "warmup", "`%s`: steps < %lld excluded on %d tensors%s%s", a->label, (long long)warm_hi,
-                       warm_tensors, worst[0] ? "; " : "", worst);
-            FILE *j = an_json(c, AN_J_WARMUP);
-            if (j) {
-                fputs("{\"run\": ", j), an_json_str(j, a->label);
-                fprintf(j, ", \"steps_excluded\": %lld, \"tensors\": %d, \"rule\": \"until the history holds a real amax\"}",
-                        (long long)warm_hi, warm_tensors);
-            }
-        }
-        /* the FP8 GEMMs' output error, when the run recorded it */
-        if (fge && an_gemm_error(c, a, fge) != 0) {
-            rc = 1;
-            goto done;
-        }
-        /* like-for-like comparisons */
-        fprintf(c->md, "#### Like for like: one factor at a time\n\n");
-        write_factors(c, a, fc, ff);
-        /* verdicts */
-        fprintf(c->md, "**Verdict rule** (U = %.3g%%, G = %.3g dB, M = %.3g dB, E = %d): %s.\n\n", 100 * c->underflow_max,
-                c->block_gain_db, c->sqnr_margin_db, c->min_events, an_verdict_rule);
-        int nverd[4] = {0}, at_risk = 0, material = 0, with_delayed = 0;
-        char risk[1024] = "", na_why[160] = "";
-        size_t rl = 0;
-        for (int t = 0; t < T; t++) {
-            if (!an_has_data(a, t))
-                continue; /* not selected (--tensor): not counted */
-            an_vinfo vi;
-            an_verdict v = an_tensor_verdict(c, a, t, &vi);
-            an_where_add(c, a, t, v, &vi);
-            nverd[v]++;
-            if (v == AN_VERDICT_NA && !na_why[0])
-                snprintf(na_why, sizeof na_why, "%s", vi.why);
-            with_delayed += vi.D >= 0;
-            material += vi.D >= 0 && (int)vi.events_d >= c->min_events;
-            char ld[96] = "-", lc[96] = "-", lb[96] = "-";
-            fp8_role role = (fp8_role)a->run->tensor_role[t];
-            an_factors f;
-            if (vi.D >= 0)
-                an_factors_of(&a->recipes[vi.D], role, &f), an_factors_label(&f, ld, sizeof ld);
-            if (vi.C >= 0)
-                an_factors_of(&a->recipes[vi.C], role, &f), an_factors_label(&f, lc, sizeof lc);
-            if (vi.B >= 0)
-                an_factors_of(&a->recipes[vi.B], role, &f), an_factors_label(&f, lb, sizeof lb);
-            fprintf(fv, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%zu\t%zu\t%zu\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%s\n", a->label,
-                    a->run->tensor_name[t], fp8_role_name(role), a->run->tensor_layer[t], an_verdict_name(v), ld, lc, lb,
-                    vi.events_d, vi.steps_d, vi.events_c, vi.d_timing, vi.p_timing, vi.d_gran, vi.p_gran, vi.under_c,
-                    vi.under_b, vi.why);
-            if (v == AN_VERDICT_JIT && (int)vi.events_d >= c->min_events && at_risk < 5 && rl < sizeof risk - 200) {
-                rl += (size_t)snprintf(risk + rl, sizeof risk - rl, "%s%s (%zu of %zu steps)", at_risk ? ", " : "",
-                                       a->run->tensor_name[t], vi.events_d, vi.steps_d);
-                at_risk++;
-            }
-        }
-        fprintf(c->md, "| verdict | tensors |\n|---|---|\n");
-        for (int v = 1; v < 4; v++)
-            fprintf(c->md, "| %s | %d |\n", an_verdict_name((an_verdict)v), nverd[v]);
-        if (nverd[0])
-            fprintf(c->md, "| n/a (e.g. %s) | %d |\n", na_why, nverd[0]);
-        if (at_risk)
-            fprintf(c->md, "\nDelayed scaling overflowed materially on %s%s.\n", risk, at_risk == 5 ? ", ..." : "");
-        fprintf(c->md, "\nPer tensor: `compare_verdicts.tsv` (with the deciding rule); every statistic: "
-                       "`compare_tensors.tsv`; every comparison: `compare_contrasts.tsv`.\n\n");
-
-        /* the most flushed after warm-up: a delayed group of one role */
-        for (int i = 0; i < gs.n; i++) {
-            group *G = &gs.g[i];
-            double u = G->numel > 0 ? G->under / G->numel : NAN;
-            if (G->role < FP8_NROLE && strstr(G->label, " delayed ") && u > q_under) {
-                q_under = u;
-                snprintf(q_under_lab, sizeof q_under_lab, "%s under %s%s", fp8_role_name((fp8_role)G->role), G->label,
-                         G->active ? "" : " (a shadow in `" /* completed below */);
-                if (!G->active)
-                    snprintf(q_under_lab + strlen(q_under_lab), sizeof q_under_lab - strlen(q_under_lab), "%s`)",
-                             a->label);
-            }
-        }
-        if (nverd[1] + nverd[2] + nverd[3] > 0)
-            an_finding(c, "verdict", "`%s` %d / %d / %d%s", a->label, nverd[1], nverd[2], nverd[3],
-                       nverd[0] ? " (+ n/a)" : "");
-        /* recipes that overflow at nearly every step: a systematic clip */
-        for (int i = 0; i < gs.n; i++) {
-            group *G = &gs.g[i];
-            if (G->role != FP8_NROLE || G->event_steps < 10 || (double)G->events < 0.9 * (double)G->event_steps ||
-                !(G->over / (G->numel > 0 ? G->numel : 1) > 1e-4))
-                continue;
-            int k = 0;
-            while (k < c->nclip && strcmp(c->clip_name[k], G->label) != 0)
-                k++;
-            if (k == c->nclip && k < 16) {
-                snprintf(c->clip_name[k], sizeof c->clip_name[k], "%s", G->label);
-                c->clip_runs[k] = 0, c->clip_lo[k] = INFINITY, c->clip_hi[k] = 0;
-                c->nclip++;
-            }
-            if (k < 16) {
-                double rate = G->over / G->numel;
-                c->clip_runs[k]++;
-                c->clip_lo[k] = fmin(c->clip_lo[k], rate), c->clip_hi[k] = fmax(c->clip_hi[k], rate);
-            }
-        }
-        free(gs.g), fp8__index_free(&gs.ix);
+            rc = compare_run(c, a, f, &q);
     }
-    for (int k = 0; k < c->nclip; k++)
+    for (int k = 0; !rc && k < c->nclip; k++)
         an_finding(c, "risk", "`%s` overflows at almost every step of every tensor in %d run%s (%.3g..%.3g%% of "
                               "values): a systematic clip, not outliers",
                    c->clip_name[k], c->clip_runs[k], c->clip_runs[k] == 1 ? "" : "s", 100 * c->clip_lo[k],
                    100 * c->clip_hi[k]);
     fclose(c->md);
     c->md = head;
-    {
+    if (!rc) {
         char und[320] = "";
-        if (q_under >= 0)
-            snprintf(und, sizeof und, "; the most flushed to zero: %s, %.3g%% of values after warm-up", q_under_lab,
-                     100 * q_under);
+        if (q.under >= 0)
+            snprintf(und, sizeof und, "; the most flushed to zero: %s, %.3g%% of values after warm-up", q.lab,
+                     100 * q.under);
         an_where_render(c, und);
+        if (body)
+            fwrite(body, 1, bodyn, c->md);
+        an_keys_factors(c);
     }
-    if (body)
-        fwrite(body, 1, bodyn, c->md);
     free(body);
-    an_keys_factors(c);
 done:
-    if (an_data_close(c, (FILE *[]){ft, fg, fw, fc, ff, fv, fge}, 7))
+    if (an_data_close(c, f, 7))
         rc = 1;
     return rc;
 }
