@@ -295,41 +295,196 @@ static void json_loss(an_ctx *c, const an_run *a, const char *base, int K, int K
     fputs("}", j);
 }
 
-int an_loss(an_ctx *c)
-{
-    FILE *fc = an_data(c, "loss_curves.tsv"), *fd = an_data(c, "loss_diff.tsv"), *fv = an_data(c, "loss_val.tsv"),
-         *fs = an_data(c, "loss_summary.tsv");
-    const char *lname = c->loss_name ? c->loss_name : "loss";
-    int rc = 0, N = c->nruns;
-    int *arm = calloc((size_t)N + 1, sizeof *arm);
-    outcome *out = calloc((size_t)N + 1, sizeof *out);
-    armstat *as = calloc((size_t)N + 1, sizeof *as);
-    int64_t *bstep = NULL;
-    double *bm = NULL, *bsd = NULL;
-    if (!fc || !fd || !fv || !fs || !arm || !out || !as) {
-        rc = 1;
-        goto done;
-    }
-    fprintf(fc, "run\tstep\tloss\tloss_smoothed\n");
-    fprintf(fd, "run\tbaseline\tstep\tdiff\trel_diff\trel_diff_smoothed\tnoise_floor\n");
-    fprintf(fv, "run\tstep\tval_loss\n");
-    fprintf(fs, "arm\truns\treplicates\tbaseline\ttail_steps\ttail_loss\trel_diff_pct\tci90_lo\tci90_hi\tnoise_sd_pct\t"
-                "noise_df\tmin_detectable_pct\tmargin_pct\tverdict\tdiverged_at_step\n");
-    fprintf(c->md, "## Loss against the baseline\n\n");
-    arms_of(c, arm);
+/* one point of a run's curve against the baseline arm's mean curve */
+typedef struct {
+    int64_t step;
+    double dif, rel, rel_sm, band; /* loss - mean, its share of the mean; smoothed; the noise floor */
+} diff_pt;
+
+/* an arm's line of the table: its runs, the difference and the verdict */
+typedef struct {
+    int i;                          /* the arm's first run */
+    char runs[400];
+    int64_t div;                    /* the first step any of its runs diverged at, -1 none */
+    const char *v;
+    double d, lo, hi, mdd;          /* %, the 90% interval, min. detectable */
+    char dtxt[96], mtxt[32], vtxt[120];
+} arm_row;
+
+/* The study: arms, outcomes, baseline, noise and every arm's verdict. */
+typedef struct {
+    int N, B;
     char why[300];
-    int B = baseline_arm(c, arm, why, sizeof why);
-    /* every run's loss, smoothed */
-    for (int i = 0; i < N; i++) {
-        outcome *o = &out[i];
+    int *arm;
+    outcome *out;
+    armstat *as;
+    int64_t *bstep;
+    double *bm, *bsd;
+    size_t nb;
+    double df, sd_pct, k_need;
+    int narms;
+    diff_pt **diff;
+    size_t *ndiff;
+    arm_row *rows;
+    int nrows;
+    int q_eq, q_diff, q_ct, q_arms;
+    an_span q_d, q_mdd;
+} loss_study;
+
+static void loss_study_free(loss_study *S)
+{
+    for (int i = 0; S->out && i < S->N; i++)
+        outcome_free(&S->out[i]);
+    for (int i = 0; S->diff && i < S->N; i++)
+        free(S->diff[i]);
+    free(S->out), free(S->arm), free(S->as), free(S->bstep), free(S->bm), free(S->bsd);
+    free(S->diff), free(S->ndiff), free(S->rows);
+}
+
+/* every run's loss and its smoothed curve: 0, or 1 out of memory */
+static int loss_outcomes(an_ctx *c, loss_study *S, const char *lname)
+{
+    for (int i = 0; i < S->N; i++) {
+        outcome *o = &S->out[i];
         o->diverged = -1;
         o->n = series(c->runs[i].run, lname, &o->step, &o->val);
         o->sm = malloc((o->n + 1) * sizeof *o->sm);
-        if (!o->sm) {
-            rc = 1;
-            goto done;
-        }
+        if (!o->sm)
+            return 1;
         an_smooth(o->val, o->n, an_smooth_window(o->n), o->sm);
+    }
+    return 0;
+}
+
+/* the arms' outcomes and the pooled noise; the replicates each arm would
+ * need for a min. detectable difference of the margin */
+static void loss_noise(an_ctx *c, loss_study *S)
+{
+    double ssw = 0;
+    for (int i = 0; i < S->N; i++) {
+        if (S->arm[i] != i)
+            continue;
+        armstat *x = &S->as[i];
+        x->arm = i;
+        double s = 0, s2 = 0;
+        for (int j = 0; j < S->N; j++)
+            if (S->arm[j] == i && S->out[j].n && isfinite(S->out[j].tail))
+                s += S->out[j].tail, s2 += S->out[j].tail * S->out[j].tail, x->k++;
+        x->mean = x->k ? s / x->k : NAN;
+        x->var = x->k > 1 ? fmax(0, (s2 - s * s / x->k) / (x->k - 1)) : NAN;
+        if (x->k > 1)
+            ssw += x->var * (x->k - 1), S->df += x->k - 1;
+    }
+    S->sd_pct = S->df > 0 ? 100 * sqrt(ssw / S->df) / S->as[S->B].mean : NAN;
+    S->k_need = NAN;
+    if (S->df > 0 && isfinite(S->sd_pct) && S->sd_pct > 0) {
+        /* the smallest K with (t975 + t80) sd sqrt(2 / K) <= m, the t's at
+         * the df a design of K replicates in each of this study's arms has */
+        S->narms = arms_of(c, S->arm);
+        for (int K = 2; K <= 100000 && !isfinite(S->k_need); K++) {
+            double dfk = (double)S->narms * (K - 1);
+            if ((tq(0.975, dfk) + tq(0.80, dfk)) * S->sd_pct * sqrt(2.0 / K) <= c->equivalence_pct)
+                S->k_need = K;
+        }
+    }
+}
+
+/* run i's curve against the baseline arm's mean curve, and where it diverged */
+static int loss_diff(const an_ctx *c, loss_study *S, int i)
+{
+    outcome *o = &S->out[i];
+    int KA = S->as[S->arm[i]].k, KB = S->as[S->B].k, streak = 0;
+    diff_pt *p = S->diff[i] = malloc((o->n + 1) * sizeof *p);
+    if (!p)
+        return 1;
+    for (size_t k = 0, j = 0; k < o->n && S->nb; k++) {
+        const int64_t *bstep = S->bstep;
+        const double *bm = S->bm, *bsd = S->bsd;
+        while (j < S->nb && bstep[j] < o->step[k])
+            j++;
+        if (j == S->nb || bstep[j] != o->step[k])
+            continue;
+        double dif = o->val[k] - bm[j], rel = bm[j] != 0 ? (o->sm[k] - bm[j]) / bm[j] : NAN;
+        double band = isfinite(bsd[j]) && bm[j] != 0 ? 1.96 * bsd[j] * sqrt(1.0 / KA + 1.0 / KB) / bm[j] : NAN;
+        p[S->ndiff[i]++] = (diff_pt){o->step[k], dif, bm[j] != 0 ? dif / bm[j] : NAN, rel, band};
+        streak = rel > c->diverge_rel ? streak + 1 : 0;
+        if ((streak == c->diverge_steps || !isfinite(o->val[k])) && o->diverged < 0)
+            o->diverged = o->step[k];
+    }
+    return 0;
+}
+
+/* arm i's line: its runs, the first divergence, the equivalence test */
+static void loss_arm(an_ctx *c, loss_study *S, int i, arm_row *w)
+{
+    const armstat *x = &S->as[i], *base = &S->as[S->B];
+    size_t rl = 0;
+    w->i = i, w->div = -1, w->runs[0] = 0;
+    for (int j = 0; j < S->N && rl < sizeof w->runs - 80; j++)
+        if (S->arm[j] == i) {
+            rl += (size_t)snprintf(w->runs + rl, sizeof w->runs - rl, "%s%s", rl ? ", " : "", c->runs[j].label);
+            if (S->out[j].diverged >= 0 && (w->div < 0 || S->out[j].diverged < w->div))
+                w->div = S->out[j].diverged;
+        }
+    w->v = "baseline";
+    w->d = w->lo = w->hi = w->mdd = NAN;
+    if (i != S->B) {
+        w->d = 100 * (x->mean - base->mean) / base->mean;
+        if (S->df > 0) {
+            double se = S->sd_pct * sqrt(1.0 / x->k + 1.0 / base->k);
+            double t90 = tq(0.95, S->df), t975 = tq(0.975, S->df), t80 = tq(0.80, S->df);
+            w->lo = w->d - t90 * se, w->hi = w->d + t90 * se;
+            w->mdd = (t975 + t80) * se;
+            w->v = w->lo > -c->equivalence_pct && w->hi < c->equivalence_pct ? "equivalent"
+                   : fabs(w->d) > t975 * se                                  ? "different"
+                                                                             : "cannot tell";
+        } else
+            w->v = "cannot tell";
+        S->q_arms++;
+        S->q_eq += !strcmp(w->v, "equivalent"), S->q_diff += !strcmp(w->v, "different");
+        S->q_ct += !strcmp(w->v, "cannot tell");
+        an_span_add(&S->q_d, w->d), an_span_add(&S->q_mdd, w->mdd);
+    }
+    snprintf(w->dtxt, sizeof w->dtxt, "—"), snprintf(w->mtxt, sizeof w->mtxt, "—");
+    if (i != S->B)
+        snprintf(w->dtxt, sizeof w->dtxt, isfinite(w->lo) ? "%+.2f%% [%+.2f, %+.2f]" : "%+.2f%%", w->d, w->lo, w->hi);
+    if (isfinite(w->mdd))
+        snprintf(w->mtxt, sizeof w->mtxt, "%.2f%%", w->mdd);
+    snprintf(w->vtxt, sizeof w->vtxt, "%s%s", w->v, w->div >= 0 ? "; **diverged**" : "");
+    if (w->div >= 0)
+        snprintf(w->vtxt + strlen(w->vtxt), sizeof w->vtxt - strlen(w->vtxt), " at step %lld", (long long)w->div);
+}
+
+/* the study from the baseline on (the outcomes loaded): 0, or 1 out of memory */
+static int loss_compare(an_ctx *c, loss_study *S)
+{
+    int64_t first = S->out[S->B].step[0];
+    for (int i = 0; i < S->N; i++)
+        tail_of(&S->out[i], first);
+    loss_noise(c, S);
+    S->nb = baseline_curve(c, S->arm, S->B, S->out, &S->bstep, &S->bm, &S->bsd);
+    S->diff = calloc((size_t)S->N + 1, sizeof *S->diff);
+    S->ndiff = calloc((size_t)S->N + 1, sizeof *S->ndiff);
+    S->rows = calloc((size_t)S->N + 1, sizeof *S->rows);
+    if (!S->diff || !S->ndiff || !S->rows)
+        return 1;
+    for (int i = 0; i < S->N; i++)
+        if (loss_diff(c, S, i))
+            return 1;
+    /* (every replicate's divergence known first: an arm diverged where any
+     * of its runs did) */
+    for (int i = 0; i < S->N; i++)
+        if (S->arm[i] == i && S->as[i].k) /* (a replicate: reported with its arm) */
+            loss_arm(c, S, i, &S->rows[S->nrows++]);
+    return 0;
+}
+
+/* ---- render ----------------------------------------------------------------------- */
+
+static void loss_tsv_curves(an_ctx *c, const loss_study *S, FILE *fc, FILE *fv)
+{
+    for (int i = 0; i < S->N; i++) {
+        const outcome *o = &S->out[i];
         for (size_t k = 0; k < o->n; k++)
             fprintf(fc, "%s\t%lld\t%.9g\t%.9g\n", c->runs[i].label, (long long)o->step[k], o->val[k], o->sm[k]);
         int64_t *vs = NULL;
@@ -339,36 +494,11 @@ int an_loss(an_ctx *c)
             fprintf(fv, "%s\t%lld\t%.9g\n", c->runs[i].label, (long long)vs[k], vv[k]);
         free(vs), free(vv);
     }
-    c->baseline = B;
-    if (B < 0 || !out[B].n) {
-        fprintf(c->md, "Not measured: %s.\n\n", B < 0 ? why : "the baseline has no loss series (--loss NAME)");
-        free(c->key_missing[AN_Q_LOSS]);
-        c->key_missing[AN_Q_LOSS] = strdup(B < 0 ? why : "the baseline has no loss series");
-        rc = 3;
-        goto done;
-    }
-    int64_t first = out[B].step[0];
-    for (int i = 0; i < N; i++)
-        tail_of(&out[i], first);
-    /* the arms' outcomes and the pooled noise */
-    double ssw = 0, df = 0;
-    for (int i = 0; i < N; i++) {
-        if (arm[i] != i)
-            continue;
-        armstat *x = &as[i];
-        x->arm = i;
-        double s = 0, s2 = 0;
-        for (int j = 0; j < N; j++)
-            if (arm[j] == i && out[j].n && isfinite(out[j].tail))
-                s += out[j].tail, s2 += out[j].tail * out[j].tail, x->k++;
-        x->mean = x->k ? s / x->k : NAN;
-        x->var = x->k > 1 ? fmax(0, (s2 - s * s / x->k) / (x->k - 1)) : NAN;
-        if (x->k > 1)
-            ssw += x->var * (x->k - 1), df += x->k - 1;
-    }
-    const armstat *base = &as[B];
-    double sd_pct = df > 0 ? 100 * sqrt(ssw / df) / base->mean : NAN;
-    size_t nb = baseline_curve(c, arm, B, out, &bstep, &bm, &bsd);
+}
+
+static void loss_md_design(an_ctx *c, const loss_study *S)
+{
+    const armstat *base = &S->as[S->B];
     fprintf(c->md, "Baseline: `%s`%s, %s. Runs are replicates of one arm when their /meta agrees on all but the "
                    "initialisation `seed` (recipe, applied, smooth_swiglu, data_seed, steps, model, data, "
                    "parallel_dp). Outcome of a run: its mean loss over the last 10%% of the steps. Noise: the pooled "
@@ -377,128 +507,126 @@ int an_loss(an_ctx *c)
                    "90%% interval of the difference lies inside it; else *different* when the two-sided 95%% test "
                    "rejects no difference; else *cannot tell* (always without replicates). Min. detectable: the "
                    "difference the design finds 80%% of the time at α = 0.05.\n\n",
-            c->runs[B].label, base->k > 1 ? " (arm of replicates)" : "", why, sd_pct, df,
-            df > 0 ? "" : " — **no replicates: no noise, every verdict is cannot tell**; train K >= 3 replicates of the "
-                          "baseline with the same batches (`datasets/study.sh`, or your own loop: another init seed, "
-                          "the same data order)",
+            c->runs[S->B].label, base->k > 1 ? " (arm of replicates)" : "", S->why, S->sd_pct, S->df,
+            S->df > 0 ? "" : " — **no replicates: no noise, every verdict is cannot tell**; train K >= 3 replicates of "
+                             "the baseline with the same batches (`datasets/study.sh`, or your own loop: another init "
+                             "seed, the same data order)",
             c->equivalence_pct);
-    double k_need = NAN; /* replicates per arm for a min. detectable difference of the margin */
-    if (df > 0 && isfinite(sd_pct) && sd_pct > 0) {
-        /* the smallest K with (t975 + t80) sd sqrt(2 / K) <= m, the t's at
-         * the df a design of K replicates in each of this study's arms has */
-        int narms = arms_of(c, arm);
-        for (int K = 2; K <= 100000 && !isfinite(k_need); K++) {
-            double dfk = (double)narms * (K - 1);
-            if ((tq(0.975, dfk) + tq(0.80, dfk)) * sd_pct * sqrt(2.0 / K) <= c->equivalence_pct)
-                k_need = K;
-        }
-        if (isfinite(k_need))
-            fprintf(c->md, "To tell a %.2g%% difference apart at 80%% power with this noise, each of the %d arms needs "
-                           "about %.0f replicates: the smallest K with (t₀.₉₇₅ + t₀.₈₀) · sd · √(2/K) ≤ %.2g%%, the "
-                           "t's at df = %d (K − 1).\n\n",
-                    c->equivalence_pct, narms, k_need, c->equivalence_pct, narms);
-    }
+    if (isfinite(S->k_need))
+        fprintf(c->md, "To tell a %.2g%% difference apart at 80%% power with this noise, each of the %d arms needs "
+                       "about %.0f replicates: the smallest K with (t₀.₉₇₅ + t₀.₈₀) · sd · √(2/K) ≤ %.2g%%, the "
+                       "t's at df = %d (K − 1).\n\n",
+                c->equivalence_pct, S->narms, S->k_need, c->equivalence_pct, S->narms);
+}
+
+/* the curves against the baseline, the arms' table, their summary rows,
+ * summary.json entries and findings */
+static void loss_render(an_ctx *c, const loss_study *S, FILE *fd, FILE *fs)
+{
+    const char *bl = c->runs[S->B].label;
+    loss_md_design(c, S);
     fprintf(c->md, "| arm | replicates | tail loss | Δ vs baseline [90%% CI] | min. detectable | verdict |\n"
                    "|---|---|---|---|---|---|\n");
-    int q_eq = 0, q_diff = 0, q_ct = 0, q_arms = 0;
-    an_span q_d = {0, 0, 0}, q_mdd = {0, 0, 0};
-    for (int i = 0; i < N && !rc; i++) {
-        /* every run's curve against the baseline arm's mean curve */
-        outcome *o = &out[i];
-        int K = arm[i] == i ? as[i].k : 0, KA = as[arm[i]].k;
-        int streak = 0;
-        for (size_t k = 0, j = 0; k < o->n && nb; k++) {
-            while (j < nb && bstep[j] < o->step[k])
-                j++;
-            if (j == nb || bstep[j] != o->step[k])
-                continue;
-            double dif = o->val[k] - bm[j], rel = bm[j] != 0 ? (o->sm[k] - bm[j]) / bm[j] : NAN;
-            double band = isfinite(bsd[j]) && bm[j] != 0 ? 1.96 * bsd[j] * sqrt(1.0 / KA + 1.0 / base->k) / bm[j] : NAN;
-            fprintf(fd, "%s\t%s\t%lld\t%.9g\t%.9g\t%.9g\t%.9g\n", c->runs[i].label, c->runs[B].label,
-                    (long long)o->step[k], dif, bm[j] != 0 ? dif / bm[j] : NAN, rel, band);
-            streak = rel > c->diverge_rel ? streak + 1 : 0;
-            if ((streak == c->diverge_steps || !isfinite(o->val[k])) && o->diverged < 0)
-                o->diverged = isfinite(o->val[k]) ? o->step[k] : o->step[k];
+    for (int i = 0; i < S->N; i++)
+        for (size_t k = 0; k < S->ndiff[i]; k++) {
+            const diff_pt *p = &S->diff[i][k];
+            fprintf(fd, "%s\t%s\t%lld\t%.9g\t%.9g\t%.9g\t%.9g\n", c->runs[i].label, bl, (long long)p->step, p->dif,
+                    p->rel, p->rel_sm, p->band);
         }
-        if (!K)
-            continue; /* (a replicate: reported with its arm) */
-        const armstat *x = &as[i];
-        char runs[400] = "";
-        size_t rl = 0;
-        int64_t div = -1;
-        for (int j = 0; j < N && rl < sizeof runs - 80; j++)
-            if (arm[j] == i) {
-                rl += (size_t)snprintf(runs + rl, sizeof runs - rl, "%s%s", rl ? ", " : "", c->runs[j].label);
-                if (out[j].diverged >= 0 && (div < 0 || out[j].diverged < div))
-                    div = out[j].diverged;
-            }
-        const char *v = "baseline";
-        double d = NAN, lo = NAN, hi = NAN, mdd = NAN, se = NAN;
-        if (i != B) {
-            d = 100 * (x->mean - base->mean) / base->mean;
-            if (df > 0) {
-                se = sd_pct * sqrt(1.0 / x->k + 1.0 / base->k);
-                double t90 = tq(0.95, df), t975 = tq(0.975, df), t80 = tq(0.80, df);
-                lo = d - t90 * se, hi = d + t90 * se;
-                mdd = (t975 + t80) * se;
-                v = lo > -c->equivalence_pct && hi < c->equivalence_pct ? "equivalent"
-                    : fabs(d) > t975 * se                               ? "different"
-                                                                        : "cannot tell";
-            } else
-                v = "cannot tell";
-            q_arms++;
-            q_eq += !strcmp(v, "equivalent"), q_diff += !strcmp(v, "different"), q_ct += !strcmp(v, "cannot tell");
-            an_span_add(&q_d, d), an_span_add(&q_mdd, mdd);
-        }
-        char dtxt[96] = "—", mtxt[32] = "—", vtxt[120];
-        if (i != B)
-            snprintf(dtxt, sizeof dtxt, isfinite(lo) ? "%+.2f%% [%+.2f, %+.2f]" : "%+.2f%%", d, lo, hi);
-        if (isfinite(mdd))
-            snprintf(mtxt, sizeof mtxt, "%.2f%%", mdd);
-        snprintf(vtxt, sizeof vtxt, "%s%s", v, div >= 0 ? "; **diverged**" : "");
-        if (div >= 0)
-            snprintf(vtxt + strlen(vtxt), sizeof vtxt - strlen(vtxt), " at step %lld", (long long)div);
-        fprintf(c->md, "| %s | %d | %.4f | %s | %s | %s |\n", runs, x->k, x->mean, dtxt, mtxt, vtxt);
+    for (int r = 0; r < S->nrows; r++) {
+        const arm_row *w = &S->rows[r];
+        const armstat *x = &S->as[w->i];
+        int i = w->i;
+        fprintf(c->md, "| %s | %d | %.4f | %s | %s | %s |\n", w->runs, x->k, x->mean, w->dtxt, w->mtxt, w->vtxt);
         fprintf(fs, "%s\t%s\t%d\t%s\t%zu\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.0f\t%.9g\t%.9g\t%s\t%lld\n", c->runs[i].label,
-                runs, x->k, c->runs[B].label, out[i].tail_steps, x->mean, d, lo, hi, sd_pct, df, mdd,
-                c->equivalence_pct, v, (long long)div);
-        json_loss(c, &c->runs[i], c->runs[B].label, x->k, base->k, out[i].tail_steps, d, lo, hi, sd_pct, df, mdd,
-                  i == B ? "baseline" : v, div);
-        if (i != B)
+                w->runs, x->k, bl, S->out[i].tail_steps, x->mean, w->d, w->lo, w->hi, S->sd_pct, S->df, w->mdd,
+                c->equivalence_pct, w->v, (long long)w->div);
+        json_loss(c, &c->runs[i], bl, x->k, S->as[S->B].k, S->out[i].tail_steps, w->d, w->lo, w->hi, S->sd_pct, S->df,
+                  w->mdd, i == S->B ? "baseline" : w->v, w->div);
+        if (i != S->B)
             an_finding(c, "loss", "`%s` (%d replicate%s): %s%% from the baseline, %s (noise sd %.2f%%, min. detectable "
                                   "%s)",
-                       c->runs[i].label, x->k, x->k == 1 ? "" : "s", dtxt, vtxt, sd_pct, mtxt);
+                       c->runs[i].label, x->k, x->k == 1 ? "" : "s", w->dtxt, w->vtxt, S->sd_pct, w->mtxt);
     }
     fprintf(c->md, "\n");
-    if (q_arms && df > 0) {
+}
+
+/* the summary's line */
+static void loss_key(an_ctx *c, const loss_study *S)
+{
+    const char *bl = c->runs[S->B].label;
+    if (S->q_arms && S->df > 0) {
         char a1[64], a2[64], lead[160];
-        if (q_ct == q_arms)
-            snprintf(lead, sizeof lead, "**Cannot tell** on %s%d FP8 arm%s at ±%.2g%%", q_arms > 1 ? "all " : "",
-                     q_arms, q_arms == 1 ? "" : "s", c->equivalence_pct);
+        if (S->q_ct == S->q_arms)
+            snprintf(lead, sizeof lead, "**Cannot tell** on %s%d FP8 arm%s at ±%.2g%%", S->q_arms > 1 ? "all " : "",
+                     S->q_arms, S->q_arms == 1 ? "" : "s", c->equivalence_pct);
         else
             snprintf(lead, sizeof lead, "**Equivalent** within ±%.2g%% on %d, **different** on %d, **cannot tell** on %d "
                                         "of %d FP8 arm%s",
-                     c->equivalence_pct, q_eq, q_diff, q_ct, q_arms, q_arms == 1 ? "" : "s");
+                     c->equivalence_pct, S->q_eq, S->q_diff, S->q_ct, S->q_arms, S->q_arms == 1 ? "" : "s");
         char need[120] = "";
-        if (isfinite(k_need) && q_ct)
-            snprintf(need, sizeof need, "; about %.0f replicates per arm would decide at ±%.2g%%", k_need,
+        if (isfinite(S->k_need) && S->q_ct)
+            snprintf(need, sizeof need, "; about %.0f replicates per arm would decide at ±%.2g%%", S->k_need,
                      c->equivalence_pct);
         an_key(c, AN_Q_LOSS, "Loss against the baseline",
                "%s: Δ %s%% from `%s` (noise sd %.2f%% from %.0f replicate df; min. detectable %s%%)%s", lead,
-               an_span_fmt(&q_d, "%+.2f", a1, sizeof a1), c->runs[B].label, sd_pct, df,
-               an_span_fmt(&q_mdd, "%.2f", a2, sizeof a2), need);
-    } else if (q_arms) {
+               an_span_fmt(&S->q_d, "%+.2f", a1, sizeof a1), bl, S->sd_pct, S->df,
+               an_span_fmt(&S->q_mdd, "%.2f", a2, sizeof a2), need);
+    } else if (S->q_arms) {
         char a1[64];
         an_key(c, AN_Q_LOSS, "Loss against the baseline",
                "**Cannot tell** on %d FP8 arm%s (Δ %s%% from `%s`): no replicates, so no noise to judge a difference "
                "by; train K >= 3 replicates per arm (another initialisation seed, the same batches)",
-               q_arms, q_arms == 1 ? "" : "s", an_span_fmt(&q_d, "%+.2f", a1, sizeof a1), c->runs[B].label);
+               S->q_arms, S->q_arms == 1 ? "" : "s", an_span_fmt(&S->q_d, "%+.2f", a1, sizeof a1), bl);
     }
+}
+
+int an_loss(an_ctx *c)
+{
+    FILE *f[4] = {an_data(c, "loss_curves.tsv"), an_data(c, "loss_diff.tsv"), an_data(c, "loss_val.tsv"),
+                  an_data(c, "loss_summary.tsv")};
+    const char *lname = c->loss_name ? c->loss_name : "loss";
+    loss_study S;
+    memset(&S, 0, sizeof S);
+    S.N = c->nruns;
+    S.arm = calloc((size_t)S.N + 1, sizeof *S.arm);
+    S.out = calloc((size_t)S.N + 1, sizeof *S.out);
+    S.as = calloc((size_t)S.N + 1, sizeof *S.as);
+    int rc = 0;
+    if (!f[0] || !f[1] || !f[2] || !f[3] || !S.arm || !S.out || !S.as) {
+        rc = 1;
+        goto done;
+    }
+    fprintf(f[0], "run\tstep\tloss\tloss_smoothed\n");
+    fprintf(f[1], "run\tbaseline\tstep\tdiff\trel_diff\trel_diff_smoothed\tnoise_floor\n");
+    fprintf(f[2], "run\tstep\tval_loss\n");
+    fprintf(f[3], "arm\truns\treplicates\tbaseline\ttail_steps\ttail_loss\trel_diff_pct\tci90_lo\tci90_hi\t"
+                  "noise_sd_pct\tnoise_df\tmin_detectable_pct\tmargin_pct\tverdict\tdiverged_at_step\n");
+    fprintf(c->md, "## Loss against the baseline\n\n");
+    arms_of(c, S.arm);
+    S.B = baseline_arm(c, S.arm, S.why, sizeof S.why);
+    if (loss_outcomes(c, &S, lname)) {
+        rc = 1;
+        goto done;
+    }
+    loss_tsv_curves(c, &S, f[0], f[2]);
+    c->baseline = S.B;
+    if (S.B < 0 || !S.out[S.B].n) {
+        fprintf(c->md, "Not measured: %s.\n\n", S.B < 0 ? S.why : "the baseline has no loss series (--loss NAME)");
+        free(c->key_missing[AN_Q_LOSS]);
+        c->key_missing[AN_Q_LOSS] = strdup(S.B < 0 ? S.why : "the baseline has no loss series");
+        rc = 3;
+        goto done;
+    }
+    if (loss_compare(c, &S)) {
+        rc = 1;
+        goto done;
+    }
+    loss_render(c, &S, f[1], f[3]);
+    loss_key(c, &S);
 done:
-    for (int i = 0; out && i < N; i++)
-        outcome_free(&out[i]);
-    free(out), free(arm), free(as), free(bstep), free(bm), free(bsd);
-    if (an_data_close(c, (FILE *[]){fc, fd, fv, fs}, 4))
+    loss_study_free(&S);
+    if (an_data_close(c, f, 4))
         rc = 1;
     return rc;
 }

@@ -380,6 +380,7 @@ static void test_smooth_paired(void)
 
 typedef struct {
     double tail;
+    int64_t nan_from; /* > 0: the loss is NaN from this step on (a run that diverged) */
 } loss_arg;
 
 /* 2 + tail offset, the same decay for every run: the tail (last 10% of
@@ -387,6 +388,8 @@ typedef struct {
 static double loss_curve(int64_t s, const void *arg)
 {
     const loss_arg *a = arg;
+    if (a->nan_from > 0 && s >= a->nan_from)
+        return NAN;
     return a->tail + 0.5 * exp(-(double)s / 10.0);
 }
 
@@ -397,15 +400,20 @@ static void gen_tiny(gsl_rng *r, int64_t s, int t, float *x, size_t rows, size_t
         x[i] = (float)gsl_ran_gaussian(r, 1.0);
 }
 
-static void write_loss_run(const char *name, const char *recipe, int seed, double tail)
+static void write_loss_run_nan(const char *name, const char *recipe, int seed, double tail, int64_t nan_from)
 {
     char path[600], sd[16];
     snprintf(path, sizeof path, "%s/%s.h5", test_scratch_dir(), name);
     snprintf(sd, sizeof sd, "%d", seed);
     const char *kv[] = {"recipe", recipe, "seed", sd, "data_seed", "1", "steps", "100"};
     const tdecl t[] = {{"layers.0.x.input", FP8_ROLE_ACTIVATION, 4, 32, "e4m3:current", NULL, 0}};
-    loss_arg a = {tail};
+    loss_arg a = {tail, nan_from};
     write_run(path, t, 1, 100, gen_tiny, (unsigned long)seed, kv, 4, loss_curve, &a);
+}
+
+static void write_loss_run(const char *name, const char *recipe, int seed, double tail)
+{
+    write_loss_run_nan(name, recipe, seed, tail, 0);
 }
 
 static void test_loss_equivalence(void)
@@ -495,6 +503,37 @@ static void test_loss_equivalence(void)
     CU_ASSERT_STRING_EQUAL(f[3], "bf16-seed1");
     CU_ASSERT_STRING_EQUAL(f[13], "cannot tell");
     CU_ASSERT(isnan(fld(f, 9)));
+    free(buf);
+}
+
+/* An arm diverged where any of its replicates did: the second of three
+ * replicates turns NaN at step 60 (the first and third do not), and the
+ * arm's line says so at step 60. */
+static void test_loss_divergence_of_a_replicate(void)
+{
+    const char *names[5] = {"dv-bf16-seed1", "dv-bf16-seed2", "dv-e4m3-seed1", "dv-e4m3-seed2", "dv-e4m3-seed3"};
+    const char *recipes[5] = {"bf16", "bf16", "e4m3:current", "e4m3:current", "e4m3:current"};
+    const int seeds[5] = {1, 2, 1, 2, 3};
+    char store[5][600];
+    const char *paths[5];
+    for (int k = 0; k < 5; k++) {
+        write_loss_run_nan(names[k], recipes[k], seeds[k], 2.0 + 0.01 * k, k == 3 ? 60 : 0);
+        snprintf(store[k], sizeof store[k], "%s/%s.h5", test_scratch_dir(), names[k]);
+        paths[k] = store[k];
+    }
+    char out[512], tsv[600], *buf, *f[MAXF];
+    snprintf(out, sizeof out, "%s", test_path("loss_div"));
+    an_ctx c = open_runs(paths, 5, out);
+    CU_ASSERT_EQUAL_FATAL(an_loss(&c), 0);
+    close_runs(&c);
+    snprintf(tsv, sizeof tsv, "%s/loss_summary.tsv", out);
+    int m = tsv_row(tsv, 0, "dv-e4m3-seed1", -1, NULL, &buf, f);
+    CU_ASSERT_EQUAL_FATAL(m, 15);
+    CU_ASSERT_EQUAL(atoi(f[14]), 60);
+    free(buf);
+    m = tsv_row(tsv, 0, "dv-bf16-seed1", -1, NULL, &buf, f);
+    CU_ASSERT_EQUAL_FATAL(m, 15);
+    CU_ASSERT_EQUAL(atoi(f[14]), -1);
     free(buf);
 }
 
@@ -731,6 +770,7 @@ void register_answers_tests(void)
         {"claim: blocks overflow where the tensor does not (supported), move with it (not), 5 steps (cannot tell)", test_claim},
         {"Smooth SwiGLU paired on identical tensors: the hand-worked gain in both runs, the placebo's drift apart", test_smooth_paired},
         {"loss: replicates of known spread are equivalent, different, cannot tell; no replicates cannot tell", test_loss_equivalence},
+        {"loss: an arm diverged where any of its replicates did", test_loss_divergence_of_a_replicate},
         {"one spike carries a mean: the median step is 0, the step is named", test_spike_dominates},
         {"an eps no amax reached pairs (and is marked); one that binds is explained, nothing recorded is advised", test_eps_pairing},
         {"a record-only run is named so everywhere; the baseline follows the rule, not the file order", test_record_only},
