@@ -354,19 +354,261 @@ static void ratio_ci(const an_ctx *c, const pool *B, const double *tr, size_t tn
     free(v), free(ps), free(P1), free(P2);
 }
 
+/* ---- one run: compute ------------------------------------------------------ */
+
+/* a tensor's own amax series (written when it has two ratios) */
+typedef struct {
+    int t;
+    int64_t lag;
+    rstats s;
+    double ac, slope, se; /* lag-1 autocorrelation; trend of log2 amax and its HAC error, per step */
+} dyn_tensor;
+
+/* a tensor's ratios at one granularity */
+typedef struct {
+    int t, g;
+    const char *source; /* "block_amax" or "snapshots" */
+    int64_t lag;
+    size_t pairs;
+    rstats s;
+} dyn_gran;
+
+/* a tensor's volatility ratio sd(r, 1x128 blocks) / sd(r, tensor) */
+typedef struct {
+    int t;
+    double sd_t, sd_b, ratio, lo, hi;
+} dyn_vol;
+
+/* One run's amax dynamics: what its renderers read. */
+typedef struct {
+    dyn_tensor *tens;
+    int ntens, sd_n;
+    double sd_sum;
+    int64_t lag_t, lag_b;
+    dyn_gran *gran;
+    int ngran;
+    dyn_vol *vol;
+    int nvol, with;      /* tensors with block ratios */
+    rstats pooled[NG];   /* every tensor's block ratios pooled, per granularity (n 0: none) */
+    double med, mlo, mhi; /* the median volatility ratio over tensors and its bootstrap interval */
+} run_dynamics;
+
+static void run_dynamics_free(run_dynamics *D) { free(D->tens), free(D->gran), free(D->vol); }
+
+/* the longest series of the run, at least 1024: the scratch's size */
+static size_t longest_series(const an_run *a)
+{
+    size_t cap = 1024;
+    for (int t = 0; t < a->run->ntensors; t++) {
+        size_t n, nr;
+        const int *rs = an_tensor_recipes(a, t, &nr);
+        for (size_t i = 0; i < nr; i++)
+            if (an_steps(a, t, rs[i], &n), n + 1 > cap)
+                cap = n + 1;
+        if (an_series(a, t, an_input_recipe(a, t), &n), n + 1 > cap)
+            cap = n + 1;
+    }
+    return cap;
+}
+
+/* the median of the tensors' volatility ratios and its bootstrap interval */
+static void median_ratio(const an_ctx *c, const run_dynamics *D, double *med, double *lo, double *hi)
+{
+    *med = *lo = *hi = NAN;
+    int n = 0;
+    for (int i = 0; i < D->nvol; i++)
+        n += D->vol[i].ratio == D->vol[i].ratio;
+    if (!n)
+        return;
+    double *ratio = malloc((size_t)n * sizeof *ratio), *cp = malloc((size_t)n * sizeof *cp),
+           *bm = malloc((size_t)c->boot * sizeof *bm);
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    if (ratio && cp && bm && rng) {
+        for (int i = 0, k = 0; i < D->nvol; i++)
+            if (D->vol[i].ratio == D->vol[i].ratio)
+                ratio[k++] = D->vol[i].ratio;
+        memcpy(cp, ratio, (size_t)n * sizeof *cp);
+        *med = an_quantile(cp, (size_t)n, 0.5);
+        gsl_rng_set(rng, c->seed);
+        for (int b = 0; b < c->boot; b++) {
+            for (int i = 0; i < n; i++)
+                cp[i] = ratio[gsl_rng_uniform_int(rng, (unsigned long)n)];
+            bm[b] = an_quantile(cp, (size_t)n, 0.5);
+        }
+        if (c->boot >= 10) {
+            *lo = an_quantile(bm, (size_t)c->boot, 0.025);
+            *hi = an_quantile(bm, (size_t)c->boot, 0.975);
+        }
+    }
+    free(ratio), free(cp), free(bm);
+    if (rng)
+        gsl_rng_free(rng);
+}
+
+/* tensor t's block side (the probes' block amaxes, else snapshots): its
+ * granularity rows and volatility ratio; its ratios pooled into all[] */
+static int tensor_blocks(const an_ctx *c, const an_run *a, int t, const float *bam, size_t nbam, const double *rr,
+                         size_t m, const rstats *s, pool all[NG], run_dynamics *D)
+{
+    int rc = 0;
+    pool P[NG];
+    memset(P, 0, sizeof P);
+    size_t pairs = 0;
+    int64_t bl = 1;
+    const char *source = "block_amax";
+    if (bam && block_ratios(a, t, bam, nbam, P, &pairs) != 0)
+        rc = 1;
+    if (!pairs) {
+        for (int g = 0; g < NG; g++)
+            pool_free(&P[g]);
+        memset(P, 0, sizeof P);
+        source = "snapshots";
+        if (snapshot_ratios(a, t, P, &bl, &pairs) != 0)
+            rc = 1;
+    }
+    if (pairs) {
+        D->with++;
+        D->lag_b = bl;
+        for (int g = 0; g < NG; g++) {
+            if (!P[g].n)
+                continue;
+            dyn_gran *w = &D->gran[D->ngran++];
+            *w = (dyn_gran){t, g, source, bl, pairs, {0}};
+            rstats_of(P[g].r, P[g].n, &w->s);
+            for (size_t i = 0; i < P[g].n; i++)
+                push(&all[g], P[g].r[i]);
+        }
+        rstats bs;
+        rstats_of(P[G_B128].r, P[G_B128].n, &bs);
+        dyn_vol *v = &D->vol[D->nvol++];
+        *v = (dyn_vol){t, s->sd, bs.sd, s->sd > 0 ? bs.sd / s->sd : NAN, NAN, NAN};
+        ratio_ci(c, &P[G_B128], rr, m, &v->lo, &v->hi);
+    }
+    for (int g = 0; g < NG; g++)
+        pool_free(&P[g]);
+    return rc;
+}
+
+/* Run a's dynamics: 0; 1 when a tensor's block side could not be read
+ * (the rest is filled in); -1 out of memory (nothing is). */
+static int dynamics_compute(const an_ctx *c, an_run *a, run_dynamics *D)
+{
+    int T = a->run->ntensors, rc = 0;
+    memset(D, 0, sizeof *D);
+    D->lag_t = D->lag_b = 1;
+    size_t cap = longest_series(a);
+    double *rr = malloc(cap * sizeof *rr), *xs = malloc(cap * sizeof *xs), *ys = malloc(cap * sizeof *ys);
+    D->tens = calloc((size_t)T + 1, sizeof *D->tens);
+    D->gran = calloc((size_t)T * NG + 1, sizeof *D->gran);
+    D->vol = calloc((size_t)T + 1, sizeof *D->vol);
+    if (!rr || !xs || !ys || !D->tens || !D->gran || !D->vol) {
+        free(rr), free(xs), free(ys);
+        return -1;
+    }
+    float *bam = NULL;
+    size_t nbam = 0;
+    if (a->run->nblock_amax && fp8_run_block_amax_all(a->run, &bam, &nbam) != FP8_OK)
+        fprintf(stderr, "fp8prof: dynamics: %s\n", fp8_error_message());
+    pool all[NG];
+    memset(all, 0, sizeof all);
+    for (int t = 0; t < T; t++) {
+        size_t q = 0;
+        int64_t lag = 1;
+        size_t m = tensor_series(a, t, rr, xs, ys, &q, &lag);
+        D->lag_t = lag;
+        dyn_tensor w = {t, lag, {0}, m > 2 ? an_lag1(rr, m) : NAN, 0, 0};
+        rstats_of(rr, m, &w.s);
+        an_slope_hac(xs, ys, q, &w.slope, &w.se);
+        if (m >= 2) {
+            D->tens[D->ntens++] = w;
+            if (!isnan(w.s.sd))
+                D->sd_sum += w.s.sd, D->sd_n++;
+        }
+        rc |= tensor_blocks(c, a, t, bam, nbam, rr, m, &w.s, all, D);
+    }
+    for (int g = 0; g < NG; g++) {
+        if (all[g].n)
+            rstats_of(all[g].r, all[g].n, &D->pooled[g]);
+        pool_free(&all[g]);
+    }
+    if (D->with)
+        median_ratio(c, D, &D->med, &D->mlo, &D->mhi);
+    free(rr), free(xs), free(ys), free(bam);
+    return rc;
+}
+
+/* ---- one run: render -------------------------------------------------------- */
+
+static void dynamics_tsv(const an_run *a, const run_dynamics *D, FILE *ft, FILE *fg, FILE *fc)
+{
+    for (int i = 0; i < D->ntens; i++) {
+        const dyn_tensor *w = &D->tens[i];
+        const rstats *s = &w->s;
+        fprintf(ft, "%s\t%s\t%s\t%d\t%zu\t%lld\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\n", a->label,
+                a->run->tensor_name[w->t], fp8_role_name((fp8_role)a->run->tensor_role[w->t]),
+                a->run->tensor_layer[w->t], s->n, (long long)w->lag, s->sd, s->p01, s->p50, s->p99, s->maxabs,
+                s->grow2, w->ac, 1000 * w->slope, 1000 * w->se);
+    }
+    for (int i = 0; i < D->ngran; i++) {
+        const dyn_gran *w = &D->gran[i];
+        const rstats *s = &w->s;
+        fprintf(fg, "%s\t%s\t%s\t%s\t%lld\t%zu\t%zu\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\n", a->label,
+                a->run->tensor_name[w->t], gname[w->g], w->source, (long long)w->lag, w->pairs, s->n, s->sd, s->p01,
+                s->p50, s->p99, s->maxabs, s->grow2);
+    }
+    for (int i = 0; i < D->nvol; i++) {
+        const dyn_vol *w = &D->vol[i];
+        fprintf(fc, "%s\t%s\t%s\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\n", a->label, a->run->tensor_name[w->t],
+                fp8_role_name((fp8_role)a->run->tensor_role[w->t]), w->sd_t, w->sd_b, w->ratio, w->lo, w->hi);
+    }
+}
+
+static void dynamics_md(an_ctx *c, const an_run *a, const run_dynamics *D)
+{
+    fprintf(c->md, "### Run `%s`\n\nTensor amax over %s (lag %lld): mean sd of r over %d tensors = %.3f bits "
+                   "(`dynamics_tensors.tsv`: quantiles, lag-1 autocorrelation, trend of log2 amax with a "
+                   "Newey-West standard error).\n\n",
+            a->label, a->run->nsteps ? "every step" : "the recorded steps", (long long)D->lag_t, D->sd_n,
+            D->sd_n ? D->sd_sum / D->sd_n : NAN);
+    if (!D->with) {
+        fprintf(c->md, "No tensor of this run has block amaxes one step apart (probe option block_amax_every, "
+                       "trainer --block-amax-every) or consecutive snapshots: the block side cannot be measured.\n\n");
+        return;
+    }
+    fprintf(c->md, "Blocks: %d tensors, pairs %lld step apart, pooled:\n\n| granularity | ratios | sd of r (bits) | "
+                   "p01 | p99 | max abs | share doubled |\n|---|---|---|---|---|---|---|\n",
+            D->with, (long long)D->lag_b);
+    for (int g = 0; g < NG; g++) {
+        const rstats *s = &D->pooled[g];
+        if (s->n)
+            fprintf(c->md, "| %s | %zu | %.3f | %.3f | %.3f | %.3f | %.4f |\n", gname[g], s->n, s->sd, s->p01, s->p99,
+                    s->maxabs, s->grow2);
+    }
+    int nratio = 0;
+    for (int i = 0; i < D->nvol; i++)
+        nratio += D->vol[i].ratio == D->vol[i].ratio;
+    fprintf(c->md, "\nVolatility ratio sd(r, 1x128 blocks) / sd(r, tensor): median %.2f [%.2f, %.2f] over %d "
+                   "tensors (`dynamics_volatility.tsv`, per tensor with a bootstrap interval).\n\n",
+            D->med, D->mlo, D->mhi, nratio);
+    an_finding(c, "dynamics", "`%s`: block/tensor volatility ratio, median %.2fx [%.2f, %.2f] over %d tensors "
+                              "(descriptive)",
+               a->label, D->med, D->mlo, D->mhi, nratio);
+}
+
 int an_dynamics(an_ctx *c)
 {
-    FILE *ft = an_data(c, "dynamics_tensors.tsv"), *fg = an_data(c, "dynamics_granularity.tsv"),
-         *fc = an_data(c, "dynamics_volatility.tsv");
+    FILE *f[3] = {an_data(c, "dynamics_tensors.tsv"), an_data(c, "dynamics_granularity.tsv"),
+                  an_data(c, "dynamics_volatility.tsv")};
     int rc = 0;
-    if (!ft || !fg || !fc) {
+    if (!f[0] || !f[1] || !f[2]) {
         rc = 1;
         goto done;
     }
-    fprintf(ft, "run\ttensor\trole\tlayer\tsteps\tlag\tsd_log2\tp01\tp50\tp99\tmax_abs\tshare_doubled\t"
-                "autocorr_lag1\ttrend_bits_per_1000_steps\ttrend_stderr_hac\n");
-    fprintf(fg, "run\ttensor\tgranularity\tsource\tlag\tpairs\tratios\tsd_log2\tp01\tp50\tp99\tmax_abs\tshare_doubled\n");
-    fprintf(fc, "run\ttensor\trole\tsd_tensor\tsd_block_1x128\tvolatility_ratio\tci95_lo\tci95_hi\n");
+    fprintf(f[0], "run\ttensor\trole\tlayer\tsteps\tlag\tsd_log2\tp01\tp50\tp99\tmax_abs\tshare_doubled\t"
+                  "autocorr_lag1\ttrend_bits_per_1000_steps\ttrend_stderr_hac\n");
+    fprintf(f[1], "run\ttensor\tgranularity\tsource\tlag\tpairs\tratios\tsd_log2\tp01\tp50\tp99\tmax_abs\t"
+                  "share_doubled\n");
+    fprintf(f[2], "run\ttensor\trole\tsd_tensor\tsd_block_1x128\tvolatility_ratio\tci95_lo\tci95_hi\n");
     fprintf(c->md, "## amax volatility: tensor, row and block granularity (descriptive)\n\n"
                    "r = log2(amax_t / amax_{t-1}) between steps one apart, after warm-up: the step-to-step change "
                    "in bits; a delayed scale is stale by at least one step, so large positive r is what overflows "
@@ -378,146 +620,20 @@ int an_dynamics(an_ctx *c)
                    "measured on identical tensors in \"Delayed scaling at tensor and block granularity\".\n\n");
     for (int ri = 0; ri < c->nruns; ri++) {
         an_run *a = &c->runs[ri];
-        int T = a->run->ntensors;
-        size_t cap = 1024;
-        for (int t = 0; t < T; t++) {
-            size_t n, nr;
-            const int *rs = an_tensor_recipes(a, t, &nr);
-            for (size_t i = 0; i < nr; i++)
-                if (an_steps(a, t, rs[i], &n), n + 1 > cap)
-                    cap = n + 1;
-            if (an_series(a, t, an_input_recipe(a, t), &n), n + 1 > cap)
-                cap = n + 1;
-        }
-        double *rr = malloc(cap * sizeof *rr), *xs = malloc(cap * sizeof *xs), *ys = malloc(cap * sizeof *ys);
-        double *ratio = malloc(((size_t)T + 1) * sizeof *ratio);
-        if (!rr || !xs || !ys || !ratio) {
-            free(rr), free(xs), free(ys), free(ratio);
+        run_dynamics D;
+        int e = dynamics_compute(c, a, &D);
+        if (e < 0) {
+            run_dynamics_free(&D);
             rc = 1;
             goto done;
         }
-        float *bam = NULL;
-        size_t nbam = 0;
-        if (a->run->nblock_amax && fp8_run_block_amax_all(a->run, &bam, &nbam) != FP8_OK)
-            fprintf(stderr, "fp8prof: dynamics: %s\n", fp8_error_message());
-        double sd_sum = 0;
-        int sd_n = 0, with = 0, nratio = 0;
-        int64_t lag_t = 1, lag_b = 1;
-        pool all[NG];
-        memset(all, 0, sizeof all);
-        for (int t = 0; t < T; t++) {
-            size_t q = 0;
-            int64_t lag = 1;
-            size_t m = tensor_series(a, t, rr, xs, ys, &q, &lag);
-            lag_t = lag;
-            rstats s;
-            rstats_of(rr, m, &s);
-            double ac = m > 2 ? an_lag1(rr, m) : NAN, slope, se;
-            an_slope_hac(xs, ys, q, &slope, &se);
-            if (m >= 2) {
-                fprintf(ft, "%s\t%s\t%s\t%d\t%zu\t%lld\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\n", a->label,
-                        a->run->tensor_name[t], fp8_role_name((fp8_role)a->run->tensor_role[t]), a->run->tensor_layer[t],
-                        m, (long long)lag, s.sd, s.p01, s.p50, s.p99, s.maxabs, s.grow2, ac, 1000 * slope, 1000 * se);
-                if (!isnan(s.sd))
-                    sd_sum += s.sd, sd_n++;
-            }
-            /* blocks: the probes' block amaxes, else snapshots */
-            pool P[NG];
-            memset(P, 0, sizeof P);
-            size_t pairs = 0;
-            int64_t bl = 1;
-            const char *source = "block_amax";
-            if (bam && block_ratios(a, t, bam, nbam, P, &pairs) != 0)
-                rc = 1;
-            if (!pairs) {
-                for (int g = 0; g < NG; g++)
-                    pool_free(&P[g]);
-                memset(P, 0, sizeof P);
-                source = "snapshots";
-                if (snapshot_ratios(a, t, P, &bl, &pairs) != 0)
-                    rc = 1;
-            }
-            if (pairs) {
-                with++;
-                lag_b = bl;
-                for (int g = 0; g < NG; g++) {
-                    rstats gs;
-                    rstats_of(P[g].r, P[g].n, &gs);
-                    if (P[g].n) {
-                        fprintf(fg, "%s\t%s\t%s\t%s\t%lld\t%zu\t%zu\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\n", a->label,
-                                a->run->tensor_name[t], gname[g], source, (long long)bl, pairs, P[g].n, gs.sd, gs.p01,
-                                gs.p50, gs.p99, gs.maxabs, gs.grow2);
-                        for (size_t i = 0; i < P[g].n; i++)
-                            push(&all[g], P[g].r[i]);
-                    }
-                }
-                rstats bs;
-                rstats_of(P[G_B128].r, P[G_B128].n, &bs);
-                double rt = s.sd > 0 ? bs.sd / s.sd : NAN, lo, hi;
-                ratio_ci(c, &P[G_B128], rr, m, &lo, &hi);
-                if (rt == rt)
-                    ratio[nratio++] = rt;
-                fprintf(fc, "%s\t%s\t%s\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\n", a->label, a->run->tensor_name[t],
-                        fp8_role_name((fp8_role)a->run->tensor_role[t]), s.sd, bs.sd, rt, lo, hi);
-            }
-            for (int g = 0; g < NG; g++)
-                pool_free(&P[g]);
-        }
-        fprintf(c->md, "### Run `%s`\n\nTensor amax over %s (lag %lld): mean sd of r over %d tensors = %.3f bits "
-                       "(`dynamics_tensors.tsv`: quantiles, lag-1 autocorrelation, trend of log2 amax with a "
-                       "Newey-West standard error).\n\n",
-                a->label, a->run->nsteps ? "every step" : "the recorded steps", (long long)lag_t, sd_n,
-                sd_n ? sd_sum / sd_n : NAN);
-        if (!with) {
-            fprintf(c->md, "No tensor of this run has block amaxes one step apart (probe option block_amax_every, "
-                           "trainer --block-amax-every) or consecutive snapshots: the block side cannot be measured.\n\n");
-        } else {
-            fprintf(c->md, "Blocks: %d tensors, pairs %lld step apart, pooled:\n\n| granularity | ratios | sd of r (bits) | "
-                           "p01 | p99 | max abs | share doubled |\n|---|---|---|---|---|---|---|\n",
-                    with, (long long)lag_b);
-            for (int g = 0; g < NG; g++) {
-                rstats s;
-                if (!all[g].n)
-                    continue;
-                rstats_of(all[g].r, all[g].n, &s);
-                fprintf(c->md, "| %s | %zu | %.3f | %.3f | %.3f | %.3f | %.4f |\n", gname[g], all[g].n, s.sd, s.p01,
-                        s.p99, s.maxabs, s.grow2);
-            }
-            double med = NAN, mlo = NAN, mhi = NAN;
-            if (nratio) { /* the median ratio and a bootstrap interval over tensors */
-                double *cp = malloc((size_t)nratio * sizeof *cp), *bm = malloc((size_t)c->boot * sizeof *bm);
-                gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
-                if (cp && bm && rng) {
-                    memcpy(cp, ratio, (size_t)nratio * sizeof *cp);
-                    med = an_quantile(cp, (size_t)nratio, 0.5);
-                    gsl_rng_set(rng, c->seed);
-                    for (int b = 0; b < c->boot; b++) {
-                        for (int i = 0; i < nratio; i++)
-                            cp[i] = ratio[gsl_rng_uniform_int(rng, (unsigned long)nratio)];
-                        bm[b] = an_quantile(cp, (size_t)nratio, 0.5);
-                    }
-                    if (c->boot >= 10) {
-                        mlo = an_quantile(bm, (size_t)c->boot, 0.025);
-                        mhi = an_quantile(bm, (size_t)c->boot, 0.975);
-                    }
-                }
-                free(cp), free(bm);
-                if (rng)
-                    gsl_rng_free(rng);
-            }
-            fprintf(c->md, "\nVolatility ratio sd(r, 1x128 blocks) / sd(r, tensor): median %.2f [%.2f, %.2f] over %d "
-                           "tensors (`dynamics_volatility.tsv`, per tensor with a bootstrap interval).\n\n",
-                    med, mlo, mhi, nratio);
-            an_finding(c, "dynamics", "`%s`: block/tensor volatility ratio, median %.2fx [%.2f, %.2f] over %d tensors "
-                                      "(descriptive)",
-                       a->label, med, mlo, mhi, nratio);
-        }
-        for (int g = 0; g < NG; g++)
-            pool_free(&all[g]);
-        free(rr), free(xs), free(ys), free(ratio), free(bam);
+        rc |= e != 0;
+        dynamics_tsv(a, &D, f[0], f[1], f[2]);
+        dynamics_md(c, a, &D);
+        run_dynamics_free(&D);
     }
 done:
-    if (an_data_close(c, (FILE *[]){ft, fg, fc}, 3))
+    if (an_data_close(c, f, 3))
         rc = 1;
     return rc;
 }
