@@ -80,7 +80,10 @@ static int instance_of(const an_ranks *R, const char *g, int r, const char *reco
 /* rank r's amax of tensor t at step s0 + j (NaN: no row) */
 #define AMAX(R, r, t, j) (R)->amax[((size_t)(r) * (size_t)(R)->ntensors + (size_t)(t)) * (R)->nsteps + (j)]
 /* in an_ranks_load: rank r's scale of reducing recipe q, tensor t, step s0 + j */
-#define SCALE(r, q, t, j) scl[(((size_t)(r) * (size_t)nred + (size_t)(q)) * (size_t)R->ntensors + (size_t)(t)) * R->nsteps + (j)]
+#define SCALE(L, r, q, t, j)                                                                                \
+    (L)->scl[(((size_t)(r) * (size_t)(L)->nred + (size_t)(q)) * (size_t)(L)->R->ntensors + (size_t)(t)) *          \
+                 (L)->R->nsteps +                                                                              \
+             (j)]
 
 static int same_scale(float a, float b) { return a == b || (isnan(a) && isnan(b)); }
 
@@ -140,6 +143,288 @@ static void skew_of(an_ranks *R, int t, double *tmp)
     free(top);
 }
 
+/* What loading keeps beside the result: the reducing recipes' scales and
+ * each rank's recorded communicator members, per reducing recipe. */
+typedef struct {
+    an_ranks *R;
+    const char *path;
+    int n;
+    float *scl;       /* [rank][nred][tensor][step] */
+    int *red_k, nred; /* rank 0's reducing recipes */
+    char **recorded;  /* [rank][nred + 1]: mpi_group.<g>, whole */
+    size_t nrecorded;
+} loader;
+
+static void loader_free(loader *L)
+{
+    free(L->scl), free(L->red_k);
+    for (size_t i = 0; L->recorded && i < L->nrecorded; i++)
+        free(L->recorded[i]);
+    free(L->recorded);
+}
+
+/* rank 0 sets the shape: tensors, recipes, steps, topology */
+static int load_first(loader *L, const fp8_run *run, const char *rp)
+{
+    an_ranks *R = L->R;
+    int n = L->n, tp = 0, dp = 0;
+    if (meta_int(run, "parallel_tp", 1, n, &tp) < 0 || meta_int(run, "parallel_dp", 1, n, &dp) < 0 ||
+        (tp && n % tp) || (tp && dp && tp * dp != n))
+        return FP8_ERROR(FP8_EINVAL, "%s: parallel_tp / parallel_dp in /meta do not factor the %d ranks", rp, n);
+    R->tp = tp, R->dp = tp ? n / tp : 0;
+    R->simulated = fp8_run_meta(run, "mpi_simulated") != NULL;
+    R->ntensors = run->ntensors, R->nrecipes = run->nrecipes;
+    R->tname = calloc((size_t)run->ntensors + 1, sizeof *R->tname);
+    R->rspec = calloc((size_t)run->nrecipes + 1, sizeof *R->rspec);
+    L->red_k = calloc((size_t)run->nrecipes + 1, sizeof *L->red_k);
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (size_t i = 0; i < run->nsteps; i++) {
+        lo = run->steps[i].step < lo ? run->steps[i].step : lo;
+        hi = run->steps[i].step > hi ? run->steps[i].step : hi;
+    }
+    R->s0 = run->nsteps ? lo : 0;
+    R->nsteps = run->nsteps ? (size_t)(hi - lo + 1) : 0;
+    if (!R->tname || !R->rspec || !L->red_k)
+        return FP8_ERROR(FP8_ENOMEM, "%s: out of memory", L->path);
+    memcpy(R->tname, run->tensor_name, (size_t)run->ntensors * sizeof *R->tname);
+    memcpy(R->rspec, run->recipe_spec, (size_t)run->nrecipes * sizeof *R->rspec);
+    for (int k = 0; k < run->nrecipes; k++) {
+        fp8_recipe rec;
+        if (fp8_recipe_parse(run->recipe_spec[k], &rec) == FP8_OK && rec.reduce[0])
+            L->red_k[L->nred++] = k;
+    }
+    size_t per = (size_t)n * (size_t)(R->ntensors ? R->ntensors : 1), nred = (size_t)L->nred;
+    if (R->nsteps && (per > MAX_CELLS / R->nsteps || (nred && per * nred > MAX_CELLS / R->nsteps)))
+        return FP8_ERROR(FP8_EINVAL, "%s: %d ranks x %d tensors x %zu steps is more than this analysis holds", L->path,
+                         n, R->ntensors, R->nsteps);
+    R->amax = malloc((per * R->nsteps + 1) * sizeof *R->amax);
+    L->scl = malloc((per * nred * R->nsteps + 1) * sizeof *L->scl);
+    L->nrecorded = (size_t)n * (nred + 1);
+    L->recorded = calloc(L->nrecorded, sizeof *L->recorded);
+    if (!R->amax || !L->scl || !L->recorded)
+        return FP8_ERROR(FP8_ENOMEM, "%s: out of memory for %d ranks x %d tensors x %zu steps", L->path, n,
+                         R->ntensors, R->nsteps);
+    for (size_t i = 0; i < per * R->nsteps; i++)
+        R->amax[i] = NAN;
+    for (size_t i = 0; i < per * nred * R->nsteps; i++)
+        L->scl[i] = NAN;
+    return FP8_OK;
+}
+
+/* rank r's every-step rows, its tensors and recipes matched to rank 0's by
+ * name and spec, and its recorded communicators */
+static int load_rank(loader *L, const fp8_run *run, int r, const char *rp)
+{
+    an_ranks *R = L->R;
+    int nred = L->nred, st = FP8_OK;
+    int *tmap = malloc(((size_t)run->ntensors + 1) * sizeof *tmap);
+    int *kmap = malloc(((size_t)run->nrecipes + 1) * sizeof *kmap);
+    if (!tmap || !kmap) {
+        free(tmap), free(kmap);
+        return FP8_ERROR(FP8_ENOMEM, "%s: out of memory", rp);
+    }
+    for (int t = 0; t < run->ntensors; t++)
+        tmap[t] = find_name(R->tname, R->ntensors, run->tensor_name[t]);
+    for (int k = 0; k < run->nrecipes; k++) {
+        int k0 = find_spec(R->rspec, R->nrecipes, run->recipe_spec[k]);
+        kmap[k] = -1;
+        for (int q = 0; k0 >= 0 && q < nred; q++)
+            if (L->red_k[q] == k0)
+                kmap[k] = q;
+        if (k0 < 0)
+            kmap[k] = -2;
+    }
+    for (int q = 0; q < nred && st == FP8_OK; q++) {
+        fp8_recipe rec;
+        fp8_recipe_parse(R->rspec[L->red_k[q]], &rec);
+        char key[64];
+        snprintf(key, sizeof key, "mpi_group.%s", rec.reduce);
+        const char *v = fp8_run_meta(run, key);
+        char **slot = &L->recorded[(size_t)r * (size_t)(nred + 1) + (size_t)q];
+        if (!(*slot = strdup(v ? v : "")))
+            st = FP8_ERROR(FP8_ENOMEM, "%s: out of memory", rp);
+    }
+    for (size_t i = 0; i < run->nsteps && st == FP8_OK; i++) {
+        const fp8_step_row *s = &run->steps[i];
+        int t = tmap[s->tensor], q = kmap[s->recipe];
+        if (t < 0 || q == -2 || s->step < R->s0 || (uint64_t)(s->step - R->s0) >= R->nsteps) {
+            R->skipped_rows++;
+            continue;
+        }
+        size_t j = (size_t)(s->step - R->s0);
+        AMAX(R, r, t, j) = s->amax;
+        if (q >= 0)
+            SCALE(L, r, q, t, j) = s->scale;
+    }
+    free(tmap), free(kmap);
+    return st;
+}
+
+/* every rank's file, rank 0 first */
+static int load_ranks(loader *L)
+{
+    for (int r = 0; r < L->n; r++) {
+        char rp[1100];
+        if (fp8_rank_path(L->path, r, rp, sizeof rp) != 0)
+            return FP8_ERROR(FP8_EINVAL, "%s: path too long", L->path);
+        fp8_run *run = fp8_run_load_rank(L->path, r, L->n); /* its rank, size and run id checked */
+        if (!run) {
+            char why[600];
+            snprintf(why, sizeof why, "%s", fp8_error_message());
+            return FP8_ERROR(FP8_EINVAL, "rank %d of %s: %s", r, L->path, why);
+        }
+        int st = r == 0 ? load_first(L, run, rp) : FP8_OK;
+        if (st == FP8_OK)
+            st = load_rank(L, run, r, rp);
+        fp8_run_free(run);
+        if (st != FP8_OK)
+            return st;
+    }
+    return FP8_OK;
+}
+
+/* membership against the declared topology, once per group name */
+static int check_members(loader *L)
+{
+    an_ranks *R = L->R;
+    int n = L->n;
+    size_t wantcap = (size_t)n * 7 + 16;
+    char *want = malloc(wantcap); /* a layout's member list */
+    if (!want)
+        return FP8_ERROR(FP8_ENOMEM, "%s: out of memory", L->path);
+    char checked[8][24];
+    int nchecked = 0;
+    for (int q = 0; q < L->nred && R->tp; q++) {
+        fp8_recipe rec;
+        fp8_recipe_parse(R->rspec[L->red_k[q]], &rec);
+        int seen = 0;
+        for (int m = 0; m < nchecked; m++)
+            seen |= strcmp(checked[m], rec.reduce) == 0;
+        if (seen || (strcmp(rec.reduce, "tp") && strcmp(rec.reduce, "dp")))
+            continue;
+        if (nchecked < 8)
+            snprintf(checked[nchecked++], sizeof checked[0], "%s", rec.reduce);
+        for (int r = 0; r < n; r++) {
+            const char *got = L->recorded[(size_t)r * (size_t)(L->nred + 1) + (size_t)q];
+            if (!*got || fp8_ranks_layout_members(n, R->tp, rec.reduce, r, want, wantcap) < 0 ||
+                strcmp(got, want) == 0)
+                continue;
+            if (R->nmember_bad < 8)
+                snprintf(R->member_msg[R->nmember_bad], sizeof R->member_msg[0],
+                         "rank %d: the communicator registered as '%s' holds ranks %.90s; tp=%d, dp=%d expects %.90s", r,
+                         rec.reduce, got, R->tp, R->dp, want);
+            R->nmember_bad++;
+        }
+    }
+    free(want);
+    return FP8_OK;
+}
+
+/* step j of tensor t under reducing recipe q: whether two ranks of one
+ * instance differ (the first such noted in o), and each rank's cost added
+ * to *csum / *cn (gm, ref, refs: scratch per instance) */
+static int scale_step(loader *L, int q, int t, size_t j, const int *inst, int ninst, an_rank_scales *o, float *gm,
+                      int *ref, float *refs, double *csum, size_t *cn)
+{
+    an_ranks *R = L->R;
+    int differ = 0;
+    /* per instance: the group amax and the first rank's scale (O(ranks)) */
+    for (int g = 0; g < ninst; g++)
+        gm[g] = 0, ref[g] = -1;
+    for (int r = 0; r < L->n; r++) {
+        float sr = SCALE(L, r, q, t, j);
+        float ar = AMAX(R, r, t, j);
+        int g = inst[r];
+        gm[g] = ar > gm[g] ? ar : gm[g];
+        if (ref[g] < 0) {
+            ref[g] = r, refs[g] = sr;
+        } else if (!same_scale(refs[g], sr) && !differ) {
+            differ = 1;
+            if (o->first_step < 0)
+                o->first_step = R->s0 + (int64_t)j, o->rank_a = ref[g], o->rank_b = r, o->scale_a = refs[g],
+                o->scale_b = sr;
+        }
+    }
+    for (int r = 0; r < L->n; r++) {
+        float ar = AMAX(R, r, t, j), gmax = gm[inst[r]];
+        if (ar > 0 && isfinite(ar) && isfinite(gmax)) {
+            double c = log2((double)gmax / (double)ar);
+            *csum += c, ++*cn;
+            o->cost_max = c > o->cost_max ? c : o->cost_max;
+        }
+    }
+    return differ;
+}
+
+/* scales inside each instance of reducing recipe q's group, per tensor */
+static int check_scales(loader *L, int q, int *inst)
+{
+    an_ranks *R = L->R;
+    int n = L->n;
+    fp8_recipe rec;
+    fp8_recipe_parse(R->rspec[L->red_k[q]], &rec);
+    int ninst = 0, known = 1;
+    for (int r = 0; r < n; r++) {
+        inst[r] = instance_of(R, rec.reduce, r, L->recorded[(size_t)r * (size_t)(L->nred + 1) + (size_t)q]);
+        known &= inst[r] >= 0;
+        ninst = inst[r] + 1 > ninst ? inst[r] + 1 : ninst;
+    }
+    float *gm = malloc(((size_t)ninst + 1) * sizeof *gm), *refs = malloc(((size_t)ninst + 1) * sizeof *refs);
+    int *ref = malloc(((size_t)ninst + 1) * sizeof *ref);
+    if (!gm || !refs || !ref) {
+        free(gm), free(refs), free(ref);
+        return FP8_ERROR(FP8_ENOMEM, "%s: out of memory", L->path);
+    }
+    for (int t = 0; t < R->ntensors; t++) {
+        an_rank_scales *o = &R->scales[R->nscales];
+        memset(o, 0, sizeof *o);
+        o->t = t, o->k = L->red_k[q], o->first_step = -1, o->rank_a = o->rank_b = -1;
+        snprintf(o->group, sizeof o->group, "%s", rec.reduce);
+        o->ninst = known ? ninst : 0;
+        double csum = 0;
+        size_t cn = 0;
+        int any = 0;
+        for (size_t j = 0; known && j < R->nsteps; j++) {
+            int all = 1;
+            for (int r = 0; r < n && all; r++)
+                all = !isnan(AMAX(R, r, t, j));
+            if (!all)
+                continue;
+            any = 1;
+            o->steps++;
+            o->differ += (size_t)scale_step(L, q, t, j, inst, ninst, o, gm, ref, refs, &csum, &cn);
+        }
+        o->cost_mean = cn ? csum / (double)cn : NAN;
+        if (!cn)
+            o->cost_max = NAN;
+        if (any || !known)
+            R->nscales++;
+    }
+    free(gm), free(refs), free(ref);
+    return FP8_OK;
+}
+
+/* the rank skew, the membership and the scale checks of the loaded run */
+static int analyse(loader *L)
+{
+    an_ranks *R = L->R;
+    R->skew = calloc((size_t)R->ntensors + 1, sizeof *R->skew);
+    double *tmp = malloc((R->nsteps + 1) * sizeof *tmp);
+    R->scales = calloc((size_t)R->ntensors * (size_t)L->nred + 1, sizeof *R->scales);
+    int *inst = malloc((size_t)L->n * sizeof *inst);
+    int st = FP8_OK;
+    if (!R->skew || !tmp || !R->scales || !inst)
+        st = FP8_ERROR(FP8_ENOMEM, "%s: out of memory", L->path);
+    for (int t = 0; st == FP8_OK && t < R->ntensors; t++)
+        skew_of(R, t, tmp);
+    if (st == FP8_OK)
+        st = check_members(L);
+    for (int q = 0; q < L->nred && st == FP8_OK; q++)
+        st = check_scales(L, q, inst);
+    free(tmp), free(inst);
+    return st;
+}
+
 int an_ranks_load(const char *path, an_ranks *R)
 {
     memset(R, 0, sizeof *R);
@@ -159,251 +444,9 @@ int an_ranks_load(const char *path, an_ranks *R)
     }
     snprintf(R->index_path, sizeof R->index_path, "%s", path);
     R->nranks = n;
-    float *scl = NULL;                  /* [rank][nscales][step] */
-    int *red_k = NULL, nred = 0;        /* rank 0's reducing recipes */
-    char **recorded = NULL;             /* [rank][nred]: mpi_group.<g>, whole */
-    size_t nrecorded = 0, wantcap = 0;
-    char *want = NULL;                  /* a layout's member list */
-    int rc = 1;
-    for (int r = 0; r < n; r++) {
-        char rp[1100];
-        if (fp8_rank_path(path, r, rp, sizeof rp) != 0) {
-            FP8_ERROR(FP8_EINVAL, "%s: path too long", path);
-            goto fail;
-        }
-        fp8_run *run = fp8_run_load_rank(path, r, n); /* its rank, size and run id checked */
-        if (!run) {
-            char why[600];
-            snprintf(why, sizeof why, "%s", fp8_error_message());
-            FP8_ERROR(FP8_EINVAL, "rank %d of %s: %s", r, path, why);
-            goto fail;
-        }
-        if (r == 0) {
-            int tp = 0, dp = 0;
-            if (meta_int(run, "parallel_tp", 1, n, &tp) < 0 || meta_int(run, "parallel_dp", 1, n, &dp) < 0 ||
-                (tp && n % tp) || (tp && dp && tp * dp != n)) {
-                FP8_ERROR(FP8_EINVAL, "%s: parallel_tp / parallel_dp in /meta do not factor the %d ranks", rp, n);
-                fp8_run_free(run);
-                goto fail;
-            }
-            R->tp = tp, R->dp = tp ? n / tp : 0;
-            R->simulated = fp8_run_meta(run, "mpi_simulated") != NULL;
-            R->ntensors = run->ntensors, R->nrecipes = run->nrecipes;
-            R->tname = calloc((size_t)run->ntensors + 1, sizeof *R->tname);
-            R->rspec = calloc((size_t)run->nrecipes + 1, sizeof *R->rspec);
-            red_k = calloc((size_t)run->nrecipes + 1, sizeof *red_k);
-            int64_t lo = INT64_MAX, hi = INT64_MIN;
-            for (size_t i = 0; i < run->nsteps; i++) {
-                lo = run->steps[i].step < lo ? run->steps[i].step : lo;
-                hi = run->steps[i].step > hi ? run->steps[i].step : hi;
-            }
-            R->s0 = run->nsteps ? lo : 0;
-            R->nsteps = run->nsteps ? (size_t)(hi - lo + 1) : 0;
-            if (!R->tname || !R->rspec || !red_k) {
-                FP8_ERROR(FP8_ENOMEM, "%s: out of memory", path);
-                fp8_run_free(run);
-                goto fail;
-            }
-            memcpy(R->tname, run->tensor_name, (size_t)run->ntensors * sizeof *R->tname);
-            memcpy(R->rspec, run->recipe_spec, (size_t)run->nrecipes * sizeof *R->rspec);
-            for (int k = 0; k < run->nrecipes; k++) {
-                fp8_recipe rec;
-                if (fp8_recipe_parse(run->recipe_spec[k], &rec) == FP8_OK && rec.reduce[0])
-                    red_k[nred++] = k;
-            }
-            size_t per = (size_t)n * (size_t)(R->ntensors ? R->ntensors : 1);
-            if (R->nsteps && (per > MAX_CELLS / R->nsteps || (nred && per * (size_t)nred > MAX_CELLS / R->nsteps))) {
-                FP8_ERROR(FP8_EINVAL, "%s: %d ranks x %d tensors x %zu steps is more than this analysis holds", path, n,
-                          R->ntensors, R->nsteps);
-                fp8_run_free(run);
-                goto fail;
-            }
-            R->amax = malloc((per * R->nsteps + 1) * sizeof *R->amax);
-            scl = malloc((per * (size_t)nred * R->nsteps + 1) * sizeof *scl);
-            nrecorded = (size_t)n * (size_t)(nred + 1);
-            recorded = calloc(nrecorded, sizeof *recorded);
-            if (!R->amax || !scl || !recorded) {
-                FP8_ERROR(FP8_ENOMEM, "%s: out of memory for %d ranks x %d tensors x %zu steps", path, n, R->ntensors,
-                          R->nsteps);
-                fp8_run_free(run);
-                goto fail;
-            }
-            for (size_t i = 0; i < per * R->nsteps; i++)
-                R->amax[i] = NAN;
-            for (size_t i = 0; i < per * (size_t)nred * R->nsteps; i++)
-                scl[i] = NAN;
-        }
-        /* this rank's ids -> rank 0's */
-        int *tmap = malloc(((size_t)run->ntensors + 1) * sizeof *tmap), *kmap = malloc(((size_t)run->nrecipes + 1) * sizeof *kmap);
-        if (!tmap || !kmap) {
-            free(tmap), free(kmap);
-            FP8_ERROR(FP8_ENOMEM, "%s: out of memory", rp);
-            fp8_run_free(run);
-            goto fail;
-        }
-        for (int t = 0; t < run->ntensors; t++)
-            tmap[t] = find_name(R->tname, R->ntensors, run->tensor_name[t]);
-        for (int k = 0; k < run->nrecipes; k++) {
-            int k0 = find_spec(R->rspec, R->nrecipes, run->recipe_spec[k]);
-            kmap[k] = -1;
-            for (int q = 0; k0 >= 0 && q < nred; q++)
-                if (red_k[q] == k0)
-                    kmap[k] = q;
-            if (k0 < 0)
-                kmap[k] = -2;
-        }
-        for (int q = 0; q < nred; q++) {
-            fp8_recipe rec;
-            fp8_recipe_parse(R->rspec[red_k[q]], &rec);
-            char key[64];
-            snprintf(key, sizeof key, "mpi_group.%s", rec.reduce);
-            const char *v = fp8_run_meta(run, key);
-            char **slot = &recorded[(size_t)r * (size_t)(nred + 1) + (size_t)q];
-            if (!(*slot = strdup(v ? v : ""))) {
-                FP8_ERROR(FP8_ENOMEM, "%s: out of memory", rp);
-                free(tmap), free(kmap);
-                fp8_run_free(run);
-                goto fail;
-            }
-        }
-        for (size_t i = 0; i < run->nsteps; i++) {
-            const fp8_step_row *s = &run->steps[i];
-            int t = tmap[s->tensor], q = kmap[s->recipe];
-            if (t < 0 || q == -2 || s->step < R->s0 || (uint64_t)(s->step - R->s0) >= R->nsteps) {
-                R->skipped_rows++;
-                continue;
-            }
-            size_t j = (size_t)(s->step - R->s0);
-            AMAX(R, r, t, j) = s->amax;
-            if (q >= 0)
-                SCALE(r, q, t, j) = s->scale;
-        }
-        free(tmap);
-        free(kmap);
-        fp8_run_free(run);
-    }
-    /* skew */
-    R->skew = calloc((size_t)R->ntensors + 1, sizeof *R->skew);
-    double *tmp = malloc((R->nsteps + 1) * sizeof *tmp);
-    R->scales = calloc((size_t)R->ntensors * (size_t)nred + 1, sizeof *R->scales);
-    int *inst = malloc((size_t)n * sizeof *inst);
-    if (!R->skew || !tmp || !R->scales || !inst) {
-        free(tmp), free(inst);
-        FP8_ERROR(FP8_ENOMEM, "%s: out of memory", path);
-        goto fail;
-    }
-    for (int t = 0; t < R->ntensors; t++)
-        skew_of(R, t, tmp);
-    free(tmp);
-    /* membership against the declared topology, once per group name */
-    wantcap = (size_t)n * 7 + 16;
-    if (!(want = malloc(wantcap))) {
-        free(inst);
-        FP8_ERROR(FP8_ENOMEM, "%s: out of memory", path);
-        goto fail;
-    }
-    char checked[8][24];
-    int nchecked = 0;
-    for (int q = 0; q < nred && R->tp; q++) {
-        fp8_recipe rec;
-        fp8_recipe_parse(R->rspec[red_k[q]], &rec);
-        int seen = 0;
-        for (int m = 0; m < nchecked; m++)
-            seen |= strcmp(checked[m], rec.reduce) == 0;
-        if (seen || (strcmp(rec.reduce, "tp") && strcmp(rec.reduce, "dp")))
-            continue;
-        if (nchecked < 8)
-            snprintf(checked[nchecked++], sizeof checked[0], "%s", rec.reduce);
-        for (int r = 0; r < n; r++) {
-            const char *got = recorded[(size_t)r * (size_t)(nred + 1) + (size_t)q];
-            if (!*got || fp8_ranks_layout_members(n, R->tp, rec.reduce, r, want, wantcap) < 0 ||
-                strcmp(got, want) == 0)
-                continue;
-            if (R->nmember_bad < 8)
-                snprintf(R->member_msg[R->nmember_bad], sizeof R->member_msg[0],
-                         "rank %d: the communicator registered as '%s' holds ranks %.90s; tp=%d, dp=%d expects %.90s", r,
-                         rec.reduce, got, R->tp, R->dp, want);
-            R->nmember_bad++;
-        }
-    }
-    /* scales inside each instance of a recipe's reduction group */
-    for (int q = 0; q < nred; q++) {
-        fp8_recipe rec;
-        fp8_recipe_parse(R->rspec[red_k[q]], &rec);
-        int ninst = 0, known = 1;
-        for (int r = 0; r < n; r++) {
-            inst[r] = instance_of(R, rec.reduce, r, recorded[(size_t)r * (size_t)(nred + 1) + (size_t)q]);
-            known &= inst[r] >= 0;
-            ninst = inst[r] + 1 > ninst ? inst[r] + 1 : ninst;
-        }
-        float *gm = malloc(((size_t)ninst + 1) * sizeof *gm), *refs = malloc(((size_t)ninst + 1) * sizeof *refs);
-        int *ref = malloc(((size_t)ninst + 1) * sizeof *ref);
-        if (!gm || !refs || !ref) {
-            free(gm), free(refs), free(ref), free(inst);
-            FP8_ERROR(FP8_ENOMEM, "%s: out of memory", path);
-            goto fail;
-        }
-        for (int t = 0; t < R->ntensors; t++) {
-            an_rank_scales *o = &R->scales[R->nscales];
-            memset(o, 0, sizeof *o);
-            o->t = t, o->k = red_k[q], o->first_step = -1, o->rank_a = o->rank_b = -1;
-            snprintf(o->group, sizeof o->group, "%s", rec.reduce);
-            o->ninst = known ? ninst : 0;
-            double csum = 0;
-            size_t cn = 0;
-            int any = 0;
-            for (size_t j = 0; known && j < R->nsteps; j++) {
-                int all = 1, differ = 0;
-                for (int r = 0; r < n && all; r++)
-                    all = !isnan(AMAX(R, r, t, j));
-                if (!all)
-                    continue;
-                any = 1;
-                o->steps++;
-                /* per instance: the group amax and the first rank's scale (O(ranks)) */
-                for (int g = 0; g < ninst; g++)
-                    gm[g] = 0, ref[g] = -1;
-                for (int r = 0; r < n; r++) {
-                    float sr = SCALE(r, q, t, j);
-                    float ar = AMAX(R, r, t, j);
-                    int g = inst[r];
-                    gm[g] = ar > gm[g] ? ar : gm[g];
-                    if (ref[g] < 0) {
-                        ref[g] = r, refs[g] = sr;
-                    } else if (!same_scale(refs[g], sr) && !differ) {
-                        differ = 1;
-                        if (o->first_step < 0)
-                            o->first_step = R->s0 + (int64_t)j, o->rank_a = ref[g], o->rank_b = r,
-                            o->scale_a = refs[g], o->scale_b = sr;
-                    }
-                }
-                for (int r = 0; r < n; r++) {
-                    float ar = AMAX(R, r, t, j), gmax = gm[inst[r]];
-                    if (ar > 0 && isfinite(ar) && isfinite(gmax)) {
-                        double c = log2((double)gmax / (double)ar);
-                        csum += c, cn++;
-                        o->cost_max = c > o->cost_max ? c : o->cost_max;
-                    }
-                }
-                o->differ += (size_t)differ;
-            }
-            o->cost_mean = cn ? csum / (double)cn : NAN;
-            if (!cn)
-                o->cost_max = NAN;
-            if (any || !known)
-                R->nscales++;
-        }
-        free(gm), free(refs), free(ref);
-    }
-    free(inst);
-    rc = 0;
-fail:
-    free(scl);
-    free(red_k);
-    for (size_t i = 0; recorded && i < nrecorded; i++)
-        free(recorded[i]);
-    free(recorded);
-    free(want);
+    loader L = {.R = R, .path = path, .n = n};
+    int rc = load_ranks(&L) != FP8_OK || analyse(&L) != FP8_OK;
+    loader_free(&L);
     if (rc)
         an_ranks_free(R);
     return rc;
