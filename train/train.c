@@ -152,82 +152,86 @@ static double now(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-int train_run(const train_options *o)
-{
-    corpus c = {NULL, 0};
+/* A training session: the data, the run file, the model, the batches. */
+typedef struct {
+    const train_options *o;
+    corpus c;
     const char *source;
+    int rank, world, quiet;
+    size_t T, B, N, ntrain, nval; /* context, global batch, this rank's tokens; the text's split */
+    double h;                     /* unigram entropy of the training text */
+    model_precision prec;
+    char shape[128], acctxt[160];
+    fp8_probe_run *run;
+    model *m;
+    gsl_rng *rng, *vrng;
+    int *x, *y, *xr, *yr;         /* the global batch; this rank's sequences */
+} session;
+
+/* the text: --data files, else Debian's fortunes (else its licenses) */
+static int load_text(session *S)
+{
+    const train_options *o = S->o;
     if (o->ndata > 0) {
         for (int i = 0; i < o->ndata; i++)
-            if (append_file(&c, o->data[i]) != 0) {
+            if (append_file(&S->c, o->data[i]) != 0) {
                 fprintf(stderr, "fp8prof: train: cannot read %s\n", o->data[i]);
-                free(c.bytes);
                 return 1;
             }
-        source = "--data files";
-    } else {
-        append_dir(&c, "/usr/share/games/fortunes");
-        source = "fortunes";
-        if (c.n < 100000) {
-            append_dir(&c, "/usr/share/common-licenses");
-            source = "common-licenses";
-        }
+        S->source = "--data files";
+        return 0;
     }
-    int rank = 0, world = 1;
-    if (o->mpi) {
-        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-        MPI_Comm_size(MPI_COMM_WORLD, &world);
+    append_dir(&S->c, "/usr/share/games/fortunes");
+    S->source = "fortunes";
+    if (S->c.n < 100000) {
+        append_dir(&S->c, "/usr/share/common-licenses");
+        S->source = "common-licenses";
     }
-    if (o->model.batch % world) {
-        if (rank == 0)
-            fprintf(stderr, "fp8prof: train: --batch %d does not split over %d ranks\n", o->model.batch, world);
-        free(c.bytes);
-        return 2;
-    }
-    /* B: the global batch every rank draws; b of it are this rank's */
-    size_t T = (size_t)o->model.ctx, B = (size_t)o->model.batch, b = B / (size_t)world, N = b * T;
-    model_config cfg = o->model;
-    cfg.batch = (int)b;
-    if (c.n < 20 * (T + 2)) {
-        fprintf(stderr, "fp8prof: train: only %zu bytes of text (install Debian's fortunes or pass --data)\n", c.n);
-        free(c.bytes);
-        return 1;
-    }
-    size_t ntrain = c.n / 10 * 9, nval = c.n - ntrain;
-    double h = unigram_entropy(c.bytes, ntrain);
-    model_precision prec = !strcmp(o->recipe, "fp32") ? PREC_FP32 : !strcmp(o->recipe, "bf16") ? PREC_BF16 : PREC_FP8;
-    char seedtxt[32], dseedtxt[32], warmtxt[32], shape[128], stepstxt[32], acctxt[160];
+    return 0;
+}
+
+/* the accumulator's description for /meta; 2 when the recipe has no FP8 GEMM to emulate */
+static int describe_accumulator(session *S)
+{
+    const train_options *o = S->o;
     int acc_on = o->acc.acc_bits || o->acc.promote;
     if (!acc_on)
-        snprintf(acctxt, sizeof acctxt, "fp32 (cblas_sgemm)");
+        snprintf(S->acctxt, sizeof S->acctxt, "fp32 (cblas_sgemm)");
     else if (o->acc.acc_bits)
-        snprintf(acctxt, sizeof acctxt, "emulated: %d-bit %s accumulator, %s%.0d%s", o->acc.acc_bits,
+        snprintf(S->acctxt, sizeof S->acctxt, "emulated: %d-bit %s accumulator, %s%.0d%s", o->acc.acc_bits,
                  o->acc.round ? "nearest-even" : "truncating", o->acc.promote ? "promoted to fp32 every " : "never promoted",
                  o->acc.promote, o->acc.promote ? " products" : "");
     else
-        snprintf(acctxt, sizeof acctxt, "emulated: fp32 accumulator, sequential, promoted every %d products",
+        snprintf(S->acctxt, sizeof S->acctxt, "emulated: fp32 accumulator, sequential, promoted every %d products",
                  o->acc.promote);
-    if (acc_on && prec != PREC_FP8) {
+    if (acc_on && S->prec != PREC_FP8) {
         fprintf(stderr, "fp8prof: train: --acc-bits/--promote model FP8 GEMMs; recipe %s has none\n", o->recipe);
-        free(c.bytes);
         return 2;
     }
+    return 0;
+}
+
+/* the run file with the keys the analyses read (docs/schema.md);
+ * parallel_dp/tp only under mpirun */
+static int open_run(session *S)
+{
+    const train_options *o = S->o;
+    char seedtxt[32], dseedtxt[32], warmtxt[32], stepstxt[32], worldtxt[16];
     snprintf(seedtxt, sizeof seedtxt, "%lu", o->seed);
     snprintf(dseedtxt, sizeof dseedtxt, "%lu", o->data_seed);
     snprintf(warmtxt, sizeof warmtxt, "%ld", o->warmup);
     snprintf(stepstxt, sizeof stepstxt, "%ld", o->steps);
+    snprintf(worldtxt, sizeof worldtxt, "%d", S->world);
     int hidden = o->model.hidden > 0 ? o->model.hidden : ((8 * o->model.dim / 3) + 15) / 16 * 16; /* model.c's rule */
-    snprintf(shape, sizeof shape, "layers %d dim %d hidden %d heads %d ctx %d batch %d", o->model.layers, o->model.dim,
-             hidden, o->model.heads, o->model.ctx, o->model.batch);
-    char worldtxt[16];
-    snprintf(worldtxt, sizeof worldtxt, "%d", world);
-    /* the keys the analyses read (docs/schema.md); parallel_dp/tp only under mpirun */
-    const char *kv[] = {"source", "fp8prof train", "recipe", o->recipe, "applied", prec == PREC_FP8 ? "yes" : "no",
-                        "model", shape, "seed", seedtxt, "data_seed", dseedtxt, "lr_warmup", warmtxt,
-                        "steps", stepstxt, "data", source, "smooth_swiglu",
+    snprintf(S->shape, sizeof S->shape, "layers %d dim %d hidden %d heads %d ctx %d batch %d", o->model.layers,
+             o->model.dim, hidden, o->model.heads, o->model.ctx, o->model.batch);
+    const char *kv[] = {"source", "fp8prof train", "recipe", o->recipe, "applied", S->prec == PREC_FP8 ? "yes" : "no",
+                        "model", S->shape, "seed", seedtxt, "data_seed", dseedtxt, "lr_warmup", warmtxt,
+                        "steps", stepstxt, "data", S->source, "smooth_swiglu",
                         o->smooth_swiglu == SMOOTH_FOLD        ? "fold"
                         : o->smooth_swiglu == SMOOTH_PUBLISHED ? "published"
                                                                : "no",
-                        "accumulation", acctxt, "parallel_dp", worldtxt, "parallel_tp", "1"};
+                        "accumulation", S->acctxt, "parallel_dp", worldtxt, "parallel_tp", "1"};
     const int nkv = (int)(sizeof kv / sizeof kv[0] / 2);
     fp8_probe_options po = fp8_probe_defaults();
     po.snapshot_pattern = "*.mlp.w2.input";
@@ -235,100 +239,200 @@ int train_run(const train_options *o)
     po.snapshot_pairs = 1; /* step-to-step (lag 1) changes of rows and blocks */
     po.every = o->record_every; /* recipe states still advance on every step */
     po.block_amax_every = o->block_amax_every;
-    fp8_probe_run *run;
     if (o->mpi) {
         const char *gname[] = {"dp"};
         MPI_Comm gcomm[] = {MPI_COMM_WORLD};
-        run = fp8_probe_open_mpi(o->out, &po, kv, nkv, MPI_COMM_WORLD, gname, gcomm, 1);
+        S->run = fp8_probe_open_mpi(o->out, &po, kv, nkv, MPI_COMM_WORLD, gname, gcomm, 1);
     } else
-        run = fp8_probe_open(o->out, &po, kv, nkv - 2);
-    if (!run) {
+        S->run = fp8_probe_open(o->out, &po, kv, nkv - 2);
+    if (!S->run) {
         fprintf(stderr, "fp8prof: train: %s\n", fp8_error_message());
-        free(c.bytes);
         return 1;
     }
-    model *m = model_create(&cfg, o->seed, prec, prec == PREC_FP8 ? o->recipe : NULL, o->shadows, o->nshadow,
-                            run, o->smooth_swiglu, o->fp8_head);
-    if (m)
-        model_set_gemm_error(m, o->gemm_every < 0 ? o->record_every : o->gemm_every);
-    if (m && acc_on && model_set_accumulator(m, &o->acc) != FP8_OK) {
-        model_free(m);
-        m = NULL;
+    return 0;
+}
+
+/* the model (every rank must have its model before the first collective) */
+static int make_model(session *S, const model_config *cfg)
+{
+    const train_options *o = S->o;
+    S->m = model_create(cfg, o->seed, S->prec, S->prec == PREC_FP8 ? o->recipe : NULL, o->shadows, o->nshadow, S->run,
+                        o->smooth_swiglu, o->fp8_head);
+    if (S->m)
+        model_set_gemm_error(S->m, o->gemm_every < 0 ? o->record_every : o->gemm_every);
+    if (S->m && (o->acc.acc_bits || o->acc.promote) && model_set_accumulator(S->m, &o->acc) != FP8_OK) {
+        model_free(S->m);
+        S->m = NULL;
     }
-    /* every rank must have its model before the first collective */
-    int ok = m != NULL;
+    int ok = S->m != NULL;
     if (o->mpi)
         MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (!ok) {
-        fprintf(stderr, "fp8prof: train: %s\n", m ? "another rank failed to build its model" : fp8_error_message());
-        model_free(m);
-        fp8_probe_close(run);
-        free(c.bytes);
+        fprintf(stderr, "fp8prof: train: %s\n", S->m ? "another rank failed to build its model" : fp8_error_message());
         return 1;
     }
-    int quiet = o->quiet || rank != 0;
-    if (!quiet)
+    return 0;
+}
+
+/* Everything before the first step: 0, or the exit status (message printed). */
+static int session_begin(session *S)
+{
+    const train_options *o = S->o;
+    if (load_text(S))
+        return 1;
+    if (o->mpi) {
+        MPI_Comm_rank(MPI_COMM_WORLD, &S->rank);
+        MPI_Comm_size(MPI_COMM_WORLD, &S->world);
+    }
+    if (o->model.batch % S->world) {
+        if (S->rank == 0)
+            fprintf(stderr, "fp8prof: train: --batch %d does not split over %d ranks\n", o->model.batch, S->world);
+        return 2;
+    }
+    /* B: the global batch every rank draws; b of it are this rank's */
+    size_t b = (size_t)o->model.batch / (size_t)S->world;
+    S->T = (size_t)o->model.ctx, S->B = (size_t)o->model.batch, S->N = b * S->T;
+    model_config cfg = o->model;
+    cfg.batch = (int)b;
+    if (S->c.n < 20 * (S->T + 2)) {
+        fprintf(stderr, "fp8prof: train: only %zu bytes of text (install Debian's fortunes or pass --data)\n", S->c.n);
+        return 1;
+    }
+    S->ntrain = S->c.n / 10 * 9, S->nval = S->c.n - S->ntrain;
+    S->h = unigram_entropy(S->c.bytes, S->ntrain);
+    S->prec = !strcmp(o->recipe, "fp32") ? PREC_FP32 : !strcmp(o->recipe, "bf16") ? PREC_BF16 : PREC_FP8;
+    int rc = describe_accumulator(S);
+    if (!rc)
+        rc = open_run(S);
+    if (!rc)
+        rc = make_model(S, &cfg);
+    if (rc)
+        return rc;
+    S->quiet = o->quiet || S->rank != 0;
+    if (!S->quiet)
         printf("data: %s, %zu bytes (train %zu, validation %zu); unigram entropy %.3f nats/byte\n"
                "model: %s, hidden %d, %zu parameters; recipe %s%s\n",
-               source, c.n, ntrain, nval, h, shape, model_cfg(m)->hidden, model_num_params(m), o->recipe,
+               S->source, S->c.n, S->ntrain, S->nval, S->h, S->shape, model_cfg(S->m)->hidden,
+               model_num_params(S->m), o->recipe,
                o->smooth_swiglu == SMOOTH_FOLD        ? " + Smooth SwiGLU (folded into w2)"
                : o->smooth_swiglu == SMOOTH_PUBLISHED ? " + Smooth SwiGLU (as published)"
                                                       : "");
-    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937), *vrng = gsl_rng_alloc(gsl_rng_mt19937);
-    gsl_rng_set(rng, o->data_seed); /* the batches; o->seed drew the weights */
-    int *x = malloc(B * T * sizeof *x), *y = malloc(B * T * sizeof *y);
-    int *xr = x + (size_t)rank * N, *yr = y + (size_t)rank * N; /* this rank's sequences */
+    S->rng = gsl_rng_alloc(gsl_rng_mt19937), S->vrng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(S->rng, o->data_seed); /* the batches; o->seed drew the weights */
+    S->x = malloc(S->B * S->T * sizeof *S->x), S->y = malloc(S->B * S->T * sizeof *S->y);
+    S->xr = S->x + (size_t)S->rank * S->N, S->yr = S->y + (size_t)S->rank * S->N;
+    return 0;
+}
+
+static void session_end(session *S)
+{
+    if (S->rng)
+        gsl_rng_free(S->rng);
+    if (S->vrng)
+        gsl_rng_free(S->vrng);
+    free(S->x), free(S->y), free(S->c.bytes);
+    model_free(S->m);
+}
+
+/* linear warm-up, then cosine decay to 10% of the peak */
+static float lr_at(const train_options *o, long step)
+{
+    return o->lr * (step < o->warmup ? (float)(step + 1) / (float)o->warmup
+                                     : 0.1f + 0.9f * 0.5f * (1.0f + cosf((float)M_PI * (float)(step - o->warmup) /
+                                                                          (float)(o->steps - o->warmup))));
+}
+
+/* one optimisation step; the loss (the mean over ranks) and *gn the
+ * gradient's norm */
+static float train_step(session *S, long step, float lr, float *gn)
+{
+    const train_options *o = S->o;
+    draw(S->rng, S->c.bytes, S->ntrain, S->x, S->y, S->B, S->T);
+    float loss = model_forward(S->m, S->xr, S->yr, step, 1);
+    if (step % o->record_every == 0)
+        model_record_swiglu(S->m, step); /* (this step's SwiGLU output and weights) */
+    model_backward(S->m, step);
+    if (o->mpi) {
+        /* sum over ranks, then the mean: one rank's gradient passes unchanged */
+        float *g = model_grads(S->m);
+        size_t np = model_num_params(S->m);
+        MPI_Allreduce(MPI_IN_PLACE, g, (int)np, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        if (S->world > 1)
+            for (size_t i = 0; i < np; i++)
+                g[i] /= (float)S->world;
+        float ls = loss;
+        MPI_Allreduce(MPI_IN_PLACE, &ls, 1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        loss = S->world > 1 ? ls / (float)S->world : ls;
+    }
+    *gn = model_grad_norm(S->m);
+    model_adamw(S->m, lr, 0.9f, 0.95f, 1e-8f, o->weight_decay, step + 1);
+    return loss;
+}
+
+/* the validation loss: the same 8 batches every time, the mean over ranks */
+static double validate(session *S, long step)
+{
+    gsl_rng_set(S->vrng, 12345);
+    double vl = 0;
+    for (int k = 0; k < 8; k++) {
+        draw(S->vrng, S->c.bytes + S->ntrain, S->nval, S->x, S->y, S->B, S->T);
+        vl += model_forward(S->m, S->xr, S->yr, step, 0);
+    }
+    if (S->o->mpi) {
+        MPI_Allreduce(MPI_IN_PLACE, &vl, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        vl = S->world > 1 ? vl / S->world : vl;
+    }
+    return vl / 8;
+}
+
+/* the step's line: rewritten in place on a terminal, else at validations */
+static void progress_line(const session *S, long step, float loss, double last_val, double dt, double t0, int tty)
+{
+    const train_options *o = S->o;
+    double el = now() - t0, eta = el / (double)(step + 1) * (double)(o->steps - step - 1);
+    char val[32] = ""; /* (nothing before the first validation) */
+    if (!isnan(last_val))
+        snprintf(val, sizeof val, " val %.4f", last_val);
+    if (tty)
+        printf("\rstep %ld/%ld  loss %.4f %s  %.0f tok/s  ETA %.0fs   ", step + 1, o->steps, loss, val,
+               (double)S->N / dt, eta);
+    else if ((step + 1) % o->val_every == 0 || step + 1 == o->steps)
+        printf("step %ld/%ld loss %.4f%s %.0f tok/s\n", step + 1, o->steps, loss, val, (double)S->N / dt);
+    fflush(stdout);
+}
+
+int train_run(const train_options *o)
+{
+    session S;
+    memset(&S, 0, sizeof S);
+    S.o = o, S.world = 1;
+    int rc = session_begin(&S);
+    if (rc) {
+        if (S.run)
+            fp8_probe_close(S.run);
+        session_end(&S);
+        return rc;
+    }
     interrupted = 0;
     void (*old)(int) = signal(SIGINT, on_sigint);
-    int tty = isatty(STDOUT_FILENO);
+    int tty = isatty(STDOUT_FILENO), stopped = 0;
     double t0 = now(), last_val = NAN;
-    int stopped = 0;
     float loss = 0;
     long step;
     for (step = 0; step < o->steps && !interrupted; step++) {
         double ts = now();
-        float lr = o->lr * (step < o->warmup ? (float)(step + 1) / (float)o->warmup
-                                             : 0.1f + 0.9f * 0.5f * (1.0f + cosf((float)M_PI * (float)(step - o->warmup) /
-                                                                                  (float)(o->steps - o->warmup))));
-        draw(rng, c.bytes, ntrain, x, y, B, T);
-        loss = model_forward(m, xr, yr, step, 1);
-        if (step % o->record_every == 0)
-            model_record_swiglu(m, step); /* (this step's SwiGLU output and weights) */
-        model_backward(m, step);
-        if (o->mpi) {
-            /* sum over ranks, then the mean: one rank's gradient passes unchanged */
-            float *g = model_grads(m);
-            size_t np = model_num_params(m);
-            MPI_Allreduce(MPI_IN_PLACE, g, (int)np, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-            if (world > 1)
-                for (size_t i = 0; i < np; i++)
-                    g[i] /= (float)world;
-            float ls = loss;
-            MPI_Allreduce(MPI_IN_PLACE, &ls, 1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-            loss = world > 1 ? ls / (float)world : ls;
-        }
-        float gn = model_grad_norm(m);
-        model_adamw(m, lr, 0.9f, 0.95f, 1e-8f, o->weight_decay, step + 1);
+        float lr = lr_at(o, step), gn;
+        loss = train_step(&S, step, lr, &gn);
         double dt = now() - ts;
-        fp8_probe_scalar(run, "loss", step, loss);
-        fp8_probe_scalar(run, "lr", step, lr);
-        fp8_probe_scalar(run, "grad_norm", step, gn);
-        fp8_probe_scalar(run, "tokens_per_s", step, (double)N / dt);
+        fp8_probe_scalar(S.run, "loss", step, loss);
+        fp8_probe_scalar(S.run, "lr", step, lr);
+        fp8_probe_scalar(S.run, "grad_norm", step, gn);
+        fp8_probe_scalar(S.run, "tokens_per_s", step, (double)S.N / dt);
         if ((step + 1) % o->val_every == 0 || step + 1 == o->steps) {
-            gsl_rng_set(vrng, 12345); /* the same validation batches every time */
-            double vl = 0;
-            for (int k = 0; k < 8; k++) {
-                draw(vrng, c.bytes + ntrain, nval, x, y, B, T);
-                vl += model_forward(m, xr, yr, step, 0);
-            }
-            if (o->mpi) {
-                MPI_Allreduce(MPI_IN_PLACE, &vl, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-                vl = world > 1 ? vl / world : vl;
-            }
-            last_val = vl / 8;
-            fp8_probe_scalar(run, "val_loss", step, last_val);
+            last_val = validate(&S, step);
+            fp8_probe_scalar(S.run, "val_loss", step, last_val);
         }
-        if (fp8_probe_step_end(run, step) != FP8_OK && !stopped) { /* said once; training goes on */
+        if (fp8_probe_step_end(S.run, step) != FP8_OK && !stopped) { /* said once; training goes on */
             stopped = 1;
             fprintf(stderr, "fp8prof: train: recording stopped at step %ld: %s\n", step, fp8_error_message());
         }
@@ -337,22 +441,12 @@ int train_run(const train_options *o)
             MPI_Allreduce(MPI_IN_PLACE, &stop, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
             interrupted = stop;
         }
-        if (!quiet) {
-            double el = now() - t0, eta = el / (double)(step + 1) * (double)(o->steps - step - 1);
-            char val[32] = ""; /* (nothing before the first validation) */
-            if (!isnan(last_val))
-                snprintf(val, sizeof val, " val %.4f", last_val);
-            if (tty)
-                printf("\rstep %ld/%ld  loss %.4f %s  %.0f tok/s  ETA %.0fs   ", step + 1, o->steps, loss, val,
-                       (double)N / dt, eta);
-            else if ((step + 1) % o->val_every == 0 || step + 1 == o->steps)
-                printf("step %ld/%ld loss %.4f%s %.0f tok/s\n", step + 1, o->steps, loss, val, (double)N / dt);
-            fflush(stdout);
-        }
+        if (!S.quiet)
+            progress_line(&S, step, loss, last_val, dt, t0, tty);
     }
     signal(SIGINT, old);
-    int rc = fp8_probe_close(run) == FP8_OK ? 0 : 1;
-    if (!quiet) {
+    rc = fp8_probe_close(S.run) == FP8_OK ? 0 : 1;
+    if (!S.quiet) {
         double el = now() - t0;
         char took[32], val[48] = "";
         if (el < 10)
@@ -362,10 +456,8 @@ int train_run(const train_options *o)
         if (!isnan(last_val))
             snprintf(val, sizeof val, ", validation %.4f", last_val);
         printf("%s%s after %ld steps in %s: loss %.4f%s nats/byte (unigram entropy %.3f); run %s\n", tty ? "\n" : "",
-               interrupted ? "interrupted" : "done", step, took, loss, val, h, o->out);
+               interrupted ? "interrupted" : "done", step, took, loss, val, S.h, o->out);
     }
-    gsl_rng_free(rng), gsl_rng_free(vrng);
-    free(x), free(y), free(c.bytes);
-    model_free(m);
+    session_end(&S);
     return interrupted ? 130 : rc;
 }
