@@ -155,184 +155,230 @@ static fp8_probe_run *synth_open_mpi(const char *out, synth_opts *o)
     return run;
 }
 
-int cmd_synth(int argc, char **argv)
+/* The options into *o and *out: 0, or the usage error's status. */
+static int synth_args(int argc, char **argv, synth_opts *o, const char **out)
 {
-    synth_opts o = {.steps = 300, .tensors = 12, .rows = 32, .cols = 256, .seed = 1, .ranks = 1, .tp = 1, .every = 1,
-                    .active = "hybrid:delayed:history=16"};
     const char *shadow_default[] = {"e4m3:current", "e4m3:block=1x128", "mxfp8"};
-    const char *out = NULL;
     int user_shadows = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int rc = 0;
         if (strcmp(a, "--wrong-group") == 0) {
-            o.wrong_group = 1;
+            o->wrong_group = 1;
             continue;
         }
         if (i + 1 >= argc && (strcmp(a, "-o") == 0 || strncmp(a, "--", 2) == 0))
             return cli_usage_error("synth: %s needs a value", a);
         if (strcmp(a, "-o") == 0)
-            out = argv[++i];
+            *out = argv[++i];
         else if (strcmp(a, "--steps") == 0)
-            rc = parse_long(a, argv[++i], 1, 10000000, &o.steps);
+            rc = parse_long(a, argv[++i], 1, 10000000, &o->steps);
         else if (strcmp(a, "--tensors") == 0)
-            rc = parse_long(a, argv[++i], 1, 100000, &o.tensors);
+            rc = parse_long(a, argv[++i], 1, 100000, &o->tensors);
         else if (strcmp(a, "--rows") == 0)
-            rc = parse_long(a, argv[++i], 1, 1 << 20, &o.rows);
+            rc = parse_long(a, argv[++i], 1, 1 << 20, &o->rows);
         else if (strcmp(a, "--cols") == 0)
-            rc = parse_long(a, argv[++i], 1, 1 << 20, &o.cols);
+            rc = parse_long(a, argv[++i], 1, 1 << 20, &o->cols);
         else if (strcmp(a, "--seed") == 0)
-            rc = parse_long(a, argv[++i], 0, 0x7FFFFFFF, &o.seed);
+            rc = parse_long(a, argv[++i], 0, 0x7FFFFFFF, &o->seed);
         else if (strcmp(a, "--record-every") == 0)
-            rc = parse_long(a, argv[++i], 1, 10000000, &o.every);
+            rc = parse_long(a, argv[++i], 1, 10000000, &o->every);
         else if (strcmp(a, "--ranks") == 0)
-            rc = parse_long(a, argv[++i], 1, 1024, &o.ranks);
+            rc = parse_long(a, argv[++i], 1, 1024, &o->ranks);
         else if (strcmp(a, "--tp") == 0)
-            rc = parse_long(a, argv[++i], 1, 1024, &o.tp);
+            rc = parse_long(a, argv[++i], 1, 1024, &o->tp);
         else if (strcmp(a, "--recipe") == 0)
-            o.active = argv[++i];
+            o->active = argv[++i];
         else if (strcmp(a, "--shadow") == 0) {
-            if (o.nsh == 8)
+            if (o->nsh == 8)
                 return cli_usage_error("synth: at most 8 --shadow recipes");
-            o.shadows[o.nsh++] = argv[++i];
+            o->shadows[o->nsh++] = argv[++i];
             user_shadows = 1;
         } else
             return cli_usage_error("synth: unknown option '%s'", a);
         if (rc)
             return rc;
     }
-    if (!out)
+    if (!*out)
         return cli_usage_error("synth needs -o RUN.h5");
     if (!user_shadows)
-        for (o.nsh = 0; o.nsh < 3; o.nsh++)
-            o.shadows[o.nsh] = shadow_default[o.nsh];
-    int mpi = getenv("OMPI_COMM_WORLD_SIZE") != NULL;
-    if (mpi && o.ranks > 1)
-        return cli_usage_error("synth: --ranks is for one process; under mpirun the ranks are mpirun's");
-    if (!mpi && o.ranks % o.tp)
-        return cli_usage_error("synth: --tp %ld does not divide --ranks %ld", o.tp, o.ranks);
-    if (!mpi && o.wrong_group)
-        return cli_usage_error("synth: --wrong-group needs real ranks (mpirun)");
-    if (mpi)
-        MPI_Init(NULL, NULL);
-    int world_rank = 0;
-    if (mpi)
-        MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-    long nlocal = mpi ? 1 : o.ranks;
-    fp8_probe_options po = fp8_probe_defaults();
-    po.every = o.every; /* statistics every N steps; the every-step series always */
+        for (o->nsh = 0; o->nsh < 3; o->nsh++)
+            o->shadows[o->nsh] = shadow_default[o->nsh];
+    return 0;
+}
+
+/* One synth: its ranks in this process (one under mpirun), their runs,
+ * probes, random streams, and the final names of their files. */
+typedef struct {
+    synth_opts o;
+    const char *out;
+    int mpi, world_rank;
+    long nlocal;
+    fp8_probe_options po;
     char run_id[FP8_RUN_ID_LEN + 1];
-    fp8_store_run_id_new(run_id); /* one id for every rank file of this run and its index */
-    po.run_id = run_id;
-    /* one process: each file is written as FILE.partial (locked: a second
-     * synth of the same output is refused) and renamed into place when
-     * complete, so a failure leaves no partial run under the final name */
-    char (*final)[1100] = calloc((size_t)nlocal, sizeof *final);
-    long nfinal = 0;
-    fp8_probe_run **run = calloc((size_t)nlocal, sizeof *run);
-    fp8_probe **p = calloc((size_t)(nlocal * o.tensors), sizeof *p);
-    gsl_rng **rng = calloc((size_t)nlocal, sizeof *rng);
-    float *x = malloc((size_t)(o.rows * o.cols) * sizeof *x);
-    int rc = 0;
-    if (!run || !p || !rng || !x || !final) {
-        fprintf(stderr, "fp8prof: synth: out of memory\n");
-        rc = 1;
-        goto done;
+    char (*final)[1100];
+    long nfinal;
+    fp8_probe_run **run;
+    fp8_probe **p;
+    gsl_rng **rng;
+    float *x;
+} synth_job;
+
+/* One process: rank r's file is written as FILE.partial (locked: a second
+ * synth of the same output is refused) and renamed into place when
+ * complete, so a failure leaves no partial run under the final name. */
+static int synth_open_local(synth_job *J, long r)
+{
+    const synth_opts *o = &J->o;
+    char path[1200];
+    synth_text text;
+    const char *kv[40];
+    long pid = 0;
+    if (o->ranks == 1 ? snprintf(J->final[r], sizeof J->final[r], "%s", J->out) >= (int)sizeof J->final[r]
+                      : fp8_rank_path(J->out, (int)r, J->final[r], sizeof J->final[r]) != 0)
+        return cli_usage_error("synth: output path too long");
+    if (fp8_file_locked(J->final[r], &pid)) {
+        fprintf(stderr, "fp8prof: synth: %s is a run file that %s is writing: not replaced; choose another output\n",
+                J->final[r], pid > 0 ? "another process" : "this process");
+        return 1;
     }
-    for (long r = 0; r < nlocal && !rc; r++) {
-        long rank = mpi ? world_rank : r;
-        if (mpi)
-            run[r] = synth_open_mpi(out, &o);
-        else {
-            char path[1200];
-            synth_text text;
-            const char *kv[40];
-            long pid = 0;
-            if (o.ranks == 1 ? snprintf(final[r], sizeof final[r], "%s", out) >= (int)sizeof final[r]
-                             : fp8_rank_path(out, (int)rank, final[r], sizeof final[r]) != 0)
-                rc = cli_usage_error("synth: output path too long");
-            else if (fp8_file_locked(final[r], &pid)) {
-                fprintf(stderr, "fp8prof: synth: %s is a run file that %s is writing: not replaced; choose another "
-                                "output\n", final[r], pid > 0 ? "another process" : "this process");
-                rc = 1;
-            } else {
-                snprintf(path, sizeof path, "%s.partial", final[r]);
-                nfinal = r + 1;
-                run[r] = fp8_probe_open(path, &po, kv, synth_meta(&o, o.ranks == 1 ? 0 : (int)rank, &text, kv));
-            }
-        }
-        if (!run[r] && !rc) {
-            if (!mpi)
-                fprintf(stderr, "fp8prof: synth: %s\n", fp8_error_message());
-            rc = 1;
-        }
-        rng[r] = rc ? NULL : gsl_rng_alloc(gsl_rng_mt19937);
-        if (!rc && !rng[r])
+    snprintf(path, sizeof path, "%s.partial", J->final[r]);
+    J->nfinal = r + 1;
+    J->run[r] = fp8_probe_open(path, &J->po, kv, synth_meta(o, o->ranks == 1 ? 0 : (int)r, &text, kv));
+    if (!J->run[r]) {
+        fprintf(stderr, "fp8prof: synth: %s\n", fp8_error_message());
+        return 1;
+    }
+    return 0;
+}
+
+/* every local rank's run, random stream and probes */
+static int synth_open(synth_job *J)
+{
+    int rc = 0;
+    for (long r = 0; r < J->nlocal && !rc; r++) {
+        long rank = J->mpi ? J->world_rank : r;
+        if (J->mpi)
+            rc = !(J->run[r] = synth_open_mpi(J->out, &J->o));
+        else
+            rc = synth_open_local(J, r);
+        J->rng[r] = rc ? NULL : gsl_rng_alloc(gsl_rng_mt19937);
+        if (!rc && !J->rng[r])
             rc = 1;
         if (!rc) /* rank r's stream: rank 0 of a multi-rank run draws what a one-process run draws */
-            gsl_rng_set(rng[r], (unsigned long)o.seed + 1000003ul * (unsigned long)rank);
+            gsl_rng_set(J->rng[r], (unsigned long)J->o.seed + 1000003ul * (unsigned long)rank);
         if (!rc)
-            rc = synth_declare(run[r], &o, p + r * o.tensors);
+            rc = synth_declare(J->run[r], &J->o, J->p + r * J->o.tensors);
     }
-    for (long step = 0; step < o.steps && !rc; step++)
-        for (long r = 0; r < nlocal && !rc; r++) {
-            fp8_probe **pr = p + r * o.tensors;
-            for (long t = 0; t < o.tensors; t++) {
-                gen(rng[r], (int)(t % NKINDS), step, o.steps, o.rows, o.cols, x);
-                int e = fp8_probe_apply(pr[t], step, x, (size_t)o.rows, (size_t)o.cols, x);
-                if (e != FP8_OK && mpi) /* a failed reduction: said, the run goes on */
-                    fprintf(stderr, "fp8prof: synth: rank %d: %s\n", world_rank, fp8_error_message());
+    return rc;
+}
+
+/* every step: each rank's tensors drawn and cast, its loss and lr */
+static int synth_steps(synth_job *J)
+{
+    const synth_opts *o = &J->o;
+    int rc = 0;
+    for (long step = 0; step < o->steps && !rc; step++)
+        for (long r = 0; r < J->nlocal && !rc; r++) {
+            fp8_probe **pr = J->p + r * o->tensors;
+            for (long t = 0; t < o->tensors; t++) {
+                gen(J->rng[r], (int)(t % NKINDS), step, o->steps, o->rows, o->cols, J->x);
+                int e = fp8_probe_apply(pr[t], step, J->x, (size_t)o->rows, (size_t)o->cols, J->x);
+                if (e != FP8_OK && J->mpi) /* a failed reduction: said, the run goes on */
+                    fprintf(stderr, "fp8prof: synth: rank %d: %s\n", J->world_rank, fp8_error_message());
             }
-            fp8_probe_scalar(run[r], "loss", step,
-                             5.0 * exp(-(double)step / (double)o.steps) + 0.05 * gsl_rng_uniform(rng[r]));
-            fp8_probe_scalar(run[r], "lr", step, 3e-4);
-            if (fp8_probe_step_end(run[r], step) != FP8_OK) {
+            fp8_probe_scalar(J->run[r], "loss", step,
+                             5.0 * exp(-(double)step / (double)o->steps) + 0.05 * gsl_rng_uniform(J->rng[r]));
+            fp8_probe_scalar(J->run[r], "lr", step, 3e-4);
+            if (fp8_probe_step_end(J->run[r], step) != FP8_OK) {
                 fprintf(stderr, "fp8prof: synth: %s\n", fp8_error_message());
-                if (!mpi)
+                if (!J->mpi)
                     rc = 1;
             }
         }
-done:
-    for (long r = 0; run && r < nlocal; r++) {
-        if (run[r] && fp8_probe_close(run[r]) != FP8_OK && !rc) {
+    return rc;
+}
+
+/* The runs closed; the finished files into place (or, after a failure,
+ * the partial ones removed: nothing incomplete under a final name); the
+ * index once every rank file is in place.  The status after all that. */
+static int synth_finish(synth_job *J, int rc)
+{
+    for (long r = 0; J->run && r < J->nlocal; r++) {
+        if (J->run[r] && fp8_probe_close(J->run[r]) != FP8_OK && !rc) {
             fprintf(stderr, "fp8prof: synth: %s\n", fp8_error_message());
             rc = 1;
         }
-        if (rng[r])
-            gsl_rng_free(rng[r]);
+        if (J->rng[r])
+            gsl_rng_free(J->rng[r]);
     }
-    /* the finished files into place (or, after a failure, the partial ones
-     * removed: nothing incomplete under a final name) */
-    for (long r = 0; final && r < nfinal; r++) {
+    for (long r = 0; J->final && r < J->nfinal; r++) {
         char path[1200];
-        snprintf(path, sizeof path, "%s.partial", final[r]);
-        if (!run[r])
+        snprintf(path, sizeof path, "%s.partial", J->final[r]);
+        if (!J->run[r])
             continue; /* (not opened: the file is another writer's, or was never made) */
         if (rc)
             unlink(path);
-        else if (fp8_file_commit(path, final[r]) != FP8_OK) {
+        else if (fp8_file_commit(path, J->final[r]) != FP8_OK) {
             fprintf(stderr, "fp8prof: synth: %s\n", fp8_error_message());
             rc = 1;
         }
     }
-    if (!rc && !mpi && o.ranks > 1) { /* the index, once every rank file is in place */
+    if (!rc && !J->mpi && J->o.ranks > 1) {
         synth_text text;
         const char *kv[40];
-        int nkv = synth_meta(&o, -1, &text, kv);
-        if (fp8_ranks_write_index(out, (int)o.ranks, kv, nkv, run_id) != FP8_OK) {
+        int nkv = synth_meta(&J->o, -1, &text, kv);
+        if (fp8_ranks_write_index(J->out, (int)J->o.ranks, kv, nkv, J->run_id) != FP8_OK) {
             fprintf(stderr, "fp8prof: synth: %s\n", fp8_error_message());
             rc = 1;
         }
     }
-    if (!rc && world_rank == 0)
-        printf("wrote %s: %ld steps x %ld tensors (%ldx%ld), 1 + %d recipes%s\n", out, o.steps, o.tensors, o.rows,
-               o.cols, o.nsh, o.ranks > 1 ? ", one file per rank and their index" : "");
-    free(rng);
-    free(run);
-    free(p);
-    free(x);
-    free(final);
-    if (mpi) {
+    return rc;
+}
+
+int cmd_synth(int argc, char **argv)
+{
+    synth_job J = {.o = {.steps = 300, .tensors = 12, .rows = 32, .cols = 256, .seed = 1, .ranks = 1, .tp = 1,
+                         .every = 1, .active = "hybrid:delayed:history=16"}};
+    int rc = synth_args(argc, argv, &J.o, &J.out);
+    if (rc)
+        return rc;
+    const synth_opts *o = &J.o;
+    J.mpi = getenv("OMPI_COMM_WORLD_SIZE") != NULL;
+    if (J.mpi && o->ranks > 1)
+        return cli_usage_error("synth: --ranks is for one process; under mpirun the ranks are mpirun's");
+    if (!J.mpi && o->ranks % o->tp)
+        return cli_usage_error("synth: --tp %ld does not divide --ranks %ld", o->tp, o->ranks);
+    if (!J.mpi && o->wrong_group)
+        return cli_usage_error("synth: --wrong-group needs real ranks (mpirun)");
+    if (J.mpi) {
+        MPI_Init(NULL, NULL);
+        MPI_Comm_rank(MPI_COMM_WORLD, &J.world_rank);
+    }
+    J.nlocal = J.mpi ? 1 : o->ranks;
+    J.po = fp8_probe_defaults();
+    J.po.every = o->every; /* statistics every N steps; the every-step series always */
+    fp8_store_run_id_new(J.run_id); /* one id for every rank file of this run and its index */
+    J.po.run_id = J.run_id;
+    J.final = calloc((size_t)J.nlocal, sizeof *J.final);
+    J.run = calloc((size_t)J.nlocal, sizeof *J.run);
+    J.p = calloc((size_t)(J.nlocal * o->tensors), sizeof *J.p);
+    J.rng = calloc((size_t)J.nlocal, sizeof *J.rng);
+    J.x = malloc((size_t)(o->rows * o->cols) * sizeof *J.x);
+    if (!J.run || !J.p || !J.rng || !J.x || !J.final) {
+        fprintf(stderr, "fp8prof: synth: out of memory\n");
+        rc = 1;
+    }
+    if (!rc)
+        rc = synth_open(&J);
+    if (!rc)
+        rc = synth_steps(&J);
+    rc = synth_finish(&J, rc);
+    if (!rc && J.world_rank == 0)
+        printf("wrote %s: %ld steps x %ld tensors (%ldx%ld), 1 + %d recipes%s\n", J.out, o->steps, o->tensors,
+               o->rows, o->cols, o->nsh, o->ranks > 1 ? ", one file per rank and their index" : "");
+    free(J.rng), free(J.run), free(J.p), free(J.x), free(J.final);
+    if (J.mpi) {
         /* one rank's failure is every rank's: the index names them all */
         int any = rc;
         MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
