@@ -117,12 +117,24 @@ typedef struct {
 } keyacc;
 
 
-/* paired operand comparisons of run a; rows into f and the section */
-static int operands(an_ctx *c, an_run *a, FILE *f, keyacc *k)
+/* One paired comparison, smoothed against plain on identical tensors: an
+ * operand (input or weight) of the down projection, or its GEMM output. */
+typedef struct {
+    int t, plain;            /* the tensor and plain recipe (operands; -1 for GEMM outputs) */
+    char lin[FP8_NAME_MAX];  /* the linear (GEMM outputs) */
+    const char *variant;     /* "published" or "fold" */
+    int gi;                  /* the plain scales grouped (blocks, MX) */
+    size_t m, ea, eb;        /* steps; overflow steps plain, smoothed (operands) */
+    an_interval iv;
+    an_robust rb;
+} paired_row;
+
+/* run a's paired operand comparisons into out (cap rows); their count, -1 out of memory */
+static int operands_compute(const an_ctx *c, const an_run *a, paired_row *out, int cap)
 {
-    size_t cap = a->run->nrecords + 1;
-    double *d = malloc(cap * sizeof *d);
-    int64_t *st = malloc(cap * sizeof *st);
+    size_t scap = a->run->nrecords + 1;
+    double *d = malloc(scap * sizeof *d);
+    int64_t *st = malloc(scap * sizeof *st);
     int rows = 0;
     if (!d || !st) {
         free(d), free(st);
@@ -131,62 +143,81 @@ static int operands(an_ctx *c, an_run *a, FILE *f, keyacc *k)
     for (int t = 0; t < a->run->ntensors; t++) {
         size_t nr;
         const int *rs = an_tensor_recipes(a, t, &nr);
-        for (size_t i = 0; i < nr; i++) {
+        for (size_t i = 0; i < nr && rows < cap; i++) {
             int s = rs[i], kind = smooth_kind(a, s), p = kind ? plain_of(a, t, s) : -1;
             if (p < 0)
                 continue;
-            size_t ea, eb, m = an_paired(a, t, p, s, d, st, &ea, &eb);
-            an_interval iv;
-            an_robust rb;
-            an_mean_ci(d, m, c->boot, c->seed, &iv);
-            an_robust_of(d, st, m, &rb);
-            const char *variant = kind == 2 ? "fold" : "published";
-            char lp[96];
-            an_recipe_label_on(a, t, p, lp, sizeof lp);
-            if (!rows++)
-                fprintf(c->md, "#### `%s`: the down projection's operands\n\n| tensor | plain recipe | variant | steps | "
-                               "ΔSQNR dB smoothed − plain [95%% CI] | median step | overflow steps plain → smoothed "
-                               "|\n|---|---|---|---|---|---|---|\n",
-                        a->label);
-            fprintf(c->md, "| `%s` | %s | %s | %zu | %+.2f [%+.2f, %+.2f]%s | %+.2f | %zu → %zu |\n",
-                    a->run->tensor_name[t], lp, variant, m, iv.mean, iv.lo, iv.hi, iv.approx ? " *approx.*" : "",
-                    rb.median, ea, eb);
-            fprintf(f, "%s\t%s\toperand\t%s\t%s\t%zu\t%.9g\t%.9g\t%.9g\t%.9g\t%zu\t%zu\n", a->label,
-                    a->run->tensor_name[t], variant, a->run->recipe_spec[p], m, iv.mean, iv.lo, iv.hi, rb.median, ea,
-                    eb);
-            int gi = grouped(&a->recipes[p]);
-            json_entry(c, a->label, a->run->tensor_name[t], variant, 1, a->run->recipe_spec[p], gi, &iv, &rb, (long)ea,
-                       (long)eb);
-            k->ev[gi][kind == 2][0] += ea, k->ev[gi][kind == 2][1] += eb;
-            an_span_add(kind == 2 ? &k->fold[gi] : &k->pub[gi], iv.mean);
+            paired_row *w = &out[rows++];
+            w->t = t, w->plain = p, w->lin[0] = 0;
+            w->m = an_paired(a, t, p, s, d, st, &w->ea, &w->eb);
+            an_mean_ci(d, w->m, c->boot, c->seed, &w->iv);
+            an_robust_of(d, st, w->m, &w->rb);
+            w->variant = kind == 2 ? "fold" : "published";
+            w->gi = grouped(&a->recipes[p]);
         }
     }
-    if (rows)
-        fprintf(c->md, "\n");
     free(d), free(st);
     return rows;
 }
 
-/* paired GEMM-output comparisons of run a (trainer scalars) */
-static int gemms(an_ctx *c, an_run *a, FILE *f, keyacc *k)
+static void operands_render(an_ctx *c, const an_run *a, const paired_row *rows, int n, FILE *f, keyacc *k)
+{
+    for (int i = 0; i < n; i++) {
+        const paired_row *w = &rows[i];
+        char lp[96];
+        an_recipe_label_on(a, w->t, w->plain, lp, sizeof lp);
+        if (!i)
+            fprintf(c->md, "#### `%s`: the down projection's operands\n\n| tensor | plain recipe | variant | steps | "
+                           "ΔSQNR dB smoothed − plain [95%% CI] | median step | overflow steps plain → smoothed "
+                           "|\n|---|---|---|---|---|---|---|\n",
+                    a->label);
+        fprintf(c->md, "| `%s` | %s | %s | %zu | %+.2f [%+.2f, %+.2f]%s | %+.2f | %zu → %zu |\n",
+                a->run->tensor_name[w->t], lp, w->variant, w->m, w->iv.mean, w->iv.lo, w->iv.hi,
+                w->iv.approx ? " *approx.*" : "", w->rb.median, w->ea, w->eb);
+        fprintf(f, "%s\t%s\toperand\t%s\t%s\t%zu\t%.9g\t%.9g\t%.9g\t%.9g\t%zu\t%zu\n", a->label,
+                a->run->tensor_name[w->t], w->variant, a->run->recipe_spec[w->plain], w->m, w->iv.mean, w->iv.lo,
+                w->iv.hi, w->rb.median, w->ea, w->eb);
+        json_entry(c, a->label, a->run->tensor_name[w->t], w->variant, 1, a->run->recipe_spec[w->plain], w->gi, &w->iv,
+                   &w->rb, (long)w->ea, (long)w->eb);
+        int fold = !strcmp(w->variant, "fold");
+        k->ev[w->gi][fold][0] += w->ea, k->ev[w->gi][fold][1] += w->eb;
+        an_span_add(fold ? &k->fold[w->gi] : &k->pub[w->gi], w->iv.mean);
+    }
+    if (n)
+        fprintf(c->md, "\n");
+}
+
+/* the run's recipe (its first tensor's active one), -1 none */
+static int run_recipe(const an_run *a)
+{
+    int act = -1;
+    for (int t = 0; t < a->run->ntensors && act < 0; t++)
+        act = a->active[t];
+    return act;
+}
+
+/* run a's paired GEMM-output comparisons (trainer scalars) into out; their count */
+static int gemms_compute(const an_ctx *c, const an_run *a, paired_row *out, int cap)
 {
     const fp8_run *r = a->run;
-    size_t cap = r->nscalars + 1;
-    int64_t *s0 = malloc(cap * sizeof *s0), *s1 = malloc(cap * sizeof *s1), *st = malloc(cap * sizeof *st);
-    double *v0 = malloc(cap * sizeof *v0), *v1 = malloc(cap * sizeof *v1), *d = malloc(cap * sizeof *d);
-    int rows = 0;
+    size_t scap = r->nscalars + 1;
+    int64_t *s0 = malloc(scap * sizeof *s0), *s1 = malloc(scap * sizeof *s1), *st = malloc(scap * sizeof *st);
+    double *v0 = malloc(scap * sizeof *v0), *v1 = malloc(scap * sizeof *v1), *d = malloc(scap * sizeof *d);
+    int rows = 0, act = run_recipe(a);
+    int gi = act >= 0 && a->recipe_ok[act] && grouped(&a->recipes[act]);
     int64_t warm = INT64_MIN; /* the run's warm-up: the latest of its tensors' */
     for (int t = 0; t < r->ntensors; t++)
         if (a->warm_end[t] != INT64_MIN && a->warm_end[t] != INT64_MAX && a->warm_end[t] > warm)
             warm = a->warm_end[t];
-    for (int i = 0; s0 && s1 && st && v0 && v1 && d && i < r->nscalar_names; i++) {
+    for (int i = 0; s0 && s1 && st && v0 && v1 && d && i < r->nscalar_names && rows < cap; i++) {
         const char *nm = r->scalar_name[i], *pfx = "smooth_sqnr_db/";
         if (strncmp(nm, pfx, strlen(pfx)) != 0)
             continue;
         const char *slash = strrchr(nm, '/');
-        char lin[FP8_NAME_MAX], plain[FP8_NAME_MAX + 32];
-        snprintf(lin, sizeof lin, "%.*s", (int)(slash - nm - strlen(pfx)), nm + strlen(pfx));
-        snprintf(plain, sizeof plain, "gemm_sqnr_db/%s/fprop", lin);
+        paired_row *w = &out[rows++];
+        char plain[FP8_NAME_MAX + 32];
+        snprintf(w->lin, sizeof w->lin, "%.*s", (int)(slash - nm - strlen(pfx)), nm + strlen(pfx));
+        snprintf(plain, sizeof plain, "gemm_sqnr_db/%s/fprop", w->lin);
         size_t n0 = scalar(a, plain, s0, v0), n1 = scalar(a, nm, s1, v1), m = 0;
         for (size_t x = 0, y = 0; x < n0 && y < n1;) {
             if (s0[x] != s1[y]) {
@@ -197,38 +228,65 @@ static int gemms(an_ctx *c, an_run *a, FILE *f, keyacc *k)
                 st[m] = s0[x], d[m++] = v1[y] - v0[x];
             x++, y++;
         }
-        an_interval iv;
-        an_robust rb;
-        an_mean_ci(d, m, c->boot, c->seed, &iv);
-        an_robust_of(d, st, m, &rb);
-        const char *variant = slash + 1;
-        if (!rows++)
-            fprintf(c->md, "#### `%s`: the down projection's GEMM output (y = h W2ᵀ against FP32)\n\n| linear | variant "
-                           "| steps | ΔSQNR dB smoothed − plain [95%% CI] | median step |\n|---|---|---|---|---|\n",
-                    a->label);
-        fprintf(c->md, "| `%s` | %s | %zu | %+.2f [%+.2f, %+.2f]%s | %+.2f |\n", lin, variant, m, iv.mean, iv.lo,
-                iv.hi, iv.approx ? " *approx.*" : "", rb.median);
-        fprintf(f, "%s\t%s\tgemm_output\t%s\t%s\t%zu\t%.9g\t%.9g\t%.9g\t%.9g\t\t\n", a->label, lin, variant,
-                "(the run's recipe)", m, iv.mean, iv.lo, iv.hi, rb.median);
-        int act = -1; /* the run's recipe: its first tensor's active one */
-        for (int t = 0; t < a->run->ntensors && act < 0; t++)
-            act = a->active[t];
-        int gi = act >= 0 && a->recipe_ok[act] && grouped(&a->recipes[act]);
-        char tname[FP8_NAME_MAX + 16];
-        snprintf(tname, sizeof tname, "%s (GEMM output)", lin);
-        json_entry(c, a->label, tname, variant, 1, act >= 0 ? a->run->recipe_spec[act] : "?", gi, &iv, &rb, -1, -1);
-        an_span_add(!strcmp(variant, "fold") ? &k->gfold[gi] : &k->gpub[gi], iv.mean);
+        w->t = -1, w->plain = act, w->variant = slash + 1, w->gi = gi, w->m = m, w->ea = w->eb = 0;
+        an_mean_ci(d, m, c->boot, c->seed, &w->iv);
+        an_robust_of(d, st, m, &w->rb);
     }
-    if (rows)
-        fprintf(c->md, "\n");
     free(s0), free(s1), free(st), free(v0), free(v1), free(d);
     return rows;
 }
 
+static void gemms_render(an_ctx *c, const an_run *a, const paired_row *rows, int n, FILE *f, keyacc *k)
+{
+    for (int i = 0; i < n; i++) {
+        const paired_row *w = &rows[i];
+        if (!i)
+            fprintf(c->md, "#### `%s`: the down projection's GEMM output (y = h W2ᵀ against FP32)\n\n| linear | variant "
+                           "| steps | ΔSQNR dB smoothed − plain [95%% CI] | median step |\n|---|---|---|---|---|\n",
+                    a->label);
+        fprintf(c->md, "| `%s` | %s | %zu | %+.2f [%+.2f, %+.2f]%s | %+.2f |\n", w->lin, w->variant, w->m, w->iv.mean,
+                w->iv.lo, w->iv.hi, w->iv.approx ? " *approx.*" : "", w->rb.median);
+        fprintf(f, "%s\t%s\tgemm_output\t%s\t%s\t%zu\t%.9g\t%.9g\t%.9g\t%.9g\t\t\n", a->label, w->lin, w->variant,
+                "(the run's recipe)", w->m, w->iv.mean, w->iv.lo, w->iv.hi, w->rb.median);
+        char tname[FP8_NAME_MAX + 16];
+        snprintf(tname, sizeof tname, "%s (GEMM output)", w->lin);
+        json_entry(c, a->label, tname, w->variant, 1, w->plain >= 0 ? a->run->recipe_spec[w->plain] : "?", w->gi,
+                   &w->iv, &w->rb, -1, -1);
+        an_span_add(!strcmp(w->variant, "fold") ? &k->gfold[w->gi] : &k->gpub[w->gi], w->iv.mean);
+    }
+    if (n)
+        fprintf(c->md, "\n");
+}
+
+/* run a's paired comparisons, computed then rendered: the number of
+ * operand and GEMM rows in *no, *ng; -1 out of memory */
+static int paired(an_ctx *c, an_run *a, FILE *f, keyacc *k, int *no, int *ng)
+{
+    int cap = 0;
+    for (int t = 0; t < a->run->ntensors; t++) {
+        size_t nr;
+        an_tensor_recipes(a, t, &nr);
+        cap += (int)nr;
+    }
+    cap += a->run->nscalar_names;
+    paired_row *rows = malloc(((size_t)cap + 1) * sizeof *rows);
+    if (!rows)
+        return -1;
+    *no = operands_compute(c, a, rows, cap);
+    *ng = 0;
+    if (*no >= 0) {
+        operands_render(c, a, rows, *no, f, k);
+        *ng = gemms_compute(c, a, rows, cap);
+        gemms_render(c, a, rows, *ng, f, k);
+    }
+    free(rows);
+    return *no < 0 ? -1 : 0;
+}
+
 /* Across runs: per shared tensor the change of the active recipe's median
- * SQNR from run a to run b (after warm-up); the median and largest |change|
+ * SQNR from run a to run b (after warm-up), rows into f; the median |change|
  * over the tensors other than the down projections' (which smoothing
- * touches), and the down projections' own. */
+ * touches), and the largest change of the down projection's input. */
 static void drift(const an_run *a, const an_run *b, const char *what, FILE *f, double *others,
                   double *w2in)
 {
@@ -343,9 +401,9 @@ int an_swiglu(an_ctx *c)
                    "= smoothed − plain per statistics step after warm-up; calibrated 95%% intervals.\n\n");
     for (int ri = 0; ri < c->nruns; ri++) {
         an_run *a = &c->runs[ri];
-        int o = operands(c, a, fp, &k), g = gemms(c, a, fp, &k);
-        if (o < 0)
-            rc = 1;
+        int o = 0, g = 0;
+        if (paired(c, a, fp, &k, &o, &g) < 0)
+            rc = 1, o = -1;
         if (o > 0 || g > 0)
             any = 1, k.runs++;
         alignment(c, a, fa);
