@@ -37,6 +37,10 @@ void register_device_tests(void);
 #include <sys/types.h>
 pid_t fork_piped(int fd[2]);
 
+/* In a forked writer: its n-th pwrite is torn at a page boundary and the
+ * process killed (tear.c). */
+void test_tear_at(long n);
+
 /* Assert that st is an error whose fp8_error_message() contains words. */
 void expect_error_at(int st, const char *words, const char *file, int line);
 #define EXPECT_ERROR(st, words) expect_error_at((st), (words), __FILE__, __LINE__)
