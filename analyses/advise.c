@@ -14,7 +14,8 @@
 #include <string.h>
 
 #include "analysis.h"
-#include "compare.h"
+#include "advise.h"
+#include "series.h"
 #include "contrasts.h"
 #include "factors.h"
 

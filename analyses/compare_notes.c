@@ -9,7 +9,9 @@
 #include <string.h>
 
 #include "analysis.h"
-#include "compare.h"
+#include "compare_notes.h"
+#include "series.h"
+#include "verdicts.h"
 #include "contrasts.h"
 #include "factors.h"
 #include "keys.h"

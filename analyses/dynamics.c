@@ -25,7 +25,7 @@
 
 #include "analysis.h"
 #include "keys.h"
-#include "compare.h"
+#include "series.h"
 #include "fp8_error.h"
 #include "inference.h"
 

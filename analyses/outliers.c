@@ -16,7 +16,7 @@
 
 #include "analysis.h"
 #include "keys.h"
-#include "compare.h"
+#include "series.h"
 #include "fp8_error.h"
 #include "gemm_error.h"
 #include "outliers.h"

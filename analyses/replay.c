@@ -31,7 +31,7 @@
 #include "bigmem.h"
 #include "analysis.h"
 #include "keys.h"
-#include "compare.h"
+#include "series.h"
 #include "fp8_error.h"
 #include "replay.h"
 

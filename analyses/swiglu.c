@@ -28,7 +28,7 @@
 #include <string.h>
 
 #include "analysis.h"
-#include "compare.h"
+#include "series.h"
 #include "contrasts.h"
 #include "factors.h"
 #include "inference.h"

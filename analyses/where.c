@@ -10,7 +10,8 @@
 #include <string.h>
 
 #include "analysis.h"
-#include "compare.h"
+#include "compare_notes.h"
+#include "where.h"
 #include "factors.h"
 #include "keys.h"
 

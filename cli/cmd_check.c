@@ -12,7 +12,7 @@
 
 #include "analysis.h"
 #include "cli.h"
-#include "compare.h"
+#include "series.h"
 #include "factors.h"
 
 typedef struct {

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compare.h"
+#include "series.h"
 #include "factors.h"
 #include "figset.h"
 #include "plots.h"

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "analysis.h"
+#include "advise.h"
 #include "compare.h"
 #include "fp8_probe.h"
 #include "outliers.h"

@@ -6,7 +6,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "stats_vec.h"
+#include "moments.h"
 
 void fp8__moments_combine(fp8__moments *m, double nb, double mb, double M2b, double M3b, double M4b)
 {

@@ -12,7 +12,8 @@
 
 #include "parallel.h"
 #include "kernels.h"
-#include "quantize_internal.h"
+#include "f32bits.h"
+#include "quantize_finish.h"
 
 /* The per-group part of the statistics: scale_inv's range, mean, std and
  * exponent histogram, the groups that overflowed or flushed, the largest

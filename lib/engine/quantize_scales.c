@@ -10,7 +10,7 @@
 
 #include "cast_impl.h"
 #include "cast_internal.h"
-#include "quantize_internal.h"
+#include "quantize_scales.h"
 #include "recipe_internal.h"
 #include "recipe_state.h"
 

@@ -5,7 +5,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "quantize_internal.h"
+#include "f32bits.h"
+#include "fp8_stats.h"
+#include "quantize_tiles.h"
 
 void fp8__make_layout(const fp8_recipe *r, size_t R, size_t C, layout *L)
 {

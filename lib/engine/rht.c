@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "quantize_internal.h"
+#include "rht.h"
 
 /* The 16 random signs of seed (splitmix64), as +-1. */
 void fp8__rht_signs(uint64_t seed, float d[16])

@@ -14,25 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FP8_ML 8 /* double lanes */
-
-typedef struct {
-    double cn, cmean, cM2, cM3, cM4;                /* running central moments */
-    double l1[FP8_ML];                              /* sum |x|               */
-    double e2[FP8_ML];                              /* sum (x - x_hat)^2     */
-    double q2[FP8_ML];                              /* sum x_hat^2           */
-    double xq[FP8_ML];                              /* sum x * x_hat         */
-    double xx[FP8_ML];                              /* sum x^2 over finite x, in double: sqnr's and rel_err's denominator */
-    float mn[16], mx[16], maxerr[16], mnz[16];      /* lane min, max, max|e|, min nonzero |x| */
-    uint64_t nan, inf, zero, qbad;                  /* counts                */
-} fp8__moments;
-
-void fp8__moments_init(fp8__moments *m);
-/* Pebay's pairwise update: a set of nb values with mean mb and central
- * sums M2b..M4b joins m's running moments */
-void fp8__moments_combine(fp8__moments *m, double nb, double mb, double M2b, double M3b, double M4b);
-/* b's sums, extremes and counts join a's (b's values after a's) */
-void fp8__moments_merge(fp8__moments *a, const fp8__moments *b);
+#include "moments.h"
 
 /* Elements x[0..n) with their dequantized values xq.  NaN/Inf x are
  * counted and skipped; x_hat Inf/NaN counts in qbad. */
@@ -45,19 +27,6 @@ void fp8__moments_merge(fp8__moments *a, const fp8__moments *b);
  * hist is not NULL, its exponent-histogram bins (as fp8__hist_add) in the
  * same pass; fp8__err_add the error sums of x against x_hat (e2, q2, xq,
  * maxerr, qbad).  Each leaves the other's fields alone. */
-/* The exponent histogram as x's pass keeps it: eight interleaved 32-bit
- * sub-histograms (as fp8__hist_add), and a window of the 15 bins top-14 ..
- * top counted two elements at a time: pair[.][c0 + 16 c1] counts the
- * consecutive pairs whose bins are top - c0 and top - c1 (code 15: outside
- * the window, that element counted in sub instead).  top follows the
- * largest bin seen; fp8__hist_fold moves the pairs into sub[0].  All zero
- * to start. */
-typedef struct {
-    uint32_t sub[8][257];
-    uint32_t pair[4][256];
-    uint32_t top;
-} fp8__hist_state;
-void fp8__hist_fold(fp8__hist_state *h);
 #define FP8_XMOMENTS_ARGS fp8__moments *m, const float *x, size_t n, fp8__hist_state *hist
 void fp8__xmoments_add_avx512(FP8_XMOMENTS_ARGS);
 void fp8__xmoments_add_avx2(FP8_XMOMENTS_ARGS);

@@ -11,4 +11,15 @@
 #define FP8_F32_EXP 0x7F800000u      /* the exponent field                   */
 #define FP8_F32_INF 0x7F800000u      /* +inf; above it, NaN                  */
 
+#include <stdint.h>
+#include <string.h>
+
+/* the float32 whose bits are b */
+static inline float fp8__bits_to_float(uint32_t b)
+{
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+}
+
 #endif
