@@ -250,6 +250,22 @@ static void test_range_groups(void)
     free(x);
 }
 
+/* 1 when the sub-histograms (summed) hold x[0..n)'s bins as ref_bin counts them */
+static int bins_agree(uint32_t (*sub)[257], const float *x, size_t n)
+{
+    uint64_t ref[257] = {0};
+    for (size_t i = 0; i < n; i++)
+        ref[ref_bin(x[i])]++;
+    int same = 1;
+    for (int b = 0; b < 257; b++) {
+        uint64_t got = 0;
+        for (int s = 0; s < FP8_HIST_SUBS; s++)
+            got += sub[s][b];
+        same &= got == ref[b];
+    }
+    return same;
+}
+
 static void test_hist(void)
 {
     find_isas();
@@ -265,17 +281,7 @@ static void test_hist(void)
                 fill(x, n, kind);
                 memset(sub, 0, FP8_HIST_SUBS * sizeof *sub);
                 isas[k].hist(sub, x, n);
-                uint64_t ref[257] = {0};
-                for (size_t i = 0; i < n; i++)
-                    ref[ref_bin(x[i])]++;
-                int same = 1;
-                for (int b = 0; b < 257; b++) {
-                    uint64_t got = 0;
-                    for (int s = 0; s < FP8_HIST_SUBS; s++)
-                        got += sub[s][b];
-                    same &= got == ref[b];
-                }
-                CU_ASSERT(same);
+                CU_ASSERT(bins_agree(sub, x, n));
             }
     }
     free(x);
@@ -301,17 +307,7 @@ static void test_xmoments_hist(void)
                 fp8__moments_init(&m);
                 isas[k].xmoments(&m, x, n, h);
                 fp8__hist_fold(h);
-                uint64_t ref[257] = {0};
-                for (size_t i = 0; i < n; i++)
-                    ref[ref_bin(x[i])]++;
-                int same = 1;
-                for (int b = 0; b < 257; b++) {
-                    uint64_t got = 0;
-                    for (int s = 0; s < FP8_HIST_SUBS; s++)
-                        got += h->sub[s][b];
-                    same &= got == ref[b];
-                }
-                CU_ASSERT(same);
+                CU_ASSERT(bins_agree(h->sub, x, n));
             }
     }
     free(x);

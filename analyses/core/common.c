@@ -123,18 +123,9 @@ static int cmp_series(const void *a, const void *b)
  * 100,000 recipes over 10,000 tensors has 10^9 such cells). */
 static uint64_t pair_key(uint32_t t, uint32_t r) { return (uint64_t)t << 32 | r; }
 
-/* The index takes a hash's low bits: every bit of the key must reach them
- * (a multiply alone leaves the tensor's bits, 32 and up, out of the low
- * ones, and the 200 tensors of a recipe then probed one chain).  The
- * finaliser of MurmurHash3's 64-bit mix. */
-static uint64_t pair_hash_of(uint64_t k)
-{
-    k ^= k >> 33;
-    k *= 0xFF51AFD7ED558CCDull;
-    k ^= k >> 33;
-    k *= 0xC4CEB9FE1A85EC53ull;
-    return k ^ (k >> 33);
-}
+/* (a multiply alone would leave the tensor's bits, 32 and up, out of the
+ * low bits the index takes: a recipe's 200 tensors on one chain) */
+static uint64_t pair_hash_of(uint64_t k) { return fp8__mix64(k); }
 
 static uint64_t keys_hash(const void *items, size_t i) { return pair_hash_of(((const uint64_t *)items)[i]); }
 

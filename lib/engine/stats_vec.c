@@ -33,24 +33,18 @@ typedef uint16_t vh16 __attribute__((vector_size(32)));
 static inline vu16 umax16(vu16 a, vu16 b) { return (vu16)_mm512_max_epu32((__m512i)a, (__m512i)b); }
 static inline vu16 umin16(vu16 a, vu16 b) { return (vu16)_mm512_min_epu32((__m512i)a, (__m512i)b); }
 #elif defined(__AVX2__)
-static inline vu16 umax16(vu16 a, vu16 b)
-{
-    __m256i h[2][2], r[2];
-    memcpy(h[0], &a, 64), memcpy(h[1], &b, 64);
-    r[0] = _mm256_max_epu32(h[0][0], h[1][0]), r[1] = _mm256_max_epu32(h[0][1], h[1][1]);
-    vu16 o;
-    memcpy(&o, r, 64);
-    return o;
-}
-static inline vu16 umin16(vu16 a, vu16 b)
-{
-    __m256i h[2][2], r[2];
-    memcpy(h[0], &a, 64), memcpy(h[1], &b, 64);
-    r[0] = _mm256_min_epu32(h[0][0], h[1][0]), r[1] = _mm256_min_epu32(h[0][1], h[1][1]);
-    vu16 o;
-    memcpy(&o, r, 64);
-    return o;
-}
+#define UMINMAX16(name, op)                                                                                \
+    static inline vu16 name(vu16 a, vu16 b)                                                            \
+    {                                                                                                  \
+        __m256i h[2][2], r[2];                                                                         \
+        memcpy(h[0], &a, 64), memcpy(h[1], &b, 64);                                                    \
+        r[0] = op(h[0][0], h[1][0]), r[1] = op(h[0][1], h[1][1]);                                      \
+        vu16 o;                                                                                        \
+        memcpy(&o, r, 64);                                                                             \
+        return o;                                                                                      \
+    }
+UMINMAX16(umax16, _mm256_max_epu32)
+UMINMAX16(umin16, _mm256_min_epu32)
 #else
 static inline vu16 umax16(vu16 a, vu16 b) { return (vu16)(((vi16)(a >= b) & (vi16)a) | (~(vi16)(a >= b) & (vi16)b)); }
 static inline vu16 umin16(vu16 a, vu16 b) { return (vu16)(((vi16)(a <= b) & (vi16)a) | (~(vi16)(a <= b) & (vi16)b)); }

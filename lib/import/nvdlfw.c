@@ -180,18 +180,9 @@ typedef struct {
 } pending;
 
 /* (tensor, recipe, step) -> pending row by an index (hash.h): linear time */
-static uint64_t mix(uint64_t h)
-{
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ULL;
-    return h ^ (h >> 33);
-}
-
 static uint64_t key_hash(int t, int r, long long s)
 {
-    return mix((uint64_t)t * 0x9E3779B97F4A7C15ULL ^ (uint64_t)r * 0xC2B2AE3D27D4EB4FULL ^ (uint64_t)s);
+    return fp8__mix64((uint64_t)t * 0x9E3779B97F4A7C15ULL ^ (uint64_t)r * 0xC2B2AE3D27D4EB4FULL ^ (uint64_t)s);
 }
 
 static uint64_t pending_hash(const void *items, size_t i)

@@ -19,6 +19,15 @@ uint64_t fp8__fnv1a64(uint64_t h, const char *s)
     return h;
 }
 
+uint64_t fp8__mix64(uint64_t k)
+{
+    k ^= k >> 33;
+    k *= 0xFF51AFD7ED558CCDull;
+    k ^= k >> 33;
+    k *= 0xC4CEB9FE1A85EC53ull;
+    return k ^ (k >> 33);
+}
+
 long fp8__index_find(const fp8__index *ix, uint64_t h, fp8__index_eq_fn eq, const void *items, const void *key)
 {
     if (!ix->cap)

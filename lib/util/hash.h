@@ -19,6 +19,11 @@
 uint32_t fp8__fnv1a(uint32_t h, const char *s);
 uint64_t fp8__fnv1a64(uint64_t h, const char *s);
 
+/* A 64-bit integer key mixed so that every bit of it reaches the low bits
+ * the index takes (the finaliser of MurmurHash3's 64-bit mix): keys that
+ * differ only in high bits (a tensor id shifted up) do not share a chain. */
+uint64_t fp8__mix64(uint64_t k);
+
 /* Items 0..n-1 (numbered in the order they were added); cap slots (a
  * power of two, or 0), each an item number or -1; at most half of them
  * used, so a probe sequence always ends at an empty slot. */
