@@ -78,6 +78,10 @@ int cmd_info(int argc, char **argv)
     printf("records %zu, steps %lld..%lld, tensors %d, recipes %d, scalars %zu (%d series), snapshots %zu\n",
            r->nrecords, r->nrecords ? (long long)lo : 0LL, r->nrecords ? (long long)hi : 0LL, r->ntensors,
            r->nrecipes, r->nscalars, r->nscalar_names, r->nsnapshots);
+    if (r->unreadable_records)
+        printf("damaged: the last %zu records cannot be read (a write torn when the writer was killed?); the "
+               "%zu before them are above\n",
+               r->unreadable_records, r->nrecords);
     printf("recipes:\n");
     for (int k = 0; k < r->nrecipes; k++)
         printf("  [%d] %s\n", k, r->recipe_spec[k]);

@@ -284,9 +284,12 @@ static void md_runs(const an_ctx *c, FILE *f)
             snprintf(shown, sizeof shown, "%d of %d", with, a->run->ntensors);
         else
             snprintf(shown, sizeof shown, "%d", a->run->ntensors);
-        char rk0[48] = "";
+        char rk0[120] = "";
         if (a->run->nranks)
             snprintf(rk0, sizeof rk0, " (rank 0 of %d)", a->run->nranks);
+        if (a->run->unreadable_records) /* a damaged file: what it lacks is said where the run is named */
+            snprintf(rk0 + strlen(rk0), sizeof rk0 - strlen(rk0), " (damaged: its last %zu records unreadable)",
+                     a->run->unreadable_records);
         int named = r && strcmp(lab, r);
         fprintf(f, "| %s%s%s | %s%s%s%s | %s | %s | %d | %zu | %lld |\n", a->label, rk0,
                 i == c->baseline ? " (baseline)" : "", lab, named ? " (`" : "", named ? r : "", named ? "`)" : "",

@@ -313,6 +313,71 @@ static void test_torn_writes(void)
     CU_ASSERT_EQUAL(lost, 0);
 }
 
+/* A damaged stretch of /records (here: chunk k's stored bytes overwritten,
+ * as a torn write of a long run's chunk index leaves the chunks it names
+ * unreadable): the records before it load, the rest are counted as
+ * unreadable; a file whose first chunk is damaged is refused. */
+static void damage_chunk(const char *path, hsize_t row)
+{
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), d = H5Dopen2(f, "records", H5P_DEFAULT);
+    hsize_t off[1] = {row};
+    unsigned mask;
+    haddr_t addr = 0;
+    hsize_t size = 0;
+    CU_ASSERT_FATAL(H5Dget_chunk_info_by_coord(d, off, &mask, &addr, &size) >= 0 && size > 16);
+    H5Dclose(d), H5Fclose(f);
+    FILE *fp = fopen(path, "r+b");
+    CU_ASSERT_FATAL(fp != NULL);
+    fseek(fp, (long)(addr + size / 2), SEEK_SET);
+    for (int b = 0; b < 8; b++)
+        fputc(0x5A, fp);
+    fclose(fp);
+}
+
+static void test_damaged_records(void)
+{
+    const size_t n = 3000, chunk = 64; /* /records chunks of 64 rows (datasets.c) */
+    for (int pass = 0; pass < 3; pass++) {
+        fp8_store *s = fp8_store_create("build/t_dmg.h5", NULL, 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+        int rc = fp8_store_recipe(s, "e4m3:current:eps=0"), tn = fp8_store_tensor(s, "x", FP8_ROLE_ACTIVATION, 0);
+        for (size_t k = 0; k < n; k++) {
+            fp8_stats st;
+            fake_stats(&st, k);
+            CU_ASSERT_EQUAL(fp8_store_add_record(s, tn, rc, (int64_t)k, 1, 1, 1, &st), FP8_OK);
+        }
+        CU_ASSERT_EQUAL(fp8_store_close(s), FP8_OK);
+        /* the 40th chunk (rows 2496..2559: in the first slab read's second half
+         * and not at its start), the 2nd, and the first */
+        size_t bad = pass == 0 ? 39 * chunk : pass == 1 ? chunk : 0;
+        damage_chunk("build/t_dmg.h5", bad);
+        fp8_run *r = fp8_run_load("build/t_dmg.h5");
+        if (pass == 2) {
+            CU_ASSERT_PTR_NULL(r);
+            EXPECT_ERROR(FP8_EIO, "cannot read records");
+            fp8_run_free(r);
+            continue;
+        }
+        CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+        CU_ASSERT_EQUAL(r->nrecords, bad);
+        CU_ASSERT_EQUAL(r->unreadable_records, n - bad);
+        int same = 1;
+        for (size_t i = 0; i < r->nrecords; i++) {
+            fp8_stats want;
+            fake_stats(&want, i);
+            same &= r->records[i].stats.amax == want.amax && r->records[i].step == (int64_t)i &&
+                    r->records[i].stats.scale_hist[3] == want.scale_hist[3];
+        }
+        CU_ASSERT(same);
+        fp8_run_free(r);
+        fp8_run *q = fp8_run_load_summary("build/t_dmg.h5", NULL); /* the lean reader (4x larger slabs) */
+        CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+        CU_ASSERT_EQUAL(q->nrecords, bad);
+        CU_ASSERT_EQUAL(q->unreadable_records, n - bad);
+        fp8_run_free(q);
+    }
+}
+
 /* A reader follows a writer in another process (SWMR): every load while it
  * writes succeeds and sees at least as many records as the previous one. */
 static void test_live_read(void)
@@ -557,6 +622,7 @@ void register_store_tests(void)
         {"bad files: text, missing, foreign HDF5, newer schema, truncated", test_bad_files},
         {"SIGKILL at random moments: 20 trials, nothing flushed is lost", test_sigkill},
         {"a write torn by a kill at each of the writer's first 300 writes: nothing flushed is lost", test_torn_writes},
+        {"a damaged stretch of /records: the records before it load, the rest are counted", test_damaged_records},
         {"a reader follows a writer in another process (SWMR)", test_live_read},
         {"chunks inflated on two threads = H5Dread's bytes", test_parallel_chunks},
         {"chunks the writer encodes = HDF5's filter pipeline's bytes, 1 and 3 threads; floats read back", test_chunks_as_hdf5},

@@ -176,11 +176,17 @@ typedef struct {
     int nranks;
     char index_path[1024];
     char run_id[FP8_RUN_ID_LEN + 1]; /* fp8prof_run_id ("" in files before it) */
+    /* rows of /records past the first unreadable one (a write torn when the
+     * writer was killed, or other damage): not loaded; the rows before it
+     * are.  0 for an intact file. */
+    size_t unreadable_records;
 } fp8_run;
 
 /* Load a run file (also while its writer is running, or after the writer
  * died).  NULL with a message naming the file and the problem: not HDF5,
- * not an fp8prof run, a newer schema, a damaged file. */
+ * not an fp8prof run, a newer schema, a damaged file.  Records past a
+ * damaged stretch of /records (or of their histograms) are left out and
+ * counted in unreadable_records when the records before it read. */
 fp8_run *fp8_run_load(const char *path);
 /* The same, keeping only records and snapshots of tensors whose name
  * matches tensor_pattern (fnmatch; NULL: all) and steps in [step_min,

@@ -452,6 +452,60 @@ static const char *snapshot_row_bad(const disk_snap *d, const fp8_run *r, uint64
     return NULL;
 }
 
+/* What reading /records a slab at a time needs: its datasets, buffers and
+ * the /exp_hist rows the buffer holds. */
+typedef struct {
+    hid_t drec, rct, dexp, dsch;
+    int schema, lean;
+    size_t slab;
+    uint64_t ne;
+    void *records;
+    uint64_t *exph, *sch;
+    uint64_t hbase, hcnt;
+} slab_reader;
+
+/* rows [i, i + cnt) of /records and their histograms into the buffers: 0,
+ * or nonzero when some of them cannot be read */
+static int slab_read(slab_reader *S, size_t i, hsize_t cnt)
+{
+    if (!cnt)
+        return 0;
+    if (read_rows(S->drec, S->rct, i, cnt, 0, S->records))
+        return 1;
+    disk_record *rec = S->records;
+    for (size_t j = 0; S->schema < 2 && j < cnt; j++)
+        rec[j].hist = i + j; /* schema 1: one histogram row per record */
+    for (size_t j = 0; S->schema < 3 && j < cnt; j++)
+        rec[j].te_overflows = UINT64_MAX; /* not recorded before schema 3 */
+    if (S->lean)
+        return 0;
+    /* the slab's histograms: rows from its first record's on */
+    S->hbase = rec[0].hist;
+    S->hcnt = S->hbase < S->ne ? (S->ne - S->hbase < S->slab ? S->ne - S->hbase : S->slab) : 0;
+    return (S->hcnt && read_rows(S->dexp, H5T_NATIVE_UINT64, S->hbase, S->hcnt, FP8_EXP_BINS, S->exph)) ||
+           read_rows(S->dsch, H5T_NATIVE_UINT64, i, cnt, FP8_SCALE_BINS, S->sch);
+}
+
+/* The slab at i of cnt rows, or, when some of it cannot be read, its
+ * longest readable beginning (found by halving; a killed writer's torn
+ * write damages the newest rows): the rows read, held in the buffers. */
+static hsize_t slab_salvage(slab_reader *S, size_t i, hsize_t cnt)
+{
+    if (!slab_read(S, i, cnt))
+        return cnt;
+    hsize_t lo = 0, hi = cnt; /* lo rows read, hi do not */
+    while (hi - lo > 1) {
+        hsize_t mid = lo + (hi - lo) / 2;
+        if (slab_read(S, i, mid))
+            hi = mid;
+        else
+            lo = mid;
+    }
+    if (lo)
+        slab_read(S, i, lo);
+    return lo;
+}
+
 static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_min, int64_t step_max, int lean,
                      int no_index)
 {
@@ -657,30 +711,24 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
     for (size_t i = 0; i < nt; i++)
         keep[i] = !tensor_pattern || fnmatch(tensor_pattern, r->tensor_name[i], 0) == 0;
     size_t kept = 0;
-    uint64_t hbase = 0, hcnt = 0; /* the /exp_hist rows held in exph */
+    slab_reader SR = {drec, rct, dexp, dsch, schema, lean, SLAB, ne, records, exph, sch, 0, 0};
     for (size_t i = 0; i < nrec; i++) {
         size_t k = i % SLAB;
         if (k == 0) {
-            hsize_t cnt = nrec - i < SLAB ? nrec - i : SLAB;
-            int bad_read = read_rows(drec, rct, i, cnt, 0, records);
-            for (size_t j = 0; !bad_read && schema < 2 && j < cnt; j++)
-                ((disk_record *)records)[j].hist = i + j; /* schema 1: one histogram row per record */
-            for (size_t j = 0; !bad_read && schema < 3 && j < cnt; j++)
-                ((disk_record *)records)[j].te_overflows = UINT64_MAX; /* not recorded before schema 3 */
-            if (!bad_read && !lean) {
-                /* the slab's histograms: rows from its first record's on */
-                hbase = ((disk_record *)records)[0].hist;
-                hcnt = hbase < ne ? (ne - hbase < SLAB ? ne - hbase : SLAB) : 0;
-                bad_read = (hcnt && read_rows(dexp, H5T_NATIVE_UINT64, hbase, hcnt, FP8_EXP_BINS, exph)) ||
-                           read_rows(dsch, H5T_NATIVE_UINT64, i, cnt, FP8_SCALE_BINS, sch);
-            }
-            if (bad_read) {
+            hsize_t cnt = nrec - i < SLAB ? nrec - i : SLAB, got = slab_salvage(&SR, i, cnt);
+            if (!got && !i) {
                 FP8_ERROR(FP8_EIO, "%s: cannot read records %zu..%zu", path, i, i + (size_t)cnt - 1);
                 free(keep);
                 fp8_run_free(r);
                 r = NULL;
                 H5Tclose(rct);
                 goto done;
+            }
+            if (got < cnt) { /* the records from the damage on are left out, and counted */
+                r->unreadable_records = nrec - (i + got);
+                nrec = i + got;
+                if (!got)
+                    break;
             }
         }
         const disk_record *d = (const disk_record *)records + k;
@@ -721,8 +769,8 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
         STAT_FIELDS(CP, CP)
 #undef CP
         o->stats.te_overflows = d->te_overflows;
-        if (d->hist >= hbase && d->hist - hbase < hcnt)
-            memcpy(o->stats.exp_hist, (const uint64_t *)exph + (d->hist - hbase) * FP8_EXP_BINS,
+        if (d->hist >= SR.hbase && d->hist - SR.hbase < SR.hcnt)
+            memcpy(o->stats.exp_hist, (const uint64_t *)exph + (d->hist - SR.hbase) * FP8_EXP_BINS,
                    sizeof o->stats.exp_hist);
         memcpy(o->stats.scale_hist, (const uint64_t *)sch + k * FP8_SCALE_BINS, sizeof o->stats.scale_hist);
     }
