@@ -94,15 +94,17 @@ int fp8__block_state(fp8_recipe_state *st, size_t ng, size_t rows, size_t cols)
         return FP8_ERROR(FP8_ENOMEM, "per-block delayed scaling: %zu blocks x a history of %zu is more than %zu "
                                      "floats; choose a shorter history",
                          ng, L, (size_t)FP8_BLOCK_HISTORY_MAX);
-    float *h = calloc(ng * L, sizeof *h), *s = malloc(2 * ng * sizeof *s);
+    float *h = calloc(ng * L, sizeof *h), *s = malloc(3 * ng * sizeof *s);
     if (!h || !s) {
         free(h), free(s);
         return FP8_ERROR(FP8_ENOMEM, "per-block delayed scaling: out of memory for %zu block histories", ng);
     }
     for (size_t g = 0; g < 2 * ng; g++)
         s[g] = 1.0f; /* as TE starts a tensor: scale 1 until a history holds an amax */
+    for (size_t g = 2 * ng; g < 3 * ng; g++)
+        s[g] = 0.0f; /* the rings' maxima: empty rings */
     free(st->bhist), free(st->bscale);
-    st->bhist = h, st->bscale = s, st->bscale_inv = s + ng;
+    st->bhist = h, st->bscale = s, st->bscale_inv = s + ng, st->bmax = s + 2 * ng;
     st->bgroups = ng, st->brows = rows, st->bcols = cols, st->bhead = 0;
     return FP8_OK;
 }

@@ -44,6 +44,9 @@ struct fp8_recipe_state {
      * (bgroups blocks of a brows x bcols tensor) and made again, as at the
      * first step, when a cast has another shape */
     float *bhist, *bscale, *bscale_inv;
+    float *bmax;               /* per block, the largest amax in its ring (kept
+                                  as the ring moves: a step costs O(blocks), not
+                                  O(blocks x history_len)); bscale's allocation */
     size_t bgroups, brows, bcols;
     int bhead;
     /* smooth=fold: the column scales s of the linked input for this cast
