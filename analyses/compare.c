@@ -340,9 +340,8 @@ static int compare_verdicts(an_ctx *c, an_run *a, run_compare *C)
 /* ---- one run: render ----------------------------------------------------------- */
 
 /* compare_tensors.tsv and compare_warmup.tsv: every shown series */
-static void compare_tsv_tensors(const an_run *a0, FILE *ft, FILE *fw)
+static void compare_tsv_tensors(an_run *a, FILE *ft, FILE *fw)
 {
-    an_run *a = (an_run *)a0; /* (the series cache fills lazily) */
     for (int t = 0; t < a->run->ntensors; t++) {
         fp8_role role = (fp8_role)a->run->tensor_role[t];
         size_t nr;

@@ -391,6 +391,7 @@ typedef struct {
     int nvol, with;      /* tensors with block ratios */
     rstats pooled[NG];   /* every tensor's block ratios pooled, per granularity (n 0: none) */
     double med, mlo, mhi; /* the median volatility ratio over tensors and its bootstrap interval */
+    int nratio;           /* tensors with a finite ratio: what the median is over */
 } run_dynamics;
 
 static void run_dynamics_free(run_dynamics *D) { free(D->tens), free(D->gran), free(D->vol); }
@@ -411,13 +412,16 @@ static size_t longest_series(const an_run *a)
     return cap;
 }
 
-/* the median of the tensors' volatility ratios and its bootstrap interval */
-static void median_ratio(const an_ctx *c, const run_dynamics *D, double *med, double *lo, double *hi)
+/* the median of the tensors' volatility ratios, its bootstrap interval and
+ * how many tensors it is over, into D */
+static void median_ratio(const an_ctx *c, run_dynamics *D)
 {
+    double *med = &D->med, *lo = &D->mlo, *hi = &D->mhi;
     *med = *lo = *hi = NAN;
     int n = 0;
     for (int i = 0; i < D->nvol; i++)
         n += D->vol[i].ratio == D->vol[i].ratio;
+    D->nratio = n;
     if (!n)
         return;
     double *ratio = malloc((size_t)n * sizeof *ratio), *cp = malloc((size_t)n * sizeof *cp),
@@ -532,7 +536,7 @@ static int dynamics_compute(const an_ctx *c, an_run *a, run_dynamics *D)
         pool_free(&all[g]);
     }
     if (D->with)
-        median_ratio(c, D, &D->med, &D->mlo, &D->mhi);
+        median_ratio(c, D);
     free(rr), free(xs), free(ys), free(bam);
     return rc;
 }
@@ -584,15 +588,12 @@ static void dynamics_md(an_ctx *c, const an_run *a, const run_dynamics *D)
             fprintf(c->md, "| %s | %zu | %.3f | %.3f | %.3f | %.3f | %.4f |\n", gname[g], s->n, s->sd, s->p01, s->p99,
                     s->maxabs, s->grow2);
     }
-    int nratio = 0;
-    for (int i = 0; i < D->nvol; i++)
-        nratio += D->vol[i].ratio == D->vol[i].ratio;
     fprintf(c->md, "\nVolatility ratio sd(r, 1x128 blocks) / sd(r, tensor): median %.2f [%.2f, %.2f] over %d "
                    "tensors (`dynamics_volatility.tsv`, per tensor with a bootstrap interval).\n\n",
-            D->med, D->mlo, D->mhi, nratio);
+            D->med, D->mlo, D->mhi, D->nratio);
     an_finding(c, "dynamics", "`%s`: block/tensor volatility ratio, median %.2fx [%.2f, %.2f] over %d tensors "
                               "(descriptive)",
-               a->label, D->med, D->mlo, D->mhi, nratio);
+               a->label, D->med, D->mlo, D->mhi, D->nratio);
 }
 
 int an_dynamics(an_ctx *c)

@@ -597,12 +597,9 @@ static int replay_truth(const an_run *a, int t, const tseries *s, const uint64_t
 
 /* Tensor t replayed under every setting (two threads, half the settings
  * each), its sums added to the run's, then its recorded delayed recipes. */
-static int replay_tensor(const an_run *a, int t, int input, const chist *h, const uint64_t *pool, run_replay *R)
+static int replay_tensor(const an_run *a, int t, int input, const chist *h, const uint64_t *pool,
+                         const fp8_recipe *hyb, run_replay *R)
 {
-    static fp8_recipe hyb;
-    static int hyb_made;
-    if (!hyb_made)
-        fp8_recipe_parse("hybrid:delayed", &hyb), hyb_made = 1;
     tseries s;
     int fs_ok;
     if (load_tensor(a, t, input, h, &s, &fs_ok)) {
@@ -611,7 +608,7 @@ static int replay_tensor(const an_run *a, int t, int input, const chist *h, cons
     }
     R->from_records |= !fs_ok;
     int d = an_delayed_recipe(a, t);
-    const fp8_format *f = d >= 0 ? an_format(a, t, d) : fp8_recipe_format(&hyb, (fp8_role)a->run->tensor_role[t]);
+    const fp8_format *f = d >= 0 ? an_format(a, t, d) : fp8_recipe_format(hyb, (fp8_role)a->run->tensor_role[t]);
     /* the halves: split at the median step of the series */
     s.half = s.n ? s.step[s.n / 2] : 0;
     ssum per[NSET];
@@ -725,9 +722,11 @@ static int replay_compute(const an_run *a, run_replay *R)
         return 1;
     }
     R->hist_unreadable = hr != 0;
+    fp8_recipe hyb; /* a tensor without a delayed recipe is replayed in hybrid's format for its role */
+    fp8_recipe_parse("hybrid:delayed", &hyb);
     for (int t = 0; t < T && !rc; t++)
         if (input[t] >= 0)
-            rc = replay_tensor(a, t, input[t], h, pool, R);
+            rc = replay_tensor(a, t, input[t], h, pool, &hyb, R);
     free(h), free(pool), free(input);
     return rc ? rc : replay_choose(R);
 }

@@ -76,7 +76,7 @@ static int net_init(net *m)
             m->l[4 * l + k].in = shape[k][0], m->l[4 * l + k].out = shape[k][1];
     m->l[NLIN - 1].in = CH, m->l[NLIN - 1].out = VOCAB;
     for (int i = 0; i < NLIN; i++)
-        total += 3 * TOKENS * m->l[i].in + 2 * m->l[i].out * m->l[i].in + 2 * TOKENS * m->l[i].out;
+        total += 2 * TOKENS * m->l[i].in + 2 * m->l[i].out * m->l[i].in + 2 * TOKENS * m->l[i].out;
     float *at = m->buf = malloc(total * sizeof *at);
     if (!at)
         return -1;
@@ -90,7 +90,6 @@ static int net_init(net *m)
         g->w = take(&at, g->out * g->in), g->dw = take(&at, g->out * g->in);
         g->y = take(&at, TOKENS * g->out), g->dy = take(&at, TOKENS * g->out);
         g->x = take(&at, TOKENS * g->in), g->dx = take(&at, TOKENS * g->in);
-        take(&at, TOKENS * g->in); /* (spare: the sizes above count three) */
         for (int k = 0; k < NPROBE; k++)
             g->p[k] = NULL;
     }

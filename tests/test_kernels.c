@@ -202,27 +202,36 @@ static void test_broken_amax_is_caught(void)
     CU_ASSERT(!amax_agrees(broken_scan, "broken"));
 }
 
-static void test_range(void)
+/* check(I, x, n) for every ISA this CPU runs from isas[first] on, every
+ * kind of input and every length (x: 4099 floats of scratch) */
+typedef void (*case_fn)(const isa *I, float *x, size_t n);
+static void every_case(int first, case_fn check)
 {
     find_isas();
     float *x = malloc(4099 * sizeof *x);
     CU_ASSERT_FATAL(x != NULL);
-    for (int k = 0; k < 3; k++) {
+    for (int k = first; k < 3; k++) {
         if (!isas[k].runs_here)
             continue;
         for (int kind = 0; kind < NKINDS; kind++)
             for (size_t li = 0; li < NLEN; li++) {
-                size_t n = lengths[li];
-                fill(x, n, kind);
-                uint32_t a = 0, m = FP8_F32_INF, ra, rm; /* (the loop merges into what it is given) */
-                isas[k].range(x, n, &a, &m);
-                ref_range(x, n, &ra, &rm);
-                CU_ASSERT_EQUAL(a, ra);
-                CU_ASSERT_EQUAL(m, rm);
+                fill(x, lengths[li], kind);
+                check(&isas[k], x, lengths[li]);
             }
     }
     free(x);
 }
+
+static void range_case(const isa *I, float *x, size_t n)
+{
+    uint32_t a = 0, m = FP8_F32_INF, ra, rm; /* (the loop merges into what it is given) */
+    I->range(x, n, &a, &m);
+    ref_range(x, n, &ra, &rm);
+    CU_ASSERT_EQUAL(a, ra);
+    CU_ASSERT_EQUAL(m, rm);
+}
+
+static void test_range(void) { every_case(0, range_case); }
 
 static void test_range_groups(void)
 {
@@ -266,53 +275,29 @@ static int bins_agree(uint32_t (*sub)[257], const float *x, size_t n)
     return same;
 }
 
-static void test_hist(void)
+static void hist_case(const isa *I, float *x, size_t n)
 {
-    find_isas();
-    float *x = malloc(4099 * sizeof *x);
-    uint32_t(*sub)[257] = malloc(FP8_HIST_SUBS * sizeof *sub);
-    CU_ASSERT_FATAL(x && sub);
-    for (int k = 0; k < 3; k++) {
-        if (!isas[k].runs_here)
-            continue;
-        for (int kind = 0; kind < NKINDS; kind++)
-            for (size_t li = 0; li < NLEN; li++) {
-                size_t n = lengths[li];
-                fill(x, n, kind);
-                memset(sub, 0, FP8_HIST_SUBS * sizeof *sub);
-                isas[k].hist(sub, x, n);
-                CU_ASSERT(bins_agree(sub, x, n));
-            }
-    }
-    free(x);
-    free(sub);
+    static uint32_t sub[FP8_HIST_SUBS][257];
+    memset(sub, 0, sizeof sub);
+    I->hist(sub, x, n);
+    CU_ASSERT(bins_agree(sub, x, n));
 }
 
+static void test_hist(void) { every_case(0, hist_case); }
+
 /* the exponent histogram as x's pass keeps it (pairs folded) */
-static void test_xmoments_hist(void)
+static void xmoments_hist_case(const isa *I, float *x, size_t n)
 {
-    find_isas();
-    float *x = malloc(4099 * sizeof *x);
-    fp8__hist_state *h = malloc(sizeof *h);
-    CU_ASSERT_FATAL(x && h);
-    for (int k = 0; k < 3; k++) {
-        if (!isas[k].runs_here)
-            continue;
-        for (int kind = 0; kind < NKINDS; kind++)
-            for (size_t li = 0; li < NLEN; li++) {
-                size_t n = lengths[li];
-                fill(x, n, kind);
-                memset(h, 0, sizeof *h);
-                fp8__moments m;
-                fp8__moments_init(&m);
-                isas[k].xmoments(&m, x, n, h);
-                fp8__hist_fold(h);
-                CU_ASSERT(bins_agree(h->sub, x, n));
-            }
-    }
-    free(x);
-    free(h);
+    static fp8__hist_state h;
+    memset(&h, 0, sizeof h);
+    fp8__moments m;
+    fp8__moments_init(&m);
+    I->xmoments(&m, x, n, &h);
+    fp8__hist_fold(&h);
+    CU_ASSERT(bins_agree(h.sub, x, n));
 }
+
+static void test_xmoments_hist(void) { every_case(0, xmoments_hist_case); }
 
 /* The plain rule: the first group with the largest amax / minnz among
  * groups with amax nonzero and minnz finite; inputs with distinct ratios
@@ -386,35 +371,25 @@ static void moments_close(const fp8__moments *a, const fp8__moments *b)
         CU_ASSERT(rel(sa[k], sb[k]) < 1e-6);
 }
 
-static void test_moments(void)
+static void moments_case(const isa *I, float *x, size_t n)
 {
-    find_isas();
-    float *x = malloc(4099 * sizeof *x), *q = malloc(4099 * sizeof *q);
-    CU_ASSERT_FATAL(x && q);
-    for (int k = 1; k < 3; k++) {
-        if (!isas[k].runs_here)
-            continue;
-        for (int kind = 0; kind < NKINDS; kind++)
-            for (size_t li = 0; li < NLEN; li++) {
-                size_t n = lengths[li];
-                fill(x, n, kind);
-                for (size_t i = 0; i < n; i++) /* an x_hat: x rounded to 4 significant bits, Inf past 2^100 */
-                    q[i] = fabsf(x[i]) > 0x1p100f ? INFINITY : from_bits(bits(x[i]) & 0xFFF80000u);
-                fp8__moments v, r;
-                fp8__moments_init(&v), fp8__moments_init(&r);
-                isas[k].xmoments(&v, x, n, NULL), isas[0].xmoments(&r, x, n, NULL);
-                moments_close(&v, &r);
-                fp8__moments_init(&v), fp8__moments_init(&r);
-                isas[k].err(&v, x, q, n), isas[0].err(&r, x, q, n);
-                moments_close(&v, &r);
-                fp8__moments_init(&v), fp8__moments_init(&r);
-                isas[k].both(&v, x, q, n, NULL), isas[0].both(&r, x, q, n, NULL);
-                moments_close(&v, &r);
-            }
-    }
-    free(x);
-    free(q);
+    static float q[4099];
+    for (size_t i = 0; i < n; i++) /* an x_hat: x rounded to 4 significant bits, Inf past 2^100 */
+        q[i] = fabsf(x[i]) > 0x1p100f ? INFINITY : from_bits(bits(x[i]) & 0xFFF80000u);
+    fp8__moments v, r;
+    fp8__moments_init(&v), fp8__moments_init(&r);
+    I->xmoments(&v, x, n, NULL), isas[0].xmoments(&r, x, n, NULL);
+    moments_close(&v, &r);
+    fp8__moments_init(&v), fp8__moments_init(&r);
+    I->err(&v, x, q, n), isas[0].err(&r, x, q, n);
+    moments_close(&v, &r);
+    fp8__moments_init(&v), fp8__moments_init(&r);
+    I->both(&v, x, q, n, NULL), isas[0].both(&r, x, q, n, NULL);
+    moments_close(&v, &r);
 }
+
+/* AVX2 and AVX-512 against the portable loops */
+static void test_moments(void) { every_case(1, moments_case); }
 
 void register_kernels_tests(void)
 {

@@ -184,70 +184,71 @@ static void test_bad_files(void)
     fp8_run_free(r);
 }
 
+/* The writer the kill tests kill (in a forked child): records of 37
+ * lazily discovered tensors, a flush every 7 records, each flush's total
+ * written to fd once it completed.  Never returns: runs until killed. */
+static void kill_writer(const char *path, int fd)
+{
+    fp8_store *s = fp8_store_create(path, NULL, 0);
+    if (!s)
+        _exit(3);
+    int rc = fp8_store_recipe(s, "e4m3:current:eps=0");
+    uint64_t total = 0;
+    for (int step = 0;; step++) {
+        char name[64];
+        snprintf(name, sizeof name, "layers.%d.x", step % 37);
+        int tn = fp8_store_tensor(s, name, FP8_ROLE_ACTIVATION, step % 37);
+        fp8_stats st;
+        fake_stats(&st, total);
+        fp8_store_add_record(s, tn, rc, step, 1, 1, 1, &st);
+        total++;
+        if (step % 7 == 6 && (fp8_store_flush(s) != FP8_OK || write(fd, &total, sizeof total) != sizeof total))
+            _exit(4);
+    }
+}
+
+/* After the killed writer of kill_writer: the last total it reported (read
+ * from fd, then closed), and 1 when path does not hold every one of those
+ * records with its values (said on stderr with label and trial), else 0. */
+static int flushed_lost(const char *path, int fd, const char *label, long trial)
+{
+    uint64_t flushed = 0, v;
+    while (read(fd, &v, sizeof v) == sizeof v)
+        flushed = v;
+    close(fd);
+    fp8_run *r = fp8_run_load(path);
+    int lost = 0;
+    if (flushed && (!r || r->nrecords < flushed)) { /* (killed before its first flush: nothing was promised) */
+        fprintf(stderr, "\n  %s %ld: %llu records flushed, %s\n", label, trial, (unsigned long long)flushed,
+                r ? "fewer loaded" : fp8_error_message());
+        lost = 1;
+    }
+    for (size_t i = 0; r && !lost && i < r->nrecords; i++) {
+        fp8_stats want;
+        fake_stats(&want, i);
+        lost = r->records[i].stats.amax != want.amax || r->records[i].tensor >= (uint32_t)r->ntensors;
+    }
+    fp8_run_free(r);
+    return lost;
+}
+
 /* A child writes records and reports each flush over a pipe; the parent
  * kills it with SIGKILL at a random moment and loads the file: every record
- * up to the last reported flush must be there.  Also reads while it runs. */
+ * up to the last reported flush must be there. */
 static void test_sigkill(void)
 {
-    const int trials = 20;
     uint64_t seed = 99;
     int lost_trials = 0;
-    for (int t = 0; t < trials; t++) {
+    for (int t = 0; t < 20; t++) {
         int fd[2];
         pid_t pid = fork_piped(fd);
         CU_ASSERT_FATAL(pid >= 0);
-        if (pid == 0) {
-            fp8_store *s = fp8_store_create("build/t_kill.h5", NULL, 0);
-            if (!s)
-                _exit(3);
-            int rc = fp8_store_recipe(s, "e4m3:current:eps=0");
-            uint64_t total = 0;
-            for (int step = 0;; step++) {
-                char name[64];
-                snprintf(name, sizeof name, "layers.%d.x", step % 37); /* lazily discovered */
-                int tn = fp8_store_tensor(s, name, FP8_ROLE_ACTIVATION, step % 37);
-                fp8_stats st;
-                fake_stats(&st, total);
-                fp8_store_add_record(s, tn, rc, step, 1, 1, 1, &st);
-                total++;
-                if (step % 7 == 6) {
-                    if (fp8_store_flush(s) != FP8_OK)
-                        _exit(4);
-                    if (write(fd[1], &total, sizeof total) != sizeof total)
-                        _exit(5);
-                }
-            }
-        }
+        if (pid == 0)
+            kill_writer("build/t_kill.h5", fd[1]);
         usleep((useconds_t)(20000 + test_rand(&seed) % 200000));
         kill(pid, SIGKILL);
-        int status;
-        waitpid(pid, &status, 0);
-        uint64_t flushed = 0, v;
-        while (read(fd[0], &v, sizeof v) == sizeof v)
-            flushed = v;
-        close(fd[0]);
-        fp8_run *r = fp8_run_load("build/t_kill.h5");
-        if (!r) {
-            /* killed before its first flush: nothing was promised */
-            if (flushed > 0) {
-                fprintf(stderr, "\n  trial %d: %s\n", t, fp8_error_message());
-                lost_trials++;
-            }
-            continue;
-        }
-        if (r->nrecords < flushed) {
-            fprintf(stderr, "\n  trial %d: %zu records, %llu flushed\n", t, r->nrecords, (unsigned long long)flushed);
-            lost_trials++;
-        }
-        for (size_t i = 0; i < r->nrecords; i++) {
-            fp8_stats want;
-            fake_stats(&want, i);
-            if (r->records[i].stats.amax != want.amax || r->records[i].tensor >= (uint32_t)r->ntensors) {
-                lost_trials++;
-                break;
-            }
-        }
-        fp8_run_free(r);
+        waitpid(pid, NULL, 0);
+        lost_trials += flushed_lost("build/t_kill.h5", fd[0], "trial", t);
     }
     CU_ASSERT_EQUAL(lost_trials, 0);
 }
@@ -267,47 +268,12 @@ static void test_torn_writes(void)
         CU_ASSERT_FATAL(pid >= 0);
         if (pid == 0) {
             test_tear_at(n);
-            fp8_store *s = fp8_store_create("build/t_torn.h5", NULL, 0);
-            if (!s)
-                _exit(3);
-            int rc = fp8_store_recipe(s, "e4m3:current:eps=0");
-            uint64_t total = 0;
-            for (int step = 0; step < 100000; step++) {
-                char name[64];
-                snprintf(name, sizeof name, "layers.%d.x", step % 37);
-                int tn = fp8_store_tensor(s, name, FP8_ROLE_ACTIVATION, step % 37);
-                fp8_stats st;
-                fake_stats(&st, total);
-                fp8_store_add_record(s, tn, rc, step, 1, 1, 1, &st);
-                total++;
-                if (step % 7 == 6 &&
-                    (fp8_store_flush(s) != FP8_OK || write(fd[1], &total, sizeof total) != sizeof total))
-                    _exit(4);
-            }
-            _exit(5);
+            kill_writer("build/t_torn.h5", fd[1]);
         }
         int status;
         waitpid(pid, &status, 0);
         killed += WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
-        uint64_t flushed = 0, v;
-        while (read(fd[0], &v, sizeof v) == sizeof v)
-            flushed = v;
-        close(fd[0]);
-        fp8_run *r = fp8_run_load("build/t_torn.h5");
-        if (flushed && (!r || r->nrecords < flushed)) {
-            fprintf(stderr, "\n  torn write %ld: %llu records flushed, %s\n", n, (unsigned long long)flushed,
-                    r ? "fewer loaded" : fp8_error_message());
-            lost++;
-        }
-        for (size_t i = 0; r && i < r->nrecords; i++) {
-            fp8_stats want;
-            fake_stats(&want, i);
-            if (r->records[i].stats.amax != want.amax) {
-                lost++;
-                break;
-            }
-        }
-        fp8_run_free(r);
+        lost += flushed_lost("build/t_torn.h5", fd[0], "torn write", n);
     }
     CU_ASSERT_EQUAL(killed, 300); /* (every trial reached its torn write) */
     CU_ASSERT_EQUAL(lost, 0);

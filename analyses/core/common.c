@@ -123,11 +123,7 @@ static int cmp_series(const void *a, const void *b)
  * 100,000 recipes over 10,000 tensors has 10^9 such cells). */
 static uint64_t pair_key(uint32_t t, uint32_t r) { return (uint64_t)t << 32 | r; }
 
-/* (a multiply alone would leave the tensor's bits, 32 and up, out of the
- * low bits the index takes: a recipe's 200 tensors on one chain) */
-static uint64_t pair_hash_of(uint64_t k) { return fp8__mix64(k); }
-
-static uint64_t keys_hash(const void *items, size_t i) { return pair_hash_of(((const uint64_t *)items)[i]); }
+static uint64_t keys_hash(const void *items, size_t i) { return fp8__mix64(((const uint64_t *)items)[i]); }
 
 static int keys_eq(const void *items, size_t i, const void *key)
 {
@@ -143,7 +139,7 @@ typedef struct {
 
 static size_t pair_id(const pair_hash *h, uint64_t k)
 {
-    return (size_t)fp8__index_find(&h->ix, pair_hash_of(k), keys_eq, h->keys, &k);
+    return (size_t)fp8__index_find(&h->ix, fp8__mix64(k), keys_eq, h->keys, &k);
 }
 
 static int cmp_u64(const void *x, const void *y)
@@ -166,7 +162,7 @@ static int index_pairs(an_run *a, pair_hash *h)
     for (size_t i = 0; i < n; i++) {
         uint64_t k = i < r->nrecords ? pair_key(r->summaries[i].tensor, r->summaries[i].recipe)
                                      : pair_key(r->steps[i - r->nrecords].tensor, r->steps[i - r->nrecords].recipe);
-        uint64_t kh = pair_hash_of(k);
+        uint64_t kh = fp8__mix64(k);
         if (fp8__index_find(&seen, kh, keys_eq, uniq, &k) >= 0)
             continue;
         if (fp8__index_reserve(&seen, keys_hash, uniq) != 0) {
@@ -185,7 +181,7 @@ static int index_pairs(an_run *a, pair_hash *h)
     for (size_t i = 0; i < m; i++) { /* indexed again in sorted order: item i is pair id i */
         if (fp8__index_reserve(&h->ix, keys_hash, uniq) != 0)
             return -1;
-        fp8__index_add(&h->ix, pair_hash_of(uniq[i]));
+        fp8__index_add(&h->ix, fp8__mix64(uniq[i]));
         a->pair_recipe[i] = (int)(uint32_t)uniq[i];
         a->tpair[(uniq[i] >> 32) + 1]++;
     }
