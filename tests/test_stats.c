@@ -686,6 +686,92 @@ static void test_sweep_same_bits(void)
     free(x), free(xa), free(xb), free(qa), free(qb);
 }
 
+/* Recipes whose groups nest take their amaxes from the finest one's
+ * (fp8__ranges): per set, fp8__quantize_many against the same casts one by
+ * one (x's statistics given), the same x_hat, codes, group scales,
+ * statistics and, at a second step, the same per-block delayed scales.
+ * Shapes with partial groups along the rows (1000 columns: MX's last group
+ * 8 wide, 1x128's 104) and a partial tile row (130 rows of 128x128 tiles);
+ * the finest cast in place in one set, a coarse one in place in another,
+ * groups that do not nest (1x48 in 1x32) beside them. */
+static void test_sweep_nested_groups(void)
+{
+    static const char *sets[][5] = {
+        {"mxfp8:floor", "e4m3:block=1x128", "e4m3:rowwise", "e4m3:block=128x128:pow2,eps=0", "e4m3:block=1x48"},
+        {"e4m3:block=1x128:delayed,history=4", "e5m2:mx:even", "e4m3:block=1x64", "mxfp4:floor", "e4m3:current"},
+        {"e4m3:block=1x128", "e4m3:block=128x128", "e4m3:rowwise", "e4m3:block=1x128:ue8m0", "mxfp8:rceil"},
+    };
+    static const int in_place[3] = {0, 1, 4}; /* the fine one (MX), a coarse one, the finest last */
+    const size_t shapes[2][2] = {{64, 1000}, {130, 1024}};
+    int compared = 0;
+    for (int si = 0; si < 2; si++) {
+        const size_t rows = shapes[si][0], cols = shapes[si][1], n = rows * cols;
+        float *x = malloc(n * 4), *xa = malloc(n * 4), *xb = malloc(n * 4);
+        for (int set = 0; set < 3; set++) {
+            fp8_recipe_state *a[5], *b[5];
+            float *qa[5], *qb[5], *ga[5], *gb[5];
+            uint16_t *ca[5], *cb[5];
+            for (int k = 0; k < 5; k++) {
+                fp8_recipe r;
+                CU_ASSERT_EQUAL_FATAL(fp8_recipe_parse(sets[set][k], &r), FP8_OK);
+                a[k] = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
+                b[k] = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
+                size_t ng = fp8_quantize_ngroups(&r, rows, cols);
+                qa[k] = malloc(n * 4), qb[k] = malloc(n * 4), ga[k] = malloc(ng * 4), gb[k] = malloc(ng * 4);
+                ca[k] = malloc(n * 2), cb[k] = malloc(n * 2);
+            }
+            for (int step = 0; step < 2; step++) {
+                fill(step ? 7 : 0, x, n, 1300u + (uint64_t)(10 * set + si));
+                if (step) /* a block's amax far above its delayed history */
+                    x[cols + 5] = 9.0e3f, x[n - 3] = -2.0e-30f;
+                memcpy(xa, x, n * 4), memcpy(xb, x, n * 4);
+                fp8_stats xs, xbs, sa[5], sb[5];
+                fp8__cast_req q[5];
+                for (int k = 0; k < 5; k++) {
+                    int ip = k == in_place[set];
+                    q[k] = (fp8__cast_req){.st = a[k], .out = ip ? xa : qa[k], .codes = ip ? NULL : ca[k],
+                                           .group_scale_inv = ip ? NULL : ga[k], .stats = &sa[k]};
+                }
+                CU_ASSERT_EQUAL_FATAL(fp8__quantize_many(xa, rows, cols, 0, 1, &xs, NULL, q, 5), FP8_OK);
+                CU_ASSERT_EQUAL_FATAL(fp8_tensor_stats(xb, n, &xbs, 0), FP8_OK);
+                CU_ASSERT_EQUAL(memcmp(&xs, &xbs, sizeof xs), 0);
+                /* one by one: the one in place last, as the sweep orders it */
+                for (int j = 0; j < 5; j++) {
+                    int k = j < 4 ? (j < in_place[set] ? j : j + 1) : in_place[set];
+                    int ip = k == in_place[set];
+                    sb[k] = xbs;
+                    CU_ASSERT_EQUAL(q[k].status, FP8_OK);
+                    int rc = ip ? fp8_quantize_ex(b[k], xb, rows, cols, xb, &sb[k], FP8_STATS_X_GIVEN)
+                                : fp8_quantize_codes(b[k], xb, rows, cols, cb[k], gb[k], qb[k], &sb[k],
+                                                     FP8_STATS_X_GIVEN);
+                    CU_ASSERT_EQUAL_FATAL(rc, FP8_OK);
+                    sb[k].format = sa[k].format;
+                    size_t ng = fp8_quantize_ngroups(&a[k]->recipe, rows, cols);
+                    int same = memcmp(&sa[k], &sb[k], sizeof sa[k]) == 0 &&
+                               (ip ? memcmp(xa, xb, n * 4) == 0
+                                   : memcmp(qa[k], qb[k], n * 4) == 0 && memcmp(ga[k], gb[k], ng * 4) == 0 &&
+                                         memcmp(ca[k], cb[k], n * (size_t)a[k]->format->code_bytes) == 0);
+                    if (!same) {
+                        char what[128];
+                        snprintf(what, sizeof what, "nested sweep: %s, %zux%zu, step %d", sets[set][k], rows, cols,
+                                 step);
+                        CU_FAIL(what);
+                    }
+                    compared++;
+                }
+                for (int k = 0; k < 5; k++)
+                    fp8_recipe_state_step(a[k]), fp8_recipe_state_step(b[k]);
+            }
+            for (int k = 0; k < 5; k++) {
+                fp8_recipe_state_free(a[k]), fp8_recipe_state_free(b[k]);
+                free(qa[k]), free(qb[k]), free(ga[k]), free(gb[k]), free(ca[k]), free(cb[k]);
+            }
+        }
+        free(x), free(xa), free(xb);
+    }
+    CU_ASSERT_EQUAL(compared, 2 * 3 * 2 * 5);
+}
+
 /* TE's overflow count of a cast in place is of x, not of the x_hat written
  * over it.  x = 100 (i - 32), i = 0..63, under a first delayed scale of 1:
  * the largest e4m3 value is 448, so |x| >= 500 overflows: 28 negative
@@ -725,6 +811,7 @@ void register_stats_tests(void)
         {"fp8_quantize_amax: fp8_quantize's x_hat and state, fp8_tensor_amax's amax", test_quantize_amax},
         {"threads: a tensor's parts side by side, the same bits as one thread", test_threads_same_bits},
         {"every recipe in one sweep, one in place: the same bits as one by one", test_sweep_same_bits},
+        {"nested groups take the finest recipe's amaxes in a sweep: the same bits", test_sweep_nested_groups},
         {"TE's overflow count of a cast in place is of x", test_te_overflows_in_place},
         CU_TEST_INFO_NULL,
     };

@@ -242,6 +242,7 @@ typedef struct {
     float *scale, *scale_inv;
     unsigned char *flags;
     uint32_t *gamax, *gminnz;
+    const fp8__ranges *fine;             /* the amax pass takes the group ranges from these */
     int AJ, SJ;                          /* jobs of the amax pass and of the scales */
     int early;                           /* the amax jobs compute the scales too (not NVFP4's:
                                             they need the tensor's amax) */
@@ -429,6 +430,36 @@ static void amax_rows(const layout *L, const float *X, size_t i0, size_t i1, uin
     }
 }
 
+/* Whether groups L (of the same x, not per tensor) are unions of f's: the
+ * same rows, and a group boundary along a row only where f has one. */
+static int ranges_nest(const fp8__ranges *f, const layout *L)
+{
+    return f && !L->per_tensor && f->R == L->R && f->C == L->C && (L->nbc == 1 || L->seg % f->seg == 0);
+}
+
+/* The ranges of L's groups in tile rows [t0, t1) as the maxima and minima
+ * of f's groups within them (ranges_nest): exact, no x read. */
+static void ranges_from_fine(const layout *L, const fp8__ranges *f, size_t t0, size_t t1, uint32_t *gamax,
+                             uint32_t *gminnz)
+{
+    const size_t per = L->nbc == 1 ? f->nbc : L->seg / f->seg; /* f's groups across one of L's */
+    for (size_t t = t0; t < t1; t++) {
+        size_t i0 = t * L->br, i1 = i0 + L->br < L->R ? i0 + L->br : L->R;
+        for (size_t jb = 0; jb < L->nbc; jb++) {
+            size_t k0 = jb * per, k1 = k0 + per < f->nbc ? k0 + per : f->nbc;
+            uint32_t a = 0, z = FP8_F32_INF;
+            for (size_t i = i0; i < i1; i++) {
+                const uint32_t *fa = f->amax + i * f->nbc, *fz = f->minnz + i * f->nbc;
+                for (size_t k = k0; k < k1; k++) {
+                    a = fa[k] > a ? fa[k] : a;
+                    z = fz[k] < z ? fz[k] : z;
+                }
+            }
+            gamax[t * L->nbc + jb] = a, gminnz[t * L->nbc + jb] = z;
+        }
+    }
+}
+
 static void amax_job(void *ctx, int p)
 {
     fused *F = ctx;
@@ -446,11 +477,15 @@ static void amax_job(void *ctx, int p)
     size_t r0, r1;
     part_range(rows, F->AJ, p, &r0, &r1);
     size_t g0 = r0 * L->nbc, g1 = r1 * L->nbc; /* this part's groups */
-    for (size_t g = g0; g < g1; g++)
-        F->gminnz[g] = FP8_F32_INF;
-    if (L->br > 1)
-        r0 *= L->br, r1 = r1 * L->br < L->R ? r1 * L->br : L->R;
-    amax_rows(L, F->X, r0, r1, F->gamax, F->gminnz);
+    if (F->fine) {
+        ranges_from_fine(L, F->fine, r0, r1, F->gamax, F->gminnz);
+    } else {
+        for (size_t g = g0; g < g1; g++)
+            F->gminnz[g] = FP8_F32_INF;
+        if (L->br > 1)
+            r0 *= L->br, r1 = r1 * L->br < L->R ? r1 * L->br : L->R;
+        amax_rows(L, F->X, r0, r1, F->gamax, F->gminnz);
+    }
     uint32_t top = 0; /* the part's largest amax, for the tensor's */
     for (size_t g = g0; g < g1; g++)
         top = F->gamax[g] > top ? F->gamax[g] : top;
@@ -642,6 +677,7 @@ struct fp8__cast {
     float *group_scale_inv;
     fp8_amax_info *ai;
     int trans, x_given, want_hist, threads, te_on;
+    int own_ranges; /* F's gamax and gminnz: x's group ranges (fp8__cast_ranges) */
     layout L;
     fused F;
     float *xt, *qt;
@@ -739,7 +775,7 @@ static int cast_scratch(fp8__cast *c)
 
 /* 1. the amax pass (recipes that scale from this tensor; a per-tensor one
  * takes the caller's known amax when it has one) and 2. the scales */
-static void cast_scales(fp8__cast *c, const fp8_amax_info *known)
+static void cast_scales(fp8__cast *c, const fp8_amax_info *known, const fp8__ranges *fine)
 {
     fused *F = &c->F;
     const layout *L = &c->L;
@@ -759,6 +795,8 @@ static void cast_scales(fp8__cast *c, const fp8_amax_info *known)
         gamax[0] = tot_amax, gminnz[0] = FP8_F32_INF;
     } else if (need_amax) {
         F->early = !L->per_tensor && r->kind != FP8_RECIPE_NVFP4;
+        F->fine = !c->trans && ranges_nest(fine, L) ? fine : NULL;
+        c->own_ranges = !L->per_tensor && !c->trans && L->br == 1;
         if (L->per_tensor)
             gminnz[0] = FP8_F32_INF;
         size_t trows = L->br == 1 ? L->R : (L->R + L->br - 1) / L->br;
@@ -824,7 +862,7 @@ static void cast_parts(fp8__cast *c, const fp8_amax_info *known, int x_changes)
 
 int fp8__cast_begin(fp8__cast **cp, fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
                     fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai,
-                    const fp8_amax_info *known, int x_changes)
+                    const fp8_amax_info *known, const fp8__ranges *fine, int x_changes)
 {
     *cp = NULL;
     int rc;
@@ -860,11 +898,20 @@ int fp8__cast_begin(fp8__cast **cp, fp8_recipe_state *st, const float *x, size_t
      * subnormal: in the default environment (fpenv.h) */
     fp8__fenv env;
     fp8__fenv_enter(&env);
-    cast_scales(c, known);
+    cast_scales(c, known, fine);
     cast_parts(c, known, x_changes || (out == x && !c->trans));
     fp8__fenv_leave(&env);
     *cp = c;
     return FP8_OK;
+}
+
+int fp8__cast_ranges(const fp8__cast *c, fp8__ranges *out)
+{
+    if (!c || !c->own_ranges)
+        return 0;
+    *out = (fp8__ranges){.R = c->L.R, .C = c->L.C, .seg = c->L.seg, .nbc = c->L.nbc, .amax = c->F.gamax,
+                         .minnz = c->F.gminnz};
+    return 1;
 }
 
 int fp8__cast_joins(const fp8__cast *c, size_t *U, int *P)
@@ -971,7 +1018,7 @@ int fp8__quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size_t
         known.amax = (float)stats->amax, known.inf_count = stats->inf_count, known.nan_count = stats->nan_count,
         kp = &known;
     fp8__cast *c;
-    int rc = fp8__cast_begin(&c, st, x, rows, cols, out, stats, options, codes, group_scale_inv, ai, kp, 0);
+    int rc = fp8__cast_begin(&c, st, x, rows, cols, out, stats, options, codes, group_scale_inv, ai, kp, NULL, 0);
     if (rc != FP8_OK || !c)
         return rc;
     fp8__cast_run(c);

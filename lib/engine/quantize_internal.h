@@ -27,7 +27,8 @@ int fp8__quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size_t
 
 /* The same cast in steps, so that several casts of one x can run their
  * fused passes piece by piece side by side (quantize_many.c):
- * fp8__cast_begin checks, makes the scratch, runs the amax pass and the
+ * fp8__cast_begin checks, makes the scratch, runs the amax pass (or
+ * takes the group amaxes from `fine`, below) and the
  * scales and sets up the fused pass (*c NULL when the cast is done already:
  * it had nothing to produce, or failed: the status says).  known: x's finite
  * amax and Inf/NaN counts when the caller has them (a per-tensor recipe then
@@ -41,9 +42,22 @@ int fp8__quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size_t
  * fp8__cast_end the statistics and the state's step, and frees c. */
 #define FP8__STATS_X_LATER 0x100u
 typedef struct fp8__cast fp8__cast;
+/* x's group ranges as one cast found them, for the next cast of the same x
+ * (`fine` of fp8__cast_begin): groups of seg elements along each of the R
+ * rows of C (nbc a row, the last one partial), each one's finite amax and
+ * min nonzero |x| (float32 bits; 0x7F800000: none).  A cast whose groups
+ * are unions of these (the same rows, a multiple of seg along them, or a
+ * whole row) takes its own as their maxima and minima, exact, and reads
+ * no x for them.  fp8__cast_ranges: a begun cast's own, when they are of
+ * x's rows (1; else 0); valid until the cast ends. */
+typedef struct {
+    size_t R, C, seg, nbc;
+    const uint32_t *amax, *minnz;
+} fp8__ranges;
 int fp8__cast_begin(fp8__cast **c, fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
                     fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai,
-                    const fp8_amax_info *known, int x_changes);
+                    const fp8_amax_info *known, const fp8__ranges *fine, int x_changes);
+int fp8__cast_ranges(const fp8__cast *c, fp8__ranges *out);
 int fp8__cast_joins(const fp8__cast *c, size_t *U, int *P);
 void fp8__cast_units(fp8__cast *c, int p, size_t u0, size_t u1, float *buf);
 void fp8__cast_run(fp8__cast *c);

@@ -11,7 +11,10 @@
  * another (tests/test_stats.c holds the two side by side).
  *
  * Before the sweep: one amax pass over x, which per-tensor current recipes
- * scale from (the other recipes make their own group amaxes, as alone);
+ * scale from; the recipe with the shortest groups along x's rows makes its
+ * group amaxes first, and every other whose groups are unions of those
+ * (1x128 tiles of 1x32 MX groups, rows, 128x128 tiles) takes its own as
+ * their maxima, exact, without reading x (the others, as alone);
  * after it: the recipes whose pass goes otherwise (transposed, groups not
  * a divisor of a piece, a smoothed or Hadamard-transformed tensor), each on
  * its own with x's statistics given.  A cast in place (out == x) comes
@@ -77,12 +80,32 @@ static void cast_alone(fp8__cast_req *q, const float *x, size_t rows, size_t col
 
 /* begin request q's cast (see fp8__cast_begin); NULL when it is done already */
 static fp8__cast *begin(fp8__cast_req *q, const float *x, size_t rows, size_t cols, unsigned flags,
-                        const fp8_amax_info *known, int x_changes)
+                        const fp8_amax_info *known, const fp8__ranges *fine, int x_changes)
 {
     fp8__cast *c = NULL;
     q->status = fp8__cast_begin(&c, q->st, x, rows, cols, q->out, q->stats, flags | FP8__STATS_X_LATER, q->codes,
-                                q->group_scale_inv, NULL, known, x_changes);
+                                q->group_scale_inv, NULL, known, fine, x_changes);
     return c;
+}
+
+/* The request whose groups are the shortest stretches of x's rows that an
+ * amax pass measures (a recipe scaled from x by groups one row high, not
+ * transposed): begun first, so that the others whose groups nest in its
+ * take their amaxes from it (fp8__ranges).  -1 when there is none. */
+static int finest(const fp8__cast_req *req, int n, const unsigned char *alone, size_t rows, size_t cols)
+{
+    int best = -1;
+    size_t best_seg = SIZE_MAX;
+    for (int i = 0; i < n; i++) {
+        const fp8_recipe *r = &req[i].st->recipe;
+        if (alone[i] || r->kind == FP8_RECIPE_NONE || r->kind == FP8_RECIPE_DELAYED)
+            continue;
+        layout L;
+        fp8__make_layout(r, rows, cols, &L);
+        if (!L.per_tensor && L.br == 1 && L.seg < best_seg)
+            best = i, best_seg = L.seg;
+    }
+    return best;
 }
 
 static int joins(const fp8__cast *c, const sweep *S)
@@ -137,12 +160,23 @@ int fp8__quantize_many(const float *x, size_t rows, size_t cols, unsigned flags,
     fp8__cast *ip = NULL;
     if (inplace >= 0 && any_alone)
         alone[inplace] = 1; /* after those, on its own */
-    else if (inplace >= 0)
-        ip = begin(&req[inplace], x, rows, cols, flags, &known, 0);
+    /* the finest groups before all (x_changes concerns per-tensor recipes
+     * only: 0 for this one), their ranges handed to the rest */
+    const int fi = finest(req, n, alone, rows, cols);
+    fp8__ranges fine, *fp = NULL;
+    if (fi >= 0 && fi != inplace && (cast[fi] = begin(&req[fi], x, rows, cols, flags, &known, NULL, 0)) &&
+        fp8__cast_ranges(cast[fi], &fine))
+        fp = &fine;
+    if (inplace >= 0 && !alone[inplace]) {
+        ip = begin(&req[inplace], x, rows, cols, flags, &known, fp, 0);
+        if (fi == inplace && fp8__cast_ranges(ip, &fine))
+            fp = &fine;
+    }
     const int ip_joins = joins(ip, &S);
     for (int i = 0; i < n; i++)
         if (i != inplace && !alone[i]) {
-            cast[i] = begin(&req[i], x, rows, cols, flags, &known, ip_joins);
+            if (i != fi)
+                cast[i] = begin(&req[i], x, rows, cols, flags, &known, fp, ip_joins);
             if (joins(cast[i], &S))
                 S.cast[S.n++] = cast[i];
             else if (cast[i])
