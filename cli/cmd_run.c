@@ -82,6 +82,10 @@ int cmd_info(int argc, char **argv)
         printf("damaged: the last %zu records cannot be read (a write torn when the writer was killed?); the "
                "%zu before them are above\n",
                r->unreadable_records, r->nrecords);
+    if (r->unreadable_rows)
+        printf("damaged: %zu rows of the every-step series (/steps, /scalars) and indexes (/snapshot_index, "
+               "/block_amax_index) cannot be read and are left out: each one's rows before its damage are used\n",
+               r->unreadable_rows);
     printf("recipes:\n");
     for (int k = 0; k < r->nrecipes; k++)
         printf("  [%d] %s\n", k, r->recipe_spec[k]);

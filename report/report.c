@@ -290,6 +290,9 @@ static void md_runs(const an_ctx *c, FILE *f)
         if (a->run->unreadable_records) /* a damaged file: what it lacks is said where the run is named */
             snprintf(rk0 + strlen(rk0), sizeof rk0 - strlen(rk0), " (damaged: its last %zu records unreadable)",
                      a->run->unreadable_records);
+        if (a->run->unreadable_rows)
+            snprintf(rk0 + strlen(rk0), sizeof rk0 - strlen(rk0), " (damaged: %zu every-step rows unreadable)",
+                     a->run->unreadable_rows);
         int named = r && strcmp(lab, r);
         fprintf(f, "| %s%s%s | %s%s%s%s | %s | %s | %d | %zu | %lld |\n", a->label, rk0,
                 i == c->baseline ? " (baseline)" : "", lab, named ? " (`" : "", named ? r : "", named ? "`)" : "",

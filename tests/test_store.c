@@ -283,9 +283,9 @@ static void test_torn_writes(void)
  * as a torn write of a long run's chunk index leaves the chunks it names
  * unreadable): the records before it load, the rest are counted as
  * unreadable; a file whose first chunk is damaged is refused. */
-static void damage_chunk(const char *path, hsize_t row)
+static void damage_chunk_of(const char *path, const char *dataset, hsize_t row)
 {
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), d = H5Dopen2(f, "records", H5P_DEFAULT);
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), d = H5Dopen2(f, dataset, H5P_DEFAULT);
     hsize_t off[1] = {row};
     unsigned mask;
     haddr_t addr = 0;
@@ -299,6 +299,8 @@ static void damage_chunk(const char *path, hsize_t row)
         fputc(0x5A, fp);
     fclose(fp);
 }
+
+static void damage_chunk(const char *path, hsize_t row) { damage_chunk_of(path, "records", row); }
 
 static void test_damaged_records(void)
 {
@@ -342,6 +344,52 @@ static void test_damaged_records(void)
         CU_ASSERT_EQUAL(q->unreadable_records, n - bad);
         fp8_run_free(q);
     }
+}
+
+/* A damaged stretch of the every-step series and of an index: /steps
+ * (chunks of 1024 rows) damaged in its 3rd chunk, /scalars (chunks of 256)
+ * in its 2nd, /block_amax_index (256) in its 1st.  The rows before each
+ * damage load with their values, the rest are counted (2,952 + 2,744 +
+ * 300 = 5,996 rows), and the records load whole (a damaged /steps refused
+ * the whole file before). */
+static void test_damaged_series(void)
+{
+    const size_t nsteps = 5000, nscal = 3000, nbam = 300, nrec = 100;
+    fp8_store *s = fp8_store_create("build/t_dmgs.h5", NULL, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    int rc = fp8_store_recipe(s, "e4m3:current:eps=0"), tn = fp8_store_tensor(s, "x", FP8_ROLE_ACTIVATION, 0);
+    int sn = fp8_store_scalar_name(s, "loss");
+    for (size_t k = 0; k < nsteps; k++)
+        CU_ASSERT_EQUAL(fp8_store_add_step(s, tn, rc, (int64_t)k, 1, (float)k + 0.5f, 2.0f, 0), FP8_OK);
+    for (size_t k = 0; k < nscal; k++)
+        CU_ASSERT_EQUAL(fp8_store_add_scalar(s, sn, (int64_t)k, 1.0 / ((double)k + 1)), FP8_OK);
+    const float bam[4] = {1, 2, 3, 4};
+    for (size_t k = 0; k < nbam; k++)
+        CU_ASSERT_EQUAL(fp8_store_add_block_amax(s, tn, (int64_t)k, 2, 256, 128, bam), FP8_OK);
+    for (size_t k = 0; k < nrec; k++) {
+        fp8_stats st;
+        fake_stats(&st, k);
+        CU_ASSERT_EQUAL(fp8_store_add_record(s, tn, rc, (int64_t)k, 1, 1, 1, &st), FP8_OK);
+    }
+    CU_ASSERT_EQUAL(fp8_store_close(s), FP8_OK);
+    damage_chunk_of("build/t_dmgs.h5", "steps", 2048);
+    damage_chunk_of("build/t_dmgs.h5", "scalars", 256);
+    damage_chunk_of("build/t_dmgs.h5", "block_amax_index", 0);
+    fp8_run *r = fp8_run_load("build/t_dmgs.h5");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_EQUAL(r->nrecords, nrec);
+    CU_ASSERT_EQUAL(r->unreadable_records, 0);
+    CU_ASSERT_EQUAL(r->nsteps, 2048);
+    CU_ASSERT_EQUAL(r->nscalars, 256);
+    CU_ASSERT_EQUAL(r->nblock_amax, 0);
+    CU_ASSERT_EQUAL(r->unreadable_rows, (nsteps - 2048) + (nscal - 256) + nbam);
+    int same = 1;
+    for (size_t i = 0; i < r->nsteps; i++)
+        same &= r->steps[i].step == (int64_t)i && r->steps[i].amax == (float)i + 0.5f;
+    for (size_t i = 0; i < r->nscalars; i++)
+        same &= r->scalar_step[i] == (int64_t)i && r->scalar_value[i] == 1.0 / ((double)i + 1);
+    CU_ASSERT(same);
+    fp8_run_free(r);
 }
 
 /* A reader follows a writer in another process (SWMR): every load while it
@@ -589,6 +637,8 @@ void register_store_tests(void)
         {"SIGKILL at random moments: 20 trials, nothing flushed is lost", test_sigkill},
         {"a write torn by a kill at each of the writer's first 300 writes: nothing flushed is lost", test_torn_writes},
         {"a damaged stretch of /records: the records before it load, the rest are counted", test_damaged_records},
+        {"a damaged stretch of /steps, /scalars, an index: the rows before it load, the rest are counted",
+         test_damaged_series},
         {"a reader follows a writer in another process (SWMR)", test_live_read},
         {"chunks inflated on two threads = H5Dread's bytes", test_parallel_chunks},
         {"chunks the writer encodes = HDF5's filter pipeline's bytes, 1 and 3 threads; floats read back", test_chunks_as_hdf5},

@@ -457,6 +457,10 @@ int an_open(an_ctx *c, const char *const *paths, int n)
             fprintf(stderr, "fp8prof: %s: the last %zu records cannot be read (a write torn when the writer was "
                             "killed?); the analyses use the records before them\n",
                     paths[i], a->run->unreadable_records);
+        if (a->run->unreadable_rows)
+            fprintf(stderr, "fp8prof: %s: %zu rows of the every-step series and indexes cannot be read; the analyses "
+                            "use the rows before them\n",
+                    paths[i], a->run->unreadable_rows);
         if (c->tensor && a->run->nrecords == 0) {
             fprintf(stderr, "fp8prof: %s: no tensor matches '%s'; its tensors:", paths[i], c->tensor);
             for (int t = 0; t < a->run->ntensors && t < 12; t++)

@@ -180,13 +180,19 @@ typedef struct {
      * writer was killed, or other damage): not loaded; the rows before it
      * are.  0 for an intact file. */
     size_t unreadable_records;
+    /* the same for the every-step series and indexes: the rows of /steps,
+     * /scalars, /snapshot_index and /block_amax_index past the first
+     * unreadable one in each, summed */
+    size_t unreadable_rows;
 } fp8_run;
 
 /* Load a run file (also while its writer is running, or after the writer
  * died).  NULL with a message naming the file and the problem: not HDF5,
  * not an fp8prof run, a newer schema, a damaged file.  Records past a
  * damaged stretch of /records (or of their histograms) are left out and
- * counted in unreadable_records when the records before it read. */
+ * counted in unreadable_records when the records before it read; rows past
+ * a damaged stretch of /steps, /scalars, /snapshot_index or
+ * /block_amax_index likewise, counted in unreadable_rows. */
 fp8_run *fp8_run_load(const char *path);
 /* The same, keeping only records and snapshots of tensors whose name
  * matches tensor_pattern (fnmatch; NULL: all) and steps in [step_min,

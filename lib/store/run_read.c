@@ -89,33 +89,51 @@ static hsize_t rows_now(hid_t file, const char *name)
     return n;
 }
 
+static int read_rows(hid_t d, hid_t memtype, hsize_t start, hsize_t count, hsize_t width, void *out);
+
+/* Rows [0, want) of d (width values a row; 0: a 1-D dataset) into out,
+ * row_bytes apart, or, when some of them cannot be read, their longest
+ * readable beginning (found by halving what is left; a killed writer's
+ * torn write damages the newest rows): the rows read. */
+static hsize_t read_prefix(hid_t d, hid_t memtype, size_t row_bytes, hsize_t want, hsize_t width, void *out)
+{
+    if (!want || read_rows(d, memtype, 0, want, width, out) == 0)
+        return want;
+    hsize_t lo = 0, hi = want; /* [0, lo) read into out; [lo, hi) does not read */
+    while (hi - lo > 1) {
+        hsize_t mid = lo + (hi - lo) / 2;
+        if (read_rows(d, memtype, lo, mid - lo, width, (char *)out + lo * row_bytes))
+            hi = mid;
+        else
+            lo = mid;
+    }
+    return lo;
+}
+
 /* The first rows of a 1-D dataset: all of them, or at most `limit` (a count
  * taken earlier: a reader following a live writer reads what refers to the
- * registries before the registries, see load). */
-static int read_upto(hid_t file, const char *name, hid_t memtype, size_t elem, void **out, size_t *n, hsize_t limit)
+ * registries before the registries, see load).  lost NULL: every row must
+ * read; else the rows from the first unreadable one on are left out of *n
+ * and added to *lost. */
+static int read_upto(hid_t file, const char *name, hid_t memtype, size_t elem, void **out, size_t *n, hsize_t limit,
+                     size_t *lost)
 {
     hid_t d = H5Dopen2(file, name, H5P_DEFAULT);
     if (d < 0)
         return -1;
     hsize_t have = rows_of(d), want = have < limit ? have : limit;
-    *n = (size_t)want;
-    *out = calloc(*n ? *n : 1, elem);
-    herr_t e = *out ? 0 : -1;
-    if (!e && want) {
-        hid_t fs = H5Dget_space(d), ms = H5Screate_simple(1, &want, NULL);
-        hsize_t start = 0;
-        e = H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, NULL, &want, NULL);
-        if (e >= 0)
-            e = H5Dread(d, memtype, ms, fs, H5P_DEFAULT, *out);
-        H5Sclose(ms), H5Sclose(fs);
-    }
+    *out = calloc(want ? (size_t)want : 1, elem);
+    hsize_t got = *out ? read_prefix(d, memtype, elem, want, 0, *out) : 0;
     H5Dclose(d);
-    return e < 0 ? -1 : 0;
+    *n = (size_t)got;
+    if (lost)
+        *lost += (size_t)(want - got);
+    return *out && (got == want || lost) ? 0 : -1;
 }
 
 static int read_all(hid_t file, const char *name, hid_t memtype, size_t elem, void **out, size_t *n)
 {
-    return read_upto(file, name, memtype, elem, out, n, HSIZE_UNDEF);
+    return read_upto(file, name, memtype, elem, out, n, HSIZE_UNDEF, NULL);
 }
 
 static char *read_str_attr(hid_t obj, const char *name)
@@ -294,10 +312,16 @@ static int load_series(hid_t file, fp8_run *r, const unsigned char *keep, int64_
         hsize_t have = rows_of(ds);
         n = (size_t)(have < lim_steps ? have : lim_steps);
         rows = n <= SIZE_MAX / sizeof(disk_step) ? fp8__malloc_big((n ? n : 1) * sizeof(disk_step)) : NULL;
-        bad = !rows || (n && read_rows(ds, st, 0, n, 0, rows) != 0);
+        bad = !rows;
+        if (rows) { /* a damaged stretch: the rows before it, the rest counted */
+            size_t got = (size_t)read_prefix(ds, st, sizeof(disk_step), n, 0, rows);
+            r->unreadable_rows += n - got;
+            n = got;
+        }
         H5Dclose(ds);
     }
-    bad = bad || read_upto(file, fp8__datasets[D_BAMAX_INDEX].name, bt, sizeof(disk_bamax), &bix, &nb, lim_bix);
+    bad = bad || read_upto(file, fp8__datasets[D_BAMAX_INDEX].name, bt, sizeof(disk_bamax), &bix, &nb, lim_bix,
+                           &r->unreadable_rows);
     H5Tclose(st), H5Tclose(bt);
     uint64_t len_bam = 0;
     hid_t dba = bad ? -1 : H5Dopen2(file, fp8__datasets[D_BAMAX_DATA].name, H5P_DEFAULT);
@@ -613,8 +637,10 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
     int bad = read_all(file, fp8__datasets[D_TENSORS].name, tt, sizeof(disk_tensor), &tens, &nt) ||
               read_all(file, fp8__datasets[D_RECIPES].name, rt, sizeof(disk_recipe), &recs, &nr) ||
               read_all(file, fp8__datasets[D_SCALAR_NAMES].name, nmt, sizeof(disk_name), &names, &nn) ||
-              read_upto(file, fp8__datasets[D_SCALARS].name, st, sizeof(disk_scalar), &scal, &nsc, lim_scal) ||
-              read_upto(file, fp8__datasets[D_SNAP_INDEX].name, snt, sizeof(disk_snap), &snaps, &nsnap, lim_snap);
+              read_upto(file, fp8__datasets[D_SCALARS].name, st, sizeof(disk_scalar), &scal, &nsc, lim_scal,
+                        &r->unreadable_rows) ||
+              read_upto(file, fp8__datasets[D_SNAP_INDEX].name, snt, sizeof(disk_snap), &snaps, &nsnap, lim_snap,
+                        &r->unreadable_rows);
     H5Tclose(tt), H5Tclose(rt), H5Tclose(nmt), H5Tclose(st), H5Tclose(snt);
     /* records per read: larger when the histograms are not held beside them */
     const size_t SLAB = lean ? 65536 : 4096;
