@@ -14,7 +14,9 @@ int bench_loop(void);
 double bench_now(void);
 /* The element rate (Gelem/s) of memcpy on 2^26 float32 (256 MiB, far past
  * the caches: the machine's memory bandwidth), best of 5: the reference of
- * every rate target.  Measured once per process, on first call. */
+ * every rate target.  Measured at each call: a section measures its own,
+ * beside the kernels it is the reference of (the machine's rate moves
+ * between the minutes of one run). */
 double bench_memcpy_rate(void);
 /* One target line, a ratio to a reference measured in the same run:
  * "target NAME: VALUE UNIT = RATIO of REF_NAME (REF UNIT) (goal >= GOAL) met|MISSED".
