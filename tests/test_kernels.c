@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "f32bits.h"
+#include "smooth_vec.h"
 #include "stats_vec.h"
 #include "tests.h"
 
@@ -31,16 +32,22 @@ typedef struct {
     void (*xmoments)(FP8_XMOMENTS_ARGS);
     void (*err)(FP8_MOMENTS_ARGS);
     void (*both)(FP8_BOTH_ARGS);
+    void (*colmax)(FP8_COLMAX_ARGS);
+    void (*colscale)(FP8_COLSCALE_ARGS);
+    void (*err_double)(FP8_ERR_DOUBLE_ARGS);
     int runs_here;
 } isa;
 
 static isa isas[3] = {
     {"base", fp8__amax_scan_base, fp8__range_base, fp8__range_groups_base, fp8__hist_add_base,
-     fp8__best_ratio_base, fp8__xmoments_add_base, fp8__err_add_base, fp8__both_add_base, 1},
+     fp8__best_ratio_base, fp8__xmoments_add_base, fp8__err_add_base, fp8__both_add_base, fp8__colmax_base,
+     fp8__colscale_base, fp8__err_double_base, 1},
     {"avx2", fp8__amax_scan_avx2, fp8__range_avx2, fp8__range_groups_avx2, fp8__hist_add_avx2,
-     fp8__best_ratio_avx2, fp8__xmoments_add_avx2, fp8__err_add_avx2, fp8__both_add_avx2, 0},
+     fp8__best_ratio_avx2, fp8__xmoments_add_avx2, fp8__err_add_avx2, fp8__both_add_avx2, fp8__colmax_avx2,
+     fp8__colscale_avx2, fp8__err_double_avx2, 0},
     {"avx512", fp8__amax_scan_avx512, fp8__range_avx512, fp8__range_groups_avx512, fp8__hist_add_avx512,
-     fp8__best_ratio_avx512, fp8__xmoments_add_avx512, fp8__err_add_avx512, fp8__both_add_avx512, 0},
+     fp8__best_ratio_avx512, fp8__xmoments_add_avx512, fp8__err_add_avx512, fp8__both_add_avx512,
+     fp8__colmax_avx512, fp8__colscale_avx512, fp8__err_double_avx512, 0},
 };
 
 static void find_isas(void)
@@ -391,6 +398,92 @@ static void moments_case(const isa *I, float *x, size_t n)
 /* AVX2 and AVX-512 against the portable loops */
 static void test_moments(void) { every_case(1, moments_case); }
 
+/* Smooth SwiGLU's loops (smooth_vec.c) against plain loops: x's n elements
+ * as rows x cols for several widths (a width below, at and past a vector;
+ * the last rows*cols < n elements dropped).  Column maxima and the scaled
+ * tensors bit for bit (both ways, into another array and in place). */
+static void smooth_cols_case(const isa *I, float *x, size_t n)
+{
+    static const size_t widths[] = {1, 15, 16, 17, 40, 4099};
+    static float mx[4099], rmx[4099], s[4099], y[4099], ry[4099];
+    for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++) {
+        size_t cols = widths[w], rows = cols <= n ? n / cols : 0;
+        if (!rows)
+            continue;
+        for (size_t j = 0; j < cols; j++) {
+            rmx[j] = 0.0f;
+            for (size_t i = 0; i < rows; i++) {
+                float a = fabsf(x[i * cols + j]);
+                if (isfinite(a) && a > rmx[j])
+                    rmx[j] = a;
+            }
+        }
+        I->colmax(x, rows, cols, mx);
+        CU_ASSERT_EQUAL(memcmp(mx, rmx, cols * sizeof *mx), 0);
+        for (size_t j = 0; j < cols; j++) /* the column scales, some subnormal, some huge */
+            s[j] = rmx[j] > 0 ? 1.0f / rmx[j] : j % 3 ? 0x1p-140f : 3.0f;
+        for (int divide = 0; divide < 2; divide++) {
+            for (size_t i = 0; i < rows * cols; i++)
+                ry[i] = divide ? x[i] / s[i % cols] : x[i] * s[i % cols];
+            I->colscale(x, rows, cols, s, divide, y);
+            CU_ASSERT_EQUAL(memcmp(y, ry, rows * cols * sizeof *y), 0);
+            I->colscale(y, rows, cols, s, !divide, y); /* in place: back */
+            for (size_t i = 0; i < rows * cols; i++)
+                ry[i] = divide ? ry[i] * s[i % cols] : ry[i] / s[i % cols];
+            CU_ASSERT_EQUAL(memcmp(y, ry, rows * cols * sizeof *y), 0);
+        }
+    }
+}
+
+static void test_smooth_cols(void) { every_case(0, smooth_cols_case); }
+
+/* The error sums in double: counts and max |x - x_hat| equal to a plain
+ * loop's, the sums within 1e-13 of its serial double sums (the order of
+ * the additions differs), and bit for bit equal to the same sums taken in
+ * the 16 lanes the loop documents, written plainly here */
+static void err_double_case(const isa *I, float *x, size_t n)
+{
+    static float q[4099];
+    for (size_t i = 0; i < n; i++) /* an x_hat: x rounded to 4 significant bits, Inf past 2^100, NaN at 2^-120 */
+        q[i] = fabsf(x[i]) > 0x1p100f ? INFINITY : fabsf(x[i]) < 0x1p-120f && x[i] != 0 ? NAN
+                                                                                   : from_bits(bits(x[i]) & 0xFFF80000u);
+    double plain[4] = {0, 0, 0, 0}, lane[16][4];
+    float pme = 0;
+    uint64_t pbad = 0;
+    memset(lane, 0, sizeof lane);
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(x[i]))
+            continue;
+        size_t l = i < n - n % 16 ? i % 16 : i - (n - n % 16);
+        double xd = x[i], qd = q[i];
+        plain[0] += xd * xd, lane[l][0] += xd * xd;
+        if (!isfinite(q[i])) {
+            pbad++;
+            continue;
+        }
+        double e = xd - qd;
+        plain[1] += e * e, plain[2] += qd * qd, plain[3] += xd * qd;
+        lane[l][1] += e * e, lane[l][2] += qd * qd, lane[l][3] += xd * qd;
+        pme = fmaxf(pme, fabsf(x[i] - q[i]));
+    }
+    double want[4] = {0, 0, 0, 0};
+    for (int l = 0; l < 16; l++)
+        for (int k = 0; k < 4; k++)
+            want[k] += lane[l][k];
+    double got[4];
+    float me;
+    uint64_t bad;
+    I->err_double(x, q, n, got, &me, &bad);
+    CU_ASSERT_EQUAL(bad, pbad);
+    CU_ASSERT_EQUAL(bits(me), bits(pme));
+    for (int k = 0; k < 4; k++) {
+        CU_ASSERT(rel(got[k], plain[k]) < 1e-13 || fabs(got[k] - plain[k]) < 1e-300);
+        CU_ASSERT(memcmp(&got[k], &want[k], sizeof got[k]) == 0);
+    }
+}
+
+static void test_err_double(void) { every_case(0, err_double_case); }
+
 void register_kernels_tests(void)
 {
     static CU_TestInfo tests[] = {
@@ -402,6 +495,8 @@ void register_kernels_tests(void)
         {"exponent histogram inside x's pass equals plain binning", test_xmoments_hist},
         {"largest group dynamic range of every ISA equals the plain rule", test_best_ratio},
         {"running sums of AVX2 and AVX-512 against the portable loops", test_moments},
+        {"smooth: column maxima and column scaling of every ISA equal plain loops", test_smooth_cols},
+        {"smooth: error sums in double of every ISA equal plain loops", test_err_double},
         CU_TEST_INFO_NULL,
     };
     add_suite("kernels", tests);

@@ -22,6 +22,9 @@ fp8__kernel_table fp8__k;
         fp8__k.hist_vec = fp8__hist_add_##ISA;           \
         fp8__k.amax_scan = fp8__amax_scan_##ISA;         \
         fp8__k.best_ratio = fp8__best_ratio_##ISA;       \
+        fp8__k.colmax = fp8__colmax_##ISA;               \
+        fp8__k.colscale = fp8__colscale_##ISA;           \
+        fp8__k.err_double = fp8__err_double_##ISA;       \
     } while (0)
 
 static void pick(void)

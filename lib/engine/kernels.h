@@ -1,10 +1,11 @@
 /*
  * kernels.h — internal: the statistics engine's vector loops (stats_vec.c,
- * built once per instruction set) picked once at run time for this CPU.
+ * smooth_vec.c, built once per instruction set) picked once at run time for this CPU.
  */
 #ifndef FP8_KERNELS_H
 #define FP8_KERNELS_H
 
+#include "smooth_vec.h"
 #include "stats_vec.h"
 
 typedef struct {
@@ -16,6 +17,9 @@ typedef struct {
     void (*hist_vec)(FP8_HIST_ARGS);
     void (*amax_scan)(FP8_AMAX_SCAN_ARGS);
     size_t (*best_ratio)(FP8_BEST_RATIO_ARGS);
+    void (*colmax)(FP8_COLMAX_ARGS);
+    void (*colscale)(FP8_COLSCALE_ARGS);
+    void (*err_double)(FP8_ERR_DOUBLE_ARGS);
     const char *isa; /* "avx512", "avx2" or "base" */
 } fp8__kernel_table;
 

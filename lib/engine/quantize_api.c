@@ -11,6 +11,7 @@
 
 #include "fp8_stats.h"
 #include "fpenv.h"
+#include "kernels.h"
 #include "quantize_internal.h"
 #include "recipe_state.h"
 
@@ -52,22 +53,14 @@ static int quantize_rht(fp8_recipe_state *st, const float *x, size_t rows, size_
  * tensor than x (smooth). */
 static void error_stats(fp8_stats *s, const float *x, const float *xh, size_t n)
 {
-    double e2 = 0, q2 = 0, xq = 0, x2 = 0;
-    float me = 0;
-    uint64_t bad = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!isfinite(x[i]))
-            continue;
-        x2 += (double)x[i] * x[i];
-        if (!isfinite(xh[i])) {
-            bad++;
-            continue;
-        }
-        double e = (double)x[i] - xh[i];
-        e2 += e * e, q2 += (double)xh[i] * xh[i], xq += (double)x[i] * xh[i];
-        float ae = fabsf(x[i] - xh[i]);
-        me = ae > me ? ae : me;
-    }
+    double sums[4];
+    float me;
+    uint64_t bad;
+    fp8__fenv fe;
+    fp8__fenv_enter(&fe);
+    fp8__k.err_double(x, xh, n, sums, &me, &bad); /* in double, 8 lanes (smooth_vec.h) */
+    fp8__fenv_leave(&fe);
+    const double x2 = sums[0], e2 = sums[1], q2 = sums[2], xq = sums[3];
     s->err_excluded = bad;
     s->sq_err = e2;
     uint64_t nerr = s->finite - bad;
@@ -96,35 +89,26 @@ static int quantize_smooth(fp8_recipe_state *st, const float *x, size_t rows, si
         return FP8_ERROR(FP8_EINVAL, "recipe '%s': smooth=fold needs the %zu column scales of the input it is "
                                      "folded from (fp8_probe_smooth_from), %s",
                          st->recipe.spec, cols, st->smooth_src ? "of another width" : "none given");
-    size_t n = rows * cols;
-    float *y = malloc(n * sizeof *y), *sc = malloc(cols * sizeof *sc);
-    float *q = (stats && !out) ? malloc(n * sizeof *q) : out;
+    size_t n = rows * cols; /* (n * 4 bytes fit a size_t: quantize_impl) */
+    /* y, x_hat when the caller wants none, s: the state's, kept for the next cast */
+    float *y = fp8__own_buf(st, 0, 2 * n + cols), *sc = y ? y + 2 * n : NULL;
+    float *q = (stats && !out) ? (y ? y + n : NULL) : out;
     fp8_stats *xs = stats ? malloc(sizeof *xs) : NULL;
-    if (!y || !sc || (stats && (!q || !xs))) {
-        free(y), free(sc), free(xs);
-        if (q != out)
-            free(q);
+    if (!y || (stats && !xs)) {
+        free(xs);
         return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: out of memory smoothing a %zux%zu tensor", rows, cols);
     }
+    fp8__kernels_pick();
     fp8__fenv fe;
     fp8__fenv_enter(&fe);
     if (fold)
         memcpy(sc, st->smooth_src, cols * sizeof *sc);
     else {
-        for (size_t j = 0; j < cols; j++)
-            sc[j] = 0;
-        for (size_t i = 0; i < rows; i++)
-            for (size_t j = 0; j < cols; j++) {
-                float a = fabsf(x[i * cols + j]);
-                if (isfinite(a) && a > sc[j])
-                    sc[j] = a;
-            }
+        fp8__k.colmax(x, rows, cols, sc);
         for (size_t j = 0; j < cols; j++)
             sc[j] = sc[j] > 0 ? 1.0f / sc[j] : 1.0f;
     }
-    for (size_t i = 0; i < rows; i++)
-        for (size_t j = 0; j < cols; j++)
-            y[i * cols + j] = fold ? x[i * cols + j] / sc[j] : x[i * cols + j] * sc[j];
+    fp8__k.colscale(x, rows, cols, sc, fold, y); /* y = x / s (fold) or x * s */
     fp8__fenv_leave(&fe);
     int rc = FP8_OK;
     if (stats) { /* x's own statistics: the caller's, or a pass of their own */
@@ -133,14 +117,24 @@ static int quantize_smooth(fp8_recipe_state *st, const float *x, size_t rows, si
         else
             rc = fp8_tensor_stats_ex(x, n, xs, options & FP8_STATS_NO_EXP_HIST, st->threads > 1 ? st->threads : 1);
     }
+    /* y's cast: its counts and scales.  y's own statistics would be
+     * replaced by x's: only what the cast reads of them is given (its
+     * amax, Inf and NaN counts, and so the scale and the delayed history's
+     * note of y's amax) */
+    if (rc == FP8_OK && stats) {
+        fp8_amax_info ya;
+        rc = fp8_tensor_amax(y, n, &ya);
+        memset(stats, 0, sizeof *stats);
+        stats->numel = n, stats->amax = ya.amax, stats->inf_count = ya.inf_count, stats->nan_count = ya.nan_count;
+        stats->finite = n - ya.inf_count - ya.nan_count;
+    }
     if (rc == FP8_OK)
-        rc = quantize_rht(st, y, rows, cols, q, stats, (options & ~FP8_STATS_X_GIVEN) | FP8_STATS_NO_EXP_HIST, NULL,
-                          group_scale_inv, NULL);
+        rc = quantize_rht(st, y, rows, cols, q, stats, (options & ~FP8_STATS_X_GIVEN) | FP8_STATS_NO_EXP_HIST |
+                                                           (stats ? FP8_STATS_X_GIVEN : 0),
+                          NULL, group_scale_inv, NULL);
     if (rc == FP8_OK && q) {
         fp8__fenv_enter(&fe);
-        for (size_t i = 0; i < rows; i++)
-            for (size_t j = 0; j < cols; j++)
-                q[i * cols + j] = fold ? q[i * cols + j] * sc[j] : q[i * cols + j] / sc[j];
+        fp8__k.colscale(q, rows, cols, sc, !fold, q); /* x_hat = Q(y) * s (fold) or Q(y) / s */
         fp8__fenv_leave(&fe);
     }
     if (rc == FP8_OK && stats) {
@@ -149,9 +143,7 @@ static int quantize_smooth(fp8_recipe_state *st, const float *x, size_t rows, si
     }
     if (rc == FP8_OK && ai)
         rc = fp8_tensor_amax(x, n, ai);
-    free(y), free(sc), free(xs);
-    if (q != out)
-        free(q);
+    free(xs);
     return rc;
 }
 
@@ -185,7 +177,7 @@ static int quantize_rht(fp8_recipe_state *st, const float *x, size_t rows, size_
         memcpy(xhist, stats->exp_hist, sizeof xhist);
         options = (options & ~FP8_STATS_X_GIVEN) | FP8_STATS_NO_EXP_HIST;
     }
-    float *y = malloc(rows * cols * sizeof *y), d[16];
+    float *y = fp8__own_buf(st, 1, rows * cols), d[16]; /* the state's, kept for the next cast */
     if (!y)
         return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: out of memory for the Hadamard transform of %zux%zu", rows, cols);
     memcpy(y, x, rows * cols * sizeof *y);
@@ -202,6 +194,5 @@ static int quantize_rht(fp8_recipe_state *st, const float *x, size_t rows, size_
         fp8__rht_apply(out, rows, cols, d, 1);
         fp8__fenv_leave(&fe);
     }
-    free(y);
     return rc;
 }

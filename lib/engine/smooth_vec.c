@@ -1,0 +1,155 @@
+/*
+ * smooth_vec.c — the element-wise loops of the recipes that cast another
+ * tensor than x (Smooth SwiGLU's shadow, quantize_api.c): the column
+ * maxima, the column scaling, and x's error sums against x_hat in double.
+ * Built once per instruction set like stats_vec.c (see stats_vec.h); each
+ * lane's arithmetic is fixed (no fused multiply-add: the build has
+ * -ffp-contract=off), so every build gives the same bits.
+ */
+#include <string.h>
+
+#include "f32bits.h"
+#include "smooth_vec.h"
+
+#ifndef FP8_ISA
+#define FP8_ISA base
+#endif
+#define FP8_CAT2(a, b) a##b
+#define FP8_CAT(a, b) FP8_CAT2(a, b)
+#define FN(name) FP8_CAT(name, FP8_ISA)
+
+typedef float vf16 __attribute__((vector_size(64)));
+typedef uint32_t vu16 __attribute__((vector_size(64)));
+typedef int32_t vi16 __attribute__((vector_size(64)));
+typedef float vf8 __attribute__((vector_size(32)));
+typedef double vd8 __attribute__((vector_size(64)));
+typedef int64_t vl8 __attribute__((vector_size(64)));
+
+/* finite |x|'s bits, 0 for Inf and NaN */
+static inline uint32_t finite_abs(float v)
+{
+    uint32_t b;
+    memcpy(&b, &v, 4);
+    b &= FP8_F32_ABS;
+    return b < FP8_F32_INF ? b : 0;
+}
+
+static inline int finite(float v)
+{
+    uint32_t b;
+    memcpy(&b, &v, 4);
+    return (b & FP8_F32_ABS) < FP8_F32_INF;
+}
+
+void FN(fp8__colmax_)(FP8_COLMAX_ARGS)
+{
+    /* the bits of non-negative floats order as the floats do */
+    uint32_t *m = (uint32_t *)mx;
+    memset(m, 0, cols * sizeof *m);
+    for (size_t i = 0; i < rows; i++) {
+        const float *r = x + i * cols;
+        size_t j = 0;
+        for (; j + 16 <= cols; j += 16) {
+            vu16 a, o;
+            memcpy(&a, r + j, 64);
+            memcpy(&o, m + j, 64);
+            a &= FP8_F32_ABS;
+            a = (vu16)((vi16)(a < FP8_F32_INF) & (vi16)a);
+            o = (vu16)(((vi16)(a > o) & (vi16)a) | (~(vi16)(a > o) & (vi16)o));
+            memcpy(m + j, &o, 64);
+        }
+        for (; j < cols; j++) {
+            uint32_t a = finite_abs(r[j]);
+            m[j] = a > m[j] ? a : m[j];
+        }
+    }
+}
+
+void FN(fp8__colscale_)(FP8_COLSCALE_ARGS)
+{
+    for (size_t i = 0; i < rows; i++) {
+        const float *r = x + i * cols;
+        float *o = y + i * cols;
+        size_t j = 0;
+        for (; j + 16 <= cols; j += 16) {
+            vf16 v, w;
+            memcpy(&v, r + j, 64);
+            memcpy(&w, s + j, 64);
+            v = divide ? v / w : v * w;
+            memcpy(o + j, &v, 64);
+        }
+        for (; j < cols; j++)
+            o[j] = divide ? r[j] / s[j] : r[j] * s[j];
+    }
+}
+
+/* Sixteen lanes (two sets of eight doubles, so that two additions to each
+ * sum are in flight): lane l sums elements 16k + l, the last n % 16 go to
+ * lanes 0, 1, ... in turn; the lanes are added in order at the end. */
+typedef struct {
+    vd8 x2, e2, q2, xq, me;
+    vl8 bad;
+} err_lanes;
+
+static inline __attribute__((always_inline)) void err8(err_lanes *L, const float *x, const float *xh)
+{
+    const vl8 absm = (vl8){0} + 0x7FFFFFFFFFFFFFFFll, infb = (vl8){0} + 0x7FF0000000000000ll;
+    vf8 xf, qf;
+    memcpy(&xf, x, 32);
+    memcpy(&qf, xh, 32);
+    vd8 xd = __builtin_convertvector(xf, vd8), qd = __builtin_convertvector(qf, vd8);
+    vd8 ad = __builtin_convertvector(xf - qf, vd8); /* |x - x_hat| in float, as the scalar rule */
+    vl8 fin = ((vl8)xd & absm) < infb, qfin = fin & (((vl8)qd & absm) < infb);
+    vd8 xz = (vd8)((vl8)xd & fin), xq = (vd8)((vl8)xd & qfin), qz = (vd8)((vl8)qd & qfin);
+    L->x2 += xz * xz;
+    vd8 e = xq - qz;
+    L->e2 += e * e;
+    L->q2 += qz * qz;
+    L->xq += xq * qz;
+    ad = (vd8)((vl8)ad & absm & qfin);
+    vl8 up = (vl8)(ad > L->me);
+    L->me = (vd8)((up & (vl8)ad) | (~up & (vl8)L->me));
+    L->bad -= fin & ~qfin;
+}
+
+void FN(fp8__err_double_)(FP8_ERR_DOUBLE_ARGS)
+{
+    err_lanes L[2];
+    memset(L, 0, sizeof L);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        err8(&L[0], x + i, xh + i);
+        err8(&L[1], x + i + 8, xh + i + 8);
+    }
+    for (int l = 0; i < n; i++, l++) {
+        err_lanes *A = &L[l / 8];
+        int k = l % 8;
+        double xd = x[i], qd = xh[i];
+        if (!finite(x[i]))
+            continue;
+        A->x2[k] += xd * xd;
+        if (!finite(xh[i])) {
+            A->bad[k]++;
+            continue;
+        }
+        double e = xd - qd;
+        A->e2[k] += e * e;
+        A->q2[k] += qd * qd;
+        A->xq[k] += xd * qd;
+        float ae = x[i] - xh[i];
+        double a = ae < 0 ? -(double)ae : (double)ae;
+        A->me[k] = a > A->me[k] ? a : A->me[k];
+    }
+    double s[4] = {0, 0, 0, 0}, me = 0;
+    uint64_t nb = 0;
+    for (int l = 0; l < 16; l++) {
+        const err_lanes *A = &L[l / 8];
+        int k = l % 8;
+        s[0] += A->x2[k], s[1] += A->e2[k], s[2] += A->q2[k], s[3] += A->xq[k];
+        me = A->me[k] > me ? A->me[k] : me;
+        nb += (uint64_t)A->bad[k];
+    }
+    memcpy(sums, s, sizeof s);
+    *maxerr = (float)me;
+    *nbad = nb;
+}
