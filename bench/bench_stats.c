@@ -106,15 +106,21 @@ int bench_stats(void)
         fp8_recipe_state_free(a);
         fp8_recipe_state_free(b);
     }
-    /* the shadow that casts another tensor than x (Smooth SwiGLU's y = x * s),
-     * as a probe runs it: x's statistics given; beside the plain recipe's cast */
-    printf("\nSmooth SwiGLU's shadow, x's statistics given (as a probe casts it; best of 3):\n");
-    {
-        fp8_stats xs;
-        fp8_tensor_stats(x, n, &xs, 0);
-        fp8_recipe_state *a = fp8_recipe_state_new("e4m3:current", "activation");
-        fp8_recipe_state *b = fp8_recipe_state_new("e4m3:current:smooth", "activation");
-        double plain = 0, smooth = 0;
+    /* the recipes that cast another tensor than x (Smooth SwiGLU's y = x s,
+     * x's transpose), as a probe runs them: x's statistics given; each beside
+     * the plain recipe's cast of x */
+    printf("\nrecipes that cast another tensor than x, x's statistics given (as a probe casts them; best of 3):\n");
+    static const char *pairs[][3] = {
+        {"e4m3:current:smooth", "e4m3:current", "column maxima, y = x s, its cast, x_hat = Q(y) / s, x's error sums"},
+        {"e4m3:colwise", "e4m3:rowwise", "the transpose, its cast"},
+        {"e4m3:block=1x128:transposed", "e4m3:block=1x128", "the transpose, its cast"},
+    };
+    fp8_stats xs;
+    fp8_tensor_stats(x, n, &xs, 0);
+    for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++) {
+        fp8_recipe_state *a = fp8_recipe_state_new(pairs[k][1], "activation");
+        fp8_recipe_state *b = fp8_recipe_state_new(pairs[k][0], "activation");
+        double plain = 0, other = 0;
         for (int rep = 0; rep < 3; rep++) {
             fp8_stats sa = xs, sb = xs;
             double t0 = bench_now();
@@ -123,11 +129,10 @@ int bench_stats(void)
             fp8_quantize_ex(b, x, ROWS, COLS, NULL, &sb, FP8_STATS_X_GIVEN);
             double t2 = bench_now();
             plain = fmax(plain, (double)n / (t1 - t0) / 1e9);
-            smooth = fmax(smooth, (double)n / (t2 - t1) / 1e9);
+            other = fmax(other, (double)n / (t2 - t1) / 1e9);
         }
-        printf("%-18s %7.3f G/s; the plain e4m3:current %7.3f G/s (%.2fx its time): column maxima, y = x s, its "
-               "cast, x_hat = Q(y) / s and x's error sums in double\n",
-               "e4m3:current:smooth", smooth, plain, plain / smooth);
+        printf("%-28s %7.3f G/s; %s %7.3f G/s (%.2fx its time): %s\n", pairs[k][0], other, pairs[k][1], plain,
+               plain / other, pairs[k][2]);
         fp8_recipe_state_free(a);
         fp8_recipe_state_free(b);
     }

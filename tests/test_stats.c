@@ -21,6 +21,7 @@
 #include "tests.h"
 #include "recipe_state.h"
 #include "quantize_many.h"
+#include "quantize_tiles.h"
 
 static double floor_; /* values below this compare absolutely (dB near 0) */
 
@@ -772,6 +773,28 @@ static void test_sweep_nested_groups(void)
     CU_ASSERT_EQUAL(compared, 2 * 3 * 2 * 5);
 }
 
+/* fp8__transpose (tiles through a buffer) against the plain double loop,
+ * on shapes of one element, one row, one column, partial tiles on both
+ * sides, whole tiles, and a power-of-two row length (1024 x 256, where an
+ * element-at-a-time transpose thrashed one cache set) */
+static void test_transpose(void)
+{
+    const size_t shapes[][2] = {{1, 1}, {1, 37}, {37, 1}, {17, 33}, {16, 16}, {1024, 256}, {100, 1000}};
+    int wrong = 0;
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        size_t rows = shapes[k][0], cols = shapes[k][1], n = rows * cols;
+        float *x = malloc(n * 4), *t = malloc(n * 4);
+        for (size_t i = 0; i < n; i++)
+            x[i] = (float)i;
+        fp8__transpose(x, rows, cols, t);
+        for (size_t i = 0; i < rows; i++)
+            for (size_t j = 0; j < cols; j++)
+                wrong += t[j * rows + i] != x[i * cols + j];
+        free(x), free(t);
+    }
+    CU_ASSERT_EQUAL(wrong, 0);
+}
+
 /* TE's overflow count of a cast in place is of x, not of the x_hat written
  * over it.  x = 100 (i - 32), i = 0..63, under a first delayed scale of 1:
  * the largest e4m3 value is 448, so |x| >= 500 overflows: 28 negative
@@ -812,6 +835,7 @@ void register_stats_tests(void)
         {"threads: a tensor's parts side by side, the same bits as one thread", test_threads_same_bits},
         {"every recipe in one sweep, one in place: the same bits as one by one", test_sweep_same_bits},
         {"nested groups take the finest recipe's amaxes in a sweep: the same bits", test_sweep_nested_groups},
+        {"transpose (16 x 16 tiles) equals the plain loop, partial tiles included", test_transpose},
         {"TE's overflow count of a cast in place is of x", test_te_overflows_in_place},
         CU_TEST_INFO_NULL,
     };

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bigmem.h"
 #include "f32bits.h"
 #include "cast_impl.h"
 #include "cast_internal.h"
@@ -213,6 +214,60 @@ static void *kept_block(const pthread_key_t *key, size_t bytes)
 
 /* A piece's x_hat when it cannot go straight to out */
 static float *thread_buf(void) { return kept_block(&buf_key, PIECE * sizeof(float)); }
+
+/* Tensor-sized scratch (transposes, the tensors smoothing and the Hadamard
+ * transform make), kept per thread and slot between casts: fresh 4 KB pages
+ * cost more than the cast (2-12 us a page on the machines here).  Up to
+ * KEEP_MAX bytes a slot are kept; a larger block is made for one cast, and
+ * (as kept ones of 32 MB or more) backed by huge pages where the kernel
+ * offers them (bigmem.h: 512x fewer faults). */
+#define KEEP_MAX ((size_t)64 << 20)
+typedef struct {
+    void *p;
+    size_t bytes;
+} kept_slot;
+static pthread_key_t slots_key;
+static pthread_once_t slots_once = PTHREAD_ONCE_INIT;
+static void slots_free(void *v)
+{
+    kept_slot *k = v;
+    for (int s = 0; s < FP8__SCRATCH_SLOTS; s++)
+        free(k[s].p);
+    free(k);
+}
+static void slots_make(void) { pthread_key_create(&slots_key, slots_free); }
+
+void *fp8__scratch_take(int slot, size_t bytes)
+{
+    if (bytes > KEEP_MAX)
+        return fp8__malloc_big(bytes);
+    pthread_once(&slots_once, slots_make);
+    kept_slot *k = pthread_getspecific(slots_key);
+    if (!k && (k = calloc(FP8__SCRATCH_SLOTS, sizeof *k)) != NULL && pthread_setspecific(slots_key, k) != 0) {
+        free(k);
+        k = NULL;
+    }
+    if (!k)
+        return fp8__malloc_big(bytes);
+    if (k[slot].bytes < bytes || !k[slot].p) {
+        void *b = fp8__malloc_big(bytes);
+        if (!b)
+            return NULL;
+        free(k[slot].p);
+        k[slot].p = b, k[slot].bytes = bytes;
+    }
+    return k[slot].p;
+}
+
+void fp8__scratch_give(int slot, void *p)
+{
+    if (!p)
+        return;
+    pthread_once(&slots_once, slots_make);
+    kept_slot *k = pthread_getspecific(slots_key);
+    if (!k || k[slot].p != p)
+        free(p);
+}
 
 /* Per-tensor recipes and groups one row high (their groups lie in memory
  * order) split into up to MAX_PARTS parts of whole pieces (chunks of whole
@@ -637,9 +692,9 @@ static int block_observe_only(fp8_recipe_state *st, const float *x, size_t rows,
         return e;
     size_t numel = rows * cols;
     uint32_t *gamax = malloc(2 * L.ngroups * sizeof *gamax);
-    float *xt = trans ? malloc(numel * sizeof *xt) : NULL;
+    float *xt = trans ? fp8__scratch_take(FP8__SCRATCH_XT, numel * sizeof *xt) : NULL;
     if (!gamax || (trans && !xt)) {
-        free(gamax), free(xt);
+        free(gamax), fp8__scratch_give(FP8__SCRATCH_XT, xt);
         return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: out of memory for %zu block amaxes", L.ngroups);
     }
     const float *X = x;
@@ -657,7 +712,7 @@ static int block_observe_only(fp8_recipe_state *st, const float *x, size_t rows,
     fp8__fenv_leave(&env);
     if (ai)
         fp8_tensor_amax(x, numel, ai);
-    free(gamax), free(xt);
+    free(gamax), fp8__scratch_give(FP8__SCRATCH_XT, xt);
     return FP8_OK;
 }
 
@@ -690,7 +745,8 @@ static void cast_free(fp8__cast *c)
     if (!c)
         return;
     parts_free(c->F.parts, c->F.P);
-    free(c->xt), free(c->qt), free(c->ct);
+    fp8__scratch_give(FP8__SCRATCH_XT, c->xt), fp8__scratch_give(FP8__SCRATCH_QT, c->qt);
+    fp8__scratch_give(FP8__SCRATCH_CT, c->ct);
     free(c);
 }
 
@@ -755,9 +811,9 @@ static int cast_scratch(fp8__cast *c)
     memset(F->gamax, 0, ng * sizeof *F->gamax);
     memset(F->flags, 0, ng);
     const size_t cb = (size_t)st->format->code_bytes;
-    c->xt = c->trans ? malloc(numel * sizeof *c->xt) : NULL;
-    c->qt = c->trans && c->out ? malloc(numel * sizeof *c->qt) : NULL;
-    c->ct = c->trans && c->codes ? malloc(numel * cb) : NULL;
+    c->xt = c->trans ? fp8__scratch_take(FP8__SCRATCH_XT, numel * sizeof *c->xt) : NULL;
+    c->qt = c->trans && c->out ? fp8__scratch_take(FP8__SCRATCH_QT, numel * sizeof *c->qt) : NULL;
+    c->ct = c->trans && c->codes ? fp8__scratch_take(FP8__SCRATCH_CT, numel * cb) : NULL;
     /* the parts (see fused): pieces of PIECE for per-tensor recipes, chunks
      * of whole groups for groups one row high */
     F->L = L, F->cb = cb, F->numel = numel, F->st = st, F->ng = ng, F->s_global = 1.0f;

@@ -90,12 +90,13 @@ static int quantize_smooth(fp8_recipe_state *st, const float *x, size_t rows, si
                                      "folded from (fp8_probe_smooth_from), %s",
                          st->recipe.spec, cols, st->smooth_src ? "of another width" : "none given");
     size_t n = rows * cols; /* (n * 4 bytes fit a size_t: quantize_impl) */
-    /* y, x_hat when the caller wants none, s: the state's, kept for the next cast */
-    float *y = fp8__own_buf(st, 0, 2 * n + cols), *sc = y ? y + 2 * n : NULL;
+    /* y, x_hat when the caller wants none, s: scratch kept for the next cast */
+    float *y = fp8__scratch_take(FP8__SCRATCH_SMOOTH, (2 * n + cols) * sizeof *y), *sc = y ? y + 2 * n : NULL;
     float *q = (stats && !out) ? (y ? y + n : NULL) : out;
     fp8_stats *xs = stats ? malloc(sizeof *xs) : NULL;
     if (!y || (stats && !xs)) {
         free(xs);
+        fp8__scratch_give(FP8__SCRATCH_SMOOTH, y);
         return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: out of memory smoothing a %zux%zu tensor", rows, cols);
     }
     fp8__kernels_pick();
@@ -144,6 +145,7 @@ static int quantize_smooth(fp8_recipe_state *st, const float *x, size_t rows, si
     if (rc == FP8_OK && ai)
         rc = fp8_tensor_amax(x, n, ai);
     free(xs);
+    fp8__scratch_give(FP8__SCRATCH_SMOOTH, y);
     return rc;
 }
 
@@ -177,7 +179,7 @@ static int quantize_rht(fp8_recipe_state *st, const float *x, size_t rows, size_
         memcpy(xhist, stats->exp_hist, sizeof xhist);
         options = (options & ~FP8_STATS_X_GIVEN) | FP8_STATS_NO_EXP_HIST;
     }
-    float *y = fp8__own_buf(st, 1, rows * cols), d[16]; /* the state's, kept for the next cast */
+    float *y = fp8__scratch_take(FP8__SCRATCH_RHT, rows * cols * sizeof *y), d[16]; /* kept for the next cast */
     if (!y)
         return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: out of memory for the Hadamard transform of %zux%zu", rows, cols);
     memcpy(y, x, rows * cols * sizeof *y);
@@ -194,5 +196,6 @@ static int quantize_rht(fp8_recipe_state *st, const float *x, size_t rows, size_
         fp8__rht_apply(out, rows, cols, d, 1);
         fp8__fenv_leave(&fe);
     }
+    fp8__scratch_give(FP8__SCRATCH_RHT, y);
     return rc;
 }

@@ -48,14 +48,26 @@ int fp8__needs_transpose(const fp8_recipe *r)
     return r->kind == FP8_RECIPE_COLWISE || (r->kind == FP8_RECIPE_BLOCK && r->transposed);
 }
 
+/* Tiles of 16 x 16 through a small buffer, so that every row of dst is
+ * written 16 floats (a cache line) at a time: written an element at a time,
+ * a row length of a power of two puts the lines of a tile into one cache
+ * set, and they evict each other before they are full (1024 x 256: 8 ns an
+ * element, 14x the cast it served). */
 void fp8__transpose(const float *src, size_t rows, size_t cols, float *dst) /* dst: cols x rows */
 {
-    const size_t T = 32;
-    for (size_t i0 = 0; i0 < rows; i0 += T)
-        for (size_t j0 = 0; j0 < cols; j0 += T)
-            for (size_t i = i0; i < i0 + T && i < rows; i++)
-                for (size_t j = j0; j < j0 + T && j < cols; j++)
-                    dst[j * rows + i] = src[i * cols + j];
+    enum { T = 16 };
+    float t[T][T];
+    for (size_t i0 = 0; i0 < rows; i0 += T) {
+        const size_t ni = rows - i0 < T ? rows - i0 : T;
+        for (size_t j0 = 0; j0 < cols; j0 += T) {
+            const size_t nj = cols - j0 < T ? cols - j0 : T;
+            for (size_t i = 0; i < ni; i++)
+                for (size_t j = 0; j < nj; j++)
+                    t[j][i] = src[(i0 + i) * cols + j0 + j];
+            for (size_t j = 0; j < nj; j++)
+                memcpy(dst + (j0 + j) * rows + i0, t[j], ni * sizeof(float));
+        }
+    }
 }
 
 void fp8__transpose_codes(const void *src, size_t rows, size_t cols, size_t cb, void *dst)

@@ -797,20 +797,7 @@ fp8_recipe_state *fp8_recipe_state_copy(const fp8_recipe_state *st)
     c->bmax = bs ? bs + 2 * st->bgroups : NULL;
     c->format = fp8_recipe_format(&c->recipe, c->role); /* its own recipe's, not the original's */
     c->scratch = NULL, c->scratch_bytes = 0;
-    c->own[0] = c->own[1] = NULL, c->own_n[0] = c->own_n[1] = 0;
     return c;
-}
-
-float *fp8__own_buf(fp8_recipe_state *st, int k, size_t n)
-{
-    if (st->own_n[k] >= n)
-        return st->own[k];
-    float *b = n <= SIZE_MAX / sizeof *b ? malloc(n * sizeof *b) : NULL;
-    if (!b)
-        return NULL;
-    free(st->own[k]);
-    st->own[k] = b, st->own_n[k] = n;
-    return b;
 }
 
 void fp8_recipe_state_free(fp8_recipe_state *st)
@@ -819,7 +806,6 @@ void fp8_recipe_state_free(fp8_recipe_state *st)
         return;
     free(st->history);
     free(st->scratch);
-    free(st->own[0]), free(st->own[1]);
     free(st->bhist);
     free(st->bscale);
     free(st);

@@ -32,11 +32,6 @@ struct fp8_recipe_state {
                                   by the state (fp8_recipe_state_free; copies:
                                   fp8_recipe_state_copy) */
     size_t scratch_bytes;
-    float *own[2];             /* the tensors the recipes that cast another
-                                  tensor than x make (smooth: y, x_hat and s;
-                                  rht: the transform), kept for the next cast
-                                  as scratch is (fp8__own_buf) */
-    size_t own_n[2];
     int threads;               /* fp8_quantize's threads (0 or 1: the calling
                                   one; at most 16): a tensor of more than one
                                   piece of 32768 elements is cast in parts side
@@ -64,8 +59,5 @@ struct fp8_recipe_state {
  * when the tensor held an Inf (TransformerEngine's rule) unless the recipe
  * has finite_amax. */
 void fp8__observe_amax(fp8_recipe_state *st, float finite_amax, int has_inf);
-/* st->own[k], at least n floats (made larger when it is not); NULL when out
- * of memory (the old one is kept) */
-float *fp8__own_buf(fp8_recipe_state *st, int k, size_t n);
 
 #endif

@@ -1,6 +1,7 @@
 /*
- * bigmem.h — internal: zeroed arrays of hundreds of MB (a long run's loaded
- * records) backed by transparent huge pages where the kernel offers them.
+ * bigmem.h — internal: arrays of hundreds of MB (a long run's loaded
+ * records, the engine's tensor-sized scratch) backed by transparent huge
+ * pages where the kernel offers them.
  */
 #ifndef FP8_BIGMEM_H
 #define FP8_BIGMEM_H
