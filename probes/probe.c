@@ -23,6 +23,7 @@
 #include "live.h"
 #include "recipe_state.h"
 #include "quantize_many.h"
+#include "smooth.h"
 #include "datasets.h" /* fp8__store_set_threads */
 
 #define MAX_RECIPES 16 /* active + up to 15 shadows */
@@ -614,16 +615,7 @@ static void note_smooth_scales(fp8_probe *p, int64_t step, const float *x, size_
         }
         p->sm_s = s, p->sm_n = cols;
     }
-    for (size_t j = 0; j < cols; j++)
-        p->sm_s[j] = 0;
-    for (size_t i = 0; i < rows; i++)
-        for (size_t j = 0; j < cols; j++) {
-            float a = fabsf(x[i * cols + j]);
-            if (isfinite(a) && a > p->sm_s[j])
-                p->sm_s[j] = a;
-        }
-    for (size_t j = 0; j < cols; j++)
-        p->sm_s[j] = p->sm_s[j] > 0 ? 1.0f / p->sm_s[j] : 1.0f;
+    fp8__column_scales(x, rows, cols, p->sm_s); /* as the smoothed casts make them */
     p->sm_has = 1, p->sm_step = step;
 }
 

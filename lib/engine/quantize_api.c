@@ -14,6 +14,7 @@
 #include "kernels.h"
 #include "quantize_internal.h"
 #include "recipe_state.h"
+#include "smooth.h"
 
 int fp8_quantize(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out, fp8_stats *stats)
 {
@@ -71,6 +72,17 @@ static void error_stats(fp8_stats *s, const float *x, const float *xh, size_t n)
     s->max_abs_err = me;
 }
 
+void fp8__column_scales(const float *x, size_t rows, size_t cols, float *s)
+{
+    fp8__kernels_pick();
+    fp8__fenv fe;
+    fp8__fenv_enter(&fe);
+    fp8__k.colmax(x, rows, cols, s);
+    for (size_t j = 0; j < cols; j++)
+        s[j] = s[j] > 0 ? 1.0f / s[j] : 1.0f;
+    fp8__fenv_leave(&fe);
+}
+
 /* Smooth SwiGLU as a shadow (recipe option smooth): the column scales s
  * (published: s_j = 1 / max_i |x_ij|, 1 for a column of zeros; fold: the
  * linked input's s), the smoothed tensor y = x * s (published) or x / s
@@ -104,11 +116,8 @@ static int quantize_smooth(fp8_recipe_state *st, const float *x, size_t rows, si
     fp8__fenv_enter(&fe);
     if (fold)
         memcpy(sc, st->smooth_src, cols * sizeof *sc);
-    else {
-        fp8__k.colmax(x, rows, cols, sc);
-        for (size_t j = 0; j < cols; j++)
-            sc[j] = sc[j] > 0 ? 1.0f / sc[j] : 1.0f;
-    }
+    else
+        fp8__column_scales(x, rows, cols, sc);
     fp8__k.colscale(x, rows, cols, sc, fold, y); /* y = x / s (fold) or x * s */
     fp8__fenv_leave(&fe);
     int rc = FP8_OK;
