@@ -24,7 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bigmem.h"
 #include "f32bits.h"
 #include "cast_impl.h"
 #include "cast_internal.h"
@@ -36,6 +35,7 @@
 #include "stats_vec.h"
 #include "kernels.h"
 #include "recipe_state.h"
+#include "scratch.h"
 
 /* elements cast and summed per step of the fused pass: a piece of x and
  * its x_hat (256 KB) stay in a core's L2 while the passes over them run;
@@ -214,60 +214,6 @@ static void *kept_block(const pthread_key_t *key, size_t bytes)
 
 /* A piece's x_hat when it cannot go straight to out */
 static float *thread_buf(void) { return kept_block(&buf_key, PIECE * sizeof(float)); }
-
-/* Tensor-sized scratch (transposes, the tensors smoothing and the Hadamard
- * transform make), kept per thread and slot between casts: fresh 4 KB pages
- * cost more than the cast (2-12 us a page on the machines here).  Up to
- * KEEP_MAX bytes a slot are kept; a larger block is made for one cast, and
- * (as kept ones of 32 MB or more) backed by huge pages where the kernel
- * offers them (bigmem.h: 512x fewer faults). */
-#define KEEP_MAX ((size_t)64 << 20)
-typedef struct {
-    void *p;
-    size_t bytes;
-} kept_slot;
-static pthread_key_t slots_key;
-static pthread_once_t slots_once = PTHREAD_ONCE_INIT;
-static void slots_free(void *v)
-{
-    kept_slot *k = v;
-    for (int s = 0; s < FP8__SCRATCH_SLOTS; s++)
-        free(k[s].p);
-    free(k);
-}
-static void slots_make(void) { pthread_key_create(&slots_key, slots_free); }
-
-void *fp8__scratch_take(int slot, size_t bytes)
-{
-    if (bytes > KEEP_MAX)
-        return fp8__malloc_big(bytes);
-    pthread_once(&slots_once, slots_make);
-    kept_slot *k = pthread_getspecific(slots_key);
-    if (!k && (k = calloc(FP8__SCRATCH_SLOTS, sizeof *k)) != NULL && pthread_setspecific(slots_key, k) != 0) {
-        free(k);
-        k = NULL;
-    }
-    if (!k)
-        return fp8__malloc_big(bytes);
-    if (k[slot].bytes < bytes || !k[slot].p) {
-        void *b = fp8__malloc_big(bytes);
-        if (!b)
-            return NULL;
-        free(k[slot].p);
-        k[slot].p = b, k[slot].bytes = bytes;
-    }
-    return k[slot].p;
-}
-
-void fp8__scratch_give(int slot, void *p)
-{
-    if (!p)
-        return;
-    pthread_once(&slots_once, slots_make);
-    kept_slot *k = pthread_getspecific(slots_key);
-    if (!k || k[slot].p != p)
-        free(p);
-}
 
 /* Per-tensor recipes and groups one row high (their groups lie in memory
  * order) split into up to MAX_PARTS parts of whole pieces (chunks of whole

@@ -14,6 +14,7 @@
 #include "kernels.h"
 #include "quantize_internal.h"
 #include "recipe_state.h"
+#include "scratch.h"
 #include "smooth.h"
 
 int fp8_quantize(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out, fp8_stats *stats)

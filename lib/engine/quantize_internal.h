@@ -63,13 +63,6 @@ void fp8__cast_units(fp8__cast *c, int p, size_t u0, size_t u1, float *buf);
 void fp8__cast_run(fp8__cast *c);
 int fp8__cast_end(fp8__cast *c);
 float *fp8__piece_buf(void);
-/* Tensor-sized scratch kept per thread between casts (up to 64 MB a slot;
- * beyond, a block for this cast alone): taken (NULL: out of memory), given
- * back when the cast is done with it.  One slot per use, so that a cast
- * inside another (smooth -> Hadamard -> transposed) takes another. */
-enum { FP8__SCRATCH_SMOOTH, FP8__SCRATCH_RHT, FP8__SCRATCH_XT, FP8__SCRATCH_QT, FP8__SCRATCH_CT, FP8__SCRATCH_SLOTS };
-void *fp8__scratch_take(int slot, size_t bytes);
-void fp8__scratch_give(int slot, void *p);
 /* x's own statistics (fp8_tensor_stats) in the same steps: begun (NULL:
  * out of memory), pieces [u0, u1) of part p summed, ended into *stats
  * (NULL: dropped) and freed.  fp8__xpass_shape: its pieces and parts. */
