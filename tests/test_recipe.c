@@ -6,12 +6,14 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "fp8.h"
 #include "fp8_nvdlfw.h"
 #include "fp8_probe.h"
 #include "tests.h"
 #include "recipe_state.h"
+#include "quantize_scales.h"
 
 static void test_parse(void)
 {
@@ -357,6 +359,53 @@ static void test_block(void)
     free(q);
 }
 
+/* The engine's MX scales (fp8__group_scales, the mode's rule hoisted out of
+ * the group loop) against fp8_scale_mx group by group: every element format
+ * and rounding mode, on amaxes of zero, subnormals, every binade with
+ * mantissas at the edges of rounding, and pseudo-random bits */
+static void test_mx_group_scales(void)
+{
+    static const char *fmts[] = {"e4m3", "e5m2", "e2m3", "e3m2", "e2m1"};
+    static const char *modes[] = {"floor", "ceil", "rceil", "even"};
+    enum { NG = 256 * 8 + 64 };
+    uint32_t amax[NG];
+    size_t ng = 0;
+    amax[ng++] = 0;
+    for (uint32_t e = 0; e < 255; e++) {
+        const uint32_t m[8] = {0, 1, 0x0FFFFF, 0x100000, 0x3FFFFF, 0x400000, 0x7FFFFE, 0x7FFFFF};
+        for (int k = 0; k < 8; k++)
+            if (e || m[k])
+                amax[ng++] = e << 23 | m[k];
+    }
+    uint64_t z = 77;
+    while (ng < NG) {
+        z ^= z << 13, z ^= z >> 7, z ^= z << 17;
+        amax[ng++] = (uint32_t)(z % 0x7F800000u);
+    }
+    float scale[NG], sinv[NG], sg;
+    int wrong = 0, tried = 0;
+    for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++)
+        for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+            char spec[64];
+            snprintf(spec, sizeof spec, "%s:mx:%s", fmts[f], modes[m]);
+            fp8_recipe r;
+            CU_ASSERT_EQUAL_FATAL(fp8_recipe_parse(spec, &r), FP8_OK);
+            fp8_recipe_state *st = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
+            fp8__group_scales(st, 0, amax, ng, 1.0f, scale, sinv, &sg);
+            for (size_t g = 0; g < ng; g++) {
+                float a;
+                memcpy(&a, &amax[g], 4);
+                uint32_t code = fp8_scale_mx(st->format, a, r.mx_round);
+                int E = code == 0xFF ? 0 : (int)code - 127;
+                wrong += sinv[g] != ldexpf(1.0f, E) || scale[g] != ldexpf(1.0f, -E);
+                tried++;
+            }
+            fp8_recipe_state_free(st);
+        }
+    CU_ASSERT_EQUAL(tried, 5 * 4 * NG);
+    CU_ASSERT_EQUAL(wrong, 0);
+}
+
 static void test_mx(void)
 {
     const fp8_format *e4m3 = fp8_format_find("e4m3", NULL);
@@ -461,6 +510,7 @@ void register_recipe_tests(void)
         {"current: eps, pow2, torchao", test_current},
         {"block: DeepSeek/TE scales, 130x260 partial tiles", test_block},
         {"mx: floor clips 500, ceil does not", test_mx},
+        {"mx: the engine's group scales equal fp8_scale_mx, every format and mode", test_mx_group_scales},
         {"nvfp4: two-level scales", test_nvfp4},
         {"TE exactness: Inf in the delayed history, overflows% before rounding", test_te_exactness},
         {"the state's accessors after hand-worked steps", test_state_accessors},

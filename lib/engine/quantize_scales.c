@@ -85,6 +85,73 @@ static void nvfp4_scales(float gamax, const uint32_t *amax, size_t ng, float *sc
     }
 }
 
+/* floor(log2 a) and whether a is a power of two, from the bits b > 0 of a
+ * finite a */
+static inline int floor_log2_bits(uint32_t b) { return b >> 23 ? (int)(b >> 23) - 127 : -118 - __builtin_clz(b); }
+static inline int pow2_bits(uint32_t b) { return b >> 23 ? (b & 0x7FFFFFu) == 0 : (b & (b - 1)) == 0; }
+
+/* The MX scale exponent E of a group amax's bits b (finite), by the rules of
+ * fp8__scale_mx (recipe.c) written out for a mode known at the loop: 0 for
+ * the NaN scale (E > 127), which casts as scale 1 */
+static inline int mx_exponent(uint32_t b, fp8_mx_round mode, int emax, int mbits, float fmax)
+{
+    if (b == 0)
+        return -127;
+    if (b >= 0x7F800000u) /* (group amaxes are finite; Inf and NaN give the NaN scale) */
+        return 0;
+    int E;
+    switch (mode) {
+    case FP8_MX_CEIL:
+        E = floor_log2_bits(b) + !pow2_bits(b) - emax;
+        break;
+    case FP8_MX_RCEIL: {
+        float r = fp8__bits_to_float(b) / fmax;
+        uint32_t rb;
+        memcpy(&rb, &r, 4);
+        if (rb == 0)
+            return -127;
+        E = floor_log2_bits(rb) + !pow2_bits(rb);
+        break;
+    }
+    case FP8_MX_EVEN:
+        if (b >= 0x00800000u) {
+            uint32_t rb = (b + (1u << (22 - mbits))) & 0x7F800000u; /* rounded to the element's mantissa: a carry moves the binade */
+            E = rb == 0x7F800000u ? 128 : floor_log2_bits(rb);
+        } else {
+            E = floor_log2_bits(b);
+        }
+        E -= emax;
+        break;
+    default:
+        E = floor_log2_bits(b) - emax;
+        break;
+    }
+    return E < -127 ? -127 : E > 127 ? 0 : E;
+}
+
+/* MX groups' scales, the mode's rule hoisted out of the loop (the suite
+ * holds them against fp8_scale_mx group by group) */
+static void mx_scales(const fp8_format *f, fp8_mx_round mode, const uint32_t *amax, size_t ng, float *scale,
+                      float *scale_inv)
+{
+    uint32_t mb;
+    const float fmax = (float)f->max;
+    memcpy(&mb, &fmax, 4);
+    const int emax = floor_log2_bits(mb), mbits = f->mbits;
+#define MX_LOOP(M)                                                                                         \
+    for (size_t g = 0; g < ng; g++) {                                                                      \
+        int E = mx_exponent(amax[g], M, emax, mbits, fmax);                                                \
+        scale[g] = pow2f(-E), scale_inv[g] = pow2f(E);                                                     \
+    }
+    switch (mode) {
+    case FP8_MX_CEIL: MX_LOOP(FP8_MX_CEIL) break;
+    case FP8_MX_RCEIL: MX_LOOP(FP8_MX_RCEIL) break;
+    case FP8_MX_EVEN: MX_LOOP(FP8_MX_EVEN) break;
+    default: MX_LOOP(FP8_MX_FLOOR) break;
+    }
+#undef MX_LOOP
+}
+
 int fp8__block_state(fp8_recipe_state *st, size_t ng, size_t rows, size_t cols)
 {
     if (st->bhist && st->bgroups == ng && st->brows == rows && st->bcols == cols)
@@ -129,6 +196,10 @@ void fp8__group_scales(fp8_recipe_state *st, size_t g0, const uint32_t *amax, si
         memcpy(scale_inv, st->bscale_inv + g0, ng * sizeof *scale_inv);
         return;
     }
+    if (r->kind == FP8_RECIPE_MX) {
+        mx_scales(st->format, r->mx_round, amax, ng, scale, scale_inv);
+        return;
+    }
     for (size_t g = 0; g < ng; g++) {
         float a = fp8__bits_to_float(amax[g]);
         switch (r->kind) {
@@ -147,13 +218,6 @@ void fp8__group_scales(fp8_recipe_state *st, size_t g0, const uint32_t *amax, si
         case FP8_RECIPE_BLOCK:
             fp8__scale_block(fp8max, a, r, &scale[g], &scale_inv[g]);
             break;
-        case FP8_RECIPE_MX: {
-            uint32_t code = fp8__scale_mx(st->format, a, r->mx_round);
-            int E = code == 0xFF ? 0 : (int)code - 127; /* NaN needs a non-finite amax: excluded */
-            scale[g] = pow2f(-E);
-            scale_inv[g] = pow2f(E);
-            break;
-        }
         case FP8_RECIPE_NVFP4:
             nvfp4_scales(gamax, amax, ng, scale, scale_inv, s_global);
             return;
