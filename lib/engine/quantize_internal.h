@@ -1,7 +1,10 @@
 /*
- * quantize_internal.h — internal: the engine's cast in steps (quantize.c),
- * for the files above it (quantize_api.c, quantize_many.c).  The parts
- * below it have headers of their own: quantize_tiles.h places the groups,
+ * quantize_internal.h — internal: the engine's cast in steps
+ * (quantize_cast.c), for the files above it (quantize_api.c,
+ * quantize_many.c).  The parts below it have headers of their own:
+ * quantize_pass.h is the fused pass (quantize.c: the group ranges a cast
+ * hands the next, x's own statistics in steps, the piece buffer),
+ * quantize_tiles.h places the groups,
  * quantize_scales.h sets their scales, quantize_finish.h turns the sums
  * into fp8_stats, rht.h is NVFP4's random Hadamard transform; moments.c
  * joins sums (stats_vec.h).
@@ -15,6 +18,7 @@
 #include "fp8_recipe.h"
 #include "fp8_stats.h"
 #include "quantize_finish.h"
+#include "quantize_pass.h"
 #include "quantize_scales.h"
 #include "quantize_tiles.h"
 #include "rht.h"
@@ -42,34 +46,15 @@ int fp8__quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size_t
  * fp8__cast_end the statistics and the state's step, and frees c. */
 #define FP8__STATS_X_LATER 0x100u
 typedef struct fp8__cast fp8__cast;
-/* x's group ranges as one cast found them, for the next cast of the same x
- * (`fine` of fp8__cast_begin): groups of seg elements along each of the R
- * rows of C (nbc a row, the last one partial), each one's finite amax and
- * min nonzero |x| (float32 bits; 0x7F800000: none).  A cast whose groups
- * are unions of these (the same rows, a multiple of seg along them, or a
- * whole row) takes its own as their maxima and minima, exact, and reads
- * no x for them.  fp8__cast_ranges: a begun cast's own, when they are of
- * x's rows (1; else 0); valid until the cast ends. */
-typedef struct {
-    size_t R, C, seg, nbc;
-    const uint32_t *amax, *minnz;
-} fp8__ranges;
 int fp8__cast_begin(fp8__cast **c, fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
                     fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai,
                     const fp8_amax_info *known, const fp8__ranges *fine, int x_changes);
+/* fp8__cast_ranges: a begun cast's group ranges (fp8__ranges, quantize_pass.h)
+ * when they are of x's rows (1; else 0); valid until the cast ends */
 int fp8__cast_ranges(const fp8__cast *c, fp8__ranges *out);
 int fp8__cast_joins(const fp8__cast *c, size_t *U, int *P);
 void fp8__cast_units(fp8__cast *c, int p, size_t u0, size_t u1, float *buf);
 void fp8__cast_run(fp8__cast *c);
 int fp8__cast_end(fp8__cast *c);
-float *fp8__piece_buf(void);
-/* x's own statistics (fp8_tensor_stats) in the same steps: begun (NULL:
- * out of memory), pieces [u0, u1) of part p summed, ended into *stats
- * (NULL: dropped) and freed.  fp8__xpass_shape: its pieces and parts. */
-typedef struct fp8__xpass fp8__xpass;
-fp8__xpass *fp8__xpass_begin(const float *x, size_t n, unsigned flags);
-void fp8__xpass_shape(const fp8__xpass *W, size_t *U, int *P);
-void fp8__xpass_units(fp8__xpass *W, int p, size_t u0, size_t u1);
-void fp8__xpass_end(fp8__xpass *W, fp8_stats *stats);
 
 #endif
