@@ -773,6 +773,33 @@ static void test_sweep_nested_groups(void)
     CU_ASSERT_EQUAL(compared, 2 * 3 * 2 * 5);
 }
 
+/* A delayed recipe that casts nothing (a shadow, or a record-only active
+ * recipe, on a step without statistics) notes the amax its caller measured
+ * (known_amax, known_inf: the probes' one pass) and reads no x: x's amax is
+ * 1, the caller's 5 with an Inf, and the history takes the caller's (TE's
+ * note: +Inf).  Without a known amax the cast measures x's own (1). */
+static void test_known_amax_no_pass(void)
+{
+    float x[64];
+    for (int i = 0; i < 64; i++)
+        x[i] = (float)(i % 9) / 8.0f; /* amax 1 */
+    fp8_recipe r;
+    CU_ASSERT_EQUAL_FATAL(fp8_recipe_parse("e4m3:delayed:history=4", &r), FP8_OK);
+    fp8_recipe_state *a = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
+    fp8_recipe_state *b = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
+    a->known_amax = 5.0f, a->known_inf = 0;
+    CU_ASSERT_EQUAL(fp8_quantize(a, x, 4, 16, NULL, NULL), FP8_OK);
+    CU_ASSERT_EQUAL(a->history[0], 5.0f);
+    a->known_amax = NAN;
+    fp8_recipe_state_step(a);
+    a->known_amax = 5.0f, a->known_inf = 1;
+    CU_ASSERT_EQUAL(fp8_quantize(a, x, 4, 16, NULL, NULL), FP8_OK);
+    CU_ASSERT(isinf(a->history[0]));
+    CU_ASSERT_EQUAL(fp8_quantize(b, x, 4, 16, NULL, NULL), FP8_OK);
+    CU_ASSERT_EQUAL(b->history[0], 1.0f);
+    fp8_recipe_state_free(a), fp8_recipe_state_free(b);
+}
+
 /* fp8__transpose (tiles through a buffer) against the plain double loop,
  * on shapes of one element, one row, one column, partial tiles on both
  * sides, whole tiles, and a power-of-two row length (1024 x 256, where an
@@ -836,6 +863,7 @@ void register_stats_tests(void)
         {"every recipe in one sweep, one in place: the same bits as one by one", test_sweep_same_bits},
         {"nested groups take the finest recipe's amaxes in a sweep: the same bits", test_sweep_nested_groups},
         {"transpose (16 x 16 tiles) equals the plain loop, partial tiles included", test_transpose},
+        {"a delayed recipe that casts nothing notes its caller's amax, no pass over x", test_known_amax_no_pass},
         {"TE's overflow count of a cast in place is of x", test_te_overflows_in_place},
         CU_TEST_INFO_NULL,
     };

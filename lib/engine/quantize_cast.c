@@ -114,7 +114,12 @@ static int cast_trivial(fp8_recipe_state *st, const float *x, size_t rows, size_
         return 1;
     }
     /* nothing to produce: only the recipe's state moves (delayed scaling
-     * notes the amax; the other recipes keep no state) */
+     * notes the amax; the other recipes keep no state), by the caller's own
+     * amax when it has one (the probes: no second pass over x) */
+    if (r->kind == FP8_RECIPE_DELAYED && !ai && !isnan(st->known_amax)) {
+        fp8__observe_amax(st, st->known_amax, st->known_inf);
+        return 1;
+    }
     if (r->kind == FP8_RECIPE_DELAYED || ai) {
         uint32_t amax;
         uint64_t ninf, nnan;
