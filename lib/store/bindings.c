@@ -93,6 +93,10 @@ size_t fp8_run_count(const fp8_run *r, fp8_run_part what)
         return r->nsnapshots;
     case FP8_RUN_STEPS:
         return r->nsteps;
+    case FP8_RUN_UNREADABLE_RECORDS:
+        return r->unreadable_records;
+    case FP8_RUN_UNREADABLE_ROWS:
+        return r->unreadable_rows;
     }
     return 0;
 }

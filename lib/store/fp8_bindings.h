@@ -42,7 +42,9 @@ typedef enum {
     FP8_RUN_RECORDS,   /* fp8_run_summaries (load with fp8_run_load_summary) */
     FP8_RUN_SCALARS,   /* fp8_run_scalar                                     */
     FP8_RUN_SNAPSHOTS, /* fp8_run_snapshot_info                              */
-    FP8_RUN_STEPS      /* every-step rows                                    */
+    FP8_RUN_STEPS,     /* every-step rows                                    */
+    FP8_RUN_UNREADABLE_RECORDS, /* a damaged file: records past the damage, not loaded */
+    FP8_RUN_UNREADABLE_ROWS     /* ... and rows of the series and indexes likewise     */
 } fp8_run_part;
 size_t fp8_run_count(const fp8_run *r, fp8_run_part what);
 /* Name i of a part (tensor name, recipe spec, scalar name, meta key); NULL

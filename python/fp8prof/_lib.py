@@ -136,7 +136,8 @@ _sig("fp8_run_snapshot_info", c_int, c_void_p, c_size_t, POINTER(c_uint32), POIN
 _sig("fp8_run_snapshot_read", c_int, c_void_p, c_size_t, c_void_p)
 
 ROLES = ("activation", "weight", "gradient", "output", "other")
-RUN_META, RUN_TENSORS, RUN_RECIPES, RUN_SCALAR_NAMES, RUN_RECORDS, RUN_SCALARS, RUN_SNAPSHOTS, RUN_STEPS = range(8)
+(RUN_META, RUN_TENSORS, RUN_RECIPES, RUN_SCALAR_NAMES, RUN_RECORDS, RUN_SCALARS, RUN_SNAPSHOTS, RUN_STEPS,
+ RUN_UNREADABLE_RECORDS, RUN_UNREADABLE_ROWS) = range(10)
 DTYPE_F32, DTYPE_BF16, DTYPE_F16 = 0, 1, 2
 
 

@@ -22,7 +22,10 @@ class RunData:
     """A run file, read: meta (dict), tensors (structured array: name, role,
     layer), recipes (list of canonical specs), records (structured array,
     one row per tensor x recipe x recorded step; tensor and recipe are
-    indices into the two above), scalars(name), snapshot(i)."""
+    indices into the two above), scalars(name), snapshot(i).  A damaged file
+    (a writer killed mid-write) loads up to its damage: unreadable_records
+    and unreadable_rows (the every-step series and indexes) count what was
+    left out, 0 for an intact file."""
 
     def __init__(self, path, tensor=None):
         self.path = str(path)
@@ -43,6 +46,8 @@ class RunData:
                         for i in range(lib.fp8_run_count(h, _lib.RUN_RECIPES))]
         self.scalar_names = [lib.fp8_run_name(h, _lib.RUN_SCALAR_NAMES, i).decode()
                              for i in range(lib.fp8_run_count(h, _lib.RUN_SCALAR_NAMES))]
+        self.unreadable_records = lib.fp8_run_count(h, _lib.RUN_UNREADABLE_RECORDS)
+        self.unreadable_rows = lib.fp8_run_count(h, _lib.RUN_UNREADABLE_ROWS)
         n = lib.fp8_run_count(h, _lib.RUN_RECORDS)
         dt = summary_dtype()
         ptr = lib.fp8_run_summaries(h)

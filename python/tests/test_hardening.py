@@ -190,6 +190,55 @@ class TestHandles(Scratch):
         r.close()
 
 
+def _damage_chunk(path, dataset, row):
+    """Overwrite 8 bytes inside the stored chunk of `dataset` holding `row`
+    (found with HDF5's own chunk index, through ctypes), as a torn write
+    leaves a chunk."""
+    import ctypes
+    import ctypes.util
+    h5 = ctypes.CDLL(ctypes.util.find_library("hdf5_serial") or "libhdf5_serial.so")
+    h5.H5open()
+    h5.H5Fopen.restype = h5.H5Dopen2.restype = ctypes.c_int64
+    h5.H5Fopen.argtypes = [ctypes.c_char_p, ctypes.c_uint, ctypes.c_int64]
+    h5.H5Dopen2.argtypes = [ctypes.c_int64, ctypes.c_char_p, ctypes.c_int64]
+    h5.H5Dclose.argtypes = h5.H5Fclose.argtypes = [ctypes.c_int64]
+    f = h5.H5Fopen(path.encode(), 0, 0)
+    d = h5.H5Dopen2(f, dataset.encode(), 0)
+    off = (ctypes.c_uint64 * 2)(row, 0)
+    mask, addr, size = ctypes.c_uint(), ctypes.c_uint64(), ctypes.c_uint64()
+    rc = h5.H5Dget_chunk_info_by_coord(ctypes.c_int64(d), off, ctypes.byref(mask), ctypes.byref(addr),
+                                       ctypes.byref(size))
+    h5.H5Dclose(d), h5.H5Fclose(f)
+    assert rc >= 0 and size.value > 16
+    with open(path, "r+b") as fh:
+        fh.seek(addr.value + size.value // 2)
+        fh.write(b"\x5a" * 8)
+
+
+class TestDamagedFile(Scratch):
+    def test_a_damaged_file_loads_up_to_its_damage_and_says_what_it_lost(self):
+        """/records in chunks of 64 rows: the 40th chunk damaged leaves the
+        first 2,496 of 3,000 records, and 504 counted; /steps (1,024 rows a
+        chunk) damaged in its 2nd chunk leaves 1,024 of its 3,000 rows."""
+        path = self.path("dmg.h5")
+        with fp8prof.Run(path) as run:
+            p = run.probe("x", "activation", 0, "e4m3:current")
+            for s in range(3000):
+                p.record(s, np.full((1, 4), 1.0 + s % 7, np.float32))
+                run.step_end(s)
+        r = fp8prof.open_run(path)
+        self.assertEqual((len(r.records), r.unreadable_records, r.unreadable_rows), (3000, 0, 0))
+        r.close()
+        _damage_chunk(path, "records", 39 * 64)
+        _damage_chunk(path, "steps", 1024)
+        r = fp8prof.open_run(path)
+        self.assertEqual(len(r.records), 39 * 64)
+        self.assertEqual(r.unreadable_records, 3000 - 39 * 64)
+        self.assertEqual(r.unreadable_rows, 3000 - 1024)
+        self.assertEqual(list(r.records["step"][:3]), [0, 1, 2])
+        r.close()
+
+
 @unittest.skipIf(torch is None, "torch not installed (apt-get install python3-torch)")
 class TestTorchHooks(Scratch):
     def test_zero_token_batch_and_keyword_input(self):
