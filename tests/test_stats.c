@@ -694,7 +694,8 @@ static void test_sweep_same_bits(void)
  * Shapes with partial groups along the rows (1000 columns: MX's last group
  * 8 wide, 1x128's 104) and a partial tile row (130 rows of 128x128 tiles);
  * the finest cast in place in one set, a coarse one in place in another,
- * groups that do not nest (1x48 in 1x32) beside them. */
+ * groups that do not nest (1x48 in 1x32) beside them; the second shape's
+ * sweep on two threads (its amax jobs and parts side by side). */
 static void test_sweep_nested_groups(void)
 {
     static const char *sets[][5] = {
@@ -716,6 +717,7 @@ static void test_sweep_nested_groups(void)
                 fp8_recipe r;
                 CU_ASSERT_EQUAL_FATAL(fp8_recipe_parse(sets[set][k], &r), FP8_OK);
                 a[k] = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
+                a[k]->threads = si + 1;
                 b[k] = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
                 size_t ng = fp8_quantize_ngroups(&r, rows, cols);
                 qa[k] = malloc(n * 4), qb[k] = malloc(n * 4), ga[k] = malloc(ng * 4), gb[k] = malloc(ng * 4);
@@ -733,7 +735,7 @@ static void test_sweep_nested_groups(void)
                     q[k] = (fp8__cast_req){.st = a[k], .out = ip ? xa : qa[k], .codes = ip ? NULL : ca[k],
                                            .group_scale_inv = ip ? NULL : ga[k], .stats = &sa[k]};
                 }
-                CU_ASSERT_EQUAL_FATAL(fp8__quantize_many(xa, rows, cols, 0, 1, &xs, NULL, q, 5), FP8_OK);
+                CU_ASSERT_EQUAL_FATAL(fp8__quantize_many(xa, rows, cols, 0, si + 1, &xs, NULL, q, 5), FP8_OK);
                 CU_ASSERT_EQUAL_FATAL(fp8_tensor_stats(xb, n, &xbs, 0), FP8_OK);
                 CU_ASSERT_EQUAL(memcmp(&xs, &xbs, sizeof xs), 0);
                 /* one by one: the one in place last, as the sweep orders it */
