@@ -103,6 +103,8 @@ static int quantize_smooth(fp8_recipe_state *st, const float *x, size_t rows, si
                                      "folded from (fp8_probe_smooth_from), %s",
                          st->recipe.spec, cols, st->smooth_src ? "of another width" : "none given");
     size_t n = rows * cols; /* (n * 4 bytes fit a size_t: quantize_impl) */
+    if (n > (SIZE_MAX / sizeof(float) - cols) / 2)
+        return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: a %zux%zu tensor is too large to smooth", rows, cols);
     /* y, x_hat when the caller wants none, s: scratch kept for the next cast */
     float *y = fp8__scratch_take(FP8__SCRATCH_SMOOTH, (2 * n + cols) * sizeof *y), *sc = y ? y + 2 * n : NULL;
     float *q = (stats && !out) ? (y ? y + n : NULL) : out;
