@@ -35,19 +35,20 @@ typedef struct {
     void (*colmax)(FP8_COLMAX_ARGS);
     void (*colscale)(FP8_COLSCALE_ARGS);
     void (*err_double)(FP8_ERR_DOUBLE_ARGS);
+    uint64_t (*count_above)(FP8_COUNT_ABOVE_ARGS);
     int runs_here;
 } isa;
 
 static isa isas[3] = {
     {"base", fp8__amax_scan_base, fp8__range_base, fp8__range_groups_base, fp8__hist_add_base,
      fp8__best_ratio_base, fp8__xmoments_add_base, fp8__err_add_base, fp8__both_add_base, fp8__colmax_base,
-     fp8__colscale_base, fp8__err_double_base, 1},
+     fp8__colscale_base, fp8__err_double_base, fp8__count_above_base, 1},
     {"avx2", fp8__amax_scan_avx2, fp8__range_avx2, fp8__range_groups_avx2, fp8__hist_add_avx2,
      fp8__best_ratio_avx2, fp8__xmoments_add_avx2, fp8__err_add_avx2, fp8__both_add_avx2, fp8__colmax_avx2,
-     fp8__colscale_avx2, fp8__err_double_avx2, 0},
+     fp8__colscale_avx2, fp8__err_double_avx2, fp8__count_above_avx2, 0},
     {"avx512", fp8__amax_scan_avx512, fp8__range_avx512, fp8__range_groups_avx512, fp8__hist_add_avx512,
      fp8__best_ratio_avx512, fp8__xmoments_add_avx512, fp8__err_add_avx512, fp8__both_add_avx512,
-     fp8__colmax_avx512, fp8__colscale_avx512, fp8__err_double_avx512, 0},
+     fp8__colmax_avx512, fp8__colscale_avx512, fp8__err_double_avx512, fp8__count_above_avx512, 0},
 };
 
 static void find_isas(void)
@@ -484,6 +485,22 @@ static void err_double_case(const isa *I, float *x, size_t n)
 
 static void test_err_double(void) { every_case(0, err_double_case); }
 
+/* TE's overflow count (|x| > thr; Inf counts, NaN does not) against the
+ * plain float comparison, for thresholds of zero, a subnormal, 1, 448,
+ * the largest float and +Inf */
+static void count_above_case(const isa *I, float *x, size_t n)
+{
+    static const float thr[] = {0.0f, 0x1p-140f, 1.0f, 448.0f, 3.4028235e38f, INFINITY};
+    for (size_t t = 0; t < sizeof thr / sizeof thr[0]; t++) {
+        uint64_t want = 0;
+        for (size_t i = 0; i < n; i++)
+            want += fabsf(x[i]) > thr[t];
+        CU_ASSERT_EQUAL(I->count_above(x, n, thr[t]), want);
+    }
+}
+
+static void test_count_above(void) { every_case(0, count_above_case); }
+
 void register_kernels_tests(void)
 {
     static CU_TestInfo tests[] = {
@@ -497,6 +514,7 @@ void register_kernels_tests(void)
         {"running sums of AVX2 and AVX-512 against the portable loops", test_moments},
         {"smooth: column maxima and column scaling of every ISA equal plain loops", test_smooth_cols},
         {"smooth: error sums in double of every ISA equal plain loops", test_err_double},
+        {"TE's overflow count of every ISA equals the plain comparison", test_count_above},
         CU_TEST_INFO_NULL,
     };
     add_suite("kernels", tests);

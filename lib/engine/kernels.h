@@ -16,6 +16,7 @@ typedef struct {
     void (*range_groups)(FP8_RANGE_GROUPS_ARGS);
     void (*hist_vec)(FP8_HIST_ARGS);
     void (*amax_scan)(FP8_AMAX_SCAN_ARGS);
+    uint64_t (*count_above)(FP8_COUNT_ABOVE_ARGS);
     size_t (*best_ratio)(FP8_BEST_RATIO_ARGS);
     void (*colmax)(FP8_COLMAX_ARGS);
     void (*colscale)(FP8_COLSCALE_ARGS);

@@ -124,14 +124,6 @@ static void piece_stats(pass_ctx *c, const float *x, const float *q, size_t m)
     }
 }
 
-/* the elements with |x| > thr (Inf counts, NaN does not): TE's overflow test */
-static uint64_t te_count(const float *x, size_t n, float thr)
-{
-    uint64_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        k += fabsf(x[i]) > thr;
-    return k;
-}
 
 /* Cast one segment and accumulate; returns its overflow/underflow flags. */
 static unsigned run_segment(pass_ctx *c, const float *x, size_t n, float scale, float scale_inv, float *out,
@@ -146,7 +138,7 @@ static unsigned run_segment(pass_ctx *c, const float *x, size_t n, float scale, 
         float *dst = (out && out != x) ? out + i : c->buf;
         void *cp = codes ? (char *)codes + i * cb : NULL;
         if (c->te_on)
-            c->te_n += te_count(x + i, m, c->te_thr);
+            c->te_n += fp8__k.count_above(x + i, m, c->te_thr);
         if (scale > 0.0f)
             fp8__caster_run(&c->caster, scale, scale_inv, x + i, m, cp, dst, c->cnt, index0 + i);
         else

@@ -7,6 +7,7 @@
 
 #include "f32bits.h"
 #include "fp8_stats.h"
+#include "kernels.h"
 #include "quantize_tiles.h"
 
 void fp8__make_layout(const fp8_recipe *r, size_t R, size_t C, layout *L)
@@ -113,11 +114,8 @@ uint64_t fp8__te_overflow_count(const float *X, const layout *L, const float *sc
         size_t r0 = L->per_tensor ? 0 : (g / L->nbc) * L->br, c0 = L->per_tensor ? 0 : (g % L->nbc) * L->seg;
         size_t r1 = L->per_tensor ? 1 : (r0 + L->br < L->R ? r0 + L->br : L->R);
         size_t len = L->per_tensor ? L->R * L->C : (c0 + L->seg < L->C ? L->seg : L->C - c0);
-        for (size_t i = r0; i < r1; i++) {
-            const float *p = X + i * (L->per_tensor ? 0 : L->C) + c0;
-            for (size_t j = 0; j < len; j++)
-                n += fabsf(p[j]) > thr;
-        }
+        for (size_t i = r0; i < r1; i++)
+            n += fp8__k.count_above(X + i * (L->per_tensor ? 0 : L->C) + c0, len, thr);
     }
     return n;
 }

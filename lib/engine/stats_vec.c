@@ -607,6 +607,35 @@ void FN(fp8__amax_scan_)(FP8_AMAX_SCAN_ARGS)
     *nan_count = 0;
 }
 
+uint64_t FN(fp8__count_above_)(FP8_COUNT_ABOVE_ARGS)
+{
+    uint32_t tb;
+    memcpy(&tb, &thr, 4);
+    tb &= FP8_F32_ABS; /* (thr >= 0: the bits order as the values) */
+    const vu16 t = (vu16){0} + tb, inf = (vu16){0} + FP8_F32_INF;
+    uint64_t k = 0;
+    size_t i = 0;
+    while (i + 16 <= n) { /* lane counters of 32 bits: blocks of 2^24 vectors */
+        size_t stop = n - i >= ((size_t)16 << 24) ? i + ((size_t)16 << 24) : n - (n - i) % 16;
+        vu16 c = {0};
+        for (; i < stop; i += 16) {
+            vu16 a;
+            memcpy(&a, x + i, 64);
+            a &= FP8_F32_ABS;
+            c -= (vu16)((vi16)(a > t) & (vi16)(a <= inf)); /* NaN lies above Inf: not counted */
+        }
+        for (int l = 0; l < 16; l++)
+            k += c[l];
+    }
+    for (; i < n; i++) {
+        uint32_t a;
+        memcpy(&a, x + i, 4);
+        a &= FP8_F32_ABS;
+        k += a > tb && a <= FP8_F32_INF;
+    }
+    return k;
+}
+
 /* One group's lanes: its finite |x| bits folded to 16 lanes (amax) and its
  * nonzero finite |x| bits (minnz; 0x7F800000 for none). */
 static inline void group_lanes(const float *x, size_t glen, vu16 *amax, vu16 *minnz)

@@ -61,6 +61,12 @@ void fp8__hist_add_base(FP8_HIST_ARGS);
 void fp8__amax_scan_avx512(FP8_AMAX_SCAN_ARGS);
 void fp8__amax_scan_avx2(FP8_AMAX_SCAN_ARGS);
 void fp8__amax_scan_base(FP8_AMAX_SCAN_ARGS);
+/* The elements of x[0..n) with |x| > thr (thr >= 0; Inf counts, NaN does
+ * not): TransformerEngine's overflow test, fp8_stats.te_overflows */
+#define FP8_COUNT_ABOVE_ARGS const float *x, size_t n, float thr
+uint64_t fp8__count_above_avx512(FP8_COUNT_ABOVE_ARGS);
+uint64_t fp8__count_above_avx2(FP8_COUNT_ABOVE_ARGS);
+uint64_t fp8__count_above_base(FP8_COUNT_ABOVE_ARGS);
 /* The first group g with the largest amax[g] / minnz[g] over groups with
  * amax nonzero and minnz finite (float32 bits, as fp8__range_groups sets
  * them); SIZE_MAX when there is none. */
