@@ -85,11 +85,6 @@ static void nvfp4_scales(float gamax, const uint32_t *amax, size_t ng, float *sc
     }
 }
 
-/* floor(log2 a) and whether a is a power of two, from the bits b > 0 of a
- * finite a */
-static inline int floor_log2_bits(uint32_t b) { return b >> 23 ? (int)(b >> 23) - 127 : -118 - __builtin_clz(b); }
-static inline int pow2_bits(uint32_t b) { return b >> 23 ? (b & 0x7FFFFFu) == 0 : (b & (b - 1)) == 0; }
-
 /* The MX scale exponent E of a group amax's bits b (finite), by the rules of
  * fp8__scale_mx (recipe.c) written out for a mode known at the loop: 0 for
  * the NaN scale (E > 127), which casts as scale 1 */
@@ -102,7 +97,7 @@ static inline int mx_exponent(uint32_t b, fp8_mx_round mode, int emax, int mbits
     int E;
     switch (mode) {
     case FP8_MX_CEIL:
-        E = floor_log2_bits(b) + !pow2_bits(b) - emax;
+        E = fp8__floor_log2_bits(b) + !fp8__pow2_bits(b) - emax;
         break;
     case FP8_MX_RCEIL: {
         float r = fp8__bits_to_float(b) / fmax;
@@ -110,20 +105,20 @@ static inline int mx_exponent(uint32_t b, fp8_mx_round mode, int emax, int mbits
         memcpy(&rb, &r, 4);
         if (rb == 0)
             return -127;
-        E = floor_log2_bits(rb) + !pow2_bits(rb);
+        E = fp8__floor_log2_bits(rb) + !fp8__pow2_bits(rb);
         break;
     }
     case FP8_MX_EVEN:
         if (b >= 0x00800000u) {
             uint32_t rb = (b + (1u << (22 - mbits))) & 0x7F800000u; /* rounded to the element's mantissa: a carry moves the binade */
-            E = rb == 0x7F800000u ? 128 : floor_log2_bits(rb);
+            E = rb == 0x7F800000u ? 128 : fp8__floor_log2_bits(rb);
         } else {
-            E = floor_log2_bits(b);
+            E = fp8__floor_log2_bits(b);
         }
         E -= emax;
         break;
     default:
-        E = floor_log2_bits(b) - emax;
+        E = fp8__floor_log2_bits(b) - emax;
         break;
     }
     return E < -127 ? -127 : E > 127 ? 0 : E;
@@ -137,7 +132,7 @@ static void mx_scales(const fp8_format *f, fp8_mx_round mode, const uint32_t *am
     uint32_t mb;
     const float fmax = (float)f->max;
     memcpy(&mb, &fmax, 4);
-    const int emax = floor_log2_bits(mb), mbits = f->mbits;
+    const int emax = fp8__floor_log2_bits(mb), mbits = f->mbits;
 #define MX_LOOP(M)                                                                                         \
     for (size_t g = 0; g < ng; g++) {                                                                      \
         int E = mx_exponent(amax[g], M, emax, mbits, fmax);                                                \

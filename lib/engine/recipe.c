@@ -173,24 +173,20 @@ void fp8__scale_block(float fp8_max, float amax, const fp8_recipe *r, float *sca
         *scale = FLT_MAX;
 }
 
-/* floor(log2 a) for finite a > 0, from the bits (no libm: called per block) */
+/* floor(log2 a) and whether a is a power of two, for finite a > 0 (the
+ * bit rules of f32bits.h, shared with the engine's MX scale loop) */
 static int floor_log2f(float a)
 {
     uint32_t b;
     memcpy(&b, &a, 4);
-    int ef = (int)(b >> 23);
-    if (ef)
-        return ef - 127;
-    return -118 - __builtin_clz(b); /* subnormal: 2^-149 * b, top bit 31-clz */
+    return fp8__floor_log2_bits(b);
 }
 
 static int is_pow2f(float a)
 {
     uint32_t b;
     memcpy(&b, &a, 4);
-    if (b >> 23)
-        return (b & 0x7FFFFFu) == 0;
-    return (b & (b - 1)) == 0;
+    return fp8__pow2_bits(b);
 }
 
 /* OCP MX v1.0 §6.3 and its variants (docs/recipes.md): X = 2^E with E from the

@@ -10,20 +10,8 @@
 
 #include "f32bits.h"
 #include "smooth_vec.h"
+#include "vec_isa.h"
 
-#ifndef FP8_ISA
-#define FP8_ISA base
-#endif
-#define FP8_CAT2(a, b) a##b
-#define FP8_CAT(a, b) FP8_CAT2(a, b)
-#define FN(name) FP8_CAT(name, FP8_ISA)
-
-typedef float vf16 __attribute__((vector_size(64)));
-typedef uint32_t vu16 __attribute__((vector_size(64)));
-typedef int32_t vi16 __attribute__((vector_size(64)));
-typedef float vf8 __attribute__((vector_size(32)));
-typedef double vd8 __attribute__((vector_size(64)));
-typedef int64_t vl8 __attribute__((vector_size(64)));
 
 /* finite |x|'s bits, 0 for Inf and NaN */
 static inline uint32_t finite_abs(float v)

@@ -8,24 +8,11 @@
 
 #include "f32bits.h"
 #include "stats_vec.h"
+#include "vec_isa.h"
 #if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
-#ifndef FP8_ISA
-#define FP8_ISA base
-#endif
-#define FP8_CAT2(a, b) a##b
-#define FP8_CAT(a, b) FP8_CAT2(a, b)
-#define FN(name) FP8_CAT(name, FP8_ISA)
-
-typedef float vf16 __attribute__((vector_size(64)));
-typedef float vf8 __attribute__((vector_size(32)));
-typedef double vd8 __attribute__((vector_size(64)));
-typedef int32_t vi16 __attribute__((vector_size(64)));
-typedef uint32_t vu16 __attribute__((vector_size(64)));
-typedef int64_t vl8 __attribute__((vector_size(64)));
-typedef uint16_t vh16 __attribute__((vector_size(32)));
 
 /* lane-wise unsigned max / min (one instruction where the ISA has it; the
  * generic vector form compiles to a compare and a blend) */

@@ -18,22 +18,12 @@
 
 #include "f32bits.h"
 #include "kernel_vec.h"
+#include "vec_isa.h"
 
-#ifndef FP8_ISA
-#define FP8_ISA base
-#endif
-#define FP8_CAT2(a, b) a##b
-#define FP8_CAT(a, b) FP8_CAT2(a, b)
-#define FP8_VEC_NAME FP8_CAT(fp8__vec_kernel_, FP8_ISA)
-
-typedef uint32_t vu __attribute__((vector_size(64)));
-typedef int32_t vi __attribute__((vector_size(64)));
-typedef float vf __attribute__((vector_size(64)));
 typedef uint8_t vb __attribute__((vector_size(16)));
-typedef uint16_t vh __attribute__((vector_size(32)));
 
 /* 1 when every lane of mask m (-1/0 lanes) is set. */
-static inline int all_lanes(vi m)
+static inline int all_lanes(vi16 m)
 {
 #if defined(__AVX512F__)
     __m512i v;
@@ -53,7 +43,7 @@ static inline int all_lanes(vi m)
 }
 
 /* Bit l set when lane l of mask m (-1/0 lanes) is set. */
-static inline unsigned lane_bits(vi m)
+static inline unsigned lane_bits(vi16 m)
 {
 #if defined(__AVX512F__)
     __m512i v;
@@ -80,7 +70,7 @@ static inline unsigned lane_bits(vi m)
             vb cb_ = __builtin_convertvector((code), vb);                                                  \
             memcpy((uint8_t *)(codes) + (i), &cb_, sizeof cb_);                                            \
         } else {                                                                                           \
-            vh ch_ = __builtin_convertvector((code), vh);                                                  \
+            vh16 ch_ = __builtin_convertvector((code), vh16);                                                  \
             memcpy((uint16_t *)(codes) + (i), &ch_, sizeof ch_);                                           \
         }                                                                                                  \
     } while (0)
@@ -94,7 +84,7 @@ typedef uint64_t vq __attribute__((vector_size(128)));
  * vector add a step) and add = seed * 0x94D049BB133111EB broadcast: the same
  * bits lane by lane.  (Keys built once per call: GCC lowers a 64-bit scalar
  * broadcast into a 1024-bit vector through the stack.) */
-static inline vu random16(vq z, vq add)
+static inline vu16 random16(vq z, vq add)
 {
     for (int r = 0; r < 2; r++) {
         z ^= z >> 33;
@@ -104,7 +94,7 @@ static inline vu random16(vq z, vq add)
         z ^= z >> 33;
         z += add;
     }
-    return __builtin_convertvector(z >> 32, vu);
+    return __builtin_convertvector(z >> 32, vu16);
 }
 
 static inline vq vq_fill(uint64_t v)
@@ -115,16 +105,16 @@ static inline vq vq_fill(uint64_t v)
     return r;
 }
 
-void FP8_VEC_NAME(FP8_VEC_KERNEL_ARGS)
+void FN(fp8__vec_kernel_)(FP8_VEC_KERNEL_ARGS)
 {
     /* a local copy: the stores through out and codes could alias *p as far
      * as the compiler knows, which would reload every parameter every step */
     const vparams P = *p;
-    const vi zero = {0};
-    vu c_flush = {0}, c_sub = {0}, c_round = {0}, c_sat = {0}, c_ovf = {0}, c_nan = {0};
-    const vi ones = zero + 1;
-    const vu uz = {0};
-    const vu mbits = (vu)(zero + P.mbits);
+    const vi16 zero = {0};
+    vu16 c_flush = {0}, c_sub = {0}, c_round = {0}, c_sat = {0}, c_ovf = {0}, c_nan = {0};
+    const vi16 ones = zero + 1;
+    const vu16 uz = {0};
+    const vu16 mbits = (vu16)(zero + P.mbits);
     size_t g = 0, gleft = glen;
     /* stochastic rounding's keyed counters (random16) */
     const vq lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
@@ -138,7 +128,7 @@ void FP8_VEC_NAME(FP8_VEC_KERNEL_ARGS)
             rz += rstep;                                                                                   \
     } while (0)
     for (size_t i = 0; i < n; i += VL) {
-        vf xv;
+        vf16 xv;
         memcpy(&xv, x + i, sizeof xv);
         if (gscale) {
             if (gleft == 0)
@@ -147,73 +137,73 @@ void FP8_VEC_NAME(FP8_VEC_KERNEL_ARGS)
             scale = gscale[g];
             scale_inv = ginv[g];
         }
-        vf y = xv * scale;
-        vu u = (vu)y;
-        vu a = u & FP8_F32_ABS;
-        vu neg = u >> 31;
-        vi azero = (vi)(a == 0);
+        vf16 y = xv * scale;
+        vu16 u = (vu16)y;
+        vu16 a = u & FP8_F32_ABS;
+        vu16 neg = u >> 31;
+        vi16 azero = (vi16)(a == 0);
         if (P.e8m0) {
             /* positive normals below 2^127: the exponent field, + 1 when
              * rounding goes up; exact when the fraction is 0.  Zeros and
              * negatives (-Inf among them) are outside e8m0: code 0 (2^-127,
              * saturated) or NaN (overflow), as cast_impl.h */
-            vi hot = (vi)(u - 0x800000u <= 0x7F000000u - 1 - 0x800000u);
-            vi outside = (vi)((neg | (vu)azero) != 0) & (vi)(a <= FP8_F32_INF);
+            vi16 hot = (vi16)(u - 0x800000u <= 0x7F000000u - 1 - 0x800000u);
+            vi16 outside = (vi16)((neg | (vu16)azero) != 0) & (vi16)(a <= FP8_F32_INF);
             if (!all_lanes(hot | outside)) {
                 P.sr_fallback(P.sr_ctx, i, VL);
                 continue;
             }
-            vu frac = u & 0x7FFFFFu, up;
+            vu16 frac = u & 0x7FFFFFu, up;
             if (P.stochastic) {
                 RZ_SYNC();
-                up = (vu)(vi)(((frac << 9) + random16(rz, radd)) < (frac << 9));
+                up = (vu16)(vi16)(((frac << 9) + random16(rz, radd)) < (frac << 9));
             } else if (P.nearest)
-                up = (vu)(vi)(frac >= 0x400000u);
+                up = (vu16)(vi16)(frac >= 0x400000u);
             else
                 up = uz;
-            vu code = (u >> 23) - up; /* up is -1 or 0 */
-            vu bits = code << 23;
-            c_round -= (vu)(hot & (vi)(frac != 0));
+            vu16 code = (u >> 23) - up; /* up is -1 or 0 */
+            vu16 bits = code << 23;
+            c_round -= (vu16)(hot & (vi16)(frac != 0));
             if (!all_lanes(hot)) {
-                vu sat = (vu)(outside & P.inf_sat);
+                vu16 sat = (vu16)(outside & P.inf_sat);
                 c_sat -= sat;
-                c_ovf -= (vu)outside & ~sat;
-                code = SEL((vu)outside, SEL(sat, uz, uz + 0xFFu), code);
-                bits = SEL((vu)outside, SEL(sat, uz + 0x400000u, uz + P.nan_val[0]), bits);
+                c_ovf -= (vu16)outside & ~sat;
+                code = SEL((vu16)outside, SEL(sat, uz, uz + 0xFFu), code);
+                bits = SEL((vu16)outside, SEL(sat, uz + 0x400000u, uz + P.nan_val[0]), bits);
             }
             if (codes)
                 store_codes(codes, code_bytes, i, code);
             if (out) {
-                vf o = (vf)bits * scale_inv;
+                vf16 o = (vf16)bits * scale_inv;
                 memcpy(out + i, &o, sizeof o);
             }
             continue;
         }
-        vi inrange = (vi)(a - P.lo_bits <= P.range_bits) | azero;
+        vi16 inrange = (vi16)(a - P.lo_bits <= P.range_bits) | azero;
         /* stochastic rounding: the lanes outside the hot path (subnormal,
          * overflowing, NaN) are cast one by one by the scalar fallback after
          * the vector's store overwrote them with its hot-path guess */
         int partial = P.stochastic && !all_lanes(inrange);
         if (partial || all_lanes(inrange)) {
-            vu r;
+            vu16 r;
             if (P.stochastic) {
                 /* up with probability rem / 2^rshift: the fraction rem, moved
                  * to the top of 32 bits, plus 32 random bits carries out */
-                vu frac = (a & ~P.keep_mask) << (32 - P.rshift);
+                vu16 frac = (a & ~P.keep_mask) << (32 - P.rshift);
                 RZ_SYNC();
-                vu carry = (vu)(vi)((frac + random16(rz, radd)) < frac);
+                vu16 carry = (vu16)(vi16)((frac + random16(rz, radd)) < frac);
                 r = (a & P.keep_mask) + (carry & (1u << P.rshift));
             } else {
                 r = (a + (P.round_add + ((a >> P.rshift) & P.round_lsb))) & P.keep_mask;
             }
-            vu keep_sign = ~(vu)azero | P.negzero_keep; /* fnuz: no -0 */
-            c_round -= (vu)(inrange & (vi)((a & ~P.keep_mask) != 0));
+            vu16 keep_sign = ~(vu16)azero | P.negzero_keep; /* fnuz: no -0 */
+            c_round -= (vu16)(inrange & (vi16)((a & ~P.keep_mask) != 0));
             if (codes) {
-                vu code = (((r >> P.rshift) - P.rebias) & ~(vu)azero) | ((neg << P.sign_shift) & keep_sign);
+                vu16 code = (((r >> P.rshift) - P.rebias) & ~(vu16)azero) | ((neg << P.sign_shift) & keep_sign);
                 store_codes(codes, code_bytes, i, code);
             }
             if (out) {
-                vf o = (vf)(r | ((neg << 31) & keep_sign)) * scale_inv;
+                vf16 o = (vf16)(r | ((neg << 31) & keep_sign)) * scale_inv;
                 memcpy(out + i, &o, sizeof o);
             }
             if (partial) /* rare: the mask is read lane by lane only here */
@@ -221,104 +211,104 @@ void FP8_VEC_NAME(FP8_VEC_KERNEL_ARGS)
                     P.sr_fallback(P.sr_ctx, i + (size_t)__builtin_ctz(miss), 1);
             continue;
         }
-        if (P.medium_ok && all_lanes((vi)(a < FP8_F32_INF))) {
+        if (P.medium_ok && all_lanes((vi16)(a < FP8_F32_INF))) {
             /* every lane finite: normals rounded as in the hot path (a
              * result above max is an overflow: decided after rounding),
              * subnormals and zeros as k = round(|y| / q) in float, exact */
-            vi sub = (vi)(a < P.lo_bits);
-            vu r = (a + (P.round_add + ((a >> P.rshift) & P.round_lsb))) & P.keep_mask;
-            vi ovf = ~sub & (vi)(r > P.max_bits);
-            vf t = (vf)a * P.inv_q;
-            vf kf = P.nearest ? (t + 0x1p23f) - 0x1p23f : t;
-            vu ks = (vu)__builtin_convertvector(kf, vi);
-            vi magzero = sub & (vi)(ks == 0);
-            vi low = (vi)(ks < (vu)(zero + P.lowsub));
-            vi flushed = magzero & ~azero;
-            c_flush -= (vu)flushed;
-            c_sub -= (vu)(sub & ~magzero & low);
-            c_round -= (vu)(((sub & ~low) | (~sub & (vi)((a & ~P.keep_mask) != 0))) & ~ovf);
-            c_sat -= (vu)(ovf & P.ovf_sat);
-            c_ovf -= (vu)(ovf & ~P.ovf_sat);
+            vi16 sub = (vi16)(a < P.lo_bits);
+            vu16 r = (a + (P.round_add + ((a >> P.rshift) & P.round_lsb))) & P.keep_mask;
+            vi16 ovf = ~sub & (vi16)(r > P.max_bits);
+            vf16 t = (vf16)a * P.inv_q;
+            vf16 kf = P.nearest ? (t + 0x1p23f) - 0x1p23f : t;
+            vu16 ks = (vu16)__builtin_convertvector(kf, vi16);
+            vi16 magzero = sub & (vi16)(ks == 0);
+            vi16 low = (vi16)(ks < (vu16)(zero + P.lowsub));
+            vi16 flushed = magzero & ~azero;
+            c_flush -= (vu16)flushed;
+            c_sub -= (vu16)(sub & ~magzero & low);
+            c_round -= (vu16)(((sub & ~low) | (~sub & (vi16)((a & ~P.keep_mask) != 0))) & ~ovf);
+            c_sat -= (vu16)(ovf & P.ovf_sat);
+            c_ovf -= (vu16)(ovf & ~P.ovf_sat);
             if (gflags) /* no branch: whether a vector flushes is a coin toss on FP4 data */
                 gflags[g] |= (unsigned char)(2u * (unsigned)!all_lanes(~flushed) + (unsigned)!all_lanes(~ovf));
-            vu keep_sign = ~(vu)magzero | P.negzero_keep;
-            vi negm = -(vi)neg;
+            vu16 keep_sign = ~(vu16)magzero | P.negzero_keep;
+            vi16 negm = -(vi16)neg;
             if (codes) {
-                vu code = SEL((vu)sub, ks, (r >> P.rshift) - P.rebias) | ((neg << P.sign_shift) & keep_sign);
-                code = SEL((vu)ovf, SEL((vu)negm, uz + P.ovf_code[1], uz + P.ovf_code[0]), code);
+                vu16 code = SEL((vu16)sub, ks, (r >> P.rshift) - P.rebias) | ((neg << P.sign_shift) & keep_sign);
+                code = SEL((vu16)ovf, SEL((vu16)negm, uz + P.ovf_code[1], uz + P.ovf_code[0]), code);
                 store_codes(codes, code_bytes, i, code);
             }
             if (out) {
-                vu mb = SEL((vu)sub, (vu)(__builtin_convertvector((vi)ks, vf) * P.q), r);
+                vu16 mb = SEL((vu16)sub, (vu16)(__builtin_convertvector((vi16)ks, vf16) * P.q), r);
                 mb |= (neg << 31) & keep_sign;
-                mb = SEL((vu)ovf, SEL((vu)negm, uz + P.ovf_val[1], uz + P.ovf_val[0]), mb);
-                vf o = (vf)mb * scale_inv;
+                mb = SEL((vu16)ovf, SEL((vu16)negm, uz + P.ovf_val[1], uz + P.ovf_val[0]), mb);
+                vf16 o = (vf16)mb * scale_inv;
                 memcpy(out + i, &o, sizeof o);
             }
             continue;
         }
-        vi negm = -(vi)neg;
-        vi is_nan = (vi)(a > FP8_F32_INF);
-        vi is_inf = (vi)(a == FP8_F32_INF);
-        vi is_zero = (vi)(a == 0);
-        vi ef = (vi)(a >> 23);
-        vi e = (ef + (ones & (ef == 0))) - 127;          /* subnormal: -126 */
-        vu sig = (a & 0x7FFFFFu) | ((vu)(ef != 0) & 0x800000u);
-        vi d = P.emin - e;
+        vi16 negm = -(vi16)neg;
+        vi16 is_nan = (vi16)(a > FP8_F32_INF);
+        vi16 is_inf = (vi16)(a == FP8_F32_INF);
+        vi16 is_zero = (vi16)(a == 0);
+        vi16 ef = (vi16)(a >> 23);
+        vi16 e = (ef + (ones & (ef == 0))) - 127;          /* subnormal: -126 */
+        vu16 sig = (a & 0x7FFFFFu) | ((vu16)(ef != 0) & 0x800000u);
+        vi16 d = P.emin - e;
         d &= (d > 0);
-        vi s = (23 - P.mbits) + d;
+        vi16 s = (23 - P.mbits) + d;
         s = SEL(s > 31, zero + 31, s);
-        vu su = (vu)s;
-        vu k = sig >> su;
-        vu rem = sig & (((vu)ones << su) - 1);
-        vu half = (vu)ones << (su - 1);
-        vi up = (vi)(rem > half) | ((vi)(rem == half) & -(vi)(k & 1));
-        k -= (vu)(up & P.nearest);
-        vi biased = e + P.bias;
+        vu16 su = (vu16)s;
+        vu16 k = sig >> su;
+        vu16 rem = sig & (((vu16)ones << su) - 1);
+        vu16 half = (vu16)ones << (su - 1);
+        vi16 up = (vi16)(rem > half) | ((vi16)(rem == half) & -(vi16)(k & 1));
+        k -= (vu16)(up & P.nearest);
+        vi16 biased = e + P.bias;
         biased = SEL(biased < 1, ones, biased);
-        vu mag = ((vu)(biased - 1) << mbits) + k;
-        vi special = is_nan | is_inf;
-        vi ovf = (vi)(mag > P.max_mag) & ~special;
-        vi normal = ~(special | ovf);
-        vi magzero = (vi)(mag == 0);
-        vi flushed = magzero & ~is_zero & normal;
-        vi sub = ~magzero & (vi)(mag < (vu)(zero + P.lowsub)) & normal;
-        vi rounded = (vi)(rem != 0) & ~magzero & (vi)(mag >= (vu)(zero + P.lowsub)) & normal;
+        vu16 mag = ((vu16)(biased - 1) << mbits) + k;
+        vi16 special = is_nan | is_inf;
+        vi16 ovf = (vi16)(mag > P.max_mag) & ~special;
+        vi16 normal = ~(special | ovf);
+        vi16 magzero = (vi16)(mag == 0);
+        vi16 flushed = magzero & ~is_zero & normal;
+        vi16 sub = ~magzero & (vi16)(mag < (vu16)(zero + P.lowsub)) & normal;
+        vi16 rounded = (vi16)(rem != 0) & ~magzero & (vi16)(mag >= (vu16)(zero + P.lowsub)) & normal;
 
-        c_flush -= (vu)flushed;
-        c_sub -= (vu)sub;
-        c_round -= (vu)rounded;
-        c_nan -= (vu)is_nan;
-        c_sat -= (vu)((is_inf & P.inf_sat) | (ovf & P.ovf_sat));
-        c_ovf -= (vu)((is_inf & ~P.inf_sat) | (ovf & ~P.ovf_sat));
+        c_flush -= (vu16)flushed;
+        c_sub -= (vu16)sub;
+        c_round -= (vu16)rounded;
+        c_nan -= (vu16)is_nan;
+        c_sat -= (vu16)((is_inf & P.inf_sat) | (ovf & P.ovf_sat));
+        c_ovf -= (vu16)((is_inf & ~P.inf_sat) | (ovf & ~P.ovf_sat));
         if (gflags)
             gflags[g] |= (unsigned char)((unsigned)!all_lanes(~(is_inf | ovf)) + 2u * (unsigned)!all_lanes(~flushed));
 
         if (codes) {
-            vu sgn = neg << P.sign_shift;
-            sgn &= ~(vu)magzero | P.negzero_keep;
-            vu code = sgn | mag;
-            code = SEL((vu)ovf, SEL((vu)negm, uz + P.ovf_code[1], uz + P.ovf_code[0]), code);
-            code = SEL((vu)is_inf, SEL((vu)negm, uz + P.inf_code[1], uz + P.inf_code[0]), code);
-            code = SEL((vu)is_nan, SEL((vu)negm, uz + P.nan_code[1], uz + P.nan_code[0]), code);
+            vu16 sgn = neg << P.sign_shift;
+            sgn &= ~(vu16)magzero | P.negzero_keep;
+            vu16 code = sgn | mag;
+            code = SEL((vu16)ovf, SEL((vu16)negm, uz + P.ovf_code[1], uz + P.ovf_code[0]), code);
+            code = SEL((vu16)is_inf, SEL((vu16)negm, uz + P.inf_code[1], uz + P.inf_code[0]), code);
+            code = SEL((vu16)is_nan, SEL((vu16)negm, uz + P.nan_code[1], uz + P.nan_code[0]), code);
             store_codes(codes, code_bytes, i, code);
         }
         if (out) {
             /* value = k * 2^qe, qe = max(e, emin) - mbits >= -136 */
-            vi qe = e + d - P.mbits;
-            vu p2 = SEL((vu)(qe >= -126), (vu)(qe + 127) << 23, (vu)ones << (vu)(qe + 149));
-            p2 = SEL((vu)(qe >= -126), p2, SEL((vu)(qe >= -149), p2, (vu)zero));
-            vf mv = __builtin_convertvector((vi)k, vf) * (vf)p2;
-            vu bits = (vu)mv;
-            bits |= (neg << 31) & (~(vu)magzero | P.negzero_keep);
-            bits = SEL((vu)ovf, SEL((vu)negm, uz + P.ovf_val[1], uz + P.ovf_val[0]), bits);
-            bits = SEL((vu)is_inf, SEL((vu)negm, uz + P.inf_val[1], uz + P.inf_val[0]), bits);
-            bits = SEL((vu)is_nan, SEL((vu)negm, uz + P.nan_val[1], uz + P.nan_val[0]), bits);
-            vf o = (vf)bits * scale_inv;
+            vi16 qe = e + d - P.mbits;
+            vu16 p2 = SEL((vu16)(qe >= -126), (vu16)(qe + 127) << 23, (vu16)ones << (vu16)(qe + 149));
+            p2 = SEL((vu16)(qe >= -126), p2, SEL((vu16)(qe >= -149), p2, (vu16)zero));
+            vf16 mv = __builtin_convertvector((vi16)k, vf16) * (vf16)p2;
+            vu16 bits = (vu16)mv;
+            bits |= (neg << 31) & (~(vu16)magzero | P.negzero_keep);
+            bits = SEL((vu16)ovf, SEL((vu16)negm, uz + P.ovf_val[1], uz + P.ovf_val[0]), bits);
+            bits = SEL((vu16)is_inf, SEL((vu16)negm, uz + P.inf_val[1], uz + P.inf_val[0]), bits);
+            bits = SEL((vu16)is_nan, SEL((vu16)negm, uz + P.nan_val[1], uz + P.nan_val[0]), bits);
+            vf16 o = (vf16)bits * scale_inv;
             memcpy(out + i, &o, sizeof o);
         }
     }
-    vu cs[6] = {c_flush, c_sub, c_round, c_sat, c_ovf, c_nan};
+    vu16 cs[6] = {c_flush, c_sub, c_round, c_sat, c_ovf, c_nan};
     for (int c = 0; c < 6; c++)
         for (int l = 0; l < VL; l++)
             acc[c] += cs[c][l];

@@ -22,4 +22,9 @@ static inline float fp8__bits_to_float(uint32_t b)
     return f;
 }
 
+/* For the bits b > 0 of a finite float: floor(log2) of its value, and
+ * whether it is a power of two (subnormals included) */
+static inline int fp8__floor_log2_bits(uint32_t b) { return b >> 23 ? (int)(b >> 23) - 127 : -118 - __builtin_clz(b); }
+static inline int fp8__pow2_bits(uint32_t b) { return b >> 23 ? (b & 0x7FFFFFu) == 0 : (b & (b - 1)) == 0; }
+
 #endif
