@@ -22,7 +22,6 @@
  */
 #include <float.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +38,7 @@
 #include "stats_vec.h"
 #include "kernels.h"
 #include "recipe_state.h"
+#include "scratch.h"
 
 
 /* ---- the fused pass --------------------------------------------------------- */
@@ -157,32 +157,9 @@ static unsigned run_segment(pass_ctx *c, const float *x, size_t n, float scale, 
 
 /* ---- parts: the passes side by side ------------------------------------- */
 
-/* Blocks kept per thread until it exits (fresh pages cost more than a small
- * tensor's cast on some machines): zeroed when first made; NULL when out of
- * memory. */
-static pthread_key_t buf_key, parts_key;
-static pthread_once_t keys_once = PTHREAD_ONCE_INIT;
-static void keys_make(void)
-{
-    pthread_key_create(&buf_key, free);
-    pthread_key_create(&parts_key, free);
-}
-static void *kept_block(const pthread_key_t *key, size_t bytes)
-{
-    pthread_once(&keys_once, keys_make); /* (before *key is read) */
-    void *b = pthread_getspecific(*key);
-    if (!b && (b = calloc(1, bytes)) != NULL && pthread_setspecific(*key, b) != 0) {
-        free(b);
-        b = NULL;
-    }
-    return b;
-}
-
-/* A piece's x_hat when it cannot go straight to out */
-static float *thread_buf(void) { return kept_block(&buf_key, PIECE * sizeof(float)); }
-
-
-
+/* A piece's x_hat when it cannot go straight to out, kept per thread
+ * (scratch.h); NULL when out of memory */
+static float *thread_buf(void) { return fp8__scratch_kept(FP8__SCRATCH_PIECE, PIECE * sizeof(float)); }
 
 /* part p's units of U split into P: [*u0, *u1) */
 static void part_range(size_t U, int P, int p, size_t *u0, size_t *u1)
@@ -200,7 +177,7 @@ typedef struct {
     part parts[MAX_PARTS];
     hist_acc hacc[MAX_PARTS];
 } parts_cache;
-static parts_cache *thread_parts(void) { return kept_block(&parts_key, sizeof(parts_cache)); }
+static parts_cache *thread_parts(void) { return fp8__scratch_kept(FP8__SCRATCH_PARTS, sizeof(parts_cache)); }
 
 /* P parts, zeroed, each with a zeroed histogram accumulator when want_hist;
  * NULL when out of memory */
@@ -229,7 +206,7 @@ part *fp8__parts_alloc(int P, int want_hist)
 
 void fp8__parts_free(part *parts, int P)
 {
-    parts_cache *pc = pthread_getspecific(parts_key); /* (the key exists: fp8__parts_alloc made it) */
+    parts_cache *pc = fp8__scratch_has(FP8__SCRATCH_PARTS);
     if (pc && parts == pc->parts) {
         pc->busy = 0;
         return;

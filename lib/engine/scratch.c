@@ -8,8 +8,9 @@
 #include "bigmem.h"
 #include "scratch.h"
 
-/* Tensor-sized scratch (transposes, the tensors smoothing and the Hadamard
- * transform make), kept per thread and slot between casts: fresh 4 KB pages
+/* Scratch (a piece's x_hat, a cast's parts, and the tensor-sized blocks of
+ * transposes, smoothing and the Hadamard transform), kept per thread and
+ * slot between casts: fresh 4 KB pages
  * cost more than the cast (2-12 us a page on the machines here).  Up to
  * KEEP_MAX bytes a slot are kept; a larger block is made for one cast, and
  * (as kept ones of 32 MB or more) backed by huge pages where the kernel
@@ -30,20 +31,25 @@ static void slots_free(void *v)
 }
 static void slots_make(void) { pthread_key_create(&slots_key, slots_free); }
 
-void *fp8__scratch_take(int slot, size_t bytes)
+/* this thread's slots (NULL: none could be made) */
+static kept_slot *slots(void)
 {
-    if (bytes > KEEP_MAX)
-        return fp8__malloc_big(bytes);
     pthread_once(&slots_once, slots_make);
     kept_slot *k = pthread_getspecific(slots_key);
     if (!k && (k = calloc(FP8__SCRATCH_SLOTS, sizeof *k)) != NULL && pthread_setspecific(slots_key, k) != 0) {
         free(k);
         k = NULL;
     }
+    return k;
+}
+
+void *fp8__scratch_kept(int slot, size_t bytes)
+{
+    kept_slot *k = bytes <= KEEP_MAX ? slots() : NULL;
     if (!k)
-        return fp8__malloc_big(bytes);
+        return NULL;
     if (k[slot].bytes < bytes || !k[slot].p) {
-        void *b = fp8__malloc_big(bytes);
+        void *b = fp8__calloc_big(1, bytes ? bytes : 1);
         if (!b)
             return NULL;
         free(k[slot].p);
@@ -52,12 +58,21 @@ void *fp8__scratch_take(int slot, size_t bytes)
     return k[slot].p;
 }
 
-void fp8__scratch_give(int slot, void *p)
+void *fp8__scratch_has(int slot)
 {
-    if (!p)
-        return;
     pthread_once(&slots_once, slots_make);
     kept_slot *k = pthread_getspecific(slots_key);
-    if (!k || k[slot].p != p)
+    return k ? k[slot].p : NULL;
+}
+
+void *fp8__scratch_take(int slot, size_t bytes)
+{
+    void *b = fp8__scratch_kept(slot, bytes);
+    return b ? b : fp8__malloc_big(bytes);
+}
+
+void fp8__scratch_give(int slot, void *p)
+{
+    if (p && p != fp8__scratch_has(slot))
         free(p);
 }
