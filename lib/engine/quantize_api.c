@@ -114,13 +114,13 @@ static int quantize_smooth(fp8_recipe_state *st, const float *x, size_t rows, si
         fp8__scratch_give(FP8__SCRATCH_SMOOTH, y);
         return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: out of memory smoothing a %zux%zu tensor", rows, cols);
     }
-    fp8__kernels_pick();
-    fp8__fenv fe;
-    fp8__fenv_enter(&fe);
     if (fold)
         memcpy(sc, st->smooth_src, cols * sizeof *sc);
     else
-        fp8__column_scales(x, rows, cols, sc);
+        fp8__column_scales(x, rows, cols, sc); /* (picks the kernels) */
+    fp8__kernels_pick();
+    fp8__fenv fe;
+    fp8__fenv_enter(&fe);
     fp8__k.colscale(x, rows, cols, sc, fold, y); /* y = x / s (fold) or x * s */
     fp8__fenv_leave(&fe);
     int rc = FP8_OK;
