@@ -1,7 +1,6 @@
 /*
  * moments.c — the engine's running sums joined: Pebay's pairwise update of
- * central moments (pieces into a part, parts into the tensor), and the
- * exponent histogram's pair codes folded into its bins.
+ * central moments (pieces into a part, parts into the tensor).
  */
 #include <math.h>
 #include <string.h>
@@ -52,19 +51,4 @@ void fp8__moments_init(fp8__moments *m)
         m->mnz[l] = INFINITY;
         m->maxerr[l] = 0.0f;
     }
-}
-
-void fp8__hist_fold(fp8__hist_state *h)
-{
-    for (int idx = 0; idx < 256; idx++) {
-        uint32_t cnt = h->pair[0][idx] + h->pair[1][idx] + h->pair[2][idx] + h->pair[3][idx];
-        uint32_t c0 = (uint32_t)idx & 15u, c1 = (uint32_t)idx >> 4;
-        if (!cnt)
-            continue;
-        if (c0 != 15 && c0 <= h->top)
-            h->sub[0][h->top - c0] += cnt;
-        if (c1 != 15 && c1 <= h->top)
-            h->sub[0][h->top - c1] += cnt;
-    }
-    memset(h->pair, 0, sizeof h->pair);
 }

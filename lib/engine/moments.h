@@ -29,17 +29,13 @@ void fp8__moments_combine(fp8__moments *m, double nb, double mb, double M2b, dou
 void fp8__moments_merge(fp8__moments *a, const fp8__moments *b);
 
 /* The exponent histogram as x's pass keeps it: eight interleaved 32-bit
- * sub-histograms (as fp8__hist_add), and a window of the 15 bins top-14 ..
- * top counted two elements at a time: pair[.][c0 + 16 c1] counts the
- * consecutive pairs whose bins are top - c0 and top - c1 (code 15: outside
- * the window, that element counted in sub instead).  top follows the
- * largest bin seen; fp8__hist_fold moves the pairs into sub[0].  All zero
- * to start. */
+ * sub-histograms (as fp8__hist_add); the pass counts the window of the 15
+ * bins top-14 .. top in registers and adds them to sub[0] before it
+ * returns, the elements outside the window one by one.  top follows the
+ * largest bin seen.  All zero to start. */
 typedef struct {
     uint32_t sub[8][257];
-    uint32_t pair[4][256];
     uint32_t top;
 } fp8__hist_state;
-void fp8__hist_fold(fp8__hist_state *h);
 
 #endif

@@ -46,7 +46,6 @@
 
 static void hist_flush(hist_acc *h, uint64_t *out)
 {
-    fp8__hist_fold(&h->s);
     for (int k = 0; k < FP8_HIST_SUBS; k++)
         for (int b = 0; b < FP8_EXP_BINS; b++)
             out[b] += h->s.sub[k][b];

@@ -38,7 +38,6 @@ static inline vu16 umin16(vu16 a, vu16 b) { return (vu16)(((vi16)(a <= b) & (vi1
 #endif
 
 typedef uint64_t vq8 __attribute__((vector_size(64)));
-typedef uint8_t vb8 __attribute__((vector_size(8)));
 
 /* Bit l set when lane l of a equals v. */
 static inline unsigned eq_bits16(vu16 a, uint32_t v)
@@ -209,6 +208,18 @@ static void moments_masked(FP8_MOMENTS_ARGS)
 #define VMIN16(a, b) VSEL16((vi16)((a) <= (b)), a, b)
 #define VMAX16(a, b) VSEL16((vi16)((a) >= (b)), a, b)
 #endif
+/* v's two halves of 8 floats, each widened to 8 doubles (with AVX-512 in
+ * one instruction each: GCC lowers the generic conversion in 256-bit
+ * pieces and joins them) */
+#if defined(__AVX512F__)
+#define HALVES(v, lo, hi)                                                                                  \
+    do {                                                                                                   \
+        __m512 w_;                                                                                         \
+        memcpy(&w_, &(v), 64);                                                                             \
+        lo = (vd8)_mm512_cvtps_pd(_mm512_castps512_ps256(w_));                                             \
+        hi = (vd8)_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(w_), 1)));      \
+    } while (0)
+#else
 #define HALVES(v, lo, hi)                                                                                  \
     do {                                                                                                   \
         vf8 h_[2];                                                                                         \
@@ -216,6 +227,7 @@ static void moments_masked(FP8_MOMENTS_ARGS)
         lo = __builtin_convertvector(h_[0], vd8);                                                          \
         hi = __builtin_convertvector(h_[1], vd8);                                                          \
     } while (0)
+#endif
 
 /* a float32 partial v added into the double lanes D */
 #define ACC(D, v)                                                                                          \
@@ -294,6 +306,50 @@ static float piece_mean(const float *x, size_t n)
     return n ? (float)(ksum / (double)n) : 0.0f;
 }
 
+/* The exponent histogram's window (bins top - 14 .. top; code c = top -
+ * bin, 15 outside) counted in registers.  Each element adds 1 << 4c to a
+ * 64-bit word (even lanes' elements to a, odd lanes' to b): sixteen 4-bit
+ * counters a word, which take at most 8 vectors before they are spilled
+ * into 8-bit counters (even codes in lo, odd in hi; at most 16 a spill, so
+ * at most 15 spills); nib_flush sums those across lanes into the window's
+ * bins of sub[0].  Locals of xm_core, so that they stay in registers. */
+#define NIB_ADD(c)                                                                                         \
+    do {                                                                                                   \
+        vq8 t_ = (vq8)((c) << 2);                                                                          \
+        nib_a += one64 << (t_ & 0xFFFFFFFFu);                                                              \
+        nib_b += one64 << (t_ >> 32);                                                                      \
+    } while (0)
+#define NIB_SPILL()                                                                                        \
+    do {                                                                                                   \
+        nib_lo += (nib_a & m4) + (nib_b & m4);                                                             \
+        nib_hi += (nib_a >> 4 & m4) + (nib_b >> 4 & m4);                                                   \
+        nib_a = nib_b = (vq8){0};                                                                          \
+        if (++nib_spills == 15)                                                                            \
+            NIB_FLUSH();                                                                                   \
+    } while (0)
+#define NIB_FLUSH()                                                                                        \
+    do {                                                                                                   \
+        nib_flush(hist, nib_lo, nib_hi);                                                                   \
+        nib_lo = nib_hi = (vq8){0};                                                                        \
+        nib_spills = 0;                                                                                    \
+    } while (0)
+
+static inline __attribute__((always_inline)) void nib_flush(fp8__hist_state *hist, vq8 lo, vq8 hi)
+{
+    const uint64_t m16 = 0x00FF00FF00FF00FFull;
+    uint64_t w[4] = {0, 0, 0, 0}; /* 16-bit sums: codes 0,4,8,12 / 2,6,10,14 / 1,5,9,13 / 3,7,11,15 */
+    for (int l = 0; l < 8; l++) {
+        w[0] += lo[l] & m16, w[1] += lo[l] >> 8 & m16;
+        w[2] += hi[l] & m16, w[3] += hi[l] >> 8 & m16;
+    }
+    for (int k = 0; k < 4; k++)
+        for (int j = 0; j < 4; j++) {
+            uint32_t c = (uint32_t)(4 * j + 2 * (k & 1) + (k >> 1)), cnt = (uint32_t)(w[k] >> 16 * j & 0xFFFF);
+            if (c != 15 && cnt)
+                hist->sub[0][hist->top - c] += cnt;
+        }
+}
+
 /* The lean paths: 16 float32 lanes; every power and product is a float32
  * term, summed into float32 partials over 16 steps (256 elements) and then
  * into double.  A partial holds 16 terms, so it is within 16 * 2^-24 (1e-6)
@@ -330,9 +386,11 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
     memcpy(&mz, m->mnz, 64);
     const vf16 pinf = (vf16){0} + INFINITY;
     vu16 czero = {0}, bmax = {0};
-    uint8_t pb[128] __attribute__((aligned(64))); /* a block's pair codes */
-    uint16_t om[16];                              /* its vectors' lanes outside the window */
+    uint16_t om[16]; /* a block's vectors: lanes outside the window */
     uint32_t top = hist ? hist->top : 0;
+    vq8 nib_a = {0}, nib_b = {0}, nib_lo = {0}, nib_hi = {0};
+    unsigned nib_spills = 0;
+    const vq8 one64 = (vq8){0} + 1, m4 = (vq8){0} + 0x0F0F0F0F0F0F0F0Full;
     size_t i = 0;
     while (i < nl) {
         vf16 s1 = {0}, s2 = {0}, s3 = {0}, s4 = {0}, l1 = {0}, e2 = {0}, q2 = {0}, xq2 = {0};
@@ -368,19 +426,14 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
                 vu16 c = ((vu16){0} + top) - ((au >> 23) + 1 + (vu16)z); /* bin: 0 for zeros */
                 c = umin16(c, (vu16){0} + 15u);                           /* above top wraps: 15 too */
                 om[(i - k0) / 16] = (uint16_t)eq_bits16(c, 15u);
-                vq8 c2 = (vq8)c;
-                vb8 pr = __builtin_convertvector((c2 & 15u) | ((c2 >> 28) & 0xF0u), vb8);
-                memcpy(pb + (i - k0) / 2, &pr, sizeof pr);
+                NIB_ADD(c);
+                if (((i - k0) / 16 & 7) == 7)
+                    NIB_SPILL();
             }
         }
         if (hist) {
-            size_t np = (stop - k0) / 2;
-            for (size_t k = 0; k < np; k += 4) {
-                hist->pair[0][pb[k]]++;
-                hist->pair[1][pb[k + 1]]++;
-                hist->pair[2][pb[k + 2]]++;
-                hist->pair[3][pb[k + 3]]++;
-            }
+            if (((stop - k0) / 16 & 7) != 0)
+                NIB_SPILL();
             for (size_t v = 0; v < (stop - k0) / 16; v++) /* outside the window: one by one */
                 for (unsigned b = om[v]; b; b &= b - 1) {
                     int l = __builtin_ctz(b);
@@ -395,8 +448,7 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
                 mb = bmax[l] > mb ? bmax[l] : mb;
             uint32_t want = (mb >> 23) + (mb != 0);
             if (want > top) {
-                hist->top = top;
-                fp8__hist_fold(hist);
+                NIB_FLUSH();
                 hist->top = top = want;
             }
         }
@@ -411,6 +463,8 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
             ACC(XQ, xq2);
         }
     }
+    if (hist)
+        NIB_FLUSH();
     if (hist)
         for (size_t k = nl; k < n; k++) {
             uint32_t u;
