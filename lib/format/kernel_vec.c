@@ -63,6 +63,34 @@ static inline unsigned lane_bits(vi16 m)
 #endif
 }
 
+/* 1 when every lane of a (|y|'s float32 bits) is 0 or in [lo, lo + range]:
+ * the hot path's condition (with AVX-512 straight from the compare masks) */
+static inline int all_in_range(vu16 a, uint32_t lo, uint32_t range)
+{
+#if defined(__AVX512F__)
+    __m512i v;
+    memcpy(&v, &a, sizeof v);
+    __mmask16 k = _mm512_cmple_epu32_mask(_mm512_sub_epi32(v, _mm512_set1_epi32((int)lo)),
+                                          _mm512_set1_epi32((int)range)) |
+                  _mm512_testn_epi32_mask(v, v);
+    return k == 0xFFFF;
+#else
+    return all_lanes((vi16)(a - lo <= range) | (vi16)(a == 0));
+#endif
+}
+
+/* how many lanes of v are nonzero */
+static inline unsigned count_nonzero(vu16 v)
+{
+#if defined(__AVX512F__)
+    __m512i w;
+    memcpy(&w, &v, sizeof w);
+    return (unsigned)__builtin_popcount(_mm512_test_epi32_mask(w, w));
+#else
+    return (unsigned)__builtin_popcount(~lane_bits((vi16)(v == 0)) & 0xFFFFu);
+#endif
+}
+
 /* Narrow 16 codes to the format's storage width and store them at codes[i]. */
 #define store_codes(codes, code_bytes, i, code)                                                              \
     do {                                                                                                   \
@@ -105,13 +133,22 @@ static inline vq vq_fill(uint64_t v)
     return r;
 }
 
-void FN(fp8__vec_kernel_)(FP8_VEC_KERNEL_ARGS)
+/* The kernel's body, built for the cases the loop can be specialised on:
+ * GS whether scales come per group, SPECIAL whether the rounding may be
+ * stochastic or the format e8m0 (read from P; 0: neither), CODES and OUT
+ * whether codes and x_hat are written.  Constants at each call below, so
+ * that the compiler drops the branches and keeps the parameters in
+ * registers. */
+static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARGS, const int GS,
+                                                              const int SPECIAL, const int CODES,
+                                                              const int OUT)
 {
     /* a local copy: the stores through out and codes could alias *p as far
      * as the compiler knows, which would reload every parameter every step */
     const vparams P = *p;
     const vi16 zero = {0};
     vu16 c_flush = {0}, c_sub = {0}, c_round = {0}, c_sat = {0}, c_ovf = {0}, c_nan = {0};
+    uint64_t n_round = 0; /* the specialised hot path's rounded lanes (c_round's) */
     const vi16 ones = zero + 1;
     const vu16 uz = {0};
     const vu16 mbits = (vu16)(zero + P.mbits);
@@ -130,7 +167,7 @@ void FN(fp8__vec_kernel_)(FP8_VEC_KERNEL_ARGS)
     for (size_t i = 0; i < n; i += VL) {
         vf16 xv;
         memcpy(&xv, x + i, sizeof xv);
-        if (gscale) {
+        if (GS) {
             if (gleft == 0)
                 g++, gleft = glen;
             gleft -= VL;
@@ -142,7 +179,7 @@ void FN(fp8__vec_kernel_)(FP8_VEC_KERNEL_ARGS)
         vu16 a = u & FP8_F32_ABS;
         vu16 neg = u >> 31;
         vi16 azero = (vi16)(a == 0);
-        if (P.e8m0) {
+        if (SPECIAL && P.e8m0) {
             /* positive normals below 2^127: the exponent field, + 1 when
              * rounding goes up; exact when the fraction is 0.  Zeros and
              * negatives (-Inf among them) are outside e8m0: code 0 (2^-127,
@@ -154,7 +191,7 @@ void FN(fp8__vec_kernel_)(FP8_VEC_KERNEL_ARGS)
                 continue;
             }
             vu16 frac = u & 0x7FFFFFu, up;
-            if (P.stochastic) {
+            if (SPECIAL && P.stochastic) {
                 RZ_SYNC();
                 up = (vu16)(vi16)(((frac << 9) + random16(rz, radd)) < (frac << 9));
             } else if (P.nearest)
@@ -171,22 +208,41 @@ void FN(fp8__vec_kernel_)(FP8_VEC_KERNEL_ARGS)
                 code = SEL((vu16)outside, SEL(sat, uz, uz + 0xFFu), code);
                 bits = SEL((vu16)outside, SEL(sat, uz + 0x400000u, uz + P.nan_val[0]), bits);
             }
-            if (codes)
+            if (CODES)
                 store_codes(codes, code_bytes, i, code);
-            if (out) {
+            if (OUT) {
                 vf16 o = (vf16)bits * scale_inv;
                 memcpy(out + i, &o, sizeof o);
             }
             continue;
         }
-        vi16 inrange = (vi16)(a - P.lo_bits <= P.range_bits) | azero;
+        int hot = all_in_range(a, P.lo_bits, P.range_bits);
+        if (!SPECIAL && hot) {
+            /* the usual vector, nearest or toward zero on a format with -0
+             * (the callers' condition for SPECIAL = 0): the same arithmetic
+             * as below with keep_sign all ones and every lane in range */
+            vu16 r = (a + (P.round_add + ((a >> P.rshift) & P.round_lsb))) & P.keep_mask;
+            n_round += count_nonzero(a & ~P.keep_mask);
+            if (CODES) {
+                vu16 code = (((r >> P.rshift) - P.rebias) & ~(vu16)azero) | (neg << P.sign_shift);
+                store_codes(codes, code_bytes, i, code);
+            }
+            if (OUT) {
+                vf16 o = (vf16)(r | (u & 0x80000000u)) * scale_inv;
+                memcpy(out + i, &o, sizeof o);
+            }
+            continue;
+        }
+        vi16 inrange = ~zero;
         /* stochastic rounding: the lanes outside the hot path (subnormal,
          * overflowing, NaN) are cast one by one by the scalar fallback after
          * the vector's store overwrote them with its hot-path guess */
-        int partial = P.stochastic && !all_lanes(inrange);
-        if (partial || all_lanes(inrange)) {
+        int partial = SPECIAL && P.stochastic && !hot;
+        if (partial)
+            inrange = (vi16)(a - P.lo_bits <= P.range_bits) | azero;
+        if (partial || hot) {
             vu16 r;
-            if (P.stochastic) {
+            if (SPECIAL && P.stochastic) {
                 /* up with probability rem / 2^rshift: the fraction rem, moved
                  * to the top of 32 bits, plus 32 random bits carries out */
                 vu16 frac = (a & ~P.keep_mask) << (32 - P.rshift);
@@ -198,15 +254,15 @@ void FN(fp8__vec_kernel_)(FP8_VEC_KERNEL_ARGS)
             }
             vu16 keep_sign = ~(vu16)azero | P.negzero_keep; /* fnuz: no -0 */
             c_round -= (vu16)(inrange & (vi16)((a & ~P.keep_mask) != 0));
-            if (codes) {
+            if (CODES) {
                 vu16 code = (((r >> P.rshift) - P.rebias) & ~(vu16)azero) | ((neg << P.sign_shift) & keep_sign);
                 store_codes(codes, code_bytes, i, code);
             }
-            if (out) {
+            if (OUT) {
                 vf16 o = (vf16)(r | ((neg << 31) & keep_sign)) * scale_inv;
                 memcpy(out + i, &o, sizeof o);
             }
-            if (partial) /* rare: the mask is read lane by lane only here */
+            if (SPECIAL && partial) /* rare: the mask is read lane by lane only here */
                 for (unsigned miss = ~lane_bits(inrange) & 0xFFFFu; miss; miss &= miss - 1)
                     P.sr_fallback(P.sr_ctx, i + (size_t)__builtin_ctz(miss), 1);
             continue;
@@ -233,12 +289,12 @@ void FN(fp8__vec_kernel_)(FP8_VEC_KERNEL_ARGS)
                 gflags[g] |= (unsigned char)(2u * (unsigned)!all_lanes(~flushed) + (unsigned)!all_lanes(~ovf));
             vu16 keep_sign = ~(vu16)magzero | P.negzero_keep;
             vi16 negm = -(vi16)neg;
-            if (codes) {
+            if (CODES) {
                 vu16 code = SEL((vu16)sub, ks, (r >> P.rshift) - P.rebias) | ((neg << P.sign_shift) & keep_sign);
                 code = SEL((vu16)ovf, SEL((vu16)negm, uz + P.ovf_code[1], uz + P.ovf_code[0]), code);
                 store_codes(codes, code_bytes, i, code);
             }
-            if (out) {
+            if (OUT) {
                 vu16 mb = SEL((vu16)sub, (vu16)(__builtin_convertvector((vi16)ks, vf16) * P.q), r);
                 mb |= (neg << 31) & keep_sign;
                 mb = SEL((vu16)ovf, SEL((vu16)negm, uz + P.ovf_val[1], uz + P.ovf_val[0]), mb);
@@ -284,7 +340,7 @@ void FN(fp8__vec_kernel_)(FP8_VEC_KERNEL_ARGS)
         if (gflags)
             gflags[g] |= (unsigned char)((unsigned)!all_lanes(~(is_inf | ovf)) + 2u * (unsigned)!all_lanes(~flushed));
 
-        if (codes) {
+        if (CODES) {
             vu16 sgn = neg << P.sign_shift;
             sgn &= ~(vu16)magzero | P.negzero_keep;
             vu16 code = sgn | mag;
@@ -293,7 +349,7 @@ void FN(fp8__vec_kernel_)(FP8_VEC_KERNEL_ARGS)
             code = SEL((vu16)is_nan, SEL((vu16)negm, uz + P.nan_code[1], uz + P.nan_code[0]), code);
             store_codes(codes, code_bytes, i, code);
         }
-        if (out) {
+        if (OUT) {
             /* value = k * 2^qe, qe = max(e, emin) - mbits >= -136 */
             vi16 qe = e + d - P.mbits;
             vu16 p2 = SEL((vu16)(qe >= -126), (vu16)(qe + 127) << 23, (vu16)ones << (vu16)(qe + 149));
@@ -312,5 +368,25 @@ void FN(fp8__vec_kernel_)(FP8_VEC_KERNEL_ARGS)
     for (int c = 0; c < 6; c++)
         for (int l = 0; l < VL; l++)
             acc[c] += cs[c][l];
+    acc[2] += n_round;
 }
 
+#define KERNEL_CALL(GS, SPECIAL, CODES, OUT)                                                               \
+    kernel_body(p, code_bytes, scale, scale_inv, x, n, codes, out, acc, gscale, ginv, glen, gflags, GS,      \
+                SPECIAL, CODES, OUT)
+
+void FN(fp8__vec_kernel_)(FP8_VEC_KERNEL_ARGS)
+{
+    if (p->e8m0 || p->stochastic || !p->negzero_keep || !(codes || out)) { /* not specialised further */
+        KERNEL_CALL(gscale != NULL, 1, codes != NULL, out != NULL);
+        return;
+    }
+    switch ((gscale ? 4 : 0) | (codes ? 2 : 0) | (out ? 1 : 0)) {
+    case 1: KERNEL_CALL(0, 0, 0, 1); break;
+    case 2: KERNEL_CALL(0, 0, 1, 0); break;
+    case 3: KERNEL_CALL(0, 0, 1, 1); break;
+    case 5: KERNEL_CALL(1, 0, 0, 1); break;
+    case 6: KERNEL_CALL(1, 0, 1, 0); break;
+    default: KERNEL_CALL(1, 0, 1, 1); break;
+    }
+}
