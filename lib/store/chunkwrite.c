@@ -9,7 +9,9 @@
  * deflates its chunks itself — the same zlib parameters as HDF5's deflate
  * filter (compress2: window 15 bits, memory level 8, default strategy), so
  * the same bytes — keeping one stream per thread, on the probe's threads,
- * and hands HDF5 the finished chunks (H5Dwrite_chunk).
+ * and hands HDF5 the finished chunks (H5Dwrite_chunk).  The stream is raw
+ * deflate wrapped here: zlib's own wrapper would checksum every byte of a
+ * partly filled chunk's zero tail at every flush.
  */
 #include <limits.h>
 #include <stdatomic.h>
@@ -80,6 +82,55 @@ static unsigned char *scratch(fp8__zkeep *keep, int t, size_t bytes)
     return keep->scratch[t];
 }
 
+/* Adler-32 (RFC 1950) of `adler`'s bytes followed by n zero bytes: zeros
+ * leave the sum A as it is and add A to B once each, so the zeros cost
+ * nothing (a partly filled chunk is mostly its zero tail) */
+static uLong adler_zeros(uLong adler, size_t n)
+{
+    const uLong BASE = 65521;
+    uLong a = adler & 0xFFFF, b = adler >> 16;
+    b = (b + (uLong)(n % BASE) * a) % BASE;
+    return b << 16 | a;
+}
+
+/* Adler-32 of p[0..n) continued from ad, the 64-byte blocks of zeros by
+ * adler_zeros: the histograms' byte planes are mostly zero (counts below
+ * 2^16 leave six of a count's eight bytes zero) */
+static uLong adler_sparse(uLong ad, const unsigned char *p, size_t n)
+{
+    size_t i = 0, from = 0, zeros = 0; /* the stretch [from, i) not yet summed, or `zeros` zero bytes */
+    for (; i + 64 <= n; i += 64) {
+        uint64_t w[8], o = 0;
+        memcpy(w, p + i, 64);
+        for (int k = 0; k < 8; k++)
+            o |= w[k];
+        if (!o) {
+            if (from < i)
+                ad = adler32_z(ad, p + from, i - from);
+            zeros += 64, from = i + 64;
+        } else if (zeros) {
+            ad = adler_zeros(ad, zeros), zeros = 0;
+        }
+    }
+    if (zeros)
+        ad = adler_zeros(ad, zeros);
+    return from < n ? adler32_z(ad, p + from, n - from) : ad;
+}
+
+/* Adler-32 of the chunk as deflated: the shuffled byte planes (each its
+ * present bytes, then zeros), or the present bytes and the zero tail */
+static uLong chunk_adler(const fp8__chunk_enc *c, const unsigned char *in)
+{
+    uLong ad = adler32(0L, Z_NULL, 0);
+    if (c->elem > 1) {
+        size_t nelem = c->bytes / c->elem, have = c->present / c->elem;
+        for (size_t b = 0; b < c->elem; b++)
+            ad = adler_zeros(adler_sparse(ad, in + b * nelem, have), nelem - have);
+        return ad;
+    }
+    return adler_zeros(adler_sparse(ad, in, c->present), c->bytes - c->present);
+}
+
 static int encode(fp8__chunk_enc *c, fp8__zkeep *keep, int t)
 {
     if (!c->elem || c->bytes % c->elem || c->present > c->bytes || c->present % c->elem || c->bytes > UINT_MAX / 2)
@@ -89,7 +140,9 @@ static int encode(fp8__chunk_enc *c, fp8__zkeep *keep, int t)
         z = calloc(1, sizeof *z);
         if (!z)
             return -1;
-        if (deflateInit(z, LEVEL) != Z_OK) {
+        /* a raw stream: the zlib header and checksum are written here
+         * (deflate's own checksum would read the whole zero tail) */
+        if (deflateInit2(z, LEVEL, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
             free(z);
             return -1;
         }
@@ -113,18 +166,26 @@ static int encode(fp8__chunk_enc *c, fp8__zkeep *keep, int t)
             memcpy(sc, c->src, c->present), memset(sc + c->present, 0, c->bytes - c->present);
         in = sc;
     }
-    uLong cap = deflateBound(z, (uLong)c->bytes);
+    uLong cap = deflateBound(z, (uLong)c->bytes) + 6;
     c->out = malloc(cap);
     if (!c->out)
         return -1;
+    /* the zlib stream HDF5's filter writes (compress2 at level 1): header
+     * 0x78 0x01 (32 KB window, the "fastest" level flag, FCHECK), the raw
+     * deflate data, then Adler-32 of the input, most significant byte first */
+    c->out[0] = 0x78, c->out[1] = 0x01;
     z->next_in = (Bytef *)in, z->avail_in = (uInt)c->bytes;
-    z->next_out = c->out, z->avail_out = (uInt)cap;
+    z->next_out = c->out + 2, z->avail_out = (uInt)(cap - 6);
     if (deflate(z, Z_FINISH) != Z_STREAM_END) {
         free(c->out);
         c->out = NULL;
         return -1;
     }
-    c->out_size = (size_t)z->total_out;
+    size_t n = 2 + (size_t)z->total_out;
+    uLong ad = chunk_adler(c, in);
+    for (int k = 0; k < 4; k++)
+        c->out[n + (size_t)k] = (unsigned char)(ad >> (24 - 8 * k));
+    c->out_size = n + 4;
     return 0;
 }
 
