@@ -32,10 +32,21 @@ void fp8__moments_merge(fp8__moments *a, const fp8__moments *b);
  * sub-histograms (as fp8__hist_add); the pass counts the window of the 15
  * bins top-14 .. top in registers and adds them to sub[0] before it
  * returns, the elements outside the window one by one.  top follows the
- * largest bin seen.  All zero to start. */
+ * largest bin seen.  Every bin any sub-histogram may hold a count in lies
+ * in [lo, hi] (lo > hi: none), so that flushing and clearing touch those
+ * bins only (a small tensor's cast counts a few of 257).  All zero to
+ * start. */
 typedef struct {
     uint32_t sub[8][257];
     uint32_t top;
+    uint32_t lo, hi;
 } fp8__hist_state;
+
+/* bins [lo, hi] may now hold counts */
+static inline void fp8__hist_touch(fp8__hist_state *h, uint32_t lo, uint32_t hi)
+{
+    h->lo = lo < h->lo ? lo : h->lo;
+    h->hi = hi > h->hi ? hi : h->hi;
+}
 
 #endif

@@ -44,13 +44,28 @@
 /* ---- the fused pass --------------------------------------------------------- */
 
 
-static void hist_flush(hist_acc *h, uint64_t *out)
+/* h's counts added into out (when out) and cleared: the bins [lo, hi]
+ * only, the others being zero */
+static void hist_take(hist_acc *h, uint64_t *out)
 {
-    for (int k = 0; k < FP8_HIST_SUBS; k++)
-        for (int b = 0; b < FP8_EXP_BINS; b++)
-            out[b] += h->s.sub[k][b];
-    memset(h->s.sub, 0, sizeof h->s.sub);
+    for (uint32_t b = h->s.lo; b <= h->s.hi && b < FP8_EXP_BINS; b++) {
+        uint64_t t = 0;
+        for (int k = 0; k < FP8_HIST_SUBS; k++)
+            t += h->s.sub[k][b], h->s.sub[k][b] = 0;
+        if (out)
+            out[b] += t;
+    }
+    h->s.lo = FP8_EXP_BINS, h->s.hi = 0;
     h->pending = 0;
+}
+
+static void hist_flush(hist_acc *h, uint64_t *out) { hist_take(h, out); }
+
+/* h as new: no counts, the window's top at 0 */
+static void hist_clear(hist_acc *h)
+{
+    hist_take(h, NULL);
+    h->s.top = 0;
 }
 
 /* n more elements counted in h's 32-bit sub-histograms: flushed into out
@@ -64,6 +79,7 @@ static void hist_count(hist_acc *h, uint64_t *out, size_t n)
 static void hist_add(hist_acc *h, uint64_t *out, const float *x, size_t n)
 {
     fp8__k.hist_vec(h->s.sub, x, n);
+    fp8__hist_touch(&h->s, 0, FP8_EXP_BINS - 1);
     hist_count(h, out, n);
 }
 
@@ -187,7 +203,7 @@ part *fp8__parts_alloc(int P, int want_hist)
         pc->busy = 1;
         memset(pc->parts, 0, (size_t)P * sizeof *pc->parts);
         for (int p = 0; want_hist && p < P; p++) {
-            memset(&pc->hacc[p], 0, sizeof pc->hacc[p]);
+            hist_clear(&pc->hacc[p]); /* (the block was zeroed when made) */
             pc->parts[p].c.hacc = &pc->hacc[p];
         }
         return pc->parts;

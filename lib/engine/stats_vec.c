@@ -345,8 +345,10 @@ static inline __attribute__((always_inline)) void nib_flush(fp8__hist_state *his
     for (int k = 0; k < 4; k++)
         for (int j = 0; j < 4; j++) {
             uint32_t c = (uint32_t)(4 * j + 2 * (k & 1) + (k >> 1)), cnt = (uint32_t)(w[k] >> 16 * j & 0xFFFF);
-            if (c != 15 && cnt)
+            if (c != 15 && cnt) {
                 hist->sub[0][hist->top - c] += cnt;
+                fp8__hist_touch(hist, hist->top - c, hist->top - c);
+            }
         }
 }
 
@@ -440,7 +442,9 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
                     uint32_t u;
                     memcpy(&u, x + k0 + v * 16 + (size_t)l, 4);
                     u &= FP8_F32_ABS;
-                    hist->sub[l & 7][(u >> 23) + (u != 0)]++;
+                    uint32_t bin = (u >> 23) + (u != 0);
+                    hist->sub[l & 7][bin]++;
+                    fp8__hist_touch(hist, bin, bin);
                 }
             /* the window follows the largest bin so far */
             uint32_t mb = 0;
@@ -470,7 +474,9 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
             uint32_t u;
             memcpy(&u, x + k, 4);
             u &= FP8_F32_ABS;
-            hist->sub[k % FP8_HIST_SUBS][(u >> 23) + (u != 0)]++;
+            uint32_t bin = (u >> 23) + (u != 0);
+            hist->sub[k % FP8_HIST_SUBS][bin]++;
+            fp8__hist_touch(hist, bin, bin);
         }
     double T1 = 0, T2 = 0, T3 = 0, T4 = 0;
     uint32_t am = 0;
