@@ -17,7 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cast_internal.h"
 #include "f32bits.h"
+#include "fp8_format.h"
 #include "smooth_vec.h"
 #include "stats_vec.h"
 #include "tests.h"
@@ -507,6 +509,75 @@ static void count_above_case(const isa *I, float *x, size_t n)
 
 static void test_count_above(void) { every_case(0, count_above_case); }
 
+/* The cast kernel's error sums made on its way (kernel_vec.h) equal, bit
+ * for bit, the same ISA's err_add on x and the x_hat the kernel writes,
+ * per tensor and in groups of 32, on every kind of input (x_hat through
+ * the hot, medium and general paths: scales that put x in range, push it
+ * to subnormals or past max), for e4m3 and e5m2; where the sums left the
+ * lean range the caller redoes them, so only maxbits is compared there. */
+static void test_cast_err_sums(void)
+{
+    find_isas();
+    static void (*const kern[3])(FP8_VEC_KERNEL_ARGS) = {fp8__vec_kernel_base, fp8__vec_kernel_avx2,
+                                                          fp8__vec_kernel_avx512};
+    const char *fmts[] = {"e4m3", "e5m2"};
+    const float scales[] = {1.0f, 96.0f, 1.0f / 4096.0f};
+    const size_t ns[] = {16, 256, 272, 4096};
+    float *x = malloc(4099 * sizeof *x), *q = malloc(4096 * sizeof *q), *q2 = malloc(4096 * sizeof *q2);
+    float gs[128], gi[128];
+    unsigned char gf[128];
+    CU_ASSERT_FATAL(x && q && q2);
+    int compared = 0, differ = 0;
+    for (int k = 0; k < 3; k++) {
+        if (!isas[k].runs_here)
+            continue;
+        for (int fi = 0; fi < 2; fi++) {
+            fp8__caster c;
+            fp8__caster_init(&c, fp8_format_find(fmts[fi], NULL), NULL);
+            for (int kind = 0; kind < NKINDS; kind++)
+                for (size_t li = 0; li < 4; li++)
+                    for (int si = 0; si < 3; si++)
+                        for (int grouped = 0; grouped < 2; grouped++) {
+                            size_t n = ns[li];
+                            fill(x, n, kind);
+                            for (size_t g = 0; g < 128; g++)
+                                gs[g] = scales[si] * (float)(1 + g % 3), gi[g] = 1.0f / gs[g], gf[g] = 0;
+                            const float *G = grouped ? gs : NULL, *GI = grouped ? gi : NULL;
+                            uint64_t a1[6] = {0}, a2[6] = {0};
+                            fp8__errsums es;
+                            memset(&es, 0, sizeof es);
+                            for (int l = 0; l < 16; l++)
+                                es.me[l] = (float)l * 0.25f; /* a running maximum from earlier pieces */
+                            fp8__moments m;
+                            fp8__moments_init(&m);
+                            memcpy(m.maxerr, es.me, sizeof es.me);
+                            kern[k](&c.p, 1, scales[si], 1.0f / scales[si], x, n, NULL, q, a1, G, GI, 32, gf, &es);
+                            kern[k](&c.p, 1, scales[si], 1.0f / scales[si], x, n, NULL, q2, a2, G, GI, 32, gf, NULL);
+                            isas[k].err(&m, x, q2, n);
+                            int same_cast = !memcmp(q, q2, n * 4) && !memcmp(a1, a2, sizeof a1);
+                            CU_ASSERT(same_cast);
+                            uint32_t mb = 0;
+                            for (size_t i = 0; i < n; i++) {
+                                uint32_t bx = bits(x[i]) & FP8_F32_ABS, bq = bits(q2[i]) & FP8_F32_ABS;
+                                mb = bx > mb ? bx : mb, mb = bq > mb ? bq : mb;
+                            }
+                            CU_ASSERT_EQUAL(es.maxbits, mb);
+                            if (mb < FP8_LEAN_LO || mb > FP8_LEAN_HI)
+                                continue;
+                            compared++;
+                            int same = !memcmp(es.e2, m.e2, sizeof es.e2) && !memcmp(es.q2, m.q2, sizeof es.q2) &&
+                                       !memcmp(es.xq, m.xq, sizeof es.xq) && !memcmp(es.me, m.maxerr, sizeof es.me);
+                            differ += !same;
+                            CU_ASSERT(same);
+                        }
+        }
+    }
+    CU_ASSERT(compared > 100); /* (the lean case is the common one) */
+    if (differ)
+        fprintf(stderr, "\n  cast error sums: %d of %d cases differ from err_add", differ, compared);
+    free(x), free(q), free(q2);
+}
+
 void register_kernels_tests(void)
 {
     static CU_TestInfo tests[] = {
@@ -521,6 +592,7 @@ void register_kernels_tests(void)
         {"smooth: column maxima and column scaling of every ISA equal plain loops", test_smooth_cols},
         {"smooth: error sums in double of every ISA equal plain loops", test_err_double},
         {"TE's overflow count of every ISA equals the plain comparison", test_count_above},
+        {"the cast kernel's error sums on its way equal err_add's, every ISA", test_cast_err_sums},
         CU_TEST_INFO_NULL,
     };
     add_suite("kernels", tests);

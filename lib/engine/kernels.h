@@ -5,6 +5,7 @@
 #ifndef FP8_KERNELS_H
 #define FP8_KERNELS_H
 
+#include "kernel_vec.h"
 #include "smooth_vec.h"
 #include "stats_vec.h"
 
@@ -21,6 +22,9 @@ typedef struct {
     void (*colmax)(FP8_COLMAX_ARGS);
     void (*colscale)(FP8_COLSCALE_ARGS);
     void (*err_double)(FP8_ERR_DOUBLE_ARGS);
+    /* the cast kernel of the same instruction set: the one whose error
+     * sums on the way equal err_add's bit for bit */
+    void (*cast_kernel)(FP8_VEC_KERNEL_ARGS);
     const char *isa; /* "avx512", "avx2" or "base" */
 } fp8__kernel_table;
 

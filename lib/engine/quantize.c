@@ -116,6 +116,18 @@ static void zero_scale_piece(const fp8_format *f, const float *x, size_t n, floa
 
 
 
+/* x's amax, Inf and NaN counts of a piece, when the cast measures them */
+static void piece_scan(pass_ctx *c, const float *x, size_t m)
+{
+    if (c->scan) {
+        uint32_t a;
+        uint64_t ci, cn;
+        fp8__k.amax_scan(x, m, &a, &ci, &cn); /* m <= PIECE: the lane counters hold it */
+        c->amax_bits = a > c->amax_bits ? a : c->amax_bits;
+        c->ninf += ci, c->nnan += cn;
+    }
+}
+
 /* The statistics of a piece of x and its x_hat q: x's own (with the
  * exponent bins in the same pass) unless given, the error sums if wanted. */
 static void piece_stats(pass_ctx *c, const float *x, const float *q, size_t m)
@@ -130,13 +142,35 @@ static void piece_stats(pass_ctx *c, const float *x, const float *q, size_t m)
     } else if (c->stats) {
         fp8__k.err_add(&c->mom, x, q, m);
     }
-    if (c->scan) {
-        uint32_t a;
-        uint64_t ci, cn;
-        fp8__k.amax_scan(x, m, &a, &ci, &cn); /* m <= PIECE: the lane counters hold it */
-        c->amax_bits = a > c->amax_bits ? a : c->amax_bits;
-        c->ninf += ci, c->nnan += cn;
-    }
+    piece_scan(c, x, m);
+}
+
+/* The cast of a piece whose error sums are all its statistics (x's
+ * given) with those sums made by the kernel on its way, x_hat written to
+ * out only when the caller wants it (not in place): 1 when done, the piece
+ * scanned too; 0 when it goes the plain way, nothing kept — the kernel
+ * cannot, or the sums left the lean range, where fp8__err_add sums in
+ * double (its piece is cast again then: the same bits either way).  Per
+ * tensor (gscale NULL) or in groups as fp8__caster_run_groups. */
+static int cast_summing(pass_ctx *c, const float *x, size_t m, float scale, float scale_inv, size_t glen,
+                        const float *gscale, const float *ginv, unsigned char *gflags, float *out)
+{
+    if (c->xstats || !c->stats || c->caster.fn != fp8__k.cast_kernel)
+        return 0;
+    fp8__errsums es;
+    memset(&es, 0, sizeof es);
+    memcpy(es.me, c->mom.maxerr, sizeof es.me);
+    uint64_t cnt[FP8_NCLASS] = {0};
+    if (!fp8__caster_run_err(&c->caster, scale, scale_inv, x, m, glen, gscale, ginv, gflags, out, cnt, &es) ||
+        es.maxbits < FP8_LEAN_LO || es.maxbits > FP8_LEAN_HI)
+        return 0;
+    for (int l = 0; l < FP8_ML; l++)
+        c->mom.e2[l] += es.e2[l], c->mom.q2[l] += es.q2[l], c->mom.xq[l] += es.xq[l];
+    memcpy(c->mom.maxerr, es.me, sizeof es.me);
+    for (int k = 0; k < FP8_NCLASS; k++)
+        c->cnt[k] += cnt[k];
+    piece_scan(c, x, m);
+    return 1;
 }
 
 
@@ -154,6 +188,9 @@ static unsigned run_segment(pass_ctx *c, const float *x, size_t n, float scale, 
         void *cp = codes ? (char *)codes + i * cb : NULL;
         if (c->te_on)
             c->te_n += fp8__k.count_above(x + i, m, c->te_thr);
+        if (scale > 0.0f && !cp && out != x &&
+            cast_summing(c, x + i, m, scale, scale_inv, 0, NULL, NULL, NULL, out ? out + i : NULL))
+            continue;
         if (scale > 0.0f)
             fp8__caster_run(&c->caster, scale, scale_inv, x + i, m, cp, dst, c->cnt, index0 + i);
         else
@@ -244,6 +281,10 @@ void fp8__parts_hist(part *parts, int P, uint64_t out[FP8_EXP_BINS])
 /* the cast and statistics of one chunk of whole groups (the grouped kernel) */
 static void grouped_chunk(fused *F, pass_ctx *c, size_t off, size_t m, size_t gi)
 {
+    if (!F->CODES && F->OUT != F->X &&
+        cast_summing(c, F->X + off, m, 1.0f, 1.0f, F->L->seg, F->scale + gi, F->scale_inv + gi, F->flags + gi,
+                     F->OUT ? F->OUT + off : NULL))
+        return;
     float *dst = (F->OUT && F->OUT != F->X) ? F->OUT + off : c->buf;
     fp8__caster_run_groups(&c->caster, F->X + off, m, F->L->seg, F->scale + gi, F->scale_inv + gi, dst,
                            F->CODES ? (char *)F->CODES + off * F->cb : NULL, c->cnt, F->flags + gi, off);

@@ -238,7 +238,7 @@ void fp8__caster_run(const fp8__caster *c, float scale, float scale_inv, const f
                 p.sr_ctx = &sc;
                 sc.x = x + i, sc.codes = cd, sc.out = o, sc.index0 = offset + i;
             }
-            c->fn(&p, f->code_bytes, scale, scale_inv, x + i, m, cd, o, acc, NULL, NULL, 0, NULL);
+            c->fn(&p, f->code_bytes, scale, scale_inv, x + i, m, cd, o, acc, NULL, NULL, 0, NULL, NULL);
         }
         add_counts(cnt, acc, nv - sc.nfb);
         done = nv;
@@ -257,7 +257,7 @@ void fp8__caster_run_groups(const fp8__caster *c, const float *x, size_t n, size
 {
     if (c->vec && !c->p.stochastic && !c->p.e8m0 && glen % VL == 0 && n % glen == 0) {
         uint64_t acc[6] = {0};
-        c->fn(&c->p, c->f->code_bytes, 1.0f, 1.0f, x, n, codes, out, acc, gscale, ginv, glen, gflags);
+        c->fn(&c->p, c->f->code_bytes, 1.0f, 1.0f, x, n, codes, out, acc, gscale, ginv, glen, gflags, NULL);
         add_counts(cnt, acc, n);
         return;
     }
@@ -271,6 +271,19 @@ void fp8__caster_run_groups(const fp8__caster *c, const float *x, size_t n, size
         if (cnt[FP8_CLASS_FLUSHED] > u)
             gflags[g] |= 2;
     }
+}
+
+int fp8__caster_run_err(const fp8__caster *c, float scale, float scale_inv, const float *x, size_t n,
+                        size_t glen, const float *gscale, const float *ginv, unsigned char *gflags, float *out,
+                        uint64_t cnt[FP8_NCLASS], fp8__errsums *es)
+{
+    if (!c->vec || c->p.stochastic || c->p.e8m0 || !c->p.negzero_keep || n % VL || n > ((size_t)1 << 20) ||
+        (gscale && (glen % VL || n % glen)))
+        return 0;
+    uint64_t acc[6] = {0};
+    c->fn(&c->p, c->f->code_bytes, scale, scale_inv, x, n, NULL, out, acc, gscale, ginv, glen, gflags, es);
+    add_counts(cnt, acc, n);
+    return 1;
 }
 
 static void run(const fp8_format *f, const fp8_cast_mode *mode, float scale,

@@ -34,4 +34,14 @@ void fp8__caster_run_groups(const fp8__caster *c, const float *x, size_t n, size
                             const float *ginv, float *out, void *codes, uint64_t cnt[FP8_NCLASS],
                             unsigned char *gflags, uint64_t offset);
 
+/* The cast of x[0..n) into out (may be NULL) with the error sums of x and
+ * x_hat made on the way (kernel_vec.h's fp8__errsums), per tensor (gscale
+ * NULL: scale, scale_inv) or in groups of glen as fp8__caster_run_groups;
+ * class counts added to cnt.  Returns 0, having done nothing, when the
+ * kernel cannot (the portable kernel, stochastic rounding, e8m0, a format
+ * without -0, n not whole vectors or groups, or beyond 2^20 elements). */
+int fp8__caster_run_err(const fp8__caster *c, float scale, float scale_inv, const float *x, size_t n,
+                        size_t glen, const float *gscale, const float *ginv, unsigned char *gflags, float *out,
+                        uint64_t cnt[FP8_NCLASS], fp8__errsums *es);
+
 #endif

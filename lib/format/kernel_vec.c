@@ -19,6 +19,7 @@
 #include "f32bits.h"
 #include "kernel_vec.h"
 #include "vec_isa.h"
+#include "vec_sums.h"
 
 typedef uint8_t vb __attribute__((vector_size(16)));
 
@@ -136,13 +137,35 @@ static inline vq vq_fill(uint64_t v)
 /* The kernel's body, built for the cases the loop can be specialised on:
  * GS whether scales come per group, SPECIAL whether the rounding may be
  * stochastic or the format e8m0 (read from P; 0: neither), CODES and OUT
- * whether codes and x_hat are written.  Constants at each call below, so
- * that the compiler drops the branches and keeps the parameters in
- * registers. */
+ * whether codes and x_hat are written, ERR whether the error sums are made
+ * (es; only with SPECIAL 0).  Constants at each call below, so that the
+ * compiler drops the branches and keeps the parameters in registers. */
 static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARGS, const int GS,
                                                               const int SPECIAL, const int CODES,
-                                                              const int OUT)
+                                                              const int OUT, const int ERR)
 {
+    /* the error sums (fp8__err_add's): float32 partials of 16 vectors
+     * added into double lanes, the lane maxima of |x - x_hat| and of the
+     * |x| and |x_hat| bits */
+    vd8 E2 = {0}, Q2 = {0}, XQ = {0};
+    vf16 e2 = {0}, q2 = {0}, xq2 = {0}, me = {0};
+    vu16 bmax = {0};
+    int eblk = 0;
+    if (ERR)
+        memcpy(&me, es->me, 64);
+#define ERR_ADD(xv_, o_)                                                                                   \
+    do {                                                                                                   \
+        vf16 qv_ = (o_);                                                                                   \
+        ERR_STEP(xv_, qv_);                                                                                \
+        bmax = umax16(bmax, umax16((vu16)(xv_) & FP8_F32_ABS, (vu16)qv_ & FP8_F32_ABS));                   \
+        if (++eblk == 16) {                                                                                \
+            ACC(E2, e2);                                                                                   \
+            ACC(Q2, q2);                                                                                   \
+            ACC(XQ, xq2);                                                                                  \
+            e2 = q2 = xq2 = (vf16){0};                                                                     \
+            eblk = 0;                                                                                      \
+        }                                                                                                  \
+    } while (0)
     /* a local copy: the stores through out and codes could alias *p as far
      * as the compiler knows, which would reload every parameter every step */
     const vparams P = *p;
@@ -227,9 +250,12 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
                 vu16 code = (((r >> P.rshift) - P.rebias) & ~(vu16)azero) | (neg << P.sign_shift);
                 store_codes(codes, code_bytes, i, code);
             }
-            if (OUT) {
+            if (OUT || ERR) {
                 vf16 o = (vf16)(r | (u & 0x80000000u)) * scale_inv;
-                memcpy(out + i, &o, sizeof o);
+                if (OUT)
+                    memcpy(out + i, &o, sizeof o);
+                if (ERR)
+                    ERR_ADD(xv, o);
             }
             continue;
         }
@@ -294,12 +320,15 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
                 code = SEL((vu16)ovf, SEL((vu16)negm, uz + P.ovf_code[1], uz + P.ovf_code[0]), code);
                 store_codes(codes, code_bytes, i, code);
             }
-            if (OUT) {
+            if (OUT || ERR) {
                 vu16 mb = SEL((vu16)sub, (vu16)(__builtin_convertvector((vi16)ks, vf16) * P.q), r);
                 mb |= (neg << 31) & keep_sign;
                 mb = SEL((vu16)ovf, SEL((vu16)negm, uz + P.ovf_val[1], uz + P.ovf_val[0]), mb);
                 vf16 o = (vf16)mb * scale_inv;
-                memcpy(out + i, &o, sizeof o);
+                if (OUT)
+                    memcpy(out + i, &o, sizeof o);
+                if (ERR)
+                    ERR_ADD(xv, o);
             }
             continue;
         }
@@ -349,7 +378,7 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
             code = SEL((vu16)is_nan, SEL((vu16)negm, uz + P.nan_code[1], uz + P.nan_code[0]), code);
             store_codes(codes, code_bytes, i, code);
         }
-        if (OUT) {
+        if (OUT || ERR) {
             /* value = k * 2^qe, qe = max(e, emin) - mbits >= -136 */
             vi16 qe = e + d - P.mbits;
             vu16 p2 = SEL((vu16)(qe >= -126), (vu16)(qe + 127) << 23, (vu16)ones << (vu16)(qe + 149));
@@ -361,8 +390,24 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
             bits = SEL((vu16)is_inf, SEL((vu16)negm, uz + P.inf_val[1], uz + P.inf_val[0]), bits);
             bits = SEL((vu16)is_nan, SEL((vu16)negm, uz + P.nan_val[1], uz + P.nan_val[0]), bits);
             vf16 o = (vf16)bits * scale_inv;
-            memcpy(out + i, &o, sizeof o);
+            if (OUT)
+                memcpy(out + i, &o, sizeof o);
+            if (ERR)
+                ERR_ADD(xv, o);
         }
+    }
+#undef ERR_ADD
+    if (ERR) {
+        if (eblk) {
+            ACC(E2, e2);
+            ACC(Q2, q2);
+            ACC(XQ, xq2);
+        }
+        for (int l = 0; l < 8; l++)
+            es->e2[l] += E2[l], es->q2[l] += Q2[l], es->xq[l] += XQ[l];
+        memcpy(es->me, &me, 64);
+        for (int l = 0; l < VL; l++)
+            es->maxbits = bmax[l] > es->maxbits ? bmax[l] : es->maxbits;
     }
     vu16 cs[6] = {c_flush, c_sub, c_round, c_sat, c_ovf, c_nan};
     for (int c = 0; c < 6; c++)
@@ -371,22 +416,31 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
     acc[2] += n_round;
 }
 
-#define KERNEL_CALL(GS, SPECIAL, CODES, OUT)                                                               \
-    kernel_body(p, code_bytes, scale, scale_inv, x, n, codes, out, acc, gscale, ginv, glen, gflags, GS,      \
-                SPECIAL, CODES, OUT)
+#define KERNEL_CALL(GS, SPECIAL, CODES, OUT, ERR)                                                          \
+    kernel_body(p, code_bytes, scale, scale_inv, x, n, codes, out, acc, gscale, ginv, glen, gflags, es, GS,  \
+                SPECIAL, CODES, OUT, ERR)
 
 void FN(fp8__vec_kernel_)(FP8_VEC_KERNEL_ARGS)
 {
+    if (es) { /* the caller's condition: the plain case, no codes */
+        switch ((gscale ? 2 : 0) | (out ? 1 : 0)) {
+        case 0: KERNEL_CALL(0, 0, 0, 0, 1); break;
+        case 1: KERNEL_CALL(0, 0, 0, 1, 1); break;
+        case 2: KERNEL_CALL(1, 0, 0, 0, 1); break;
+        default: KERNEL_CALL(1, 0, 0, 1, 1); break;
+        }
+        return;
+    }
     if (p->e8m0 || p->stochastic || !p->negzero_keep || !(codes || out)) { /* not specialised further */
-        KERNEL_CALL(gscale != NULL, 1, codes != NULL, out != NULL);
+        KERNEL_CALL(gscale != NULL, 1, codes != NULL, out != NULL, 0);
         return;
     }
     switch ((gscale ? 4 : 0) | (codes ? 2 : 0) | (out ? 1 : 0)) {
-    case 1: KERNEL_CALL(0, 0, 0, 1); break;
-    case 2: KERNEL_CALL(0, 0, 1, 0); break;
-    case 3: KERNEL_CALL(0, 0, 1, 1); break;
-    case 5: KERNEL_CALL(1, 0, 0, 1); break;
-    case 6: KERNEL_CALL(1, 0, 1, 0); break;
-    default: KERNEL_CALL(1, 0, 1, 1); break;
+    case 1: KERNEL_CALL(0, 0, 0, 1, 0); break;
+    case 2: KERNEL_CALL(0, 0, 1, 0, 0); break;
+    case 3: KERNEL_CALL(0, 0, 1, 1, 0); break;
+    case 5: KERNEL_CALL(1, 0, 0, 1, 0); break;
+    case 6: KERNEL_CALL(1, 0, 1, 0, 0); break;
+    default: KERNEL_CALL(1, 0, 1, 1, 0); break;
     }
 }

@@ -49,9 +49,29 @@ typedef struct {
  * (glen a multiple of VL) instead of scale / scale_inv, and gflags[i / glen]
  * gets bit 0 when an element of that group overflowed or saturated and
  * bit 1 when one flushed to zero. */
+/* With es != NULL (only on the plain case: not stochastic, not e8m0, a
+ * format with -0, codes NULL), the kernel also makes the error sums of x
+ * and its x_hat as the engine's fp8__err_add does them on x[0..n) (the
+ * same float32 partials of 256 elements, the same bits): it adds them into
+ * es->e2, q2, xq, keeps es->me as the running lane maxima of |x - x_hat|
+ * and raises es->maxbits to the largest |x| or |x_hat| bits it saw; the
+ * caller keeps them when maxbits lies in [FP8_LEAN_LO, FP8_LEAN_HI]
+ * (vec_sums.h) and otherwise sums the piece the engine's way. */
+/* The lean error sums hold only when the larger of x's and x_hat's maxima
+ * (float32 bits; NaN and Inf lie above) lies in [2^-24, 2^28]; otherwise
+ * the engine sums in double (stats_vec.c) */
+#define FP8_LEAN_LO 0x33800000u
+#define FP8_LEAN_HI 0x4D800000u
+
+typedef struct {
+    double e2[8], q2[8], xq[8];
+    float me[16];
+    uint32_t maxbits;
+} fp8__errsums;
+
 #define FP8_VEC_KERNEL_ARGS const vparams *p, int code_bytes, float scale, float scale_inv, \
     const float *x, size_t n, void *codes, float *out, uint64_t acc[6], \
-    const float *gscale, const float *ginv, size_t glen, unsigned char *gflags
+    const float *gscale, const float *ginv, size_t glen, unsigned char *gflags, fp8__errsums *es
 void fp8__vec_kernel_avx512(FP8_VEC_KERNEL_ARGS);
 void fp8__vec_kernel_avx2(FP8_VEC_KERNEL_ARGS);
 void fp8__vec_kernel_base(FP8_VEC_KERNEL_ARGS);
