@@ -475,6 +475,52 @@ static void test_nvfp4(void)
     fp8_recipe_state_free(st);
 }
 
+/* The history's maximum at a step equals the plain loop's (m = h[0], then
+ * h[i] wherever h[i] > m) over histories of 16, 17, 37 and 1024 slots
+ * holding NaN (also in slot 0), +Inf, zeros of both signs and values that
+ * rise or fall along the window: the scale after the step is TE's rule of
+ * that maximum, bit for bit. */
+static void test_history_max(void)
+{
+    const int lens[] = {16, 17, 37, 1024};
+    uint64_t z = 0x51EDu;
+    int cases = 0, same = 0;
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+        char spec[64];
+        snprintf(spec, sizeof spec, "e4m3:delayed:history=%d", lens[li]);
+        fp8_recipe r;
+        CU_ASSERT_EQUAL_FATAL(fp8_recipe_parse(spec, &r), FP8_OK);
+        fp8_recipe_state *st = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+        for (int trial = 0; trial < 60; trial++) {
+            int L = lens[li];
+            for (int i = 0; i < L; i++) {
+                z ^= z << 13, z ^= z >> 7, z ^= z << 17;
+                float v = (float)(z >> 40) * 0x1p-20f;
+                st->history[i] = trial % 3 == 0 ? v * (float)(i + 1) : trial % 3 == 1 ? v / (float)(i + 1) : v;
+                if (z % 29 == 0)
+                    st->history[i] = NAN;
+                if (z % 31 == 0)
+                    st->history[i] = (z & 1) ? 0.0f : -0.0f;
+            }
+            if (trial % 7 == 0)
+                st->history[0] = NAN;
+            if (trial % 11 == 0)
+                st->history[(z >> 3) % (uint64_t)L] = INFINITY;
+            float m = st->history[0];
+            for (int i = 1; i < L; i++)
+                if (st->history[i] > m)
+                    m = st->history[i];
+            float before = st->scale, want = fp8_scale_delayed(448.0f, m, 0, 0, before);
+            fp8_recipe_state_step(st);
+            cases++;
+            same += memcmp(&st->scale, &want, 4) == 0;
+        }
+        fp8_recipe_state_free(st);
+    }
+    CU_ASSERT_EQUAL(same, cases);
+}
+
 /* The state's public face: what its accessors say after hand-worked steps
  * of e4m3:delayed:history=2 (amax 2 then 4: scale 448/2, then 448/4). */
 static void test_state_accessors(void)
@@ -514,6 +560,7 @@ void register_recipe_tests(void)
         {"nvfp4: two-level scales", test_nvfp4},
         {"TE exactness: Inf in the delayed history, overflows% before rounding", test_te_exactness},
         {"the state's accessors after hand-worked steps", test_state_accessors},
+        {"delayed: the history's maximum equals the plain loop's (NaN, Inf, +-0)", test_history_max},
         CU_TEST_INFO_NULL,
     };
     add_suite("recipe", tests);
