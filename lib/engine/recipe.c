@@ -890,16 +890,22 @@ static float history_max(const float *h, int L)
     float m = h[0];
     int i = 0;
     if (L >= 16) {
-        f4v acc[4];
-        for (int k = 0; k < 4; k++)
-            acc[k] = (f4v){0} + m;
-        for (; i + 16 <= L; i += 16)
-            for (int k = 0; k < 4; k++) {
-                f4v v;
-                memcpy(&v, h + i + 4 * k, sizeof v);
-                i4v gt = v > acc[k];
-                acc[k] = (f4v)(((i4v)v & gt) | ((i4v)acc[k] & ~gt));
-            }
+        f4v a0 = (f4v){0} + m, a1 = a0, a2 = a0, a3 = a0; /* named: kept in registers */
+#define LANE_MAX(a, at)                                                                                    \
+    do {                                                                                                   \
+        f4v v_;                                                                                            \
+        memcpy(&v_, at, sizeof v_);                                                                        \
+        i4v gt_ = v_ > a;                                                                                  \
+        a = (f4v)(((i4v)v_ & gt_) | ((i4v)a & ~gt_));                                                      \
+    } while (0)
+        for (; i + 16 <= L; i += 16) {
+            LANE_MAX(a0, h + i);
+            LANE_MAX(a1, h + i + 4);
+            LANE_MAX(a2, h + i + 8);
+            LANE_MAX(a3, h + i + 12);
+        }
+#undef LANE_MAX
+        const f4v acc[4] = {a0, a1, a2, a3};
         for (int k = 0; k < 4; k++)
             for (int l = 0; l < 4; l++)
                 if (acc[k][l] > m)
