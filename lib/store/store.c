@@ -56,6 +56,7 @@ struct fp8_store {
     int threads;          /* chunks encoded on up to this many threads */
     fp8__zkeep zkeep;
     int snaps_off, bamax_off; /* no space for snapshots / block amaxes: dropped from then on, the rest goes on */
+    uint64_t reserved_end; /* the file's blocks up to here are allocated (reserve) */
     /* the last exponent histogram stored, for records of the same tensor
      * and step (hist_row UINT64_MAX: none yet) */
     int hist_tensor;
@@ -524,8 +525,19 @@ static int reserve(fp8_store *s, size_t need)
     struct rlimit rl;
     if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (uint64_t)eoa + need > (uint64_t)rl.rlim_cur)
         return -1;
-    if (fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)eoa, (off_t)need) == 0)
+    if ((uint64_t)eoa + need <= s->reserved_end)
+        return 0; /* allocated by an earlier call */
+    /* a stretch more than asked, so that the next chunks need no call of
+     * their own; where the disk has not that much, exactly what is asked */
+    const uint64_t ahead = 4u << 20;
+    if (fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)eoa, (off_t)(need + ahead)) == 0) {
+        s->reserved_end = (uint64_t)eoa + need + ahead;
         return 0;
+    }
+    if (fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)eoa, (off_t)need) == 0) {
+        s->reserved_end = (uint64_t)eoa + need;
+        return 0;
+    }
     if (errno != EOPNOTSUPP && errno != ENOSYS)
         return -1;
     struct statvfs v; /* a file system without fallocate: the free space at least */
