@@ -145,30 +145,38 @@ static void piece_stats(pass_ctx *c, const float *x, const float *q, size_t m)
     piece_scan(c, x, m);
 }
 
-/* The cast of a piece whose error sums are all its statistics (x's
- * given) with those sums made by the kernel on its way, x_hat written to
- * out only when the caller wants it (not in place): 1 when done, the piece
- * scanned too; 0 when it goes the plain way, nothing kept — the kernel
+/* The cast of a piece with its error sums made by the kernel on its way
+ * (then x's own statistics, when not given, by a loop over x alone), x_hat
+ * written to out only when the caller wants it (not in place): 1 when done,
+ * the piece scanned too; 0 when it goes the plain way, nothing kept — the kernel
  * cannot, or the sums left the lean range, where fp8__err_add sums in
  * double (its piece is cast again then: the same bits either way).  Per
  * tensor (gscale NULL) or in groups as fp8__caster_run_groups. */
 static int cast_summing(pass_ctx *c, const float *x, size_t m, float scale, float scale_inv, size_t glen,
                         const float *gscale, const float *ginv, unsigned char *gflags, float *out)
 {
-    if (c->xstats || !c->stats || c->caster.fn != fp8__k.cast_kernel)
+    if (!c->stats || c->caster.fn != fp8__k.cast_kernel)
         return 0;
+    /* the error sums go where piece_stats puts them: with x's own (both_add)
+     * or alone (err_add); x's statistics, fields of their own, follow */
+    fp8__moments *mom = c->xstats ? &c->xmom : &c->mom;
     fp8__errsums es;
     memset(&es, 0, sizeof es);
-    memcpy(es.me, c->mom.maxerr, sizeof es.me);
+    memcpy(es.me, mom->maxerr, sizeof es.me);
     uint64_t cnt[FP8_NCLASS] = {0};
     if (!fp8__caster_run_err(&c->caster, scale, scale_inv, x, m, glen, gscale, ginv, gflags, out, cnt, &es) ||
         es.maxbits < FP8_LEAN_LO || es.maxbits > FP8_LEAN_HI)
         return 0;
     for (int l = 0; l < FP8_ML; l++)
-        c->mom.e2[l] += es.e2[l], c->mom.q2[l] += es.q2[l], c->mom.xq[l] += es.xq[l];
-    memcpy(c->mom.maxerr, es.me, sizeof es.me);
+        mom->e2[l] += es.e2[l], mom->q2[l] += es.q2[l], mom->xq[l] += es.xq[l];
+    memcpy(mom->maxerr, es.me, sizeof es.me);
     for (int k = 0; k < FP8_NCLASS; k++)
         c->cnt[k] += cnt[k];
+    if (c->xstats) {
+        fp8__k.xmoments_add(&c->xmom, x, m, c->hist ? &c->hacc->s : NULL);
+        if (c->hist)
+            hist_count(c->hacc, c->hist, m);
+    }
     piece_scan(c, x, m);
     return 1;
 }
