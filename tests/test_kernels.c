@@ -1,8 +1,9 @@
 /*
  * test_kernels.c — suite kernels: the statistics engine's vector loops
- * (lib/engine/stats_vec.c) of every instruction set this CPU runs, each
- * against a plain scalar loop written here, or, for the running sums whose
- * last bits depend on fused multiply-adds, against the portable build.
+ * (lib/engine/stats_vec.c, range_vec.c; the cast kernel's error sums) of
+ * every instruction set this CPU runs, each against a plain scalar loop
+ * written here, or, for the running sums whose last bits depend on fused
+ * multiply-adds, against the portable build or the separate loop.
  *
  * The engine uses one set per process (kernels.c picks the widest), so the
  * other suites test only that one; here AVX-512, AVX2 and the portable

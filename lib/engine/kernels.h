@@ -1,5 +1,5 @@
 /*
- * kernels.h — internal: the statistics engine's vector loops (stats_vec.c,
+ * kernels.h — internal: the statistics engine's vector loops (stats_vec.c, range_vec.c,
  * smooth_vec.c, built once per instruction set) picked once at run time for this CPU.
  */
 #ifndef FP8_KERNELS_H

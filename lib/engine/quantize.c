@@ -7,7 +7,7 @@
  * Work plan for a rows x cols tensor (column-wise recipes first transpose it
  * into scratch, and transpose x_hat back):
  *   1. amax pass (recipes that scale from this tensor): finite amax and
- *      min nonzero |x| of every scale group, vectorised (stats_vec.c);
+ *      min nonzero |x| of every scale group, vectorised (range_vec.c);
  *   2. the scale of every group, by the reference system's rule
  *      (quantize_scales.c, recipe.c);
  *   3. one fused pass over pieces of up to PIECE elements: the element cast

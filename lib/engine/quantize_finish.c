@@ -21,7 +21,7 @@
  * RANGE groups (fixed, so the sums are the same bits on any thread count)
  * on the recipe's threads, each with partial sums and sub-histograms four
  * wide (a single running sum or counter is a chain of dependent adds), no
- * libm calls, its largest ratio found by a vector pass (stats_vec.c); the
+ * libm calls, its largest ratio found by a vector pass (range_vec.c); the
  * ranges' results merged in range order. */
 #define RANGE 4096
 

@@ -1,6 +1,7 @@
 /*
  * stats_vec.h — internal: vector loops of the statistics engine, built once
- * per instruction set like kernel_vec.c and picked at run time.
+ * per instruction set like kernel_vec.c and picked at run time
+ * (stats_vec.c: sums and histograms; range_vec.c: maxima).
  *
  * Each call (a piece of at most a few thousand elements) sums (x - K)^p,
  * p = 1..4, about K = the piece's own mean, then merges the piece's central

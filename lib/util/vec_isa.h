@@ -1,6 +1,6 @@
 /*
  * vec_isa.h — internal: what the vector loops built once per instruction
- * set share (lib/format/kernel_vec.c, lib/engine/stats_vec.c,
+ * set share (lib/format/kernel_vec.c, lib/engine/stats_vec.c, range_vec.c,
  * lib/engine/smooth_vec.c; the Makefile defines FP8_ISA and the ISA's
  * flags): the ISA's name in their function names, and GCC's vector types
  * of one 512-bit register (or its halves), which the compiler lowers to

@@ -1,0 +1,311 @@
+/*
+ * range_vec.c — the passes over x that find maxima (see stats_vec.h): the
+ * tensor's amax and min nonzero, with Inf and NaN counts, per group, TE's
+ * overflow count, and the group with the largest amax / min-nonzero
+ * ratio.  Compiled three times with FP8_ISA = avx512, avx2, base, like
+ * stats_vec.c.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "f32bits.h"
+#include "stats_vec.h"
+#include "vec_isa.h"
+#include "vec_sums.h"
+
+static inline void group_lanes(const float *x, size_t glen, vu16 *amax, vu16 *minnz);
+
+void FN(fp8__range_)(FP8_RANGE_ARGS)
+{
+    vu16 amax, minnz;
+    size_t i = n - n % 16;
+    group_lanes(x, i, &amax, &minnz); /* the whole tensor as one group, then the tail */
+    uint32_t am = *amax_bits, mz = *minnz_bits;
+    for (int l = 0; l < 16; l++) {
+        if (amax[l] > am)
+            am = amax[l];
+        if (minnz[l] < mz)
+            mz = minnz[l];
+    }
+    for (; i < n; i++) {
+        uint32_t a;
+        memcpy(&a, x + i, 4);
+        a &= FP8_F32_ABS;
+        if (a >= FP8_F32_INF)
+            continue;
+        if (a > am)
+            am = a;
+        if (a && a < mz)
+            mz = a;
+    }
+    *amax_bits = am;
+    *minnz_bits = mz;
+}
+
+/* The tensor amax as TransformerEngine's amax kernel sees it needs to know
+ * about Inf (it enters TE's amax; NaN does not), so this pass also counts
+ * non-finite inputs: finite amax bits, +-Inf count, NaN count. */
+/* The scan with the Inf / NaN counts, for inputs that hold some */
+static void amax_scan_counting(FP8_AMAX_SCAN_ARGS)
+{
+    vu16 amax = {0}, ninf = {0}, nnan = {0};
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        vu16 a;
+        memcpy(&a, x + i, 64);
+        a &= FP8_F32_ABS;
+        vu16 fin = (vu16)(a < FP8_F32_INF);
+        vu16 af = a & fin;
+        amax = umax16(amax, af);
+        ninf -= (vu16)(a == FP8_F32_INF);
+        nnan -= (vu16)(a > FP8_F32_INF);
+    }
+    uint32_t am = 0;
+    uint64_t ci = 0, cn = 0;
+    for (int l = 0; l < 16; l++) {
+        if (amax[l] > am)
+            am = amax[l];
+        ci += ninf[l], cn += nnan[l];
+    }
+    for (; i < n; i++) {
+        uint32_t a;
+        memcpy(&a, x + i, 4);
+        a &= FP8_F32_ABS;
+        if (a > FP8_F32_INF)
+            cn++;
+        else if (a == FP8_F32_INF)
+            ci++;
+        else if (a > am)
+            am = a;
+    }
+    *amax_bits = am;
+    *inf_count = ci;
+    *nan_count = cn;
+}
+
+/* The largest |x| bits of all elements, Inf and NaN included (NaN bits lie
+ * above Inf's): when that is below Inf the input is finite, its amax is
+ * this and the counts are 0; otherwise the counting scan runs (the rare
+ * tensor with Inf or NaN pays a second read).  Four accumulators: one
+ * would chain every max on the last. */
+void FN(fp8__amax_scan_)(FP8_AMAX_SCAN_ARGS)
+{
+    vu16 m0 = {0}, m1 = {0}, m2 = {0}, m3 = {0};
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        vu16 a[4];
+        memcpy(a, x + i, sizeof a);
+        m0 = umax16(m0, a[0] & FP8_F32_ABS);
+        m1 = umax16(m1, a[1] & FP8_F32_ABS);
+        m2 = umax16(m2, a[2] & FP8_F32_ABS);
+        m3 = umax16(m3, a[3] & FP8_F32_ABS);
+    }
+    for (; i + 16 <= n; i += 16) {
+        vu16 a;
+        memcpy(&a, x + i, 64);
+        m0 = umax16(m0, a & FP8_F32_ABS);
+    }
+    m0 = umax16(umax16(m0, m1), umax16(m2, m3));
+    uint32_t am = 0;
+    for (int l = 0; l < 16; l++)
+        am = m0[l] > am ? m0[l] : am;
+    for (; i < n; i++) {
+        uint32_t a;
+        memcpy(&a, x + i, 4);
+        a &= FP8_F32_ABS;
+        am = a > am ? a : am;
+    }
+    if (am >= FP8_F32_INF) {
+        amax_scan_counting(x, n, amax_bits, inf_count, nan_count);
+        return;
+    }
+    *amax_bits = am;
+    *inf_count = 0;
+    *nan_count = 0;
+}
+
+uint64_t FN(fp8__count_above_)(FP8_COUNT_ABOVE_ARGS)
+{
+    uint32_t tb;
+    memcpy(&tb, &thr, 4);
+    tb &= FP8_F32_ABS; /* (thr >= 0: the bits order as the values) */
+    const vu16 t = (vu16){0} + tb, inf = (vu16){0} + FP8_F32_INF;
+    uint64_t k = 0;
+    size_t i = 0;
+    while (i + 16 <= n) { /* lane counters of 32 bits: blocks of 2^24 vectors */
+        size_t stop = n - i >= ((size_t)16 << 24) ? i + ((size_t)16 << 24) : n - (n - i) % 16;
+        vu16 c = {0};
+        for (; i < stop; i += 16) {
+            vu16 a;
+            memcpy(&a, x + i, 64);
+            a &= FP8_F32_ABS;
+            c -= (vu16)((vi16)(a > t) & (vi16)(a <= inf)); /* NaN lies above Inf: not counted */
+        }
+        for (int l = 0; l < 16; l++)
+            k += c[l];
+    }
+    for (; i < n; i++) {
+        uint32_t a;
+        memcpy(&a, x + i, 4);
+        a &= FP8_F32_ABS;
+        k += a > tb && a <= FP8_F32_INF;
+    }
+    return k;
+}
+
+/* One group's lanes: its finite |x| bits folded to 16 lanes (amax) and its
+ * nonzero finite |x| bits (minnz; 0x7F800000 for none). */
+static inline void group_lanes(const float *x, size_t glen, vu16 *amax, vu16 *minnz)
+{
+    const vu16 big = (vu16){0} + FP8_F32_INF;
+    vu16 am = {0}, mn = big;
+    for (size_t k = 0; k < glen; k += 16) {
+        vu16 a;
+        memcpy(&a, x + k, 64);
+        a &= FP8_F32_ABS;
+        vu16 af = a & (vu16)(a < FP8_F32_INF);
+        am = umax16(am, af);
+        vu16 nz = (vu16)(vi16)(af != 0);
+        mn = umin16(mn, (af & nz) | (big & ~nz));
+    }
+    *amax = am, *minnz = mn;
+}
+
+/* 16 groups at once: their 16-lane vectors folded pairwise (blocks of 16, 8,
+ * 4, 2 lanes halve at each level) into one vector whose lane L holds group
+ * bitreverse4(L); a last shuffle puts group g in lane g.  15 folds of two
+ * shuffles each for 16 groups, where a reduction per group took 8. */
+#define FOLD(A, B, P, Q, OP) OP(__builtin_shuffle(A, B, P), __builtin_shuffle(A, B, Q))
+static inline vu16 fold16(vu16 *v, vu16 (*op)(vu16, vu16))
+{
+    static const vi16 p1 = {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23},
+                      q1 = {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31},
+                      p2 = {0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27},
+                      q2 = {4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31},
+                      p3 = {0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29},
+                      q3 = {2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31},
+                      p4 = {0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30},
+                      q4 = {1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31},
+                      rev = {0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15};
+    vu16 w[8], y[4], z[2];
+    for (int j = 0; j < 8; j++)
+        w[j] = FOLD(v[2 * j], v[2 * j + 1], p1, q1, op);
+    for (int j = 0; j < 4; j++)
+        y[j] = FOLD(w[2 * j], w[2 * j + 1], p2, q2, op);
+    for (int j = 0; j < 2; j++)
+        z[j] = FOLD(y[2 * j], y[2 * j + 1], p3, q3, op);
+    vu16 r = FOLD(z[0], z[1], p4, q4, op);
+    return __builtin_shuffle(r, rev);
+}
+#undef FOLD
+
+void FN(fp8__range_groups_)(FP8_RANGE_GROUPS_ARGS)
+{
+    size_t ng = n / glen, g = 0;
+    for (; g + 16 <= ng; g += 16) {
+        vu16 am[16], mn[16];
+        for (int k = 0; k < 16; k++)
+            group_lanes(x + (g + (size_t)k) * glen, glen, &am[k], &mn[k]);
+        vu16 ra = fold16(am, umax16), rm = fold16(mn, umin16);
+        memcpy(amax_bits + g, &ra, sizeof ra);
+        memcpy(minnz_bits + g, &rm, sizeof rm);
+    }
+    for (; g < ng; g++) {
+        vu16 am, mn;
+        group_lanes(x + g * glen, glen, &am, &mn);
+        uint32_t a = 0, m = FP8_F32_INF;
+        for (int l = 0; l < 16; l++) {
+            a = am[l] > a ? am[l] : a;
+            m = mn[l] < m ? mn[l] : m;
+        }
+        amax_bits[g] = a;
+        minnz_bits[g] = m;
+    }
+}
+
+/* 1 when some lane of c is nonzero */
+static inline int any16(vu16 c)
+{
+#if defined(__AVX512F__)
+    __m512i v;
+    memcpy(&v, &c, 64);
+    return _mm512_test_epi32_mask(v, v) != 0;
+#elif defined(__AVX2__)
+    __m256i lo, hi;
+    memcpy(&lo, &c, 32);
+    memcpy(&hi, (char *)&c + 32, 32);
+    __m256i o = _mm256_or_si256(lo, hi);
+    return !_mm256_testz_si256(o, o);
+#else
+    uint32_t o = 0;
+    for (int l = 0; l < 16; l++)
+        o |= c[l];
+    return o != 0;
+#endif
+}
+
+/* Exact comparison of a/m with the best so far by cross products (both
+ * factors float32: exact in double); strict, so the first maximum stays. */
+static inline void ratio_try(const uint32_t *amax, const uint32_t *minnz, size_t g, double *ba, double *bm,
+                             size_t *best)
+{
+    float af, mf;
+    memcpy(&af, amax + g, 4);
+    memcpy(&mf, minnz + g, 4);
+    double a = af, m = mf;
+    if (a * *bm > *ba * m)
+        *ba = a, *bm = m, *best = g;
+}
+
+/* Two passes.  The float32 bits of a positive normal v, as a number, are
+ * 2^23 (log2 v + 127 - c(v)) with 0 <= c(v) < 0.0861, so the difference of
+ * bits a - m is 2^23 log2(a/m) within 0.0861 * 2^23 either way: the first
+ * pass takes the largest difference over groups whose minimum is normal;
+ * the true maximum lies within 2^22 of it, and only groups that close (and
+ * those with a subnormal minimum, whose bits are not logarithmic) are
+ * compared exactly, in order, by the second. */
+size_t FN(fp8__best_ratio_)(FP8_BEST_RATIO_ARGS)
+{
+    vu16 mxd = {0}, anysub = {0};
+    size_t g = 0;
+    for (; g + 16 <= ng; g += 16) {
+        vu16 a, m;
+        memcpy(&a, amax + g, 64);
+        memcpy(&m, minnz + g, 64);
+        vu16 valid = (vu16)(vi16)(m < FP8_F32_INF) & (vu16)(vi16)(a != 0);
+        vu16 normal = valid & (vu16)(vi16)(m >= 0x00800000u);
+        anysub |= valid & ~normal;
+        mxd = umax16(mxd, (a - m) & normal);
+    }
+    uint32_t dmax = 0, sub = 0;
+    for (int l = 0; l < 16; l++)
+        dmax = mxd[l] > dmax ? mxd[l] : dmax, sub |= anysub[l];
+    for (size_t k = g; k < ng; k++) {
+        uint32_t a = amax[k], m = minnz[k];
+        if (m >= FP8_F32_INF || !a)
+            continue;
+        if (m < 0x00800000u)
+            sub = 1;
+        else if (a - m > dmax)
+            dmax = a - m;
+    }
+    const uint32_t thr = dmax > (1u << 22) ? dmax - (1u << 22) : 0;
+    double ba = 0, bm = 1;
+    size_t best = SIZE_MAX;
+    for (g = 0; g + 16 <= ng; g += 16) {
+        vu16 a, m;
+        memcpy(&a, amax + g, 64);
+        memcpy(&m, minnz + g, 64);
+        vu16 valid = (vu16)(vi16)(m < FP8_F32_INF) & (vu16)(vi16)(a != 0);
+        vu16 cand = valid & ((vu16)(vi16)(a - m >= thr) | (vu16)(vi16)(m < 0x00800000u));
+        if (!any16(cand))
+            continue;
+        for (int l = 0; l < 16; l++)
+            if (cand[l])
+                ratio_try(amax, minnz, g + (size_t)l, &ba, &bm, &best);
+    }
+    for (; g < ng; g++)
+        if (minnz[g] < FP8_F32_INF && amax[g])
+            ratio_try(amax, minnz, g, &ba, &bm, &best);
+    return best;
+}
