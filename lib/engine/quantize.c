@@ -147,7 +147,8 @@ static void piece_stats(pass_ctx *c, const float *x, const float *q, size_t m)
 
 /* The cast of a piece with its error sums made by the kernel on its way
  * (then x's own statistics, when not given, by a loop over x alone), x_hat
- * written to out only when the caller wants it (not in place): 1 when done,
+ * written to out only when the caller wants it (never over x: a cast in
+ * place goes through the piece buffer, as below): 1 when done,
  * the piece scanned too; 0 when it goes the plain way, nothing kept — the kernel
  * cannot, or the sums left the lean range, where fp8__err_add sums in
  * double (its piece is cast again then: the same bits either way).  Per
@@ -196,9 +197,11 @@ static unsigned run_segment(pass_ctx *c, const float *x, size_t n, float scale, 
         void *cp = codes ? (char *)codes + i * cb : NULL;
         if (c->te_on)
             c->te_n += fp8__k.count_above(x + i, m, c->te_thr);
-        if (scale > 0.0f && !cp && out != x &&
-            cast_summing(c, x + i, m, scale, scale_inv, 0, NULL, NULL, NULL, out ? out + i : NULL))
+        if (scale > 0.0f && !cp && cast_summing(c, x + i, m, scale, scale_inv, 0, NULL, NULL, NULL, out ? dst : NULL)) {
+            if (out && dst == c->buf) /* in place: x stays whole until the piece is done */
+                memcpy(out + i, c->buf, m * sizeof(float));
             continue;
+        }
         if (scale > 0.0f)
             fp8__caster_run(&c->caster, scale, scale_inv, x + i, m, cp, dst, c->cnt, index0 + i);
         else
@@ -289,11 +292,13 @@ void fp8__parts_hist(part *parts, int P, uint64_t out[FP8_EXP_BINS])
 /* the cast and statistics of one chunk of whole groups (the grouped kernel) */
 static void grouped_chunk(fused *F, pass_ctx *c, size_t off, size_t m, size_t gi)
 {
-    if (!F->CODES && F->OUT != F->X &&
-        cast_summing(c, F->X + off, m, 1.0f, 1.0f, F->L->seg, F->scale + gi, F->scale_inv + gi, F->flags + gi,
-                     F->OUT ? F->OUT + off : NULL))
-        return;
     float *dst = (F->OUT && F->OUT != F->X) ? F->OUT + off : c->buf;
+    if (!F->CODES && cast_summing(c, F->X + off, m, 1.0f, 1.0f, F->L->seg, F->scale + gi, F->scale_inv + gi,
+                                  F->flags + gi, F->OUT ? dst : NULL)) {
+        if (F->OUT && dst == c->buf) /* in place: x stays whole until the chunk is done */
+            memcpy(F->OUT + off, c->buf, m * sizeof(float));
+        return;
+    }
     fp8__caster_run_groups(&c->caster, F->X + off, m, F->L->seg, F->scale + gi, F->scale_inv + gi, dst,
                            F->CODES ? (char *)F->CODES + off * F->cb : NULL, c->cnt, F->flags + gi, off);
     piece_stats(c, F->X + off, dst, m);
