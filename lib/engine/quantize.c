@@ -11,9 +11,12 @@
  *   2. the scale of every group, by the reference system's rule
  *      (quantize_scales.c, recipe.c);
  *   3. one fused pass over pieces of up to PIECE elements: the element cast
- *      of the piece, then, while it is in cache, x's own statistics with the
- *      exponent bins and the error sums against x_hat (one vector loop, or
- *      the error sums alone when the caller gave x's statistics);
+ *      of the piece with its error sums against x_hat made by the cast
+ *      kernel on its way, then, while the piece is in cache, x's own
+ *      statistics with the exponent bins unless the caller gave them (where
+ *      the kernel cannot sum — stochastic rounding, e8m0, formats without
+ *      -0, codes wanted, a piece outside the lean range — the cast writes
+ *      x_hat and one vector loop sums x's statistics and the errors);
  *   4. the sums turned into fp8_stats (quantize_finish.c).
  * Groups: one per tensor (none, delayed, current), per row (rowwise), per
  * tile (block: tiles of block_rows x block_cols; edge tiles are partial and
