@@ -20,7 +20,9 @@
  *
  * Targets, ratios to the plain step measured in the same run: every=10
  * within 2%, every=1 within 15%, with one thread and with two (OpenBLAS's
- * threads and the probe option threads alike).
+ * threads and the probe option threads alike).  Printed beside them, the
+ * floors no probe of this step goes below on one thread: four element
+ * casts of each tensor, and each tensor's amax.
  */
 #include <cblas.h>
 #include <math.h>
@@ -28,6 +30,8 @@
 #include <stdlib.h>
 
 #include "bench.h"
+#include "fp8.h"
+#include "fp8_format.h"
 #include "fp8_probe.h"
 
 #define LAYERS 4
@@ -212,6 +216,59 @@ static int measure(int probe_threads, double out[3])
     return 0;
 }
 
+/* The floors under any probe of this step on one thread, measured on the
+ * step's own 68 tensors: four element casts of each (the kernel alone,
+ * its scale known, no amax, no statistic: what a recorded step cannot go
+ * below with 1 + 3 recipes), and each tensor's amax alone (what every
+ * unrecorded step reads for the delayed histories).  Best of 20 passes;
+ * shares of the plain step. */
+static void floors(double plain)
+{
+    net m;
+    if (net_init(&m) != 0)
+        return;
+    const fp8_format *e4m3 = fp8_format_find("e4m3", NULL);
+    fp8_cast_mode mode = {0}; /* nearest, saturating */
+    size_t most = 0;          /* the largest tensor's elements: x_hat's scratch */
+    for (int i = 0; i < NLIN; i++) {
+        size_t a = TOKENS * m.l[i].in, b = m.l[i].out * m.l[i].in, c = TOKENS * m.l[i].out;
+        most = a > most ? a : most, most = b > most ? b : most, most = c > most ? c : most;
+    }
+    float *out = malloc(most * sizeof *out);
+    double cast = INFINITY, amax = INFINITY;
+    int bad = !e4m3 || !out;
+    for (int rep = 0; !bad && rep < 20; rep++) {
+        double t0 = bench_now();
+        for (int i = 0; i < NLIN; i++) {
+            linear *g = &m.l[i];
+            const float *t[NPROBE] = {g->x, g->w, g->dy, g->y};
+            const size_t n[NPROBE] = {TOKENS * g->in, g->out * g->in, TOKENS * g->out, TOKENS * g->out};
+            for (int k = 0; k < NPROBE; k++)
+                for (int j = 0; j < 4; j++)
+                    bad |= fp8_format_qdq_array(e4m3, &mode, 64.0f, t[k], n[k], out, NULL) != FP8_OK;
+        }
+        double t1 = bench_now();
+        for (int i = 0; i < NLIN; i++) {
+            linear *g = &m.l[i];
+            const float *t[NPROBE] = {g->x, g->w, g->dy, g->y};
+            const size_t n[NPROBE] = {TOKENS * g->in, g->out * g->in, TOKENS * g->out, TOKENS * g->out};
+            for (int k = 0; k < NPROBE; k++) {
+                fp8_amax_info ai;
+                bad |= fp8_tensor_amax(t[k], n[k], &ai) != FP8_OK;
+            }
+        }
+        double t2 = bench_now();
+        cast = fmin(cast, t1 - t0), amax = fmin(amax, t2 - t1);
+    }
+    if (!bad)
+        printf("floors on one thread, the step's %d tensors: 4 element casts of each (the kernel alone, scales "
+               "known, no statistic) %.2f ms = %.1f%% of the plain step (under every=1 with 1 + 3 recipes); each "
+               "tensor's amax alone %.2f ms = %.1f%% (under every unrecorded step)\n",
+               NPROBE * NLIN, cast * 1e3, 100 * cast / plain, amax * 1e3, 100 * amax / plain);
+    free(out);
+    free(m.buf);
+}
+
 int bench_loop(void)
 {
     double flop = 0, elems = 0;
@@ -233,6 +290,7 @@ int bench_loop(void)
      * with the probes on one (no target: it shows what the probes' second
      * thread costs beside OpenBLAS's, whose idle threads spin) */
     const int conf[3][2] = {{1, 1}, {2, 2}, {2, 1}};
+    double plain1 = 0;
     for (int c = 0; c < 3; c++) {
         int threads = conf[c][0], pt = conf[c][1];
         openblas_set_num_threads(threads);
@@ -243,6 +301,8 @@ int bench_loop(void)
                "(%.3fx), every=1 %.2f ms (%.3fx; the probes %.2f Gelem/s)\n",
                threads, pt, t[0] * 1e3, flop / t[0] / 1e9, t[1] * 1e3, t[1] / t[0], t[2] * 1e3, t[2] / t[0],
                elems / (t[2] - t[0]) / 1e9);
+        if (c == 0)
+            plain1 = t[0];
         if (threads != pt)
             continue;
         char name[64];
@@ -252,6 +312,7 @@ int bench_loop(void)
         ok &= bench_target(name, t[2] * 1e3, "ms", t[0] * 1e3, "the plain step", 1.15, 1);
     }
     openblas_set_num_threads(1);
+    floors(plain1);
     printf("\n%s\n", ok ? "all loop targets met" : "some loop targets missed");
     return 0;
 }
