@@ -265,11 +265,15 @@ static void test_range_groups(void)
                 size_t glen = glens[gi], n = 4096 - (kind % 2) * glen; /* whole groups */
                 fill(x, n, kind);
                 isas[k].range_groups(x, n, glen, a, m);
+                uint32_t a2[256];
+                memset(a2, 0xA5, sizeof a2);
+                isas[k].range_groups(x, n, glen, a2, NULL); /* the maxima alone */
                 for (size_t g = 0; g < n / glen; g++) {
                     uint32_t ra, rm;
                     ref_range(x + g * glen, glen, &ra, &rm);
                     CU_ASSERT_EQUAL(a[g], ra);
                     CU_ASSERT_EQUAL(m[g], rm);
+                    CU_ASSERT_EQUAL(a2[g], ra);
                 }
             }
     }
@@ -585,7 +589,7 @@ void register_kernels_tests(void)
         {"amax scan of every ISA equals a plain loop (Inf, NaN, -0, subnormals)", test_amax_scan},
         {"a broken amax loop is caught by the same comparison", test_broken_amax_is_caught},
         {"amax and min nonzero of every ISA equal a plain loop", test_range},
-        {"per-group amax and min nonzero of every ISA equal a plain loop", test_range_groups},
+        {"per-group amax and min nonzero of every ISA equal a plain loop (also the amax alone)", test_range_groups},
         {"exponent histogram of every ISA equals plain binning", test_hist},
         {"exponent histogram inside x's pass equals plain binning", test_xmoments_hist},
         {"largest group dynamic range of every ISA equals the plain rule", test_best_ratio},

@@ -397,13 +397,14 @@ void fp8__amax_rows(const layout *L, const float *X, size_t i0, size_t i1, uint3
     for (size_t i = i0; i < i1; i++) {
         if (L->br == 1 && L->seg % 16 == 0 && L->C % L->seg == 0 && L->seg < 1024) {
             /* short groups along the row: one call for the whole row */
-            fp8__k.range_groups(X + i * L->C, L->C, L->seg, gamax + i * L->nbc, gminnz + i * L->nbc);
+            fp8__k.range_groups(X + i * L->C, L->C, L->seg, gamax + i * L->nbc, gminnz ? gminnz + i * L->nbc : NULL);
             continue;
         }
         for (size_t jb = 0; jb < L->nbc; jb++) {
             size_t j0 = jb * L->seg, len = L->C - j0 < L->seg ? L->C - j0 : L->seg;
             size_t g = (i / L->br) * L->nbc + jb;
-            fp8__k.range_pass(X + i * L->C + j0, len, &gamax[g], &gminnz[g]);
+            uint32_t none = FP8_F32_INF; /* (minima not wanted: found all the same) */
+            fp8__k.range_pass(X + i * L->C + j0, len, &gamax[g], gminnz ? &gminnz[g] : &none);
         }
     }
 }
@@ -462,7 +463,7 @@ void fp8__amax_job(void *ctx, int p)
             F->gminnz[g] = FP8_F32_INF;
         if (L->br > 1)
             r0 *= L->br, r1 = r1 * L->br < L->R ? r1 * L->br : L->R;
-        fp8__amax_rows(L, F->X, r0, r1, F->gamax, F->gminnz);
+        fp8__amax_rows(L, F->X, r0, r1, F->gamax, F->minnz ? F->gminnz : NULL);
     }
     uint32_t top = 0; /* the part's largest amax, for the tensor's */
     for (size_t g = g0; g < g1; g++)

@@ -32,7 +32,7 @@ static int block_observe_only(fp8_recipe_state *st, const float *x, size_t rows,
     if (e != FP8_OK)
         return e;
     size_t numel = rows * cols;
-    uint32_t *gamax = malloc(2 * L.ngroups * sizeof *gamax);
+    uint32_t *gamax = malloc(L.ngroups * sizeof *gamax);
     float *xt = trans ? fp8__scratch_take(FP8__SCRATCH_XT, numel * sizeof *xt) : NULL;
     if (!gamax || (trans && !xt)) {
         free(gamax), fp8__scratch_give(FP8__SCRATCH_XT, xt);
@@ -44,11 +44,9 @@ static int block_observe_only(fp8_recipe_state *st, const float *x, size_t rows,
         X = xt;
     }
     memset(gamax, 0, L.ngroups * sizeof *gamax);
-    for (size_t g = 0; g < L.ngroups; g++)
-        gamax[L.ngroups + g] = FP8_F32_INF;
     fp8__fenv env;
     fp8__fenv_enter(&env);
-    fp8__amax_rows(&L, X, 0, L.R, gamax, gamax + L.ngroups);
+    fp8__amax_rows(&L, X, 0, L.R, gamax, NULL); /* the histories take the maxima alone */
     fp8__block_observe(st, gamax, L.ngroups);
     fp8__fenv_leave(&env);
     if (ai)
@@ -74,6 +72,7 @@ struct fp8__cast {
     fp8_amax_info *ai;
     int trans, x_given, want_hist, threads, te_on;
     int own_ranges; /* F's gamax and gminnz: x's group ranges (fp8__cast_ranges) */
+    int shared;     /* begun beside other casts of x (a sweep), which may take its ranges */
     layout L;
     fused F;
     float *xt, *qt;
@@ -198,6 +197,7 @@ static void cast_scales(fp8__cast *c, const fp8_amax_info *known, const fp8__ran
     } else if (need_amax) {
         F->early = !L->per_tensor && r->kind != FP8_RECIPE_NVFP4;
         F->fine = !c->trans && fp8__ranges_nest(fine, L) ? fine : NULL;
+        F->minnz = c->stats || c->shared;
         c->own_ranges = !L->per_tensor && !c->trans && L->br == 1;
         if (L->per_tensor)
             gminnz[0] = FP8_F32_INF;
@@ -282,6 +282,7 @@ int fp8__cast_begin(fp8__cast **cp, fp8_recipe_state *st, const float *x, size_t
     c->codes = codes, c->group_scale_inv = group_scale_inv, c->ai = ai;
     c->trans = fp8__needs_transpose(r);
     c->x_given = x_given;
+    c->shared = (options & FP8__STATS_X_LATER) != 0;
     c->want_hist = stats && !x_given && !(options & FP8_STATS_NO_EXP_HIST);
     c->threads = st->threads > 1 ? st->threads : 1;
     fp8__make_layout(r, c->trans ? cols : rows, c->trans ? rows : cols, &c->L);

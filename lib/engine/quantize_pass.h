@@ -89,6 +89,9 @@ typedef struct {
     unsigned char *flags;
     uint32_t *gamax, *gminnz;
     const fp8__ranges *fine;             /* the amax pass takes the group ranges from these */
+    int minnz;                           /* the amax pass finds each group's min nonzero too: for
+                                            statistics, or for other casts' ranges (a sweep);
+                                            otherwise gminnz stays "none" */
     int AJ, SJ;                          /* jobs of the amax pass and of the scales */
     int early;                           /* the amax jobs compute the scales too (not NVFP4's:
                                             they need the tensor's amax) */
@@ -116,7 +119,8 @@ void fp8__fused_units(fused *F, part *pp, size_t u0, size_t u1);
 void fp8__fused_job(void *ctx, int p);
 void fp8__scales_job(void *ctx, int p);
 void fp8__amax_job(void *ctx, int p);
-/* the amax pass of rows [i0, i1) (groups other than one per tensor) */
+/* the amax pass of rows [i0, i1) (groups other than one per tensor);
+ * gminnz NULL: the groups' minima are not wanted */
 void fp8__amax_rows(const layout *L, const float *X, size_t i0, size_t i1, uint32_t *gamax, uint32_t *gminnz);
 /* whether L's groups (of the same x, not per tensor) are unions of f's */
 int fp8__ranges_nest(const fp8__ranges *f, const layout *L);

@@ -199,9 +199,39 @@ static inline vu16 fold16(vu16 *v, vu16 (*op)(vu16, vu16))
 }
 #undef FOLD
 
+/* a group's lane maxima alone (group_lanes without the minima) */
+static inline vu16 group_amax_lanes(const float *x, size_t glen)
+{
+    vu16 am = {0};
+    for (size_t k = 0; k < glen; k += 16) {
+        vu16 a;
+        memcpy(&a, x + k, 64);
+        a &= FP8_F32_ABS;
+        am = umax16(am, a & (vu16)(a < FP8_F32_INF));
+    }
+    return am;
+}
+
 void FN(fp8__range_groups_)(FP8_RANGE_GROUPS_ARGS)
 {
     size_t ng = n / glen, g = 0;
+    if (!minnz_bits) { /* the maxima alone */
+        for (; g + 16 <= ng; g += 16) {
+            vu16 am[16];
+            for (int k = 0; k < 16; k++)
+                am[k] = group_amax_lanes(x + (g + (size_t)k) * glen, glen);
+            vu16 ra = fold16(am, umax16);
+            memcpy(amax_bits + g, &ra, sizeof ra);
+        }
+        for (; g < ng; g++) {
+            vu16 am = group_amax_lanes(x + g * glen, glen);
+            uint32_t a = 0;
+            for (int l = 0; l < 16; l++)
+                a = am[l] > a ? am[l] : a;
+            amax_bits[g] = a;
+        }
+        return;
+    }
     for (; g + 16 <= ng; g += 16) {
         vu16 am[16], mn[16];
         for (int k = 0; k < 16; k++)

@@ -42,7 +42,7 @@ void fp8__err_add_avx512(FP8_MOMENTS_ARGS);
 void fp8__err_add_avx2(FP8_MOMENTS_ARGS);
 void fp8__err_add_base(FP8_MOMENTS_ARGS);
 /* Per group of glen (a multiple of 16) along x[0..n): amax_bits[g] and
- * minnz_bits[g] are set (not merged). */
+ * minnz_bits[g] are set (not merged); minnz_bits NULL: the maxima alone. */
 #define FP8_RANGE_GROUPS_ARGS const float *x, size_t n, size_t glen, uint32_t *amax_bits, uint32_t *minnz_bits
 void fp8__range_groups_avx512(FP8_RANGE_GROUPS_ARGS);
 void fp8__range_groups_avx2(FP8_RANGE_GROUPS_ARGS);
