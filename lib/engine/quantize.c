@@ -49,7 +49,7 @@
 
 /* h's counts added into out (when out) and cleared: the bins [lo, hi]
  * only, the others being zero */
-static void hist_take(hist_acc *h, uint64_t *out)
+static void hist_flush(hist_acc *h, uint64_t *out)
 {
     for (uint32_t b = h->s.lo; b <= h->s.hi && b < FP8_EXP_BINS; b++) {
         uint64_t t = 0;
@@ -62,12 +62,10 @@ static void hist_take(hist_acc *h, uint64_t *out)
     h->pending = 0;
 }
 
-static void hist_flush(hist_acc *h, uint64_t *out) { hist_take(h, out); }
-
 /* h as new: no counts, the window's top at 0 */
 static void hist_clear(hist_acc *h)
 {
-    hist_take(h, NULL);
+    hist_flush(h, NULL);
     h->s.top = 0;
 }
 
@@ -200,17 +198,15 @@ static unsigned run_segment(pass_ctx *c, const float *x, size_t n, float scale, 
         void *cp = codes ? (char *)codes + i * cb : NULL;
         if (c->te_on)
             c->te_n += fp8__k.count_above(x + i, m, c->te_thr);
-        if (scale > 0.0f && !cp && cast_summing(c, x + i, m, scale, scale_inv, 0, NULL, NULL, NULL, out ? dst : NULL)) {
-            if (out && dst == c->buf) /* in place: x stays whole until the piece is done */
-                memcpy(out + i, c->buf, m * sizeof(float));
-            continue;
+        if (!(scale > 0.0f && !cp &&
+              cast_summing(c, x + i, m, scale, scale_inv, 0, NULL, NULL, NULL, out ? dst : NULL))) {
+            if (scale > 0.0f)
+                fp8__caster_run(&c->caster, scale, scale_inv, x + i, m, cp, dst, c->cnt, index0 + i);
+            else
+                zero_scale_piece(c->caster.f, x + i, m, dst, cp, c->cnt);
+            piece_stats(c, x + i, dst, m);
         }
-        if (scale > 0.0f)
-            fp8__caster_run(&c->caster, scale, scale_inv, x + i, m, cp, dst, c->cnt, index0 + i);
-        else
-            zero_scale_piece(c->caster.f, x + i, m, dst, cp, c->cnt);
-        piece_stats(c, x + i, dst, m);
-        if (out && dst == c->buf)
+        if (out && dst == c->buf) /* in place: x stays whole until the piece is done */
             memcpy(out + i, c->buf, m * sizeof(float));
     }
     unsigned flags = 0;
@@ -296,16 +292,13 @@ void fp8__parts_hist(part *parts, int P, uint64_t out[FP8_EXP_BINS])
 static void grouped_chunk(fused *F, pass_ctx *c, size_t off, size_t m, size_t gi)
 {
     float *dst = (F->OUT && F->OUT != F->X) ? F->OUT + off : c->buf;
-    if (!F->CODES && cast_summing(c, F->X + off, m, 1.0f, 1.0f, F->L->seg, F->scale + gi, F->scale_inv + gi,
-                                  F->flags + gi, F->OUT ? dst : NULL)) {
-        if (F->OUT && dst == c->buf) /* in place: x stays whole until the chunk is done */
-            memcpy(F->OUT + off, c->buf, m * sizeof(float));
-        return;
+    if (!(!F->CODES && cast_summing(c, F->X + off, m, 1.0f, 1.0f, F->L->seg, F->scale + gi, F->scale_inv + gi,
+                                    F->flags + gi, F->OUT ? dst : NULL))) {
+        fp8__caster_run_groups(&c->caster, F->X + off, m, F->L->seg, F->scale + gi, F->scale_inv + gi, dst,
+                               F->CODES ? (char *)F->CODES + off * F->cb : NULL, c->cnt, F->flags + gi, off);
+        piece_stats(c, F->X + off, dst, m);
     }
-    fp8__caster_run_groups(&c->caster, F->X + off, m, F->L->seg, F->scale + gi, F->scale_inv + gi, dst,
-                           F->CODES ? (char *)F->CODES + off * F->cb : NULL, c->cnt, F->flags + gi, off);
-    piece_stats(c, F->X + off, dst, m);
-    if (F->OUT && dst == c->buf)
+    if (F->OUT && dst == c->buf) /* in place: x stays whole until the chunk is done */
         memcpy(F->OUT + off, c->buf, m * sizeof(float));
 }
 

@@ -153,6 +153,14 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
     int eblk = 0;
     if (ERR)
         memcpy(&me, es->me, 64);
+/* x_hat o of the vector at i: stored where wanted, its error terms summed where wanted */
+#define EMIT(o_)                                                                                           \
+    do {                                                                                                   \
+        if (OUT)                                                                                           \
+            memcpy(out + i, &(o_), sizeof(o_));                                                            \
+        if (ERR)                                                                                           \
+            ERR_ADD(xv, o_);                                                                               \
+    } while (0)
 #define ERR_ADD(xv_, o_)                                                                                   \
     do {                                                                                                   \
         vf16 qv_ = (o_);                                                                                   \
@@ -252,10 +260,7 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
             }
             if (OUT || ERR) {
                 vf16 o = (vf16)(r | (u & 0x80000000u)) * scale_inv;
-                if (OUT)
-                    memcpy(out + i, &o, sizeof o);
-                if (ERR)
-                    ERR_ADD(xv, o);
+                EMIT(o);
             }
             continue;
         }
@@ -325,10 +330,7 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
                 mb |= (neg << 31) & keep_sign;
                 mb = SEL((vu16)ovf, SEL((vu16)negm, uz + P.ovf_val[1], uz + P.ovf_val[0]), mb);
                 vf16 o = (vf16)mb * scale_inv;
-                if (OUT)
-                    memcpy(out + i, &o, sizeof o);
-                if (ERR)
-                    ERR_ADD(xv, o);
+                EMIT(o);
             }
             continue;
         }
@@ -390,12 +392,10 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
             bits = SEL((vu16)is_inf, SEL((vu16)negm, uz + P.inf_val[1], uz + P.inf_val[0]), bits);
             bits = SEL((vu16)is_nan, SEL((vu16)negm, uz + P.nan_val[1], uz + P.nan_val[0]), bits);
             vf16 o = (vf16)bits * scale_inv;
-            if (OUT)
-                memcpy(out + i, &o, sizeof o);
-            if (ERR)
-                ERR_ADD(xv, o);
+            EMIT(o);
         }
     }
+#undef EMIT
 #undef ERR_ADD
     if (ERR) {
         if (eblk) {
