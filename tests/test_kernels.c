@@ -18,9 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <pthread.h>
+#include <sched.h>
+
 #include "cast_internal.h"
 #include "f32bits.h"
 #include "fp8_format.h"
+#include "parallel.h"
 #include "smooth_vec.h"
 #include "stats_vec.h"
 #include "tests.h"
@@ -583,6 +587,71 @@ static void test_cast_err_sums(void)
     free(x), free(q), free(q2);
 }
 
+/* The worker pool (lib/util/parallel.c): every job of every call runs
+ * exactly once and none after the call returns, also while other threads
+ * spin on the cores with sched_yield as OpenBLAS's idle threads do (the
+ * workers then come late, and the caller must neither wait for those that
+ * have nothing left to do nor return while one still runs a job). */
+typedef struct {
+    int open, count[8];
+    long spin0; /* job 0's length: some outlast the caller's wait before it sleeps (~50 us) */
+} pool_call;
+
+static int pool_stale;
+
+static void pool_job(void *ctx, int i)
+{
+    pool_call *c = ctx;
+    if (!__atomic_load_n(&c->open, __ATOMIC_ACQUIRE))
+        __atomic_add_fetch(&pool_stale, 1, __ATOMIC_RELAXED);
+    for (long k = 0; k < (i ? 50 * (i + 1) : c->spin0); k++) /* jobs of unequal length */
+        __asm__ __volatile__("" ::: "memory");
+    __atomic_add_fetch(&c->count[i], 1, __ATOMIC_RELAXED);
+}
+
+static int pool_hog_stop;
+
+static void *pool_hog(void *arg)
+{
+    (void)arg;
+    while (!__atomic_load_n(&pool_hog_stop, __ATOMIC_RELAXED))
+        sched_yield();
+    return NULL;
+}
+
+static void test_pool(void)
+{
+    int wrong = 0, calls = 0;
+    pool_stale = 0;
+    for (int hogs = 0; hogs <= 2; hogs += 2) {
+        pthread_t h[2];
+        int started = 0;
+        pool_hog_stop = 0;
+        for (; started < hogs; started++)
+            if (pthread_create(&h[started], NULL, pool_hog, NULL) != 0)
+                break;
+        for (int r = 0; r < 20000; r++, calls++) {
+            pool_call c;
+            memset(&c, 0, sizeof c);
+            int n = 1 + r % 8, threads = 2 + r % 3;
+            c.spin0 = r % 64 == 1 ? 1000000 : 50;
+            __atomic_store_n(&c.open, 1, __ATOMIC_RELEASE);
+            fp8__parallel_for(n, threads, pool_job, &c);
+            __atomic_store_n(&c.open, 0, __ATOMIC_RELEASE);
+            for (int i = 0; i < 8; i++)
+                wrong += __atomic_load_n(&c.count[i], __ATOMIC_RELAXED) != (i < n);
+        }
+        __atomic_store_n(&pool_hog_stop, 1, __ATOMIC_RELAXED);
+        for (int k = 0; k < started; k++)
+            pthread_join(h[k], NULL);
+    }
+    CU_ASSERT_EQUAL(calls, 40000);
+    CU_ASSERT_EQUAL(wrong, 0);
+    CU_ASSERT_EQUAL(__atomic_load_n(&pool_stale, __ATOMIC_RELAXED), 0);
+    if (wrong || pool_stale)
+        fprintf(stderr, "\n  pool: %d job counts wrong, %d jobs run after their call returned", wrong, pool_stale);
+}
+
 void register_kernels_tests(void)
 {
     static CU_TestInfo tests[] = {
@@ -598,6 +667,7 @@ void register_kernels_tests(void)
         {"smooth: error sums in double of every ISA equal plain loops", test_err_double},
         {"TE's overflow count of every ISA equals the plain comparison", test_count_above},
         {"the cast kernel's error sums on its way equal err_add's, every ISA", test_cast_err_sums},
+        {"the worker pool runs every job once, none after its call returns (also beside yielding threads)", test_pool},
         CU_TEST_INFO_NULL,
     };
     add_suite("kernels", tests);

@@ -3,7 +3,8 @@
  * started on first use and kept (a thread start costs about 75 us on the
  * machines here, as much as casting 10^5 elements), jobs handed out one at
  * a time from a shared counter so that unequal jobs balance; an idle worker
- * spins briefly before it sleeps.  Callers use this for work whose result
+ * spins briefly before it sleeps, and the caller, once every job is taken,
+ * waits only for the workers still running one.  Callers use this for work whose result
  * does not depend on which thread did what.
  */
 #include <pthread.h>
@@ -20,6 +21,7 @@ static unsigned long gen;     /* bumped for every call that hands out work */
 static unsigned long born[MAX_THREADS]; /* gen when worker i was started: work after that is its */
 static struct {
     int n, next, want, joined, active;
+    int closed; /* every job taken and the caller done with its own: a worker not yet joined stays out */
     void (*fn)(void *, int);
     void *ctx;
 } job;
@@ -60,7 +62,7 @@ static void *worker(void *arg)
         while (gen == seen)
             pthread_cond_wait(&wake, &mu);
         seen = gen;
-        if (index >= job.want) { /* not needed this time */
+        if (index >= job.want || job.closed) { /* not needed this time, or no longer */
             pthread_mutex_unlock(&mu);
             continue;
         }
@@ -112,7 +114,7 @@ void fp8__parallel_for(int n, int threads, void (*fn)(void *ctx, int i), void *c
             break;
         nworkers++;
     }
-    job.n = n, job.next = 0, job.fn = fn, job.ctx = ctx;
+    job.n = n, job.next = 0, job.fn = fn, job.ctx = ctx, job.closed = 0;
     __atomic_store_n(&job.joined, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&job.active, 0, __ATOMIC_RELAXED);
     job.want = T - 1 < nworkers ? T - 1 : nworkers;
@@ -120,13 +122,16 @@ void fp8__parallel_for(int n, int threads, void (*fn)(void *ctx, int i), void *c
     pthread_cond_broadcast(&wake);
     pthread_mutex_unlock(&mu);
     drain(); /* the caller works too, and takes whatever is left */
-    for (int k = 0; k < SPIN && !(__atomic_load_n(&job.joined, __ATOMIC_ACQUIRE) == job.want &&
-                                  __atomic_load_n(&job.active, __ATOMIC_ACQUIRE) == 0);
-         k++)
+    for (int k = 0; k < SPIN && __atomic_load_n(&job.active, __ATOMIC_ACQUIRE) > 0; k++)
         pause_once();
+    /* Every job is taken.  A worker that has not joined by now (its core
+     * busy with another library's threads, say) is not waited for: it
+     * would find nothing to do, and waiting for it to be scheduled cost
+     * whole time slices beside OpenBLAS's spinning threads.  Those that
+     * joined may still be running their last job. */
     pthread_mutex_lock(&mu);
-    while (__atomic_load_n(&job.joined, __ATOMIC_ACQUIRE) < job.want ||
-           __atomic_load_n(&job.active, __ATOMIC_ACQUIRE) > 0) /* every worker asked has come and gone */
+    job.closed = 1;
+    while (__atomic_load_n(&job.active, __ATOMIC_ACQUIRE) > 0)
         pthread_cond_wait(&done, &mu);
     pthread_mutex_unlock(&mu);
     pthread_mutex_unlock(&busy);
