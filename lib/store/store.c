@@ -411,7 +411,9 @@ int fp8_store_add_scalar(fp8_store *s, int name, int64_t step, double value)
         return FP8_ERROR(FP8_EINVAL, "run file: scalar with an unregistered name");
     if (bad_step(step))
         return FP8_EINVAL;
-    disk_scalar d = {(uint32_t)name, step, value};
+    disk_scalar d;
+    memset(&d, 0, sizeof d); /* the padding after id too: a file's bytes are the data's alone */
+    d.id = (uint32_t)name, d.step = step, d.value = value;
     return buf_push(&s->buf[D_SCALARS], &d);
 }
 
@@ -441,7 +443,10 @@ int fp8_store_add_block_amax(fp8_store *s, int tensor, int64_t step, uint64_t ro
         return FP8_OK; /* no space left for them: dropped */
     uint64_t n = rows * per_row;
     buffer *b = &s->buf[D_BAMAX_DATA];
-    disk_bamax ix = {(uint32_t)tensor, step, rows, cols, block, (uint64_t)(b->written + b->n), n};
+    disk_bamax ix;
+    memset(&ix, 0, sizeof ix); /* (its padding: as above) */
+    ix.tensor = (uint32_t)tensor, ix.step = step, ix.rows = rows, ix.cols = cols, ix.block = block;
+    ix.offset = (uint64_t)(b->written + b->n), ix.count = n;
     int e = buf_append(b, amax, (size_t)n);
     return e ? e : buf_push(&s->buf[D_BAMAX_INDEX], &ix);
 }
