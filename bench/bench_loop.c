@@ -168,8 +168,14 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* the median over ROUNDS of each kind's mean step (plain, every=10,
- * every=1), the probes on probe_threads (OpenBLAS's are set by the caller) */
-static int measure(int probe_threads, double out[3])
+ * every=1), the probes on probe_threads (OpenBLAS's are set by the caller),
+ * or made by the run's background thread (background = 1).  In the
+ * background the kinds take turns a block of BLOCK steps at a time, each
+ * probed block timed up to the end of a flush, which waits until the
+ * thread has made all of the block's records: the records cannot hide in
+ * the next plain block's time. */
+#define BLOCK 10
+static int measure(int probe_threads, int background, double out[3])
 {
     double mean[3][ROUNDS];
     for (int r = 0; r < ROUNDS; r++) {
@@ -185,6 +191,7 @@ static int measure(int probe_threads, double out[3])
             fp8_probe_options po = fp8_probe_defaults();
             po.every = every[k];
             po.threads = probe_threads;
+            po.background = background;
             char path[64];
             snprintf(path, sizeof path, "build/bench_loop_every%d.h5", every[k]);
             run[k] = fp8_probe_open(path, &po, NULL, 0);
@@ -192,11 +199,21 @@ static int measure(int probe_threads, double out[3])
                 bad = 1;
         }
         double sum[3] = {0, 0, 0};
-        for (int s = 0; !bad && s < STEPS; s++)
+        for (int s = 0; !bad && !background && s < STEPS; s++)
             for (int k = 0; k < 3; k++) { /* interleaved: the machine's drift falls on all three alike */
                 double t = step(&m[k], run[k], s);
                 if (s >= WARM)
                     sum[k] += t;
+            }
+        for (int s0 = 0; !bad && background && s0 < STEPS; s0 += BLOCK)
+            for (int k = 0; k < 3; k++) {
+                double t0 = bench_now();
+                for (int s = s0; s < s0 + BLOCK; s++)
+                    step(&m[k], run[k], s);
+                if (run[k] && fp8_probe_flush(run[k]) != FP8_OK)
+                    bad = 1;
+                if (s0 >= WARM)
+                    sum[k] += bench_now() - t0;
             }
         for (int k = 0; k < 3; k++) {
             if (run[k] && fp8_probe_close(run[k]) != FP8_OK)
@@ -288,24 +305,37 @@ int bench_loop(void)
     int ok = 1;
     /* OpenBLAS and the probes on one thread, on two, and OpenBLAS on two
      * with the probes on one (no target: it shows what the probes' second
-     * thread costs beside OpenBLAS's, whose idle threads spin) */
-    const int conf[3][2] = {{1, 1}, {2, 2}, {2, 1}};
+     * thread costs beside OpenBLAS's, whose idle threads spin); then
+     * OpenBLAS on one with the records made by the run's background thread
+     * (option background: the step's thread copies the tensors and reads
+     * the amaxes; the records take the other core) */
+    const int conf[4][3] = {{1, 1, 0}, {2, 2, 0}, {2, 1, 0}, {1, 1, 1}};
     double plain1 = 0;
-    for (int c = 0; c < 3; c++) {
-        int threads = conf[c][0], pt = conf[c][1];
+    for (int c = 0; c < 4; c++) {
+        int threads = conf[c][0], pt = conf[c][1], bg = conf[c][2];
         openblas_set_num_threads(threads);
         double t[3];
-        if (measure(pt, t) != 0)
+        if (measure(pt, bg, t) != 0)
             return 1;
-        printf("OpenBLAS threads %d, probe threads %d: plain step %.2f ms (sgemm %.1f GFLOP/s); probed every=10 %.2f ms "
-               "(%.3fx), every=1 %.2f ms (%.3fx; the probes %.2f Gelem/s)\n",
-               threads, pt, t[0] * 1e3, flop / t[0] / 1e9, t[1] * 1e3, t[1] / t[0], t[2] * 1e3, t[2] / t[0],
-               elems / (t[2] - t[0]) / 1e9);
+        if (bg)
+            printf("OpenBLAS threads %d, records in the background (blocks of %d steps, each to the end of a flush): "
+                   "plain step %.2f ms; probed every=10 %.2f ms (%.3fx), every=1 %.2f ms (%.3fx)\n",
+                   threads, BLOCK, t[0] * 1e3, t[1] * 1e3, t[1] / t[0], t[2] * 1e3, t[2] / t[0]);
+        else
+            printf("OpenBLAS threads %d, probe threads %d: plain step %.2f ms (sgemm %.1f GFLOP/s); probed every=10 "
+                   "%.2f ms (%.3fx), every=1 %.2f ms (%.3fx; the probes %.2f Gelem/s)\n",
+                   threads, pt, t[0] * 1e3, flop / t[0] / 1e9, t[1] * 1e3, t[1] / t[0], t[2] * 1e3, t[2] / t[0],
+                   elems / (t[2] - t[0]) / 1e9);
         if (c == 0)
             plain1 = t[0];
         if (threads != pt)
             continue;
         char name[64];
+        if (bg) {
+            ok &= bench_target("loop_every10_background", t[1] * 1e3, "ms", t[0] * 1e3, "the plain step", 1.02, 1);
+            ok &= bench_target("loop_every1_background", t[2] * 1e3, "ms", t[0] * 1e3, "the plain step", 1.15, 1);
+            continue;
+        }
         snprintf(name, sizeof name, "loop_every10_threads%d", threads);
         ok &= bench_target(name, t[1] * 1e3, "ms", t[0] * 1e3, "the plain step", 1.02, 1);
         snprintf(name, sizeof name, "loop_every1_threads%d", threads);

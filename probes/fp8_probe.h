@@ -70,6 +70,16 @@ typedef struct {
                                  id; else FP8_RUN_ID_LEN hex digits, the id every
                                  rank file of one multi-rank run shares
                                  (fp8_probe_open_mpi sets it)               */
+    int background;           /* 0 (default): records are made on the calling
+                                 thread; 1: a record copies the tensor (or, at a
+                                 step that needs only its amax, reads that) and
+                                 returns; the run's own thread makes the record,
+                                 in call order, with the same bits.  Errors it
+                                 meets come back from a later step_end, flush or
+                                 close.  Ignored by fp8_probe_open_mpi's runs.
+                                 docs/probes.md "Background"                    */
+    int64_t background_mb;    /* the copies a background run holds, at most
+                                 (MiB, 256): a record that would pass it waits */
 } fp8_probe_options;
 
 /* Steps are 0..FP8_STEP_MAX (2^62) everywhere: the API refuses others, and
@@ -83,7 +93,7 @@ fp8_probe_options fp8_probe_defaults(void);
  * option set by name from text ("every", "start", "end", "exp_hist",
  * "flush_steps", "flush_seconds", "snapshot_pattern", "snapshot_every",
  * "snapshot_pairs", "snapshot_codes", "series", "block_amax_every",
- * "threads", "run_id").
+ * "threads", "background", "background_mb", "run_id").
  * snapshot_pattern and run_id keep the pointer: the text must outlive
  * fp8_probe_open.
  * FP8_EINVAL naming an unknown key or a value that is not a number. */

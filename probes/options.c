@@ -28,6 +28,8 @@ fp8_probe_options fp8_probe_defaults(void)
     o.series = 1;
     o.block_amax_every = 0;
     o.threads = 1;
+    o.background = 0;
+    o.background_mb = 256;
     return o;
 }
 
@@ -72,6 +74,8 @@ int fp8_probe_option_set(fp8_probe_options *o, const char *key, const char *valu
         {"series", offsetof(fp8_probe_options, series), 1},
         {"block_amax_every", offsetof(fp8_probe_options, block_amax_every), 0},
         {"threads", offsetof(fp8_probe_options, threads), 1},
+        {"background", offsetof(fp8_probe_options, background), 1},
+        {"background_mb", offsetof(fp8_probe_options, background_mb), 0},
     };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         if (strcmp(key, keys[i].k) == 0) {
@@ -93,5 +97,5 @@ int fp8_probe_option_set(fp8_probe_options *o, const char *key, const char *valu
         }
     return FP8_ERROR(FP8_EINVAL, "probe option: unknown key '%s' (every, start, end, exp_hist, flush_steps, "
                                  "flush_seconds, snapshot_pattern, snapshot_every, snapshot_pairs, snapshot_codes, "
-                                 "series, block_amax_every, threads, run_id)", key);
+                                 "series, block_amax_every, threads, background, background_mb, run_id)", key);
 }

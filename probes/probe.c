@@ -18,7 +18,21 @@
 #include "live.h"
 #include "datasets.h" /* fp8__store_set_threads */
 
-void fp8__probe_run_set_groups(fp8_probe_run *run, fp8__groups *g) { run->groups = g; }
+void fp8__probe_run_set_groups(fp8_probe_run *run, fp8__groups *g)
+{
+    run->groups = g;
+    if (g && run->bg) { /* reductions over ranks are collective calls: on the calling thread */
+        fp8__bg_stop(run->bg);
+        run->bg = NULL;
+    }
+}
+
+/* (probe_internal.h) */
+void fp8__probe_settle(fp8_probe_run *run)
+{
+    if (run->bg)
+        fp8__bg_drain(run->bg);
+}
 
 /* Recipe i of p is a delayed one reducing over group gi. */
 static int reduces_delayed(const fp8_probe *p, int i, int gi)
@@ -53,9 +67,11 @@ fp8_probe_run *fp8_probe_open(const char *path, const fp8_probe_options *opts, c
     fp8_probe_options o = opts ? *opts : fp8_probe_defaults();
     if (o.every < 1 || o.flush_steps < 1 || o.snapshot_every < 1 || !(o.flush_seconds >= 0) || o.block_amax_every < 0 ||
         o.threads < 1 || o.threads > 16 || o.every > FP8_STEP_MAX || o.snapshot_every > FP8_STEP_MAX ||
-        o.block_amax_every > FP8_STEP_MAX) {
+        o.block_amax_every > FP8_STEP_MAX || (o.background != 0 && o.background != 1) || o.background_mb < 1 ||
+        o.background_mb > (1 << 20)) {
         FP8_ERROR(FP8_EINVAL, "probe options: every, flush_steps and snapshot_every must be in 1..2^62, "
-                              "block_amax_every in 0..2^62, flush_seconds >= 0, threads 1..16");
+                              "block_amax_every in 0..2^62, flush_seconds >= 0, threads 1..16, background 0 or 1, "
+                              "background_mb 1..2^20");
         return NULL;
     }
     if (o.start < 0 || o.start > FP8_STEP_MAX || o.end < -1 || o.end > FP8_STEP_MAX) {
@@ -86,8 +102,11 @@ fp8_probe_run *fp8_probe_open(const char *path, const fp8_probe_options *opts, c
     fp8__store_set_threads(run->store, o.threads); /* a flush's chunks encoded on the probe's threads */
     run->last_flush = now_seconds();
     pthread_mutex_init(&run->lock, NULL);
+    if (o.background) /* (when the thread cannot be started, the calls do their work themselves) */
+        run->bg = fp8__bg_start(run, (size_t)o.background_mb << 20);
     if (fp8__live_add(run, FP8__LIVE_RUN) != 0) {
         FP8_ERROR(FP8_ENOMEM, "probe: out of memory");
+        fp8__bg_stop(run->bg);
         fp8_store_close(run->store);
         free(run->snapshot_pattern);
         pthread_mutex_destroy(&run->lock);
@@ -125,6 +144,7 @@ fp8_probe *fp8_probe_declare(fp8_probe_run *run, const char *name, fp8_role role
                                                              : "the run is closed (or was never opened)");
         return NULL;
     }
+    fp8__probe_settle(run);
     if (nshadow > 0 && !shadows) {
         FP8_ERROR(FP8_EINVAL, "probe '%.60s': %d shadow recipes but the array is NULL", name, nshadow);
         return NULL;
@@ -359,13 +379,24 @@ int fp8_probe_scalar(fp8_probe_run *run, const char *name, int64_t step, double 
     if (fp8__probe_check_step("fp8_probe_scalar", step) != FP8_OK)
         return FP8_EINVAL;
     pthread_mutex_lock(&run->lock);
+    int id = run->io_failed ? -1 : fp8_store_scalar_name(run->store, name);
+    int named = run->io_failed || id >= 0;
+    pthread_mutex_unlock(&run->lock);
+    if (!named)
+        return FP8_EINVAL;
+    if (run->bg)
+        return fp8__bg_scalar(run->bg, id, step, value);
+    return fp8__probe_scalar_now(run, id, step, value);
+}
+
+int fp8__probe_scalar_now(fp8_probe_run *run, int id, int64_t step, double value)
+{
+    pthread_mutex_lock(&run->lock);
     int st = FP8_OK;
-    if (run->io_failed) {
+    if (run->io_failed || id < 0)
         run->dropped++;
-    } else {
-        int id = fp8_store_scalar_name(run->store, name);
-        st = id < 0 ? FP8_EINVAL : fp8_store_add_scalar(run->store, id, step, value);
-    }
+    else
+        st = fp8_store_add_scalar(run->store, id, step, value);
     pthread_mutex_unlock(&run->lock);
     return st;
 }
@@ -435,11 +466,19 @@ static int reduce_delayed(fp8_probe_run *run)
 
 int fp8_probe_step_end(fp8_probe_run *run, int64_t step)
 {
-    (void)step;
     if (!run)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_step_end: the run is NULL");
     if (!fp8__live_has(run, FP8__LIVE_RUN))
         return fp8__probe_closed("fp8_probe_step_end", run);
+    if (run->bg) {
+        fp8__bg_step_end(run->bg, step);
+        return fp8__bg_error(run->bg);
+    }
+    return fp8__probe_step_end_now(run);
+}
+
+int fp8__probe_step_end_now(fp8_probe_run *run)
+{
     pthread_mutex_lock(&run->lock);
     int rst = reduce_delayed(run);
     for (int k = 0; k < run->nprobes; k++) {
@@ -469,10 +508,15 @@ int fp8_probe_flush(fp8_probe_run *run)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_flush: the run is NULL");
     if (!fp8__live_has(run, FP8__LIVE_RUN))
         return fp8__probe_closed("fp8_probe_flush", run);
+    int bst = FP8_OK;
+    if (run->bg) {
+        fp8__bg_drain(run->bg);
+        bst = fp8__bg_error(run->bg);
+    }
     pthread_mutex_lock(&run->lock);
     int st = flush_locked(run);
     pthread_mutex_unlock(&run->lock);
-    return st;
+    return st != FP8_OK ? st : bst;
 }
 
 int fp8_probe_set_training(fp8_probe_run *run, int training)
@@ -487,7 +531,10 @@ int fp8_probe_set_training(fp8_probe_run *run, int training)
 
 uint64_t fp8_probe_dropped(const fp8_probe_run *run)
 {
-    return run && fp8__live_has(run, FP8__LIVE_RUN) ? run->dropped : 0;
+    if (!run || !fp8__live_has(run, FP8__LIVE_RUN))
+        return 0;
+    fp8__probe_settle((fp8_probe_run *)run);
+    return run->dropped;
 }
 
 int fp8_probe_close(fp8_probe_run *run)
@@ -497,6 +544,13 @@ int fp8_probe_close(fp8_probe_run *run)
     if (!fp8__live_has(run, FP8__LIVE_RUN))
         return fp8__probe_closed("fp8_probe_close", run);
     fp8__live_remove(run); /* from here on, other calls with it are refused */
+    int bst = FP8_OK;
+    if (run->bg) { /* what it was handed, done; then no more thread */
+        fp8__bg_drain(run->bg);
+        bst = fp8__bg_error(run->bg);
+        fp8__bg_stop(run->bg);
+        run->bg = NULL;
+    }
     pthread_mutex_lock(&run->lock);
     for (int k = 0; k < run->nprobes; k++) { /* a last step whose step_end never came */
         fp8_probe *p = run->probes[k];
@@ -510,6 +564,8 @@ int fp8_probe_close(fp8_probe_run *run)
     int cst = fp8_store_close(run->store); /* flushes what is buffered */
     if (st == FP8_OK)
         st = cst;
+    if (st == FP8_OK)
+        st = bst;
     for (int k = 0; k < run->nprobes; k++)
         probe_free(run->probes[k]);
     free(run->probes);
@@ -531,6 +587,7 @@ int fp8_probe_active_scale(fp8_probe *p, float *scale, float *scale_inv)
     if (!p->has_active || p->st[0]->recipe.kind != FP8_RECIPE_DELAYED)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_active_scale '%s': the active recipe is not a per-tensor delayed "
                                      "recipe (its scale comes from each tensor)", p->name);
+    fp8__probe_settle(p->run);
     pthread_mutex_lock(&p->lock);
     *scale = p->st[0]->scale, *scale_inv = p->st[0]->scale_inv;
     pthread_mutex_unlock(&p->lock);
@@ -554,6 +611,7 @@ int fp8_probe_last_stats(fp8_probe *p, int i, int64_t *step, fp8_stats *out)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_last_stats: %s is NULL", !p ? "the probe" : "an output");
     if (!fp8__live_has(p, FP8__LIVE_PROBE))
         return fp8__probe_dead("fp8_probe_last_stats", p);
+    fp8__probe_settle(p->run);
     pthread_mutex_lock(&p->run->lock);
     int ok = p->last && i >= 0 && i < p->nrec;
     if (ok)

@@ -18,6 +18,7 @@
 
 #include "fp8_probe.h"
 #include "fp8_store.h"
+#include "background.h"
 #include "groups.h"
 #include "recipe_state.h"
 
@@ -83,6 +84,7 @@ struct fp8_probe_run {
     uint64_t dropped;
     int eval; /* fp8_probe_set_training(run, 0): record nothing, apply only casts */
     fp8__groups *groups; /* named communicators of a multi-rank run (NULL: one process) */
+    fp8__bg *bg;         /* the option background: the run's own thread (NULL: none) */
 };
 
 /* The errors of a handle that is not a live probe / run, naming fn. */
@@ -97,5 +99,16 @@ int fp8__probe_check_step(const char *fn, int64_t step);
 
 /* Store a probe's series rows for the step in a (run lock held). */
 void fp8__probe_store_series(fp8_probe_run *run, const fp8_probe *p, const step_acc *a);
+
+/* The run's background thread (if any) done with all it was handed: before
+ * a call that reads or changes what that thread works on. */
+void fp8__probe_settle(fp8_probe_run *run);
+
+/* What the calls do past their checks, on whichever thread does them (the
+ * caller's, or the run's background thread: background.h). */
+int fp8__probe_record_now(fp8_probe *p, int64_t step, const float *x, size_t rows, size_t cols);
+void fp8__probe_note_now(fp8_probe *p, int64_t step, float amax, unsigned nonfinite);
+int fp8__probe_scalar_now(fp8_probe_run *run, int scalar, int64_t step, double value);
+int fp8__probe_step_end_now(fp8_probe_run *run);
 
 #endif

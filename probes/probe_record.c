@@ -258,6 +258,7 @@ int fp8_probe_smooth_from(fp8_probe *weight, fp8_probe *input)
         return fp8__probe_dead("fp8_probe_smooth_from", weight);
     if (!fp8__live_has(input, FP8__LIVE_PROBE))
         return fp8__probe_dead("fp8_probe_smooth_from", input);
+    fp8__probe_settle(input->run);
     if (weight == input || weight->run != input->run)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_smooth_from '%s': the input must be another probe of the same run",
                          weight->name);
@@ -279,6 +280,7 @@ int fp8_probe_cast_recipe(fp8_probe *p, const char *spec, const float *x, size_t
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_cast_recipe: %s is NULL", !p ? "the probe" : !out ? "out" : "the spec");
     if (!fp8__live_has(p, FP8__LIVE_PROBE))
         return fp8__probe_dead("fp8_probe_cast_recipe", p);
+    fp8__probe_settle(p->run);
     int e = fp8__probe_check_tensor("fp8_probe_cast_recipe", x, rows, cols, sizeof(float));
     if (e != FP8_OK)
         return e;
@@ -459,6 +461,30 @@ static int probe_run(fp8_probe *p, int64_t step, const float *x, size_t rows, si
     return st != FP8_OK ? st : rst;
 }
 
+/* A record handed to the run's background thread: at a step that needs
+ * only x's amax (fp8_probe_needs_tensor), the amax read here and noted
+ * there; else a copy of x, recorded there.  A tensor larger than the
+ * copies' bound, or no memory for its copy: recorded here, after all
+ * that came before. */
+static int record_background(fp8_probe *p, int64_t step, const float *x, size_t rows, size_t cols)
+{
+    fp8__bg *b = p->run->bg;
+    if (!needs_tensor(p, step)) {
+        fp8_amax_info ai;
+        fp8_tensor_amax(x, rows * cols, &ai);
+        fp8__bg_note(b, p, step, ai.amax, (ai.inf_count ? 1u : 0u) | (ai.nan_count ? 2u : 0u));
+        return FP8_OK;
+    }
+    float *copy = fp8__bg_buffer(b, rows * cols);
+    if (!copy) {
+        fp8__bg_drain(b);
+        return probe_run(p, step, x, rows, cols, NULL);
+    }
+    memcpy(copy, x, rows * cols * sizeof *copy);
+    fp8__bg_record(b, p, step, copy, rows, cols);
+    return FP8_OK;
+}
+
 int fp8_probe_record(fp8_probe *p, int64_t step, const float *x, size_t rows, size_t cols)
 {
     if (!p)
@@ -472,6 +498,13 @@ int fp8_probe_record(fp8_probe *p, int64_t step, const float *x, size_t rows, si
         return e;
     if (__atomic_load_n(&p->run->eval, __ATOMIC_RELAXED))
         return FP8_OK;
+    if (p->run->bg)
+        return record_background(p, step, x, rows, cols);
+    return probe_run(p, step, x, rows, cols, NULL);
+}
+
+int fp8__probe_record_now(fp8_probe *p, int64_t step, const float *x, size_t rows, size_t cols)
+{
     return probe_run(p, step, x, rows, cols, NULL);
 }
 
@@ -493,7 +526,10 @@ int fp8_probe_record_bits(fp8_probe *p, int64_t step, const uint16_t *x, fp8_dty
     if (!rows || !cols || rows > SIZE_MAX / cols / sizeof(float))
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_record_bits: bad shape %zux%zu", rows, cols);
     size_t n = rows * cols;
-    float *f = malloc(n * sizeof *f);
+    fp8__bg *b = p->run->bg && needs_tensor(p, step) ? p->run->bg : NULL; /* (else the amax of f, below) */
+    float *f = b ? fp8__bg_buffer(b, n) : NULL;
+    if (!f)
+        b = NULL, f = malloc(n * sizeof *f);
     if (!f)
         return FP8_ERROR(FP8_ENOMEM, "fp8_probe_record_bits: out of memory for %zu elements", n);
     if (dtype == FP8_DTYPE_BF16) {
@@ -506,7 +542,11 @@ int fp8_probe_record_bits(fp8_probe *p, int64_t step, const uint16_t *x, fp8_dty
         for (size_t i = 0; i < n; i++)
             f[i] = fp8_format_decode(h, x[i]);
     }
-    int st = probe_run(p, step, f, rows, cols, NULL);
+    if (b) { /* converted straight into the background thread's copy */
+        fp8__bg_record(b, p, step, f, rows, cols);
+        return FP8_OK;
+    }
+    int st = p->run->bg ? record_background(p, step, f, rows, cols) : probe_run(p, step, f, rows, cols, NULL);
     free(f);
     return st;
 }
@@ -517,6 +557,7 @@ int fp8_probe_apply(fp8_probe *p, int64_t step, const float *x, size_t rows, siz
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_apply: %s is NULL", !p ? "the probe" : "out");
     if (!fp8__live_has(p, FP8__LIVE_PROBE))
         return fp8__probe_dead("fp8_probe_apply", p);
+    fp8__probe_settle(p->run);
     int e = fp8__probe_check_tensor("fp8_probe_apply", x, rows, cols, sizeof(float));
     if (e == FP8_OK)
         e = fp8__probe_check_step("fp8_probe_apply", step);
@@ -533,6 +574,7 @@ int fp8_probe_cast(fp8_probe *p, const float *x, size_t rows, size_t cols, float
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_cast: %s is NULL", !p ? "the probe" : "out");
     if (!fp8__live_has(p, FP8__LIVE_PROBE))
         return fp8__probe_dead("fp8_probe_cast", p);
+    fp8__probe_settle(p->run);
     int e = fp8__probe_check_tensor("fp8_probe_cast", x, rows, cols, sizeof(float));
     if (e != FP8_OK)
         return e;
@@ -558,6 +600,7 @@ int fp8_probe_needs_tensor(fp8_probe *p, int64_t step)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_needs_tensor: the probe is NULL");
     if (!fp8__live_has(p, FP8__LIVE_PROBE))
         return fp8__probe_dead("fp8_probe_needs_tensor", p);
+    fp8__probe_settle(p->run);
     int e = fp8__probe_check_step("fp8_probe_needs_tensor", step);
     if (e != FP8_OK)
         return e;
@@ -584,6 +627,15 @@ int fp8_probe_note_amax(fp8_probe *p, int64_t step, float amax, unsigned nonfini
                          p->name, (long long)step);
     if (__atomic_load_n(&p->run->eval, __ATOMIC_RELAXED))
         return FP8_OK; /* evaluation: nothing moves */
+    if (p->run->bg)
+        fp8__bg_note(p->run->bg, p, step, amax, nonfinite);
+    else
+        fp8__probe_note_now(p, step, amax, nonfinite);
+    return FP8_OK;
+}
+
+void fp8__probe_note_now(fp8_probe *p, int64_t step, float amax, unsigned nonfinite)
+{
     fp8_amax_info ai = {amax, (nonfinite & 1u) ? 1u : 0u, (nonfinite & 2u) ? 1u : 0u};
     const fp8_probe_options *o = &p->run->opt;
     int in_window = in_window_of(o, step);
@@ -603,5 +655,4 @@ int fp8_probe_note_amax(fp8_probe *p, int64_t step, float amax, unsigned nonfini
         fp8__probe_store_series(p->run, p, &done);
         pthread_mutex_unlock(&p->run->lock);
     }
-    return FP8_OK;
 }

@@ -53,6 +53,7 @@ int main(int argc, char **argv)
     register_store_tests();
     register_probe_tests();
     register_device_tests();
+    register_background_tests();
     register_layers_tests();
     register_model_tests();
     register_analyses_tests();

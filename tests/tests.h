@@ -31,6 +31,7 @@ void register_shadows_tests(void);
 void register_answers_tests(void);
 void register_glance_tests(void);
 void register_device_tests(void);
+void register_background_tests(void);
 
 /* pipe + fork: the child keeps fd[1] (to write), the parent fd[0] (to
  * read); returns fork's pid, -1 on failure. */

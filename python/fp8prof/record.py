@@ -150,7 +150,8 @@ class Run:
     """A run file being written.  Options by name (probe options of
     fp8_probe.h): every, start, end, exp_hist, flush_steps, flush_seconds,
     snapshot_pattern, snapshot_every, snapshot_pairs, snapshot_codes,
-    series, block_amax_every, threads.  meta: /meta key/value pairs
+    series, block_amax_every, threads, background, background_mb.  meta:
+    /meta key/value pairs
     (docs/schema.md lists the keys the analyses read: recipe, applied,
     seed, smooth_swiglu, steps)."""
 

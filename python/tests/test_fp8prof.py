@@ -185,6 +185,33 @@ class TestRecordAndRead(unittest.TestCase):
         self.assertEqual(len(inp), 6)
         r.close()
 
+    def test_background_records_equal_the_calling_threads(self):
+        """background=True: each record is made by the run's own thread from
+        a copy; the caller overwrites its array as soon as the call returns,
+        and the records, step rows and scalars equal a run without it."""
+        runs = []
+        for bg in (False, True):
+            path = os.path.join(TMP, "bg%d.h5" % bg)
+            rng = np.random.default_rng(5)
+            x = np.empty((32, 256), dtype=np.float32)
+            with fp8prof.Run(path, every=2, flush_steps=3, background=bg) as run:
+                p = run.probe("layers.0.mlp.input", "activation", 0, "hybrid:delayed",
+                              ["e4m3:current", "mxfp8", "e4m3:block=1x128"])
+                for s in range(9):
+                    x[...] = rng.standard_normal(x.shape) * (1 + s)
+                    p.record(s, x)
+                    x[...] = np.nan  # the caller's buffer reused at once
+                    run.scalar("loss", s, 1.0 / (1 + s))
+                    run.step_end(s)
+            r = fp8prof.open_run(path)
+            runs.append((r.records.copy(), r.scalars("loss")))
+            r.close()
+        (ra, sa), (rb, sb) = runs
+        self.assertEqual(len(ra), 5 * 4)
+        for name in ra.dtype.names:  # field by field (the rows' padding is not data)
+            self.assertTrue(np.array_equal(ra[name], rb[name], equal_nan=ra[name].dtype.kind == "f"), name)
+        self.assertTrue(np.array_equal(sa[1], sb[1]))
+
     def test_bfloat16_bits(self):
         path = os.path.join(TMP, "bf.h5")
         x = np.linspace(-3, 3, 256, dtype=np.float32).reshape(2, 128)
