@@ -8,13 +8,18 @@
 #include <string.h>
 
 #include "background.h"
-#include "probe_internal.h"
 
 enum { JOB_RECORD, JOB_NOTE, JOB_SCALAR, JOB_STEP_END };
 
 typedef struct job {
     struct job *next;
     int kind;
+    union { /* the caller's function for the kind */
+        fp8__bg_record_fn record;
+        fp8__bg_note_fn note;
+        fp8__bg_scalar_fn scalar;
+        fp8__bg_step_end_fn step_end;
+    } fn;
     fp8_probe *p;
     int64_t step;
     float *x; /* JOB_RECORD: the copy, cap = rows x cols floats (reserved) */
@@ -59,16 +64,16 @@ static void run_job(fp8__bg *b, job *j)
     int st = FP8_OK;
     switch (j->kind) {
     case JOB_RECORD:
-        st = fp8__probe_record_now(j->p, j->step, j->x, j->rows, j->cols);
+        st = j->fn.record(j->p, j->step, j->x, j->rows, j->cols);
         break;
     case JOB_NOTE:
-        fp8__probe_note_now(j->p, j->step, j->amax, j->nonfinite);
+        j->fn.note(j->p, j->step, j->amax, j->nonfinite);
         break;
     case JOB_SCALAR:
-        st = fp8__probe_scalar_now(b->run, j->scalar, j->step, j->value);
+        st = j->fn.scalar(b->run, j->scalar, j->step, j->value);
         break;
     default:
-        st = fp8__probe_step_end_now(b->run);
+        st = j->fn.step_end(b->run);
         break;
     }
     if (st != FP8_OK) {
@@ -198,12 +203,13 @@ static void push(fp8__bg *b, job *j, job *fallback)
     pthread_mutex_unlock(&b->mu);
 }
 
-void fp8__bg_record(fp8__bg *b, fp8_probe *p, int64_t step, float *x, size_t rows, size_t cols)
+void fp8__bg_record(fp8__bg *b, fp8__bg_record_fn fn, fp8_probe *p, int64_t step, float *x, size_t rows,
+                    size_t cols)
 {
-    job *j = new_job(JOB_RECORD, p, step), here = {.kind = JOB_RECORD, .p = p, .step = step, .x = x};
+    job *j = new_job(JOB_RECORD, p, step), here = {.kind = JOB_RECORD, .fn.record = fn, .p = p, .step = step, .x = x};
     here.rows = rows, here.cols = cols;
     if (j)
-        j->x = x, j->rows = rows, j->cols = cols, j->cap = rows * cols;
+        j->fn.record = fn, j->x = x, j->rows = rows, j->cols = cols, j->cap = rows * cols;
     push(b, j, &here);
     if (!j) { /* done here: the buffer back */
         pthread_mutex_lock(&b->mu);
@@ -212,29 +218,31 @@ void fp8__bg_record(fp8__bg *b, fp8_probe *p, int64_t step, float *x, size_t row
     }
 }
 
-void fp8__bg_note(fp8__bg *b, fp8_probe *p, int64_t step, float amax, unsigned nonfinite)
+void fp8__bg_note(fp8__bg *b, fp8__bg_note_fn fn, fp8_probe *p, int64_t step, float amax, unsigned nonfinite)
 {
-    job *j = new_job(JOB_NOTE, p, step), here = {.kind = JOB_NOTE, .p = p, .step = step};
+    job *j = new_job(JOB_NOTE, p, step), here = {.kind = JOB_NOTE, .fn.note = fn, .p = p, .step = step};
     here.amax = amax, here.nonfinite = nonfinite;
     if (j)
-        j->amax = amax, j->nonfinite = nonfinite;
+        j->fn.note = fn, j->amax = amax, j->nonfinite = nonfinite;
     push(b, j, &here);
 }
 
-int fp8__bg_scalar(fp8__bg *b, int scalar, int64_t step, double value)
+int fp8__bg_scalar(fp8__bg *b, fp8__bg_scalar_fn fn, int scalar, int64_t step, double value)
 {
-    job *j = new_job(JOB_SCALAR, NULL, step), here = {.kind = JOB_SCALAR, .step = step};
+    job *j = new_job(JOB_SCALAR, NULL, step), here = {.kind = JOB_SCALAR, .fn.scalar = fn, .step = step};
     here.scalar = scalar, here.value = value;
     if (j)
-        j->scalar = scalar, j->value = value;
+        j->fn.scalar = fn, j->scalar = scalar, j->value = value;
     push(b, j, &here);
     return FP8_OK;
 }
 
-void fp8__bg_step_end(fp8__bg *b, int64_t step)
+void fp8__bg_step_end(fp8__bg *b, fp8__bg_step_end_fn fn, int64_t step)
 {
-    job here = {.kind = JOB_STEP_END, .step = step};
-    push(b, new_job(JOB_STEP_END, NULL, step), &here);
+    job *j = new_job(JOB_STEP_END, NULL, step), here = {.kind = JOB_STEP_END, .fn.step_end = fn, .step = step};
+    if (j)
+        j->fn.step_end = fn;
+    push(b, j, &here);
 }
 
 void fp8__bg_drain(fp8__bg *b)

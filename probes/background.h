@@ -9,7 +9,8 @@
  *
  * Every other call on the run or its probes first waits until the thread
  * has done all that was handed to it (fp8__bg_drain), then runs as without
- * the option.  What the thread's calls return is kept: the first error
+ * the option.  What a job does is the caller's function, handed with it:
+ * this queue knows nothing of probes beyond their handles.  What the thread's calls return is kept: the first error
  * since it was last asked for (fp8__bg_error) is returned by the next step
  * end, flush or close.
  */
@@ -23,6 +24,12 @@
 
 typedef struct fp8__bg fp8__bg;
 
+/* What the thread calls for each kind of job (status FP8_OK or an error). */
+typedef int (*fp8__bg_record_fn)(fp8_probe *p, int64_t step, const float *x, size_t rows, size_t cols);
+typedef void (*fp8__bg_note_fn)(fp8_probe *p, int64_t step, float amax, unsigned nonfinite);
+typedef int (*fp8__bg_scalar_fn)(fp8_probe_run *run, int scalar, int64_t step, double value);
+typedef int (*fp8__bg_step_end_fn)(fp8_probe_run *run);
+
 /* The thread started for run, with copies bounded to cap bytes; NULL when
  * it cannot be started (the run then works on the calling thread). */
 fp8__bg *fp8__bg_start(fp8_probe_run *run, size_t cap);
@@ -34,15 +41,17 @@ fp8__bg *fp8__bg_start(fp8_probe_run *run, size_t cap);
  * a loop records the same shapes step after step. */
 float *fp8__bg_buffer(fp8__bg *b, size_t n);
 
-/* Hand over a record of p at step of x (rows x cols, from fp8__bg_buffer;
- * the thread's from now on). */
-void fp8__bg_record(fp8__bg *b, fp8_probe *p, int64_t step, float *x, size_t rows, size_t cols);
+/* Hand over fn(p, step, x, rows, cols), x from fp8__bg_buffer (the
+ * thread's from now on). */
+void fp8__bg_record(fp8__bg *b, fp8__bg_record_fn fn, fp8_probe *p, int64_t step, float *x, size_t rows,
+                    size_t cols);
 
-/* Hand over fp8_probe_note_amax(p, step, amax, nonfinite), a scalar (by
- * its id in the run file, taken on the calling thread) and a step end. */
-void fp8__bg_note(fp8__bg *b, fp8_probe *p, int64_t step, float amax, unsigned nonfinite);
-int fp8__bg_scalar(fp8__bg *b, int scalar, int64_t step, double value);
-void fp8__bg_step_end(fp8__bg *b, int64_t step);
+/* Hand over a noted amax, a scalar (by its id in the run file, taken on
+ * the calling thread) and a step end: fn called with these arguments (the
+ * run's own for the last two). */
+void fp8__bg_note(fp8__bg *b, fp8__bg_note_fn fn, fp8_probe *p, int64_t step, float amax, unsigned nonfinite);
+int fp8__bg_scalar(fp8__bg *b, fp8__bg_scalar_fn fn, int scalar, int64_t step, double value);
+void fp8__bg_step_end(fp8__bg *b, fp8__bg_step_end_fn fn, int64_t step);
 
 /* Wait until the thread has done everything handed to it. */
 void fp8__bg_drain(fp8__bg *b);

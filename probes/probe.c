@@ -18,6 +18,11 @@
 #include "live.h"
 #include "datasets.h" /* fp8__store_set_threads */
 
+/* What fp8_probe_scalar and fp8_probe_step_end do past their checks, on
+ * the calling thread or the run's background thread (background.h). */
+static int scalar_now(fp8_probe_run *run, int id, int64_t step, double value);
+static int step_end_now(fp8_probe_run *run);
+
 void fp8__probe_run_set_groups(fp8_probe_run *run, fp8__groups *g)
 {
     run->groups = g;
@@ -385,11 +390,11 @@ int fp8_probe_scalar(fp8_probe_run *run, const char *name, int64_t step, double 
     if (!named)
         return FP8_EINVAL;
     if (run->bg)
-        return fp8__bg_scalar(run->bg, id, step, value);
-    return fp8__probe_scalar_now(run, id, step, value);
+        return fp8__bg_scalar(run->bg, scalar_now, id, step, value);
+    return scalar_now(run, id, step, value);
 }
 
-int fp8__probe_scalar_now(fp8_probe_run *run, int id, int64_t step, double value)
+static int scalar_now(fp8_probe_run *run, int id, int64_t step, double value)
 {
     pthread_mutex_lock(&run->lock);
     int st = FP8_OK;
@@ -471,13 +476,13 @@ int fp8_probe_step_end(fp8_probe_run *run, int64_t step)
     if (!fp8__live_has(run, FP8__LIVE_RUN))
         return fp8__probe_closed("fp8_probe_step_end", run);
     if (run->bg) {
-        fp8__bg_step_end(run->bg, step);
+        fp8__bg_step_end(run->bg, step_end_now, step);
         return fp8__bg_error(run->bg);
     }
-    return fp8__probe_step_end_now(run);
+    return step_end_now(run);
 }
 
-int fp8__probe_step_end_now(fp8_probe_run *run)
+static int step_end_now(fp8_probe_run *run)
 {
     pthread_mutex_lock(&run->lock);
     int rst = reduce_delayed(run);

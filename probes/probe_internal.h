@@ -104,11 +104,4 @@ void fp8__probe_store_series(fp8_probe_run *run, const fp8_probe *p, const step_
  * a call that reads or changes what that thread works on. */
 void fp8__probe_settle(fp8_probe_run *run);
 
-/* What the calls do past their checks, on whichever thread does them (the
- * caller's, or the run's background thread: background.h). */
-int fp8__probe_record_now(fp8_probe *p, int64_t step, const float *x, size_t rows, size_t cols);
-void fp8__probe_note_now(fp8_probe *p, int64_t step, float amax, unsigned nonfinite);
-int fp8__probe_scalar_now(fp8_probe_run *run, int scalar, int64_t step, double value);
-int fp8__probe_step_end_now(fp8_probe_run *run);
-
 #endif

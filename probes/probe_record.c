@@ -18,6 +18,11 @@
 #include "quantize_many.h"
 #include "smooth.h"
 
+/* What fp8_probe_record and fp8_probe_note_amax do past their checks, on
+ * the calling thread or the run's background thread (background.h). */
+static int record_now(fp8_probe *p, int64_t step, const float *x, size_t rows, size_t cols);
+static void note_now(fp8_probe *p, int64_t step, float amax, unsigned nonfinite);
+
 static int recorded_step(const fp8_probe_options *o, int64_t step)
 {
     if (step < o->start || (o->end >= 0 && step > o->end))
@@ -472,7 +477,7 @@ static int record_background(fp8_probe *p, int64_t step, const float *x, size_t 
     if (!needs_tensor(p, step)) {
         fp8_amax_info ai;
         fp8_tensor_amax(x, rows * cols, &ai);
-        fp8__bg_note(b, p, step, ai.amax, (ai.inf_count ? 1u : 0u) | (ai.nan_count ? 2u : 0u));
+        fp8__bg_note(b, note_now, p, step, ai.amax, (ai.inf_count ? 1u : 0u) | (ai.nan_count ? 2u : 0u));
         return FP8_OK;
     }
     float *copy = fp8__bg_buffer(b, rows * cols);
@@ -481,7 +486,7 @@ static int record_background(fp8_probe *p, int64_t step, const float *x, size_t 
         return probe_run(p, step, x, rows, cols, NULL);
     }
     memcpy(copy, x, rows * cols * sizeof *copy);
-    fp8__bg_record(b, p, step, copy, rows, cols);
+    fp8__bg_record(b, record_now, p, step, copy, rows, cols);
     return FP8_OK;
 }
 
@@ -503,7 +508,7 @@ int fp8_probe_record(fp8_probe *p, int64_t step, const float *x, size_t rows, si
     return probe_run(p, step, x, rows, cols, NULL);
 }
 
-int fp8__probe_record_now(fp8_probe *p, int64_t step, const float *x, size_t rows, size_t cols)
+static int record_now(fp8_probe *p, int64_t step, const float *x, size_t rows, size_t cols)
 {
     return probe_run(p, step, x, rows, cols, NULL);
 }
@@ -543,7 +548,7 @@ int fp8_probe_record_bits(fp8_probe *p, int64_t step, const uint16_t *x, fp8_dty
             f[i] = fp8_format_decode(h, x[i]);
     }
     if (b) { /* converted straight into the background thread's copy */
-        fp8__bg_record(b, p, step, f, rows, cols);
+        fp8__bg_record(b, record_now, p, step, f, rows, cols);
         return FP8_OK;
     }
     int st = p->run->bg ? record_background(p, step, f, rows, cols) : probe_run(p, step, f, rows, cols, NULL);
@@ -628,13 +633,13 @@ int fp8_probe_note_amax(fp8_probe *p, int64_t step, float amax, unsigned nonfini
     if (__atomic_load_n(&p->run->eval, __ATOMIC_RELAXED))
         return FP8_OK; /* evaluation: nothing moves */
     if (p->run->bg)
-        fp8__bg_note(p->run->bg, p, step, amax, nonfinite);
+        fp8__bg_note(p->run->bg, note_now, p, step, amax, nonfinite);
     else
-        fp8__probe_note_now(p, step, amax, nonfinite);
+        note_now(p, step, amax, nonfinite);
     return FP8_OK;
 }
 
-void fp8__probe_note_now(fp8_probe *p, int64_t step, float amax, unsigned nonfinite)
+static void note_now(fp8_probe *p, int64_t step, float amax, unsigned nonfinite)
 {
     fp8_amax_info ai = {amax, (nonfinite & 1u) ? 1u : 0u, (nonfinite & 2u) ? 1u : 0u};
     const fp8_probe_options *o = &p->run->opt;

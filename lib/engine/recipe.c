@@ -487,17 +487,6 @@ uint32_t fp8_scale_mx(const fp8_format *elem, float block_amax, fp8_mx_round mod
     return r;
 }
 
-fp8_recipe_state *fp8_recipe_state_new(const char *spec, const char *role)
-{
-    fp8_recipe r;
-    fp8_role ro = FP8_ROLE_ACTIVATION;
-    if (role && fp8_role_parse(role, &ro) != FP8_OK)
-        return NULL;
-    if (fp8_recipe_parse(spec, &r) != FP8_OK)
-        return NULL;
-    return fp8_recipe_state_alloc(&r, ro);
-}
-
 const fp8_recipe *fp8_recipe_state_recipe(const fp8_recipe_state *st) { return st ? &st->recipe : NULL; }
 
 const fp8_format *fp8_recipe_state_format(const fp8_recipe_state *st) { return st ? st->format : NULL; }

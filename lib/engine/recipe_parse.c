@@ -505,3 +505,15 @@ int fp8_recipe_parse(const char *spec, fp8_recipe *out)
         fesetenv(&host);
     return st;
 }
+
+/* a spec and a role by name, parsed into a new state (the bindings' way in) */
+fp8_recipe_state *fp8_recipe_state_new(const char *spec, const char *role)
+{
+    fp8_recipe r;
+    fp8_role ro = FP8_ROLE_ACTIVATION;
+    if (role && fp8_role_parse(role, &ro) != FP8_OK)
+        return NULL;
+    if (fp8_recipe_parse(spec, &r) != FP8_OK)
+        return NULL;
+    return fp8_recipe_state_alloc(&r, ro);
+}
