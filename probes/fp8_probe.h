@@ -194,7 +194,9 @@ int fp8_probe_flush(fp8_probe_run *run);
 /* Flush, close the file, free every probe of the run. */
 int fp8_probe_close(fp8_probe_run *run);
 
-/* Records dropped because storage failed (0 while healthy). */
+/* Records dropped because storage failed (0 while healthy).  With the
+ * option background it first waits until the run's thread has made every
+ * record handed to it: the way to wait for that thread without a flush. */
 uint64_t fp8_probe_dropped(const fp8_probe_run *run);
 
 #endif
