@@ -1,6 +1,8 @@
 /*
  * run_read.c — loading run files (fp8_store.h): whole, or a selection of
  * tensors and steps; also while their writer runs (SWMR) or after it died.
+ * Opening and row reads: run_file.c; a loaded run's block amaxes,
+ * snapshots and histograms read on demand: run_slices.c.
  */
 #include <fnmatch.h>
 #include <hdf5.h>
@@ -9,169 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chunkread.h"
 #include "fp8_file.h"
 #include "fp8_ranks.h"
 #include "bigmem.h"
 #include "datasets.h"
-
-/* Open a run file for reading: SWMR first (a writer may be running or have
- * died), plain read-only else.  HDF5 retries a metadata read whose checksum
- * fails up to 100 times by default in SWMR mode, with delays doubling up to
- * an hour — on a damaged file that is a hang of hours.  A writer's flush
- * makes a checksum fail for an instant at most, so a few attempts do. */
-#define METADATA_READ_ATTEMPTS 4
-static int open_failed_truncated(void);
-/* *truncated (may be NULL): the open failed because the file is shorter
- * than its superblock says (read off HDF5's error stack at once: the next
- * HDF5 call clears it) */
-static hid_t open_run_file_why(const char *path, int *truncated)
-{
-    if (truncated)
-        *truncated = 0;
-    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    if (fapl >= 0) {
-        H5Pset_metadata_read_attempts(fapl, METADATA_READ_ATTEMPTS);
-        H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG); /* closing the file closes what a failed read left open */
-    }
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl >= 0 ? fapl : H5P_DEFAULT);
-    if (f < 0 && truncated)
-        *truncated = open_failed_truncated();
-    if (f < 0)
-        f = H5Fopen(path, H5F_ACC_RDONLY, fapl >= 0 ? fapl : H5P_DEFAULT);
-    if (f < 0 && truncated && !*truncated)
-        *truncated = open_failed_truncated();
-    if (fapl >= 0)
-        H5Pclose(fapl);
-    return f;
-}
-
-static hid_t open_run_file(const char *path) { return open_run_file_why(path, NULL); }
-
-/* Whether HDF5's error stack (after a failed open) says the file is shorter
- * than its superblock's end-of-file address: a copy or download cut short. */
-static herr_t truncated_cb(unsigned n, const H5E_error2_t *e, void *flag)
-{
-    (void)n;
-    if (e && e->desc && strstr(e->desc, "truncated"))
-        *(int *)flag = 1;
-    return 0;
-}
-
-static int open_failed_truncated(void)
-{
-    int flag = 0;
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, truncated_cb, &flag);
-    return flag;
-}
-
-/* Rows of an open dataset as the writer's latest flush left them (SWMR:
- * refreshed first; one handle per dataset, HDF5 1.10 mishandles a refresh
- * through a second one). */
-static hsize_t rows_of(hid_t d)
-{
-    H5Drefresh(d);
-    hid_t sp = H5Dget_space(d);
-    hsize_t dims[2] = {0, 0};
-    H5Sget_simple_extent_dims(sp, dims, NULL);
-    H5Sclose(sp);
-    return dims[0];
-}
-
-/* The rows of dataset `name` now; HSIZE_UNDEF when it is missing. */
-static hsize_t rows_now(hid_t file, const char *name)
-{
-    hid_t d = H5Dopen2(file, name, H5P_DEFAULT);
-    if (d < 0)
-        return HSIZE_UNDEF;
-    hsize_t n = rows_of(d);
-    H5Dclose(d);
-    return n;
-}
-
-static int read_rows(hid_t d, hid_t memtype, hsize_t start, hsize_t count, hsize_t width, void *out);
-
-/* Rows [0, want) of d (width values a row; 0: a 1-D dataset) into out,
- * row_bytes apart, or, when some of them cannot be read, their longest
- * readable beginning (found by halving what is left; a killed writer's
- * torn write damages the newest rows): the rows read. */
-static hsize_t read_prefix(hid_t d, hid_t memtype, size_t row_bytes, hsize_t want, hsize_t width, void *out)
-{
-    if (!want || read_rows(d, memtype, 0, want, width, out) == 0)
-        return want;
-    hsize_t lo = 0, hi = want; /* [0, lo) read into out; [lo, hi) does not read */
-    while (hi - lo > 1) {
-        hsize_t mid = lo + (hi - lo) / 2;
-        if (read_rows(d, memtype, lo, mid - lo, width, (char *)out + lo * row_bytes))
-            hi = mid;
-        else
-            lo = mid;
-    }
-    return lo;
-}
-
-/* The first rows of a 1-D dataset: all of them, or at most `limit` (a count
- * taken earlier: a reader following a live writer reads what refers to the
- * registries before the registries, see load).  lost NULL: every row must
- * read; else the rows from the first unreadable one on are left out of *n
- * and added to *lost. */
-static int read_upto(hid_t file, const char *name, hid_t memtype, size_t elem, void **out, size_t *n, hsize_t limit,
-                     size_t *lost)
-{
-    hid_t d = H5Dopen2(file, name, H5P_DEFAULT);
-    if (d < 0)
-        return -1;
-    hsize_t have = rows_of(d), want = have < limit ? have : limit;
-    *out = calloc(want ? (size_t)want : 1, elem);
-    hsize_t got = *out ? read_prefix(d, memtype, elem, want, 0, *out) : 0;
-    H5Dclose(d);
-    *n = (size_t)got;
-    if (lost)
-        *lost += (size_t)(want - got);
-    return *out && (got == want || lost) ? 0 : -1;
-}
-
-static int read_all(hid_t file, const char *name, hid_t memtype, size_t elem, void **out, size_t *n)
-{
-    return read_upto(file, name, memtype, elem, out, n, HSIZE_UNDEF, NULL);
-}
-
-static char *read_str_attr(hid_t obj, const char *name)
-{
-    hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
-    if (a < 0)
-        return NULL;
-    hid_t t = H5Aget_type(a);
-    char *v = NULL;
-    if (H5Tget_class(t) == H5T_STRING && !H5Tis_variable_str(t)) {
-        size_t sz = H5Tget_size(t);
-        v = calloc(sz + 1, 1);
-        if (v && H5Aread(a, t, v) < 0) {
-            free(v);
-            v = NULL;
-        }
-    }
-    H5Tclose(t);
-    H5Aclose(a);
-    return v;
-}
-
-/* The file a reader opens for path: rank 0's when path is a multi-rank
- * index (*nranks its ranks; 0 otherwise), path itself else; NULL with a
- * message when the index is bad or rank 0's name does not fit in buf. */
-static const char *run_file_of(const char *path, char *buf, size_t cap, int *nranks)
-{
-    *nranks = fp8_ranks_of(path);
-    if (*nranks < 0)
-        return NULL;
-    if (*nranks == 0)
-        return path;
-    if (fp8_rank_path(path, 0, buf, cap) != 0) {
-        FP8_ERROR(FP8_EINVAL, "%s: path too long", path);
-        return NULL;
-    }
-    return buf;
-}
+#include "run_file.h"
 
 int fp8_run_writer_open(const char *path)
 {
@@ -180,7 +24,7 @@ int fp8_run_writer_open(const char *path)
     /* an index: its rank 0's writer (the index itself is written once, closed) */
     char rank0[1024];
     int nr;
-    const char *rp = run_file_of(path, rank0, sizeof rank0, &nr);
+    const char *rp = fp8__run_file_of(path, rank0, sizeof rank0, &nr);
     if (rp)
         path = rp;
     quiet q;
@@ -240,7 +84,7 @@ static herr_t meta_cb(hid_t loc, const char *name, const H5A_info_t *info, void 
 {
     (void)info;
     fp8_run *r = op;
-    char *v = read_str_attr(loc, name);
+    char *v = fp8__read_str_attr(loc, name);
     if (!v)
         return 0;
     void *k = realloc(r->meta_key, (size_t)(r->nmeta + 1) * sizeof *r->meta_key);
@@ -255,22 +99,6 @@ static herr_t meta_cb(hid_t loc, const char *name, const H5A_info_t *info, void 
     snprintf(r->meta_key[r->nmeta], FP8_NAME_MAX, "%s", name);
     r->meta_value[r->nmeta++] = v;
     return 0;
-}
-
-/* Rows [start, start + count) of a 1-D or 2-D dataset (already open):
- * inflated on two threads when chunkread.c can, else through H5Dread. */
-static int read_rows(hid_t d, hid_t memtype, hsize_t start, hsize_t count, hsize_t width, void *out)
-{
-    if (fp8__read_rows_parallel(d, memtype, start, count, width, out) == 0)
-        return 0;
-    int rank = width ? 2 : 1;
-    hsize_t st[2] = {start, 0}, cnt[2] = {count, width};
-    hid_t fs = H5Dget_space(d), ms = H5Screate_simple(rank, cnt, NULL);
-    herr_t e = H5Sselect_hyperslab(fs, H5S_SELECT_SET, st, NULL, cnt, NULL);
-    if (e >= 0)
-        e = H5Dread(d, memtype, ms, fs, H5P_DEFAULT, out);
-    H5Sclose(ms), H5Sclose(fs);
-    return e < 0 ? -1 : 0;
 }
 
 /* The statistics a summary keeps (U = uint64, D = double). */
@@ -309,24 +137,24 @@ static int load_series(hid_t file, fp8_run *r, const unsigned char *keep, int64_
     hid_t ds = H5Dopen2(file, fp8__datasets[D_STEPS].name, H5P_DEFAULT);
     int bad = ds < 0;
     if (!bad) {
-        hsize_t have = rows_of(ds);
+        hsize_t have = fp8__rows_of(ds);
         n = (size_t)(have < lim_steps ? have : lim_steps);
         rows = n <= SIZE_MAX / sizeof(disk_step) ? fp8__malloc_big((n ? n : 1) * sizeof(disk_step)) : NULL;
         bad = !rows;
         if (rows) { /* a damaged stretch: the rows before it, the rest counted */
-            size_t got = (size_t)read_prefix(ds, st, sizeof(disk_step), n, 0, rows);
+            size_t got = (size_t)fp8__read_prefix(ds, st, sizeof(disk_step), n, 0, rows);
             r->unreadable_rows += n - got;
             n = got;
         }
         H5Dclose(ds);
     }
-    bad = bad || read_upto(file, fp8__datasets[D_BAMAX_INDEX].name, bt, sizeof(disk_bamax), &bix, &nb, lim_bix,
+    bad = bad || fp8__read_upto(file, fp8__datasets[D_BAMAX_INDEX].name, bt, sizeof(disk_bamax), &bix, &nb, lim_bix,
                            &r->unreadable_rows);
     H5Tclose(st), H5Tclose(bt);
     uint64_t len_bam = 0;
     hid_t dba = bad ? -1 : H5Dopen2(file, fp8__datasets[D_BAMAX_DATA].name, H5P_DEFAULT);
     if (dba >= 0) {
-        len_bam = (uint64_t)rows_of(dba);
+        len_bam = (uint64_t)fp8__rows_of(dba);
         H5Dclose(dba);
     } else
         bad = 1;
@@ -494,7 +322,7 @@ static int slab_read(slab_reader *S, size_t i, hsize_t cnt)
 {
     if (!cnt)
         return 0;
-    if (read_rows(S->drec, S->rct, i, cnt, 0, S->records))
+    if (fp8__read_rows(S->drec, S->rct, i, cnt, 0, S->records))
         return 1;
     disk_record *rec = S->records;
     for (size_t j = 0; S->schema < 2 && j < cnt; j++)
@@ -506,8 +334,8 @@ static int slab_read(slab_reader *S, size_t i, hsize_t cnt)
     /* the slab's histograms: rows from its first record's on */
     S->hbase = rec[0].hist;
     S->hcnt = S->hbase < S->ne ? (S->ne - S->hbase < S->slab ? S->ne - S->hbase : S->slab) : 0;
-    return (S->hcnt && read_rows(S->dexp, H5T_NATIVE_UINT64, S->hbase, S->hcnt, FP8_EXP_BINS, S->exph)) ||
-           read_rows(S->dsch, H5T_NATIVE_UINT64, i, cnt, FP8_SCALE_BINS, S->sch);
+    return (S->hcnt && fp8__read_rows(S->dexp, H5T_NATIVE_UINT64, S->hbase, S->hcnt, FP8_EXP_BINS, S->exph)) ||
+           fp8__read_rows(S->dsch, H5T_NATIVE_UINT64, i, cnt, FP8_SCALE_BINS, S->sch);
 }
 
 /* The slab at i of cnt rows, or, when some of it cannot be read, its
@@ -544,7 +372,7 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
     }
     if (access(path, F_OK) == 0 && fp8_file_regular(path) != FP8_OK)
         return NULL; /* a FIFO, a device, a directory: refused before anything opens it */
-    path = run_file_of(index, rank0, sizeof rank0, &nranks);
+    path = fp8__run_file_of(index, rank0, sizeof rank0, &nranks);
     if (!path)
         return NULL;
     if (no_index && nranks) {
@@ -574,7 +402,7 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
         goto done;
     }
     int truncated;
-    file = open_run_file_why(path, &truncated);
+    file = fp8__run_open_why(path, &truncated);
     if (file < 0) {
         if (truncated)
             FP8_ERROR(FP8_EIO, "%s: truncated: the file is shorter than its HDF5 header says (a copy or transfer cut "
@@ -583,7 +411,7 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
             FP8_ERROR(FP8_EIO, "%s: HDF5 cannot open it (damaged?)", path);
         goto done;
     }
-    char *ver = read_str_attr(file, "fp8prof_schema");
+    char *ver = fp8__read_str_attr(file, "fp8prof_schema");
     if (!ver) {
         FP8_ERROR(FP8_EINVAL, "%s: an HDF5 file, but not an fp8prof run (no fp8prof_schema attribute)", path);
         goto done;
@@ -603,7 +431,7 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
     r->schema = schema;
     snprintf(r->path, sizeof r->path, "%s", path); /* (messages below name it) */
     {
-        char *id = read_str_attr(file, "fp8prof_run_id");
+        char *id = fp8__read_str_attr(file, "fp8prof_run_id");
         if (id && fp8_store_run_id_ok(id))
             snprintf(r->run_id, sizeof r->run_id, "%s", id);
         free(id);
@@ -628,18 +456,18 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
      * reads refers to rows it reads too (a flush between two counts adds
      * rows to what is counted later). */
     drec = H5Dopen2(file, fp8__datasets[D_RECORDS].name, H5P_DEFAULT);
-    nrec = drec >= 0 ? rows_of(drec) : 0;
-    hsize_t lim_scal = rows_now(file, fp8__datasets[D_SCALARS].name), lim_snap = rows_now(file, fp8__datasets[D_SNAP_INDEX].name);
-    hsize_t lim_steps = rows_now(file, fp8__datasets[D_STEPS].name), lim_bix = rows_now(file, fp8__datasets[D_BAMAX_INDEX].name);
+    nrec = drec >= 0 ? fp8__rows_of(drec) : 0;
+    hsize_t lim_scal = fp8__rows_now(file, fp8__datasets[D_SCALARS].name), lim_snap = fp8__rows_now(file, fp8__datasets[D_SNAP_INDEX].name);
+    hsize_t lim_steps = fp8__rows_now(file, fp8__datasets[D_STEPS].name), lim_bix = fp8__rows_now(file, fp8__datasets[D_BAMAX_INDEX].name);
     dexp = H5Dopen2(file, fp8__datasets[D_EXP_HIST].name, H5P_DEFAULT);
     dsch = H5Dopen2(file, fp8__datasets[D_SCALE_HIST].name, H5P_DEFAULT);
-    ne = dexp >= 0 ? rows_of(dexp) : 0, ns = dsch >= 0 ? rows_of(dsch) : 0;
-    int bad = read_all(file, fp8__datasets[D_TENSORS].name, tt, sizeof(disk_tensor), &tens, &nt) ||
-              read_all(file, fp8__datasets[D_RECIPES].name, rt, sizeof(disk_recipe), &recs, &nr) ||
-              read_all(file, fp8__datasets[D_SCALAR_NAMES].name, nmt, sizeof(disk_name), &names, &nn) ||
-              read_upto(file, fp8__datasets[D_SCALARS].name, st, sizeof(disk_scalar), &scal, &nsc, lim_scal,
+    ne = dexp >= 0 ? fp8__rows_of(dexp) : 0, ns = dsch >= 0 ? fp8__rows_of(dsch) : 0;
+    int bad = fp8__read_all(file, fp8__datasets[D_TENSORS].name, tt, sizeof(disk_tensor), &tens, &nt) ||
+              fp8__read_all(file, fp8__datasets[D_RECIPES].name, rt, sizeof(disk_recipe), &recs, &nr) ||
+              fp8__read_all(file, fp8__datasets[D_SCALAR_NAMES].name, nmt, sizeof(disk_name), &names, &nn) ||
+              fp8__read_upto(file, fp8__datasets[D_SCALARS].name, st, sizeof(disk_scalar), &scal, &nsc, lim_scal,
                         &r->unreadable_rows) ||
-              read_upto(file, fp8__datasets[D_SNAP_INDEX].name, snt, sizeof(disk_snap), &snaps, &nsnap, lim_snap,
+              fp8__read_upto(file, fp8__datasets[D_SNAP_INDEX].name, snt, sizeof(disk_snap), &snaps, &nsnap, lim_snap,
                         &r->unreadable_rows);
     H5Tclose(tt), H5Tclose(rt), H5Tclose(nmt), H5Tclose(st), H5Tclose(snt);
     /* records per read: larger when the histograms are not held beside them */
@@ -825,7 +653,7 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
         for (int k = 0; k < 3; k++) {
             hid_t ds = H5Dopen2(file, nm[k], H5P_DEFAULT);
             if (ds >= 0) {
-                *lens[k] = (uint64_t)rows_of(ds);
+                *lens[k] = (uint64_t)fp8__rows_of(ds);
                 H5Dclose(ds);
             }
         }
@@ -891,167 +719,4 @@ done:
     free(tens), free(recs), free(names), free(records), free(exph), free(sch), free(scal), free(snaps);
     quiet_off(&q);
     return r;
-}
-
-static int read_slice(hid_t file, const char *name, hid_t memtype, hsize_t start, hsize_t count, void *out)
-{
-    hid_t d = H5Dopen2(file, name, H5P_DEFAULT);
-    if (d < 0)
-        return -1;
-    H5Drefresh(d);
-    hid_t fs = H5Dget_space(d), ms = H5Screate_simple(1, &count, NULL);
-    herr_t e = H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, NULL, &count, NULL);
-    if (e >= 0)
-        e = H5Dread(d, memtype, ms, fs, H5P_DEFAULT, out);
-    H5Sclose(ms), H5Sclose(fs), H5Dclose(d);
-    return e < 0 ? -1 : 0;
-}
-
-int fp8_run_block_amax_read(const fp8_run *r, size_t i, float *out)
-{
-    if (!r || i >= r->nblock_amax || !out)
-        return FP8_ERROR(FP8_EINVAL, "block-amax summary %zu does not exist", i);
-    const fp8_block_amax *b = &r->block_amax[i];
-    quiet q;
-    quiet_on(&q);
-    int st = FP8_OK;
-    hid_t file = open_run_file(r->path);
-    if (file < 0)
-        st = FP8_ERROR(FP8_EIO, "%s: cannot open", r->path);
-    else if (read_slice(file, fp8__datasets[D_BAMAX_DATA].name, H5T_NATIVE_FLOAT, b->offset, b->count, out) != 0)
-        st = FP8_ERROR(FP8_EIO, "%s: cannot read block-amax summary %zu (rows %llu..%llu of /block_amax)", r->path, i,
-                       (unsigned long long)b->offset, (unsigned long long)(b->offset + b->count - 1));
-    if (file >= 0)
-        H5Fclose(file);
-    quiet_off(&q);
-    return st;
-}
-
-int fp8_run_block_amax_all(const fp8_run *r, float **out, size_t *n)
-{
-    if (!r || !out || !n)
-        return FP8_ERROR(FP8_EINVAL, "fp8_run_block_amax_all: NULL argument");
-    *out = NULL, *n = 0;
-    quiet q;
-    quiet_on(&q);
-    int st = FP8_OK;
-    hid_t file = open_run_file(r->path);
-    hid_t d = file >= 0 ? H5Dopen2(file, fp8__datasets[D_BAMAX_DATA].name, H5P_DEFAULT) : -1;
-    if (d < 0) {
-        st = FP8_ERROR(FP8_EIO, "%s: cannot open /block_amax", r->path);
-    } else {
-        hsize_t rows = rows_of(d);
-        float *buf = malloc((size_t)(rows ? rows : 1) * sizeof *buf);
-        if (!buf)
-            st = FP8_ERROR(FP8_ENOMEM, "out of memory for %llu block amaxes", (unsigned long long)rows);
-        else if (rows && read_rows(d, H5T_NATIVE_FLOAT, 0, rows, 0, buf) != 0) {
-            free(buf);
-            st = FP8_ERROR(FP8_EIO, "%s: cannot read /block_amax", r->path);
-        } else
-            *out = buf, *n = (size_t)rows;
-    }
-    if (d >= 0)
-        H5Dclose(d);
-    if (file >= 0)
-        H5Fclose(file);
-    quiet_off(&q);
-    return st;
-}
-
-int fp8_run_snapshot_read(const fp8_run *r, size_t i, float *out)
-{
-    if (!r || i >= r->nsnapshots || !out)
-        return FP8_ERROR(FP8_EINVAL, "snapshot %zu does not exist", i);
-    const fp8_snapshot *sn = &r->snapshots[i];
-    size_t n = (size_t)(sn->rows * sn->cols);
-    fp8_recipe rec;
-    if (sn->recipe >= 0 && (sn->recipe >= r->nrecipes || fp8_recipe_parse(r->recipe_spec[sn->recipe], &rec) != FP8_OK))
-        return FP8_ERROR(FP8_EINVAL, "%s: snapshot %zu names an unknown recipe", r->path, i);
-    quiet q;
-    quiet_on(&q);
-    int st = FP8_OK;
-    void *codes = NULL;
-    float *gsi = NULL;
-    hid_t file = open_run_file(r->path);
-    if (file < 0) {
-        st = FP8_ERROR(FP8_EIO, "%s: cannot open", r->path);
-    } else if (sn->recipe < 0) {
-        if (read_slice(file, fp8__datasets[D_SNAP_DATA].name, H5T_NATIVE_FLOAT, sn->offset, n, out) != 0)
-            st = FP8_ERROR(FP8_EIO, "%s: cannot read snapshot %zu", r->path, i);
-    } else {
-        codes = malloc(n * (size_t)sn->code_bytes);
-        gsi = malloc((size_t)sn->nscales * sizeof *gsi);
-        if (!codes || !gsi)
-            st = FP8_ERROR(FP8_ENOMEM, "out of memory for snapshot %zu", i);
-        else if (read_slice(file, fp8__datasets[D_SNAP_CODES].name, H5T_NATIVE_UINT8, sn->codes_offset, n * (size_t)sn->code_bytes,
-                            codes) != 0 ||
-                 read_slice(file, fp8__datasets[D_SNAP_SCALES].name, H5T_NATIVE_FLOAT, sn->scales_offset, sn->nscales, gsi) != 0)
-            st = FP8_ERROR(FP8_EIO, "%s: cannot read snapshot %zu", r->path, i);
-        else {
-            /* x_hat = decode(code) * scale_inv of the element's group */
-            fp8_recipe_for_role(&rec, (fp8_role)r->tensor_role[sn->tensor]);
-            const fp8_format *f = fp8_recipe_format(&rec, (fp8_role)r->tensor_role[sn->tensor]);
-            for (size_t a = 0; a < sn->rows; a++)
-                for (size_t b = 0; b < sn->cols; b++) {
-                    size_t k = a * sn->cols + b, g = fp8_quantize_group_of(&rec, sn->rows, sn->cols, a, b);
-                    uint32_t c = 0;
-                    memcpy(&c, (char *)codes + k * (size_t)sn->code_bytes, (size_t)sn->code_bytes);
-                    out[k] = fp8_format_decode(f, c) * (g < sn->nscales ? gsi[g] : NAN);
-                }
-        }
-    }
-    if (file >= 0)
-        H5Fclose(file);
-    free(codes);
-    free(gsi);
-    quiet_off(&q);
-    return st;
-}
-
-int fp8_run_exp_hist(const fp8_run *r, const uint64_t *rows, size_t n, uint64_t *out)
-{
-    if (!r || (n && (!rows || !out)))
-        return FP8_ERROR(FP8_EINVAL, "exp_hist: no run or no rows");
-    for (size_t i = 1; i < n; i++)
-        if (rows[i] < rows[i - 1])
-            return FP8_ERROR(FP8_EINVAL, "exp_hist: rows must ascend");
-    quiet q;
-    quiet_on(&q);
-    int st = FP8_OK;
-    hid_t file = open_run_file(r->path);
-    hid_t d = file >= 0 ? H5Dopen2(file, fp8__datasets[D_EXP_HIST].name, H5P_DEFAULT) : -1;
-    hsize_t total = d >= 0 ? rows_of(d) : 0;
-    /* rows closer than a chunk (64 rows) are read as one span, at most 4096 rows at a time */
-    enum { SPAN = 4096, GAP = 64 };
-    uint64_t *buf = malloc((size_t)SPAN * FP8_EXP_BINS * sizeof *buf);
-    if (d < 0)
-        st = FP8_ERROR(FP8_EIO, "%s: cannot open /exp_hist", r->path);
-    else if (!buf)
-        st = FP8_ERROR(FP8_ENOMEM, "out of memory reading /exp_hist");
-    for (size_t i = 0; i < n && st == FP8_OK;) {
-        size_t j = i + 1;
-        while (j < n && rows[j] - rows[j - 1] <= GAP && rows[j] - rows[i] < SPAN)
-            j++;
-        hsize_t start = rows[i], cnt = rows[j - 1] - rows[i] + 1;
-        if (rows[j - 1] >= total) {
-            st = FP8_ERROR(FP8_EINVAL, "%s: /exp_hist has %llu rows, row %llu asked", r->path,
-                           (unsigned long long)total, (unsigned long long)rows[j - 1]);
-            break;
-        }
-        if (read_rows(d, H5T_NATIVE_UINT64, start, cnt, FP8_EXP_BINS, buf)) {
-            st = FP8_ERROR(FP8_EIO, "%s: cannot read /exp_hist rows %llu..%llu", r->path, (unsigned long long)start,
-                           (unsigned long long)(start + cnt - 1));
-            break;
-        }
-        for (size_t k = i; k < j; k++)
-            memcpy(out + k * FP8_EXP_BINS, buf + (rows[k] - start) * FP8_EXP_BINS, FP8_EXP_BINS * sizeof *buf);
-        i = j;
-    }
-    free(buf);
-    if (d >= 0)
-        H5Dclose(d);
-    if (file >= 0)
-        H5Fclose(file);
-    quiet_off(&q);
-    return st;
 }
