@@ -44,6 +44,8 @@ struct fp8__bg {
     int busy, stop;
     size_t bound, held; /* bytes: the bound, and those of buffers queued, in use or kept */
     spare *spares;
+    job *idle_jobs;     /* done jobs kept for reuse, and how many */
+    int nidle_jobs;
     int err;            /* the first error since asked (FP8_OK none) and its message */
     char msg[400];
 };
@@ -105,7 +107,10 @@ static void *worker(void *arg)
         pthread_mutex_lock(&b->mu);
         if (j->x)
             put_buffer(b, j->x, j->cap);
-        free(j);
+        if (b->nidle_jobs < 4096) /* (a loop's calls of one step, about) */
+            j->next = b->idle_jobs, b->idle_jobs = j, b->nidle_jobs++;
+        else
+            free(j);
         b->busy = 0;
         pthread_cond_broadcast(&b->room);
         if (!b->head)
@@ -176,16 +181,26 @@ float *fp8__bg_buffer(fp8__bg *b, size_t n)
     return x;
 }
 
-static job *new_job(int kind, fp8_probe *p, int64_t step)
+static job *new_job(fp8__bg *b, int kind, fp8_probe *p, int64_t step)
 {
-    job *j = calloc(1, sizeof *j);
+    pthread_mutex_lock(&b->mu);
+    job *j = b->idle_jobs;
+    if (j)
+        b->idle_jobs = j->next, b->nidle_jobs--;
+    pthread_mutex_unlock(&b->mu);
+    if (j)
+        memset(j, 0, sizeof *j);
+    else
+        j = calloc(1, sizeof *j);
     if (j)
         j->kind = kind, j->p = p, j->step = step;
     return j;
 }
 
 /* j queued; a job that could not be allocated is done here instead, after
- * everything before it */
+ * everything before it.  The thread is woken for records and step ends
+ * only: a noted amax or a scalar waits for the next of those (or a
+ * drain), so a step's dozens of small notes cost no wake-up each. */
 static void push(fp8__bg *b, job *j, job *fallback)
 {
     if (!j) {
@@ -199,15 +214,16 @@ static void push(fp8__bg *b, job *j, job *fallback)
     else
         b->head = j;
     b->tail = j;
-    pthread_cond_signal(&b->work);
+    if (j->kind == JOB_RECORD || j->kind == JOB_STEP_END)
+        pthread_cond_signal(&b->work);
     pthread_mutex_unlock(&b->mu);
 }
 
 void fp8__bg_record(fp8__bg *b, fp8__bg_record_fn fn, fp8_probe *p, int64_t step, float *x, size_t rows,
                     size_t cols)
 {
-    job *j = new_job(JOB_RECORD, p, step), here = {.kind = JOB_RECORD, .fn.record = fn, .p = p, .step = step, .x = x};
-    here.rows = rows, here.cols = cols;
+    job *j = new_job(b, JOB_RECORD, p, step), here = {.kind = JOB_RECORD, .fn.record = fn, .p = p, .step = step};
+    here.x = x, here.rows = rows, here.cols = cols;
     if (j)
         j->fn.record = fn, j->x = x, j->rows = rows, j->cols = cols, j->cap = rows * cols;
     push(b, j, &here);
@@ -220,7 +236,7 @@ void fp8__bg_record(fp8__bg *b, fp8__bg_record_fn fn, fp8_probe *p, int64_t step
 
 void fp8__bg_note(fp8__bg *b, fp8__bg_note_fn fn, fp8_probe *p, int64_t step, float amax, unsigned nonfinite)
 {
-    job *j = new_job(JOB_NOTE, p, step), here = {.kind = JOB_NOTE, .fn.note = fn, .p = p, .step = step};
+    job *j = new_job(b, JOB_NOTE, p, step), here = {.kind = JOB_NOTE, .fn.note = fn, .p = p, .step = step};
     here.amax = amax, here.nonfinite = nonfinite;
     if (j)
         j->fn.note = fn, j->amax = amax, j->nonfinite = nonfinite;
@@ -229,7 +245,7 @@ void fp8__bg_note(fp8__bg *b, fp8__bg_note_fn fn, fp8_probe *p, int64_t step, fl
 
 int fp8__bg_scalar(fp8__bg *b, fp8__bg_scalar_fn fn, int scalar, int64_t step, double value)
 {
-    job *j = new_job(JOB_SCALAR, NULL, step), here = {.kind = JOB_SCALAR, .fn.scalar = fn, .step = step};
+    job *j = new_job(b, JOB_SCALAR, NULL, step), here = {.kind = JOB_SCALAR, .fn.scalar = fn, .step = step};
     here.scalar = scalar, here.value = value;
     if (j)
         j->fn.scalar = fn, j->scalar = scalar, j->value = value;
@@ -239,7 +255,7 @@ int fp8__bg_scalar(fp8__bg *b, fp8__bg_scalar_fn fn, int scalar, int64_t step, d
 
 void fp8__bg_step_end(fp8__bg *b, fp8__bg_step_end_fn fn, int64_t step)
 {
-    job *j = new_job(JOB_STEP_END, NULL, step), here = {.kind = JOB_STEP_END, .fn.step_end = fn, .step = step};
+    job *j = new_job(b, JOB_STEP_END, NULL, step), here = {.kind = JOB_STEP_END, .fn.step_end = fn, .step = step};
     if (j)
         j->fn.step_end = fn;
     push(b, j, &here);
@@ -248,6 +264,8 @@ void fp8__bg_step_end(fp8__bg *b, fp8__bg_step_end_fn fn, int64_t step)
 void fp8__bg_drain(fp8__bg *b)
 {
     pthread_mutex_lock(&b->mu);
+    if (b->head)
+        pthread_cond_signal(&b->work); /* (notes alone do not wake it) */
     while (b->head || b->busy)
         pthread_cond_wait(&b->idle, &b->mu);
     pthread_mutex_unlock(&b->mu);
@@ -277,6 +295,11 @@ void fp8__bg_stop(fp8__bg *b)
         spare *s = b->spares;
         b->spares = s->next;
         free(s);
+    }
+    while (b->idle_jobs) {
+        job *j = b->idle_jobs;
+        b->idle_jobs = j->next;
+        free(j);
     }
     pthread_mutex_destroy(&b->mu);
     pthread_cond_destroy(&b->work), pthread_cond_destroy(&b->room), pthread_cond_destroy(&b->idle);
