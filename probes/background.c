@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "background.h"
 
@@ -37,6 +38,7 @@ typedef struct spare { /* a buffer kept for reuse */
 
 struct fp8__bg {
     fp8_probe_run *run;
+    pid_t pid;          /* the process whose thread it is (a forked child has none) */
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t work, room, idle;
@@ -49,6 +51,13 @@ struct fp8__bg {
     int err;            /* the first error since asked (FP8_OK none) and its message */
     char msg[400];
 };
+
+/* A forked child holds a copy of the queue but not the thread (and maybe a
+ * lock the thread held): there every call does its work itself, as without
+ * the option, touching neither. */
+static int foreign(const fp8__bg *b) { return getpid() != b->pid; }
+
+int fp8__bg_foreign(const fp8__bg *b) { return foreign(b); }
 
 static void put_buffer(fp8__bg *b, float *x, size_t cap) /* (mu held) */
 {
@@ -125,7 +134,7 @@ fp8__bg *fp8__bg_start(fp8_probe_run *run, size_t bound)
     fp8__bg *b = calloc(1, sizeof *b);
     if (!b)
         return NULL;
-    b->run = run, b->bound = bound;
+    b->run = run, b->bound = bound, b->pid = getpid();
     pthread_mutex_init(&b->mu, NULL);
     pthread_cond_init(&b->work, NULL);
     pthread_cond_init(&b->room, NULL);
@@ -152,7 +161,7 @@ static void shed(fp8__bg *b, size_t want)
 
 float *fp8__bg_buffer(fp8__bg *b, size_t n)
 {
-    if (!n || n > b->bound / sizeof(float))
+    if (!n || n > b->bound / sizeof(float) || foreign(b))
         return NULL;
     pthread_mutex_lock(&b->mu);
     /* a spare of the size (a loop's shapes repeat) */
@@ -236,6 +245,10 @@ void fp8__bg_record(fp8__bg *b, fp8__bg_record_fn fn, fp8_probe *p, int64_t step
 
 void fp8__bg_note(fp8__bg *b, fp8__bg_note_fn fn, fp8_probe *p, int64_t step, float amax, unsigned nonfinite)
 {
+    if (foreign(b)) {
+        fn(p, step, amax, nonfinite);
+        return;
+    }
     job *j = new_job(b, JOB_NOTE, p, step), here = {.kind = JOB_NOTE, .fn.note = fn, .p = p, .step = step};
     here.amax = amax, here.nonfinite = nonfinite;
     if (j)
@@ -245,6 +258,8 @@ void fp8__bg_note(fp8__bg *b, fp8__bg_note_fn fn, fp8_probe *p, int64_t step, fl
 
 int fp8__bg_scalar(fp8__bg *b, fp8__bg_scalar_fn fn, int scalar, int64_t step, double value)
 {
+    if (foreign(b))
+        return fn(b->run, scalar, step, value);
     job *j = new_job(b, JOB_SCALAR, NULL, step), here = {.kind = JOB_SCALAR, .fn.scalar = fn, .step = step};
     here.scalar = scalar, here.value = value;
     if (j)
@@ -253,16 +268,21 @@ int fp8__bg_scalar(fp8__bg *b, fp8__bg_scalar_fn fn, int scalar, int64_t step, d
     return FP8_OK;
 }
 
-void fp8__bg_step_end(fp8__bg *b, fp8__bg_step_end_fn fn, int64_t step)
+int fp8__bg_step_end(fp8__bg *b, fp8__bg_step_end_fn fn, int64_t step)
 {
+    if (foreign(b))
+        return fn(b->run);
     job *j = new_job(b, JOB_STEP_END, NULL, step), here = {.kind = JOB_STEP_END, .fn.step_end = fn, .step = step};
     if (j)
         j->fn.step_end = fn;
     push(b, j, &here);
+    return FP8_OK;
 }
 
 void fp8__bg_drain(fp8__bg *b)
 {
+    if (foreign(b))
+        return;
     pthread_mutex_lock(&b->mu);
     if (b->head)
         pthread_cond_signal(&b->work); /* (notes alone do not wake it) */
@@ -273,6 +293,8 @@ void fp8__bg_drain(fp8__bg *b)
 
 int fp8__bg_error(fp8__bg *b)
 {
+    if (foreign(b))
+        return FP8_OK;
     pthread_mutex_lock(&b->mu);
     int st = b->err;
     char msg[sizeof b->msg];
@@ -284,8 +306,8 @@ int fp8__bg_error(fp8__bg *b)
 
 void fp8__bg_stop(fp8__bg *b)
 {
-    if (!b)
-        return;
+    if (!b || foreign(b))
+        return; /* (a child's copy: left as it is) */
     pthread_mutex_lock(&b->mu);
     b->stop = 1;
     pthread_cond_signal(&b->work);

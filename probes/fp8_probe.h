@@ -76,7 +76,8 @@ typedef struct {
                                  returns; the run's own thread makes the record,
                                  in call order, with the same bits.  Errors it
                                  meets come back from a later step_end, flush or
-                                 close.  Ignored by fp8_probe_open_mpi's runs.
+                                 close.  Ignored by fp8_probe_open_mpi's runs;
+                                 refused in a fork of the opening process.
                                  docs/probes.md "Background"                    */
     int64_t background_mb;    /* the copies a background run holds, at most
                                  (MiB, 256): a record that would pass it waits */

@@ -33,6 +33,17 @@ void fp8__probe_run_set_groups(fp8_probe_run *run, fp8__groups *g)
 }
 
 /* (probe_internal.h) */
+int fp8__probe_forked(const fp8_probe_run *run, const char *fn)
+{
+    if (!run->bg || !fp8__bg_foreign(run->bg))
+        return 0;
+    FP8_ERROR(FP8_EINVAL, "%s: this process is a fork of the one that opened the run with the option background; "
+                          "the run's thread and locks are that process's: use the run there (or open another here)",
+              fn);
+    return 1;
+}
+
+/* (probe_internal.h) */
 void fp8__probe_settle(fp8_probe_run *run)
 {
     if (run->bg)
@@ -149,6 +160,8 @@ fp8_probe *fp8_probe_declare(fp8_probe_run *run, const char *name, fp8_role role
                                                              : "the run is closed (or was never opened)");
         return NULL;
     }
+    if (fp8__probe_forked(run, "fp8_probe_declare"))
+        return NULL;
     fp8__probe_settle(run);
     if (nshadow > 0 && !shadows) {
         FP8_ERROR(FP8_EINVAL, "probe '%.60s': %d shadow recipes but the array is NULL", name, nshadow);
@@ -381,6 +394,8 @@ int fp8_probe_scalar(fp8_probe_run *run, const char *name, int64_t step, double 
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_scalar: %s is NULL", run ? "the name" : "the run");
     if (!fp8__live_has(run, FP8__LIVE_RUN))
         return fp8__probe_closed("fp8_probe_scalar", run);
+    if (fp8__probe_forked(run, "fp8_probe_scalar"))
+        return FP8_EINVAL;
     if (fp8__probe_check_step("fp8_probe_scalar", step) != FP8_OK)
         return FP8_EINVAL;
     pthread_mutex_lock(&run->lock);
@@ -475,9 +490,11 @@ int fp8_probe_step_end(fp8_probe_run *run, int64_t step)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_step_end: the run is NULL");
     if (!fp8__live_has(run, FP8__LIVE_RUN))
         return fp8__probe_closed("fp8_probe_step_end", run);
+    if (fp8__probe_forked(run, "fp8_probe_step_end"))
+        return FP8_EINVAL;
     if (run->bg) {
-        fp8__bg_step_end(run->bg, step_end_now, step);
-        return fp8__bg_error(run->bg);
+        int st = fp8__bg_step_end(run->bg, step_end_now, step), bst = fp8__bg_error(run->bg);
+        return st != FP8_OK ? st : bst;
     }
     return step_end_now(run);
 }
@@ -513,6 +530,8 @@ int fp8_probe_flush(fp8_probe_run *run)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_flush: the run is NULL");
     if (!fp8__live_has(run, FP8__LIVE_RUN))
         return fp8__probe_closed("fp8_probe_flush", run);
+    if (fp8__probe_forked(run, "fp8_probe_flush"))
+        return FP8_EINVAL;
     int bst = FP8_OK;
     if (run->bg) {
         fp8__bg_drain(run->bg);
@@ -530,13 +549,15 @@ int fp8_probe_set_training(fp8_probe_run *run, int training)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_set_training: the run is NULL");
     if (!fp8__live_has(run, FP8__LIVE_RUN))
         return fp8__probe_closed("fp8_probe_set_training", run);
+    if (fp8__probe_forked(run, "fp8_probe_set_training"))
+        return FP8_EINVAL;
     __atomic_store_n(&run->eval, !training, __ATOMIC_RELAXED);
     return FP8_OK;
 }
 
 uint64_t fp8_probe_dropped(const fp8_probe_run *run)
 {
-    if (!run || !fp8__live_has(run, FP8__LIVE_RUN))
+    if (!run || !fp8__live_has(run, FP8__LIVE_RUN) || fp8__probe_forked(run, "fp8_probe_dropped"))
         return 0;
     fp8__probe_settle((fp8_probe_run *)run);
     return run->dropped;
@@ -548,6 +569,8 @@ int fp8_probe_close(fp8_probe_run *run)
         return FP8_OK;
     if (!fp8__live_has(run, FP8__LIVE_RUN))
         return fp8__probe_closed("fp8_probe_close", run);
+    if (fp8__probe_forked(run, "fp8_probe_close"))
+        return FP8_EINVAL;
     fp8__live_remove(run); /* from here on, other calls with it are refused */
     int bst = FP8_OK;
     if (run->bg) { /* what it was handed, done; then no more thread */
@@ -589,6 +612,8 @@ int fp8_probe_active_scale(fp8_probe *p, float *scale, float *scale_inv)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_active_scale: %s is NULL", !p ? "the probe" : "an output");
     if (!fp8__live_has(p, FP8__LIVE_PROBE))
         return fp8__probe_dead("fp8_probe_active_scale", p);
+    if (fp8__probe_forked(p->run, "fp8_probe_active_scale"))
+        return FP8_EINVAL;
     if (!p->has_active || p->st[0]->recipe.kind != FP8_RECIPE_DELAYED)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_active_scale '%s': the active recipe is not a per-tensor delayed "
                                      "recipe (its scale comes from each tensor)", p->name);
@@ -605,6 +630,8 @@ int fp8_probe_recipes(fp8_probe *p, const char **specs, int max)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_recipes: the probe is NULL");
     if (!fp8__live_has(p, FP8__LIVE_PROBE))
         return fp8__probe_dead("fp8_probe_recipes", p);
+    if (fp8__probe_forked(p->run, "fp8_probe_recipes"))
+        return FP8_EINVAL;
     for (int i = 0; specs && i < p->nrec && i < max; i++)
         specs[i] = p->st[i]->recipe.spec;
     return p->nrec;
@@ -616,6 +643,8 @@ int fp8_probe_last_stats(fp8_probe *p, int i, int64_t *step, fp8_stats *out)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_last_stats: %s is NULL", !p ? "the probe" : "an output");
     if (!fp8__live_has(p, FP8__LIVE_PROBE))
         return fp8__probe_dead("fp8_probe_last_stats", p);
+    if (fp8__probe_forked(p->run, "fp8_probe_last_stats"))
+        return FP8_EINVAL;
     fp8__probe_settle(p->run);
     pthread_mutex_lock(&p->run->lock);
     int ok = p->last && i >= 0 && i < p->nrec;

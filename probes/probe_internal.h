@@ -100,6 +100,11 @@ int fp8__probe_check_step(const char *fn, int64_t step);
 /* Store a probe's series rows for the step in a (run lock held). */
 void fp8__probe_store_series(fp8_probe_run *run, const fp8_probe *p, const step_acc *a);
 
+/* 1, with an error naming fn, when this process is a fork of the one that
+ * opened run with the option background (whose thread, and maybe locks it
+ * held, did not come along): every call on such a run is refused there. */
+int fp8__probe_forked(const fp8_probe_run *run, const char *fn);
+
 /* The run's background thread (if any) done with all it was handed: before
  * a call that reads or changes what that thread works on. */
 void fp8__probe_settle(fp8_probe_run *run);

@@ -261,8 +261,12 @@ int fp8_probe_smooth_from(fp8_probe *weight, fp8_probe *input)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_smooth_from: %s is NULL", weight ? "the input probe" : "the weight probe");
     if (!fp8__live_has(weight, FP8__LIVE_PROBE))
         return fp8__probe_dead("fp8_probe_smooth_from", weight);
+    if (fp8__probe_forked(weight->run, "fp8_probe_smooth_from"))
+        return FP8_EINVAL;
     if (!fp8__live_has(input, FP8__LIVE_PROBE))
         return fp8__probe_dead("fp8_probe_smooth_from", input);
+    if (fp8__probe_forked(input->run, "fp8_probe_smooth_from"))
+        return FP8_EINVAL;
     fp8__probe_settle(input->run);
     if (weight == input || weight->run != input->run)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_smooth_from '%s': the input must be another probe of the same run",
@@ -285,6 +289,8 @@ int fp8_probe_cast_recipe(fp8_probe *p, const char *spec, const float *x, size_t
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_cast_recipe: %s is NULL", !p ? "the probe" : !out ? "out" : "the spec");
     if (!fp8__live_has(p, FP8__LIVE_PROBE))
         return fp8__probe_dead("fp8_probe_cast_recipe", p);
+    if (fp8__probe_forked(p->run, "fp8_probe_cast_recipe"))
+        return FP8_EINVAL;
     fp8__probe_settle(p->run);
     int e = fp8__probe_check_tensor("fp8_probe_cast_recipe", x, rows, cols, sizeof(float));
     if (e != FP8_OK)
@@ -496,6 +502,8 @@ int fp8_probe_record(fp8_probe *p, int64_t step, const float *x, size_t rows, si
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_record: the probe is NULL");
     if (!fp8__live_has(p, FP8__LIVE_PROBE))
         return fp8__probe_dead("fp8_probe_record", p);
+    if (fp8__probe_forked(p->run, "fp8_probe_record"))
+        return FP8_EINVAL;
     int e = fp8__probe_check_tensor("fp8_probe_record", x, rows, cols, sizeof(float));
     if (e == FP8_OK)
         e = fp8__probe_check_step("fp8_probe_record", step);
@@ -519,6 +527,8 @@ int fp8_probe_record_bits(fp8_probe *p, int64_t step, const uint16_t *x, fp8_dty
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_record_bits: the probe is NULL");
     if (!fp8__live_has(p, FP8__LIVE_PROBE))
         return fp8__probe_dead("fp8_probe_record_bits", p);
+    if (fp8__probe_forked(p->run, "fp8_probe_record_bits"))
+        return FP8_EINVAL;
     int e = fp8__probe_check_tensor("fp8_probe_record_bits", x, rows, cols, sizeof(float));
     if (e == FP8_OK)
         e = fp8__probe_check_step("fp8_probe_record_bits", step);
@@ -562,6 +572,8 @@ int fp8_probe_apply(fp8_probe *p, int64_t step, const float *x, size_t rows, siz
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_apply: %s is NULL", !p ? "the probe" : "out");
     if (!fp8__live_has(p, FP8__LIVE_PROBE))
         return fp8__probe_dead("fp8_probe_apply", p);
+    if (fp8__probe_forked(p->run, "fp8_probe_apply"))
+        return FP8_EINVAL;
     fp8__probe_settle(p->run);
     int e = fp8__probe_check_tensor("fp8_probe_apply", x, rows, cols, sizeof(float));
     if (e == FP8_OK)
@@ -579,6 +591,8 @@ int fp8_probe_cast(fp8_probe *p, const float *x, size_t rows, size_t cols, float
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_cast: %s is NULL", !p ? "the probe" : "out");
     if (!fp8__live_has(p, FP8__LIVE_PROBE))
         return fp8__probe_dead("fp8_probe_cast", p);
+    if (fp8__probe_forked(p->run, "fp8_probe_cast"))
+        return FP8_EINVAL;
     fp8__probe_settle(p->run);
     int e = fp8__probe_check_tensor("fp8_probe_cast", x, rows, cols, sizeof(float));
     if (e != FP8_OK)
@@ -605,6 +619,8 @@ int fp8_probe_needs_tensor(fp8_probe *p, int64_t step)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_needs_tensor: the probe is NULL");
     if (!fp8__live_has(p, FP8__LIVE_PROBE))
         return fp8__probe_dead("fp8_probe_needs_tensor", p);
+    if (fp8__probe_forked(p->run, "fp8_probe_needs_tensor"))
+        return FP8_EINVAL;
     fp8__probe_settle(p->run);
     int e = fp8__probe_check_step("fp8_probe_needs_tensor", step);
     if (e != FP8_OK)
@@ -618,6 +634,8 @@ int fp8_probe_note_amax(fp8_probe *p, int64_t step, float amax, unsigned nonfini
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_note_amax: the probe is NULL");
     if (!fp8__live_has(p, FP8__LIVE_PROBE))
         return fp8__probe_dead("fp8_probe_note_amax", p);
+    if (fp8__probe_forked(p->run, "fp8_probe_note_amax"))
+        return FP8_EINVAL;
     int e = fp8__probe_check_step("fp8_probe_note_amax", step);
     if (e != FP8_OK)
         return e;
