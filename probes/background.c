@@ -23,8 +23,8 @@ typedef struct job {
     } fn;
     fp8_probe *p;
     int64_t step;
-    float *x; /* JOB_RECORD: the copy, cap = rows x cols floats (reserved) */
-    size_t rows, cols, cap;
+    float *x; /* JOB_RECORD: the copy, rows x cols floats (reserved) */
+    size_t rows, cols;
     float amax;        /* JOB_NOTE */
     unsigned nonfinite;
     int scalar;        /* JOB_SCALAR: the scalar's id */
@@ -52,12 +52,7 @@ struct fp8__bg {
     char msg[400];
 };
 
-/* A forked child holds a copy of the queue but not the thread (and maybe a
- * lock the thread held): there every call does its work itself, as without
- * the option, touching neither. */
-static int foreign(const fp8__bg *b) { return getpid() != b->pid; }
-
-int fp8__bg_foreign(const fp8__bg *b) { return foreign(b); }
+int fp8__bg_foreign(const fp8__bg *b) { return getpid() != b->pid; }
 
 static void put_buffer(fp8__bg *b, float *x, size_t cap) /* (mu held) */
 {
@@ -70,7 +65,7 @@ static void put_buffer(fp8__bg *b, float *x, size_t cap) /* (mu held) */
     b->held -= cap * sizeof(float);
 }
 
-static void run_job(fp8__bg *b, job *j)
+static void run_job(fp8__bg *b, const job *j)
 {
     int st = FP8_OK;
     switch (j->kind) {
@@ -115,7 +110,7 @@ static void *worker(void *arg)
         run_job(b, j);
         pthread_mutex_lock(&b->mu);
         if (j->x)
-            put_buffer(b, j->x, j->cap);
+            put_buffer(b, j->x, j->rows * j->cols);
         if (b->nidle_jobs < 4096) /* (a loop's calls of one step, about) */
             j->next = b->idle_jobs, b->idle_jobs = j, b->nidle_jobs++;
         else
@@ -161,7 +156,7 @@ static void shed(fp8__bg *b, size_t want)
 
 float *fp8__bg_buffer(fp8__bg *b, size_t n)
 {
-    if (!n || n > b->bound / sizeof(float) || foreign(b))
+    if (!n || n > b->bound / sizeof(float))
         return NULL;
     pthread_mutex_lock(&b->mu);
     /* a spare of the size (a loop's shapes repeat) */
@@ -190,34 +185,33 @@ float *fp8__bg_buffer(fp8__bg *b, size_t n)
     return x;
 }
 
-static job *new_job(fp8__bg *b, int kind, fp8_probe *p, int64_t step)
+/* A copy of t queued (in a done job kept for reuse, or a new one); when
+ * there is no memory for it, t done here instead, after everything before
+ * it.  The thread is woken for records and step ends only: a noted amax or
+ * a scalar waits for the next of those (or a drain), so a step's dozens of
+ * small notes cost no wake-up each. */
+static void push(fp8__bg *b, const job *t)
 {
     pthread_mutex_lock(&b->mu);
     job *j = b->idle_jobs;
-    if (j)
+    if (j) {
         b->idle_jobs = j->next, b->nidle_jobs--;
-    pthread_mutex_unlock(&b->mu);
-    if (j)
-        memset(j, 0, sizeof *j);
-    else
-        j = calloc(1, sizeof *j);
-    if (j)
-        j->kind = kind, j->p = p, j->step = step;
-    return j;
-}
-
-/* j queued; a job that could not be allocated is done here instead, after
- * everything before it.  The thread is woken for records and step ends
- * only: a noted amax or a scalar waits for the next of those (or a
- * drain), so a step's dozens of small notes cost no wake-up each. */
-static void push(fp8__bg *b, job *j, job *fallback)
-{
-    if (!j) {
-        fp8__bg_drain(b);
-        run_job(b, fallback);
-        return;
+    } else { /* (allocated without the lock) */
+        pthread_mutex_unlock(&b->mu);
+        if (!(j = malloc(sizeof *j))) {
+            fp8__bg_drain(b);
+            run_job(b, t);
+            if (t->x) { /* the buffer back */
+                pthread_mutex_lock(&b->mu);
+                put_buffer(b, t->x, t->rows * t->cols);
+                pthread_mutex_unlock(&b->mu);
+            }
+            return;
+        }
+        pthread_mutex_lock(&b->mu);
     }
-    pthread_mutex_lock(&b->mu);
+    *j = *t;
+    j->next = NULL;
     if (b->tail)
         b->tail->next = j;
     else
@@ -231,58 +225,26 @@ static void push(fp8__bg *b, job *j, job *fallback)
 void fp8__bg_record(fp8__bg *b, fp8__bg_record_fn fn, fp8_probe *p, int64_t step, float *x, size_t rows,
                     size_t cols)
 {
-    job *j = new_job(b, JOB_RECORD, p, step), here = {.kind = JOB_RECORD, .fn.record = fn, .p = p, .step = step};
-    here.x = x, here.rows = rows, here.cols = cols;
-    if (j)
-        j->fn.record = fn, j->x = x, j->rows = rows, j->cols = cols, j->cap = rows * cols;
-    push(b, j, &here);
-    if (!j) { /* done here: the buffer back */
-        pthread_mutex_lock(&b->mu);
-        put_buffer(b, x, rows * cols);
-        pthread_mutex_unlock(&b->mu);
-    }
+    push(b, &(job){.kind = JOB_RECORD, .fn.record = fn, .p = p, .step = step, .x = x, .rows = rows, .cols = cols});
 }
 
 void fp8__bg_note(fp8__bg *b, fp8__bg_note_fn fn, fp8_probe *p, int64_t step, float amax, unsigned nonfinite)
 {
-    if (foreign(b)) {
-        fn(p, step, amax, nonfinite);
-        return;
-    }
-    job *j = new_job(b, JOB_NOTE, p, step), here = {.kind = JOB_NOTE, .fn.note = fn, .p = p, .step = step};
-    here.amax = amax, here.nonfinite = nonfinite;
-    if (j)
-        j->fn.note = fn, j->amax = amax, j->nonfinite = nonfinite;
-    push(b, j, &here);
+    push(b, &(job){.kind = JOB_NOTE, .fn.note = fn, .p = p, .step = step, .amax = amax, .nonfinite = nonfinite});
 }
 
-int fp8__bg_scalar(fp8__bg *b, fp8__bg_scalar_fn fn, int scalar, int64_t step, double value)
+void fp8__bg_scalar(fp8__bg *b, fp8__bg_scalar_fn fn, int scalar, int64_t step, double value)
 {
-    if (foreign(b))
-        return fn(b->run, scalar, step, value);
-    job *j = new_job(b, JOB_SCALAR, NULL, step), here = {.kind = JOB_SCALAR, .fn.scalar = fn, .step = step};
-    here.scalar = scalar, here.value = value;
-    if (j)
-        j->fn.scalar = fn, j->scalar = scalar, j->value = value;
-    push(b, j, &here);
-    return FP8_OK;
+    push(b, &(job){.kind = JOB_SCALAR, .fn.scalar = fn, .step = step, .scalar = scalar, .value = value});
 }
 
-int fp8__bg_step_end(fp8__bg *b, fp8__bg_step_end_fn fn, int64_t step)
+void fp8__bg_step_end(fp8__bg *b, fp8__bg_step_end_fn fn, int64_t step)
 {
-    if (foreign(b))
-        return fn(b->run);
-    job *j = new_job(b, JOB_STEP_END, NULL, step), here = {.kind = JOB_STEP_END, .fn.step_end = fn, .step = step};
-    if (j)
-        j->fn.step_end = fn;
-    push(b, j, &here);
-    return FP8_OK;
+    push(b, &(job){.kind = JOB_STEP_END, .fn.step_end = fn, .step = step});
 }
 
 void fp8__bg_drain(fp8__bg *b)
 {
-    if (foreign(b))
-        return;
     pthread_mutex_lock(&b->mu);
     if (b->head)
         pthread_cond_signal(&b->work); /* (notes alone do not wake it) */
@@ -293,8 +255,6 @@ void fp8__bg_drain(fp8__bg *b)
 
 int fp8__bg_error(fp8__bg *b)
 {
-    if (foreign(b))
-        return FP8_OK;
     pthread_mutex_lock(&b->mu);
     int st = b->err;
     char msg[sizeof b->msg];
@@ -306,8 +266,8 @@ int fp8__bg_error(fp8__bg *b)
 
 void fp8__bg_stop(fp8__bg *b)
 {
-    if (!b || foreign(b))
-        return; /* (a child's copy: left as it is) */
+    if (!b)
+        return;
     pthread_mutex_lock(&b->mu);
     b->stop = 1;
     pthread_cond_signal(&b->work);

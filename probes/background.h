@@ -48,11 +48,10 @@ void fp8__bg_record(fp8__bg *b, fp8__bg_record_fn fn, fp8_probe *p, int64_t step
 
 /* Hand over a noted amax, a scalar (by its id in the run file, taken on
  * the calling thread) and a step end: fn called with these arguments (the
- * run's own for the last two).  Those that return a status return FP8_OK,
- * or fn's own when it ran here (a forked child: background.c). */
+ * run's own for the last two). */
 void fp8__bg_note(fp8__bg *b, fp8__bg_note_fn fn, fp8_probe *p, int64_t step, float amax, unsigned nonfinite);
-int fp8__bg_scalar(fp8__bg *b, fp8__bg_scalar_fn fn, int scalar, int64_t step, double value);
-int fp8__bg_step_end(fp8__bg *b, fp8__bg_step_end_fn fn, int64_t step);
+void fp8__bg_scalar(fp8__bg *b, fp8__bg_scalar_fn fn, int scalar, int64_t step, double value);
+void fp8__bg_step_end(fp8__bg *b, fp8__bg_step_end_fn fn, int64_t step);
 
 /* Wait until the thread has done everything handed to it. */
 void fp8__bg_drain(fp8__bg *b);
@@ -61,9 +60,9 @@ void fp8__bg_drain(fp8__bg *b);
  * again on this thread (its message prefixed "background: "); FP8_OK none. */
 int fp8__bg_error(fp8__bg *b);
 
-/* 1 in a forked child of the process that started b (whose thread did not
- * come along): there the calls above do their work themselves, and drain
- * and stop return at once. */
+/* 1 in a forked child of the process that started b: its thread did not
+ * come along (nor, maybe, locks it held), so none of the calls above may
+ * be made there (the probes refuse them first: fp8__probe_forked). */
 int fp8__bg_foreign(const fp8__bg *b);
 
 /* Drain, stop and free (NULL: nothing). */

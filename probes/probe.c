@@ -32,8 +32,10 @@ void fp8__probe_run_set_groups(fp8_probe_run *run, fp8__groups *g)
     }
 }
 
-/* (probe_internal.h) */
-int fp8__probe_forked(const fp8_probe_run *run, const char *fn)
+/* 1, with an error naming fn, when this process is a fork of the one that
+ * opened run with the option background (whose thread, and maybe locks it
+ * held, did not come along): every call on such a run is refused there. */
+static int forked(const fp8_probe_run *run, const char *fn)
 {
     if (!run->bg || !fp8__bg_foreign(run->bg))
         return 0;
@@ -147,6 +149,97 @@ static void probe_free(fp8_probe *p)
     free(p);
 }
 
+/* The recipes specs[0..n) parsed into p's states, a repeat of one before
+ * left out: FP8_OK, or the error (p as far as it got; the caller frees it). */
+static int add_recipes(fp8_probe *p, const char *const *specs, int n)
+{
+    for (int i = 0; i < n; i++) {
+        fp8_recipe r;
+        if (!specs[i] || fp8_recipe_parse(specs[i], &r) != FP8_OK) {
+            char why[400];
+            snprintf(why, sizeof why, "%s", specs[i] ? fp8_error_message() : "NULL recipe");
+            FP8_ERROR(FP8_EINVAL, "probe '%s': %s", p->name, why);
+            return FP8_EINVAL;
+        }
+        int gi = r.reduce[0] ? fp8__groups_find(p->run->groups, r.reduce) : -1;
+        if (r.reduce[0] && gi < 0) {
+            FP8_ERROR(FP8_EINVAL,
+                      "probe '%s': recipe '%s' reduces its amax over group '%s', which this run does not have (%s)",
+                      p->name, r.spec, r.reduce,
+                      p->run->groups ? "name it in fp8_probe_open_mpi" : "a one-process run: open it with fp8_probe_open_mpi");
+            return FP8_EINVAL;
+        }
+        int dup = 0; /* a shadow equal to the active recipe or an earlier shadow adds nothing */
+        for (int k = 0; k < p->nrec && !dup; k++)
+            dup = strcmp(p->st[k]->recipe.spec, r.spec) == 0;
+        if (dup)
+            continue;
+        p->group[p->nrec] = gi;
+        p->st[p->nrec] = fp8_recipe_state_alloc(&r, p->role);
+        if (!p->st[p->nrec]) {
+            return FP8_EINVAL;
+        }
+        fp8_recipe_state_set_threads(p->st[p->nrec], p->run->opt.threads); /* each cast's parts side by side */
+        p->nrec++;
+    }
+    return FP8_OK;
+}
+
+/* p entered in run's file and probe list (run lock taken here): 1, or 0
+ * with the error (a tensor of that name declared before, no memory). */
+static int register_probe(fp8_probe_run *run, fp8_probe *p)
+{
+    pthread_mutex_lock(&run->lock);
+    /* one probe per tensor name: a second would merge two tensors' records
+     * (another role or layer) or write each (tensor, recipe, step) twice */
+    int ok = 1, known = fp8_store_find_tensor(run->store, p->name);
+    const fp8_probe *q = known >= 0 && known < run->ntensor_probe ? run->tensor_probe[known] : NULL;
+    if (q) {
+        ok = 0;
+        if (q->role != p->role || q->layer != p->layer)
+            FP8_ERROR(FP8_EINVAL,
+                      "probe '%s' is already declared as role %s, layer %d; declaring it again as role %s, layer %d "
+                      "would merge two tensors' records: give the second another name",
+                      p->name, fp8_role_name(q->role), q->layer, fp8_role_name(p->role), p->layer);
+        else
+            FP8_ERROR(FP8_EINVAL, "probe '%s' is already declared in this run: keep the fp8_probe the first "
+                      "fp8_probe_declare returned", p->name);
+    }
+    if (ok)
+        p->tensor_id = fp8_store_tensor(run->store, p->name, p->role, p->layer);
+    ok = ok && p->tensor_id >= 0;
+    for (int i = 0; ok && i < p->nrec; i++)
+        ok = (p->recipe_id[i] = fp8_store_recipe(run->store, p->st[i]->recipe.spec)) >= 0;
+    if (ok && run->nprobes == run->cap) {
+        int cap = run->cap ? 2 * run->cap : 16;
+        fp8_probe **grown = realloc(run->probes, (size_t)cap * sizeof *grown);
+        if (grown)
+            run->probes = grown, run->cap = cap;
+        else
+            ok = 0, FP8_ERROR(FP8_ENOMEM, "probe: out of memory");
+    }
+    if (ok && p->tensor_id >= run->ntensor_probe) { /* tensor id -> its probe, for the check above */
+        int cap = 2 * p->tensor_id + 16;
+        fp8_probe **grown = realloc(run->tensor_probe, (size_t)cap * sizeof *grown);
+        if (grown) {
+            for (int k = run->ntensor_probe; k < cap; k++)
+                grown[k] = NULL;
+            run->tensor_probe = grown, run->ntensor_probe = cap;
+        } else {
+            ok = 0, FP8_ERROR(FP8_ENOMEM, "probe: out of memory");
+        }
+    }
+    if (ok && fp8__live_add(p, FP8__LIVE_PROBE) != 0)
+        ok = 0, FP8_ERROR(FP8_ENOMEM, "probe: out of memory");
+    if (ok) {
+        run->probes[run->nprobes++] = p;
+        run->tensor_probe[p->tensor_id] = p;
+        p->snapshot = run->snapshot_pattern && fnmatch(run->snapshot_pattern, p->name, 0) == 0;
+    }
+    pthread_mutex_unlock(&run->lock);
+    return ok;
+}
+
 fp8_probe *fp8_probe_declare(fp8_probe_run *run, const char *name, fp8_role role, int layer, const char *active,
                              const char *const *shadows, int nshadow)
 {
@@ -160,7 +253,7 @@ fp8_probe *fp8_probe_declare(fp8_probe_run *run, const char *name, fp8_role role
                                                              : "the run is closed (or was never opened)");
         return NULL;
     }
-    if (fp8__probe_forked(run, "fp8_probe_declare"))
+    if (forked(run, "fp8_probe_declare"))
         return NULL;
     fp8__probe_settle(run);
     if (nshadow > 0 && !shadows) {
@@ -203,37 +296,9 @@ fp8_probe *fp8_probe_declare(fp8_probe_run *run, const char *name, fp8_role role
     }
     for (int i = 0; i < nshadow; i++)
         specs[n++] = shadows[i];
-    for (int i = 0; i < n; i++) {
-        fp8_recipe r;
-        if (!specs[i] || fp8_recipe_parse(specs[i], &r) != FP8_OK) {
-            char why[400];
-            snprintf(why, sizeof why, "%s", specs[i] ? fp8_error_message() : "NULL recipe");
-            FP8_ERROR(FP8_EINVAL, "probe '%s': %s", name, why);
-            probe_free(p);
-            return NULL;
-        }
-        int gi = r.reduce[0] ? fp8__groups_find(run->groups, r.reduce) : -1;
-        if (r.reduce[0] && gi < 0) {
-            FP8_ERROR(FP8_EINVAL,
-                      "probe '%s': recipe '%s' reduces its amax over group '%s', which this run does not have (%s)",
-                      name, r.spec, r.reduce,
-                      run->groups ? "name it in fp8_probe_open_mpi" : "a one-process run: open it with fp8_probe_open_mpi");
-            probe_free(p);
-            return NULL;
-        }
-        int dup = 0; /* a shadow equal to the active recipe or an earlier shadow adds nothing */
-        for (int k = 0; k < p->nrec && !dup; k++)
-            dup = strcmp(p->st[k]->recipe.spec, r.spec) == 0;
-        if (dup)
-            continue;
-        p->group[p->nrec] = gi;
-        p->st[p->nrec] = fp8_recipe_state_alloc(&r, role);
-        if (!p->st[p->nrec]) {
-            probe_free(p);
-            return NULL;
-        }
-        fp8_recipe_state_set_threads(p->st[p->nrec], run->opt.threads); /* each cast's parts side by side */
-        p->nrec++;
+    if (add_recipes(p, specs, n) != FP8_OK) {
+        probe_free(p);
+        return NULL;
     }
     if (run->groups) {
         /* multi-rank: every rank declares the same tensor with the same
@@ -249,74 +314,36 @@ fp8_probe *fp8_probe_declare(fp8_probe_run *run, const char *name, fp8_role role
             return NULL;
         }
     }
-    pthread_mutex_lock(&run->lock);
-    /* one probe per tensor name: a second would merge two tensors' records
-     * (another role or layer) or write each (tensor, recipe, step) twice */
-    int ok = 1, known = fp8_store_find_tensor(run->store, name);
-    const fp8_probe *q = known >= 0 && known < run->ntensor_probe ? run->tensor_probe[known] : NULL;
-    if (q) {
-        ok = 0;
-        if (q->role != role || q->layer != layer)
-            FP8_ERROR(FP8_EINVAL,
-                      "probe '%s' is already declared as role %s, layer %d; declaring it again as role %s, layer %d "
-                      "would merge two tensors' records: give the second another name",
-                      name, fp8_role_name(q->role), q->layer, fp8_role_name(role), layer);
-        else
-            FP8_ERROR(FP8_EINVAL, "probe '%s' is already declared in this run: keep the fp8_probe the first "
-                      "fp8_probe_declare returned", name);
-    }
-    if (ok)
-        p->tensor_id = fp8_store_tensor(run->store, name, role, layer);
-    ok = ok && p->tensor_id >= 0;
-    for (int i = 0; ok && i < p->nrec; i++)
-        ok = (p->recipe_id[i] = fp8_store_recipe(run->store, p->st[i]->recipe.spec)) >= 0;
-    if (ok && run->nprobes == run->cap) {
-        int cap = run->cap ? 2 * run->cap : 16;
-        fp8_probe **grown = realloc(run->probes, (size_t)cap * sizeof *grown);
-        if (grown)
-            run->probes = grown, run->cap = cap;
-        else
-            ok = 0, FP8_ERROR(FP8_ENOMEM, "probe: out of memory");
-    }
-    if (ok && p->tensor_id >= run->ntensor_probe) { /* tensor id -> its probe, for the check above */
-        int cap = 2 * p->tensor_id + 16;
-        fp8_probe **grown = realloc(run->tensor_probe, (size_t)cap * sizeof *grown);
-        if (grown) {
-            for (int k = run->ntensor_probe; k < cap; k++)
-                grown[k] = NULL;
-            run->tensor_probe = grown, run->ntensor_probe = cap;
-        } else {
-            ok = 0, FP8_ERROR(FP8_ENOMEM, "probe: out of memory");
-        }
-    }
-    if (ok && fp8__live_add(p, FP8__LIVE_PROBE) != 0)
-        ok = 0, FP8_ERROR(FP8_ENOMEM, "probe: out of memory");
-    if (ok) {
-        run->probes[run->nprobes++] = p;
-        run->tensor_probe[p->tensor_id] = p;
-        p->snapshot = run->snapshot_pattern && fnmatch(run->snapshot_pattern, name, 0) == 0;
-    }
-    pthread_mutex_unlock(&run->lock);
-    if (!ok) {
+    if (!register_probe(run, p)) {
         probe_free(p);
         return NULL;
     }
     return p;
 }
 
-int fp8__probe_dead(const char *fn, const void *h)
+/* (probe_internal.h) */
+int fp8__probe_unusable(const fp8_probe *p, const char *fn)
 {
-    if (fp8__live_kind_of(h) == FP8__LIVE_RUN)
-        return FP8_ERROR(FP8_EINVAL, "%s: the handle is a run (fp8_probe_run), not a probe", fn);
-    return FP8_ERROR(FP8_EINVAL, "%s: the probe is not live: its run was closed (fp8_probe_close frees every probe "
-                     "of the run) or it was never returned by fp8_probe_declare", fn);
+    if (fp8__live_has(p, FP8__LIVE_PROBE))
+        return forked(p->run, fn);
+    if (fp8__live_kind_of(p) == FP8__LIVE_RUN)
+        FP8_ERROR(FP8_EINVAL, "%s: the handle is a run (fp8_probe_run), not a probe", fn);
+    else
+        FP8_ERROR(FP8_EINVAL, "%s: the probe is not live: its run was closed (fp8_probe_close frees every probe "
+                  "of the run) or it was never returned by fp8_probe_declare", fn);
+    return 1;
 }
 
-int fp8__probe_closed(const char *fn, const void *h)
+/* (probe_internal.h) */
+int fp8__run_unusable(const fp8_probe_run *run, const char *fn)
 {
-    if (fp8__live_kind_of(h) == FP8__LIVE_PROBE)
-        return FP8_ERROR(FP8_EINVAL, "%s: the handle is a probe (fp8_probe), not a run", fn);
-    return FP8_ERROR(FP8_EINVAL, "%s: the run is closed (or was never returned by fp8_probe_open)", fn);
+    if (fp8__live_has(run, FP8__LIVE_RUN))
+        return forked(run, fn);
+    if (fp8__live_kind_of(run) == FP8__LIVE_PROBE)
+        FP8_ERROR(FP8_EINVAL, "%s: the handle is a probe (fp8_probe), not a run", fn);
+    else
+        FP8_ERROR(FP8_EINVAL, "%s: the run is closed (or was never returned by fp8_probe_open)", fn);
+    return 1;
 }
 
 /* (probe_internal.h) */
@@ -392,9 +419,7 @@ int fp8_probe_scalar(fp8_probe_run *run, const char *name, int64_t step, double 
 {
     if (!run || !name)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_scalar: %s is NULL", run ? "the name" : "the run");
-    if (!fp8__live_has(run, FP8__LIVE_RUN))
-        return fp8__probe_closed("fp8_probe_scalar", run);
-    if (fp8__probe_forked(run, "fp8_probe_scalar"))
+    if (fp8__run_unusable(run, "fp8_probe_scalar"))
         return FP8_EINVAL;
     if (fp8__probe_check_step("fp8_probe_scalar", step) != FP8_OK)
         return FP8_EINVAL;
@@ -404,9 +429,10 @@ int fp8_probe_scalar(fp8_probe_run *run, const char *name, int64_t step, double 
     pthread_mutex_unlock(&run->lock);
     if (!named)
         return FP8_EINVAL;
-    if (run->bg)
-        return fp8__bg_scalar(run->bg, scalar_now, id, step, value);
-    return scalar_now(run, id, step, value);
+    if (!run->bg)
+        return scalar_now(run, id, step, value);
+    fp8__bg_scalar(run->bg, scalar_now, id, step, value);
+    return FP8_OK;
 }
 
 static int scalar_now(fp8_probe_run *run, int id, int64_t step, double value)
@@ -488,15 +514,12 @@ int fp8_probe_step_end(fp8_probe_run *run, int64_t step)
 {
     if (!run)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_step_end: the run is NULL");
-    if (!fp8__live_has(run, FP8__LIVE_RUN))
-        return fp8__probe_closed("fp8_probe_step_end", run);
-    if (fp8__probe_forked(run, "fp8_probe_step_end"))
+    if (fp8__run_unusable(run, "fp8_probe_step_end"))
         return FP8_EINVAL;
-    if (run->bg) {
-        int st = fp8__bg_step_end(run->bg, step_end_now, step), bst = fp8__bg_error(run->bg);
-        return st != FP8_OK ? st : bst;
-    }
-    return step_end_now(run);
+    if (!run->bg)
+        return step_end_now(run);
+    fp8__bg_step_end(run->bg, step_end_now, step);
+    return fp8__bg_error(run->bg);
 }
 
 static int step_end_now(fp8_probe_run *run)
@@ -528,9 +551,7 @@ int fp8_probe_flush(fp8_probe_run *run)
 {
     if (!run)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_flush: the run is NULL");
-    if (!fp8__live_has(run, FP8__LIVE_RUN))
-        return fp8__probe_closed("fp8_probe_flush", run);
-    if (fp8__probe_forked(run, "fp8_probe_flush"))
+    if (fp8__run_unusable(run, "fp8_probe_flush"))
         return FP8_EINVAL;
     int bst = FP8_OK;
     if (run->bg) {
@@ -547,9 +568,7 @@ int fp8_probe_set_training(fp8_probe_run *run, int training)
 {
     if (!run)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_set_training: the run is NULL");
-    if (!fp8__live_has(run, FP8__LIVE_RUN))
-        return fp8__probe_closed("fp8_probe_set_training", run);
-    if (fp8__probe_forked(run, "fp8_probe_set_training"))
+    if (fp8__run_unusable(run, "fp8_probe_set_training"))
         return FP8_EINVAL;
     __atomic_store_n(&run->eval, !training, __ATOMIC_RELAXED);
     return FP8_OK;
@@ -557,7 +576,7 @@ int fp8_probe_set_training(fp8_probe_run *run, int training)
 
 uint64_t fp8_probe_dropped(const fp8_probe_run *run)
 {
-    if (!run || !fp8__live_has(run, FP8__LIVE_RUN) || fp8__probe_forked(run, "fp8_probe_dropped"))
+    if (!run || !fp8__live_has(run, FP8__LIVE_RUN) || forked(run, "fp8_probe_dropped"))
         return 0;
     fp8__probe_settle((fp8_probe_run *)run);
     return run->dropped;
@@ -567,9 +586,7 @@ int fp8_probe_close(fp8_probe_run *run)
 {
     if (!run)
         return FP8_OK;
-    if (!fp8__live_has(run, FP8__LIVE_RUN))
-        return fp8__probe_closed("fp8_probe_close", run);
-    if (fp8__probe_forked(run, "fp8_probe_close"))
+    if (fp8__run_unusable(run, "fp8_probe_close"))
         return FP8_EINVAL;
     fp8__live_remove(run); /* from here on, other calls with it are refused */
     int bst = FP8_OK;
@@ -610,9 +627,7 @@ int fp8_probe_active_scale(fp8_probe *p, float *scale, float *scale_inv)
 {
     if (!p || !scale || !scale_inv)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_active_scale: %s is NULL", !p ? "the probe" : "an output");
-    if (!fp8__live_has(p, FP8__LIVE_PROBE))
-        return fp8__probe_dead("fp8_probe_active_scale", p);
-    if (fp8__probe_forked(p->run, "fp8_probe_active_scale"))
+    if (fp8__probe_unusable(p, "fp8_probe_active_scale"))
         return FP8_EINVAL;
     if (!p->has_active || p->st[0]->recipe.kind != FP8_RECIPE_DELAYED)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_active_scale '%s': the active recipe is not a per-tensor delayed "
@@ -628,9 +643,7 @@ int fp8_probe_recipes(fp8_probe *p, const char **specs, int max)
 {
     if (!p)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_recipes: the probe is NULL");
-    if (!fp8__live_has(p, FP8__LIVE_PROBE))
-        return fp8__probe_dead("fp8_probe_recipes", p);
-    if (fp8__probe_forked(p->run, "fp8_probe_recipes"))
+    if (fp8__probe_unusable(p, "fp8_probe_recipes"))
         return FP8_EINVAL;
     for (int i = 0; specs && i < p->nrec && i < max; i++)
         specs[i] = p->st[i]->recipe.spec;
@@ -641,9 +654,7 @@ int fp8_probe_last_stats(fp8_probe *p, int i, int64_t *step, fp8_stats *out)
 {
     if (!p || !step || !out)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_last_stats: %s is NULL", !p ? "the probe" : "an output");
-    if (!fp8__live_has(p, FP8__LIVE_PROBE))
-        return fp8__probe_dead("fp8_probe_last_stats", p);
-    if (fp8__probe_forked(p->run, "fp8_probe_last_stats"))
+    if (fp8__probe_unusable(p, "fp8_probe_last_stats"))
         return FP8_EINVAL;
     fp8__probe_settle(p->run);
     pthread_mutex_lock(&p->run->lock);

@@ -87,9 +87,12 @@ struct fp8_probe_run {
     fp8__bg *bg;         /* the option background: the run's own thread (NULL: none) */
 };
 
-/* The errors of a handle that is not a live probe / run, naming fn. */
-int fp8__probe_dead(const char *fn, const void *h);
-int fp8__probe_closed(const char *fn, const void *h);
+/* 1, with an error naming fn, when a handle the API was given cannot be
+ * used: not a live probe / run (closed, never returned, or the other kind),
+ * or a run opened with the option background in the process this one was
+ * forked from (its thread, and maybe locks it held, did not come along). */
+int fp8__probe_unusable(const fp8_probe *p, const char *fn);
+int fp8__run_unusable(const fp8_probe_run *run, const char *fn);
 
 /* A tensor handed to the API: rows, cols >= 1 and rows x cols elements of
  * elem bytes addressable, checked before anything reads it; steps in
@@ -99,11 +102,6 @@ int fp8__probe_check_step(const char *fn, int64_t step);
 
 /* Store a probe's series rows for the step in a (run lock held). */
 void fp8__probe_store_series(fp8_probe_run *run, const fp8_probe *p, const step_acc *a);
-
-/* 1, with an error naming fn, when this process is a fork of the one that
- * opened run with the option background (whose thread, and maybe locks it
- * held, did not come along): every call on such a run is refused there. */
-int fp8__probe_forked(const fp8_probe_run *run, const char *fn);
 
 /* The run's background thread (if any) done with all it was handed: before
  * a call that reads or changes what that thread works on. */

@@ -259,13 +259,9 @@ int fp8_probe_smooth_from(fp8_probe *weight, fp8_probe *input)
 {
     if (!weight || !input)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_smooth_from: %s is NULL", weight ? "the input probe" : "the weight probe");
-    if (!fp8__live_has(weight, FP8__LIVE_PROBE))
-        return fp8__probe_dead("fp8_probe_smooth_from", weight);
-    if (fp8__probe_forked(weight->run, "fp8_probe_smooth_from"))
+    if (fp8__probe_unusable(weight, "fp8_probe_smooth_from"))
         return FP8_EINVAL;
-    if (!fp8__live_has(input, FP8__LIVE_PROBE))
-        return fp8__probe_dead("fp8_probe_smooth_from", input);
-    if (fp8__probe_forked(input->run, "fp8_probe_smooth_from"))
+    if (fp8__probe_unusable(input, "fp8_probe_smooth_from"))
         return FP8_EINVAL;
     fp8__probe_settle(input->run);
     if (weight == input || weight->run != input->run)
@@ -287,9 +283,7 @@ int fp8_probe_cast_recipe(fp8_probe *p, const char *spec, const float *x, size_t
 {
     if (!p || !out || !spec)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_cast_recipe: %s is NULL", !p ? "the probe" : !out ? "out" : "the spec");
-    if (!fp8__live_has(p, FP8__LIVE_PROBE))
-        return fp8__probe_dead("fp8_probe_cast_recipe", p);
-    if (fp8__probe_forked(p->run, "fp8_probe_cast_recipe"))
+    if (fp8__probe_unusable(p, "fp8_probe_cast_recipe"))
         return FP8_EINVAL;
     fp8__probe_settle(p->run);
     int e = fp8__probe_check_tensor("fp8_probe_cast_recipe", x, rows, cols, sizeof(float));
@@ -496,17 +490,22 @@ static int record_background(fp8_probe *p, int64_t step, const float *x, size_t 
     return FP8_OK;
 }
 
+/* The checks of a call handing over a tensor of rows x cols at step (its
+ * elements counted as floats: a 16-bit tensor is converted to them):
+ * FP8_OK, or the error, named. */
+static int tensor_call(const fp8_probe *p, const char *fn, const void *x, size_t rows, size_t cols, int64_t step)
+{
+    if (fp8__probe_unusable(p, fn))
+        return FP8_EINVAL;
+    int e = fp8__probe_check_tensor(fn, x, rows, cols, sizeof(float));
+    return e != FP8_OK ? e : fp8__probe_check_step(fn, step);
+}
+
 int fp8_probe_record(fp8_probe *p, int64_t step, const float *x, size_t rows, size_t cols)
 {
     if (!p)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_record: the probe is NULL");
-    if (!fp8__live_has(p, FP8__LIVE_PROBE))
-        return fp8__probe_dead("fp8_probe_record", p);
-    if (fp8__probe_forked(p->run, "fp8_probe_record"))
-        return FP8_EINVAL;
-    int e = fp8__probe_check_tensor("fp8_probe_record", x, rows, cols, sizeof(float));
-    if (e == FP8_OK)
-        e = fp8__probe_check_step("fp8_probe_record", step);
+    int e = tensor_call(p, "fp8_probe_record", x, rows, cols, step);
     if (e != FP8_OK)
         return e;
     if (__atomic_load_n(&p->run->eval, __ATOMIC_RELAXED))
@@ -525,21 +524,13 @@ int fp8_probe_record_bits(fp8_probe *p, int64_t step, const uint16_t *x, fp8_dty
 {
     if (!p)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_record_bits: the probe is NULL");
-    if (!fp8__live_has(p, FP8__LIVE_PROBE))
-        return fp8__probe_dead("fp8_probe_record_bits", p);
-    if (fp8__probe_forked(p->run, "fp8_probe_record_bits"))
-        return FP8_EINVAL;
-    int e = fp8__probe_check_tensor("fp8_probe_record_bits", x, rows, cols, sizeof(float));
-    if (e == FP8_OK)
-        e = fp8__probe_check_step("fp8_probe_record_bits", step);
+    int e = tensor_call(p, "fp8_probe_record_bits", x, rows, cols, step);
     if (e != FP8_OK)
         return e;
     if (__atomic_load_n(&p->run->eval, __ATOMIC_RELAXED))
         return FP8_OK;
     if (dtype != FP8_DTYPE_BF16 && dtype != FP8_DTYPE_F16)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_record_bits: dtype must be bf16 or fp16");
-    if (!rows || !cols || rows > SIZE_MAX / cols / sizeof(float))
-        return FP8_ERROR(FP8_EINVAL, "fp8_probe_record_bits: bad shape %zux%zu", rows, cols);
     size_t n = rows * cols;
     fp8__bg *b = p->run->bg && needs_tensor(p, step) ? p->run->bg : NULL; /* (else the amax of f, below) */
     float *f = b ? fp8__bg_buffer(b, n) : NULL;
@@ -570,16 +561,10 @@ int fp8_probe_apply(fp8_probe *p, int64_t step, const float *x, size_t rows, siz
 {
     if (!p || !out)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_apply: %s is NULL", !p ? "the probe" : "out");
-    if (!fp8__live_has(p, FP8__LIVE_PROBE))
-        return fp8__probe_dead("fp8_probe_apply", p);
-    if (fp8__probe_forked(p->run, "fp8_probe_apply"))
-        return FP8_EINVAL;
-    fp8__probe_settle(p->run);
-    int e = fp8__probe_check_tensor("fp8_probe_apply", x, rows, cols, sizeof(float));
-    if (e == FP8_OK)
-        e = fp8__probe_check_step("fp8_probe_apply", step);
+    int e = tensor_call(p, "fp8_probe_apply", x, rows, cols, step);
     if (e != FP8_OK)
         return e;
+    fp8__probe_settle(p->run);
     if (__atomic_load_n(&p->run->eval, __ATOMIC_RELAXED))
         return fp8_probe_cast(p, x, rows, cols, out);
     return probe_run(p, step, x, rows, cols, out);
@@ -589,9 +574,7 @@ int fp8_probe_cast(fp8_probe *p, const float *x, size_t rows, size_t cols, float
 {
     if (!p || !out)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_cast: %s is NULL", !p ? "the probe" : "out");
-    if (!fp8__live_has(p, FP8__LIVE_PROBE))
-        return fp8__probe_dead("fp8_probe_cast", p);
-    if (fp8__probe_forked(p->run, "fp8_probe_cast"))
+    if (fp8__probe_unusable(p, "fp8_probe_cast"))
         return FP8_EINVAL;
     fp8__probe_settle(p->run);
     int e = fp8__probe_check_tensor("fp8_probe_cast", x, rows, cols, sizeof(float));
@@ -617,11 +600,8 @@ int fp8_probe_needs_tensor(fp8_probe *p, int64_t step)
 {
     if (!p)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_needs_tensor: the probe is NULL");
-    if (!fp8__live_has(p, FP8__LIVE_PROBE))
-        return fp8__probe_dead("fp8_probe_needs_tensor", p);
-    if (fp8__probe_forked(p->run, "fp8_probe_needs_tensor"))
-        return FP8_EINVAL;
-    fp8__probe_settle(p->run);
+    if (fp8__probe_unusable(p, "fp8_probe_needs_tensor"))
+        return FP8_EINVAL; /* (no wait for a background thread: the answer rests on the options and recipes) */
     int e = fp8__probe_check_step("fp8_probe_needs_tensor", step);
     if (e != FP8_OK)
         return e;
@@ -632,9 +612,7 @@ int fp8_probe_note_amax(fp8_probe *p, int64_t step, float amax, unsigned nonfini
 {
     if (!p)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_note_amax: the probe is NULL");
-    if (!fp8__live_has(p, FP8__LIVE_PROBE))
-        return fp8__probe_dead("fp8_probe_note_amax", p);
-    if (fp8__probe_forked(p->run, "fp8_probe_note_amax"))
+    if (fp8__probe_unusable(p, "fp8_probe_note_amax"))
         return FP8_EINVAL;
     int e = fp8__probe_check_step("fp8_probe_note_amax", step);
     if (e != FP8_OK)

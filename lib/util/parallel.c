@@ -20,7 +20,7 @@ static int nworkers;          /* started and waiting for work */
 static unsigned long gen;     /* bumped for every call that hands out work */
 static unsigned long born[MAX_THREADS]; /* gen when worker i was started: work after that is its */
 static struct {
-    int n, next, want, joined, active;
+    int n, next, want, active;
     int closed; /* every job taken and the caller done with its own: a worker not yet joined stays out */
     void (*fn)(void *, int);
     void *ctx;
@@ -66,7 +66,6 @@ static void *worker(void *arg)
             pthread_mutex_unlock(&mu);
             continue;
         }
-        __atomic_add_fetch(&job.joined, 1, __ATOMIC_RELEASE);
         __atomic_add_fetch(&job.active, 1, __ATOMIC_RELEASE);
         pthread_mutex_unlock(&mu);
         drain();
@@ -115,7 +114,6 @@ void fp8__parallel_for(int n, int threads, void (*fn)(void *ctx, int i), void *c
         nworkers++;
     }
     job.n = n, job.next = 0, job.fn = fn, job.ctx = ctx, job.closed = 0;
-    __atomic_store_n(&job.joined, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&job.active, 0, __ATOMIC_RELAXED);
     job.want = T - 1 < nworkers ? T - 1 : nworkers;
     __atomic_store_n(&gen, gen + 1, __ATOMIC_RELEASE);
