@@ -25,6 +25,12 @@
  * ranges' results merged in range order. */
 #define RANGE 4096
 
+typedef float v4f __attribute__((vector_size(16)));
+typedef double v2d __attribute__((vector_size(16)));
+
+/* the sum of the four bytes of w */
+static inline uint64_t byte_sum(uint32_t w) { return (w & 0xFF) + (w >> 8 & 0xFF) + (w >> 16 & 0xFF) + (w >> 24); }
+
 typedef struct {
     double sum[4], m2[4];
     float mn[4], mx[4];
@@ -51,12 +57,16 @@ static void gsum_range(const gsum_work *W, int p, gsum *r)
     const unsigned char *fl = W->flags;
     size_t g0 = (size_t)p * RANGE, g1 = W->ng - g0 < RANGE ? W->ng : g0 + RANGE, g = g0;
     if (W->pass == 1) {
-        double m2[4] = {0, 0, 0, 0}, mean = W->mean;
-        for (; g + 4 <= g1; g += 4)
-            for (int k = 0; k < 4; k++) {
-                double d = (double)si[g + (size_t)k] - mean;
-                m2[k] += d * d;
-            }
+        const double mean = W->mean;
+        v2d m01 = {0, 0}, m23 = {0, 0}; /* lane k: groups k mod 4, as pass 0 */
+        for (; g + 4 <= g1; g += 4) {
+            v4f v;
+            memcpy(&v, si + g, 16);
+            v2d d01 = __builtin_convertvector(__builtin_shufflevector(v, v, 0, 1), v2d) - mean;
+            v2d d23 = __builtin_convertvector(__builtin_shufflevector(v, v, 2, 3), v2d) - mean;
+            m01 += d01 * d01, m23 += d23 * d23;
+        }
+        double m2[4] = {m01[0], m01[1], m23[0], m23[1]};
         for (; g < g1; g++) {
             double d = (double)si[g] - mean;
             m2[0] += d * d;
@@ -64,30 +74,52 @@ static void gsum_range(const gsum_work *W, int p, gsum *r)
         memcpy(r->m2, m2, sizeof m2);
         return;
     }
-    double sum[4] = {0, 0, 0, 0};
-    float mn[4] = {INFINITY, INFINITY, INFINITY, INFINITY}, mx[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    /* four lanes, lane k taking the range's groups k mod 4, each in
+     * scalars of its own (arrays indexed in the loop ended up on the stack,
+     * a store and a load in every lane's chain); the flag bits counted in
+     * the bytes of two words */
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    float n0 = INFINITY, n1 = INFINITY, n2 = INFINITY, n3 = INFINITY;
+    float x0 = -INFINITY, x1 = -INFINITY, x2 = -INFINITY, x3 = -INFINITY;
     uint64_t fo = 0, fu = 0;
+    uint32_t fwo = 0, fwu = 0; /* flag bits of each byte position, summed in bytes */
+    unsigned fspill = 0;
     uint32_t shist[4][FP8_SCALE_BINS]; /* a range's groups: 32-bit counters hold them */
     memset(shist, 0, sizeof shist);
-    for (; g + 4 <= g1; g += 4)
-        for (int k = 0; k < 4; k++) {
-            float v = si[g + (size_t)k];
-            uint32_t b;
-            memcpy(&b, &v, 4);
-            sum[k] += v;
-            mn[k] = v < mn[k] ? v : mn[k];
-            mx[k] = v > mx[k] ? v : mx[k];
-            shist[k][(b >> 23) & 0xFF]++;
-            fo += fl[g + (size_t)k] & 1;
-            fu += (fl[g + (size_t)k] >> 1) & 1;
+#define LANE(k)                                                                                            \
+    do {                                                                                                   \
+        float v = si[g + k];                                                                               \
+        uint32_t b;                                                                                        \
+        memcpy(&b, &v, 4);                                                                                 \
+        s##k += v;                                                                                         \
+        n##k = v < n##k ? v : n##k;                                                                        \
+        x##k = v > x##k ? v : x##k;                                                                        \
+        shist[k][(b >> 23) & 0xFF]++;                                                                      \
+    } while (0)
+    for (; g + 4 <= g1; g += 4) {
+        LANE(0);
+        LANE(1);
+        LANE(2);
+        LANE(3);
+        uint32_t w;
+        memcpy(&w, fl + g, 4);
+        fwo += w & 0x01010101u, fwu += w >> 1 & 0x01010101u;
+        if (++fspill == 255) { /* before a byte can carry */
+            fo += byte_sum(fwo), fu += byte_sum(fwu);
+            fwo = fwu = 0, fspill = 0;
         }
+    }
+#undef LANE
+    fo += byte_sum(fwo), fu += byte_sum(fwu);
+    double sum[4] = {s0, s1, s2, s3};
+    float mnl[4] = {n0, n1, n2, n3}, mxl[4] = {x0, x1, x2, x3};
     for (; g < g1; g++) {
         float v = si[g];
         uint32_t b;
         memcpy(&b, &v, 4);
         sum[0] += v;
-        mn[0] = v < mn[0] ? v : mn[0];
-        mx[0] = v > mx[0] ? v : mx[0];
+        mnl[0] = v < mnl[0] ? v : mnl[0];
+        mxl[0] = v > mxl[0] ? v : mxl[0];
         shist[0][(b >> 23) & 0xFF]++;
         fo += fl[g] & 1;
         fu += (fl[g] >> 1) & 1;
@@ -97,7 +129,7 @@ static void gsum_range(const gsum_work *W, int p, gsum *r)
         if (v)
             __atomic_fetch_add(&W->scale_hist[b], v, __ATOMIC_RELAXED);
     }
-    memcpy(r->sum, sum, sizeof sum), memcpy(r->mn, mn, sizeof mn), memcpy(r->mx, mx, sizeof mx);
+    memcpy(r->sum, sum, sizeof sum), memcpy(r->mn, mnl, sizeof mnl), memcpy(r->mx, mxl, sizeof mxl);
     r->fo = fo, r->fu = fu, r->best = SIZE_MAX;
     if (W->gamax) {
         size_t b = fp8__best_ratio(W->gamax + g0, W->gminnz + g0, g1 - g0);
