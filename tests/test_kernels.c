@@ -280,6 +280,36 @@ static void test_range_groups(void)
                     CU_ASSERT_EQUAL(a2[g], ra);
                 }
             }
+        /* blocks of 16 groups, most finite, one holding an Inf or a NaN
+         * (each block found with or without such values: the vector paths
+         * differ), groups of zeros only, of the smallest subnormal, of the
+         * largest finite value, of Inf and NaN only */
+        for (int gi = 0; gi < 3; gi++) {
+            size_t glen = glens[gi], n = 4096, ng = n / glen;
+            fill(x, n, 0);
+            for (size_t g = 0; g < ng; g++) {
+                float *xg = x + g * glen;
+                for (size_t i = 0; i < glen; i++) {
+                    if (g % 7 == 1) /* zeros only */
+                        xg[i] = i % 2 ? 0.0f : -0.0f;
+                    else if (g % 7 == 2) /* zeros and the smallest subnormal */
+                        xg[i] = i % 3 ? 0.0f : from_bits(1);
+                    else if (g == 4) /* Inf and NaN only */
+                        xg[i] = i % 2 ? INFINITY : NAN;
+                }
+                if (g % 7 == 3)
+                    xg[glen / 2] = -3.4028235e38f;
+                if (g % 7 == 5 && g > 16 * 3 && g < 16 * 4) /* in the fourth block of 16 only */
+                    xg[glen - 1] = NAN;
+            }
+            isas[k].range_groups(x, n, glen, a, m);
+            for (size_t g = 0; g < ng; g++) {
+                uint32_t ra, rm;
+                ref_range(x + g * glen, glen, &ra, &rm);
+                CU_ASSERT_EQUAL(a[g], ra);
+                CU_ASSERT_EQUAL(m[g], rm);
+            }
+        }
     }
     free(x);
 }

@@ -199,46 +199,71 @@ static inline vu16 fold16(vu16 *v, vu16 (*op)(vu16, vu16))
 }
 #undef FOLD
 
-/* a group's lane maxima alone (group_lanes without the minima) */
-static inline vu16 group_amax_lanes(const float *x, size_t glen)
+/* A group's lanes, lean: the maxima of all |x| bits (Inf and NaN among
+ * them: the caller checks the folded maxima and redoes a block that holds
+ * one) and, when mn, the minima of |x| bits - 1 (a zero wraps to the
+ * largest value and drops out; lean_minnz turns them back).  Two
+ * operations a vector each, where group_lanes' masks take nine. */
+static inline void lean_lanes(const float *x, size_t glen, vu16 *am, vu16 *mn)
 {
-    vu16 am = {0};
+    vu16 m = {0}, z = {0};
+    z -= 1;
     for (size_t k = 0; k < glen; k += 16) {
         vu16 a;
         memcpy(&a, x + k, 64);
         a &= FP8_F32_ABS;
-        am = umax16(am, a & (vu16)(a < FP8_F32_INF));
+        m = umax16(m, a);
+        if (mn)
+            z = umin16(z, a - 1);
     }
-    return am;
+    *am = m;
+    if (mn)
+        *mn = z;
+}
+
+/* folded lean minima back to min nonzero bits (0x7F800000: none, as for a
+ * group of zeros; the block holds no Inf or NaN) */
+static inline vu16 lean_minnz(vu16 z) { return umin16(z, (vu16){0} + (FP8_F32_INF - 1)) + 1; }
+
+/* whether some lane of folded maxima holds Inf or NaN bits */
+static inline int any_nonfinite(vu16 ra)
+{
+    uint32_t m = 0;
+    for (int l = 0; l < 16; l++)
+        m = ra[l] > m ? ra[l] : m;
+    return m >= FP8_F32_INF;
+}
+
+/* 16 groups from x on, Inf and NaN masked out (group_lanes) */
+static inline void masked_block(const float *x, size_t glen, uint32_t *amax_bits, uint32_t *minnz_bits)
+{
+    vu16 am[16], mn[16];
+    for (int k = 0; k < 16; k++)
+        group_lanes(x + (size_t)k * glen, glen, &am[k], &mn[k]);
+    vu16 ra = fold16(am, umax16), rm = fold16(mn, umin16);
+    memcpy(amax_bits, &ra, sizeof ra);
+    if (minnz_bits)
+        memcpy(minnz_bits, &rm, sizeof rm);
 }
 
 void FN(fp8__range_groups_)(FP8_RANGE_GROUPS_ARGS)
 {
     size_t ng = n / glen, g = 0;
-    if (!minnz_bits) { /* the maxima alone */
-        for (; g + 16 <= ng; g += 16) {
-            vu16 am[16];
-            for (int k = 0; k < 16; k++)
-                am[k] = group_amax_lanes(x + (g + (size_t)k) * glen, glen);
-            vu16 ra = fold16(am, umax16);
-            memcpy(amax_bits + g, &ra, sizeof ra);
-        }
-        for (; g < ng; g++) {
-            vu16 am = group_amax_lanes(x + g * glen, glen);
-            uint32_t a = 0;
-            for (int l = 0; l < 16; l++)
-                a = am[l] > a ? am[l] : a;
-            amax_bits[g] = a;
-        }
-        return;
-    }
     for (; g + 16 <= ng; g += 16) {
+        const float *xg = x + g * glen;
         vu16 am[16], mn[16];
         for (int k = 0; k < 16; k++)
-            group_lanes(x + (g + (size_t)k) * glen, glen, &am[k], &mn[k]);
-        vu16 ra = fold16(am, umax16), rm = fold16(mn, umin16);
+            lean_lanes(xg + (size_t)k * glen, glen, &am[k], minnz_bits ? &mn[k] : NULL);
+        vu16 ra = fold16(am, umax16);
+        if (any_nonfinite(ra)) { /* (rare) these 16 groups again, masked */
+            masked_block(xg, glen, amax_bits + g, minnz_bits ? minnz_bits + g : NULL);
+            continue;
+        }
         memcpy(amax_bits + g, &ra, sizeof ra);
-        memcpy(minnz_bits + g, &rm, sizeof rm);
+        if (minnz_bits) {
+            vu16 rm = lean_minnz(fold16(mn, umin16));
+            memcpy(minnz_bits + g, &rm, sizeof rm);
+        }
     }
     for (; g < ng; g++) {
         vu16 am, mn;
@@ -249,7 +274,8 @@ void FN(fp8__range_groups_)(FP8_RANGE_GROUPS_ARGS)
             m = mn[l] < m ? mn[l] : m;
         }
         amax_bits[g] = a;
-        minnz_bits[g] = m;
+        if (minnz_bits)
+            minnz_bits[g] = m;
     }
 }
 
