@@ -187,6 +187,50 @@ static void test_stochastic_gradients(void)
     free(x), free(a), free(b);
 }
 
+/* Blocks whose E4M3 decode scale rounds to zero (block amax below ~2^-10 /
+ * 448 of the tensor's): their values flush to +-0.  Given x's statistics,
+ * the cast makes each piece's block ranges and scales in its one pass
+ * (x's amax being known); a piece holding such blocks goes block by
+ * block.  The same x_hat as the reference and as the cast with an amax
+ * pass of its own, the same counts and block summaries, error sums equal
+ * within rounding (summed in other pieces). */
+static void test_zero_block_scales(void)
+{
+    size_t R = 128, C = 1024, n = R * C; /* four pieces of 32768 */
+    float *x = tensor(n, 23), *a = malloc(n * 4), *b = malloc(n * 4), *r = malloc(n * 4);
+    for (size_t i = 0; i < n; i++)
+        x[i] *= 1e4f;
+    x[5] = 3e6f;                            /* the tensor's amax */
+    for (size_t i = 0; i < n; i++)          /* in the 1st and 3rd pieces, every 5th block tiny */
+        if ((i / 32768) % 2 == 0 && (i / 16) % 5 == 1)
+            x[i] = (float)((int)(i % 7) - 3) * 0.25f;
+    ref_nvfp4(x, R, C, 1, 16, r);
+    fp8_stats own, given;
+    quantize("nvfp4", "activation", x, R, C, a, &own);
+    fp8_recipe_state *s = fp8_recipe_state_new("nvfp4", "activation");
+    CU_ASSERT_EQUAL_FATAL(fp8_tensor_stats(x, n, &given, 0), FP8_OK);
+    CU_ASSERT_EQUAL(fp8_quantize_ex(s, x, R, C, b, &given, FP8_STATS_X_GIVEN), FP8_OK);
+    fp8_recipe_state_free(s);
+    CU_ASSERT_EQUAL(memcmp(a, r, n * 4), 0);
+    CU_ASSERT_EQUAL(memcmp(b, r, n * 4), 0);
+    size_t zeroed = 0;
+    for (size_t i = 0; i < n; i++)
+        zeroed += (i / 32768) % 2 == 0 && (i / 16) % 5 == 1 && x[i] != 0 && b[i] == 0;
+    CU_ASSERT(zeroed > n / 20); /* the tiny blocks did flush */
+    CU_ASSERT_EQUAL(memcmp(&own.classes, &given.classes, sizeof own.classes), 0);
+    CU_ASSERT_EQUAL(given.underflows, own.underflows);
+    CU_ASSERT_EQUAL(given.blocks_with_underflow, own.blocks_with_underflow);
+    CU_ASSERT(given.blocks_with_underflow >= R * 64 / 10);
+    CU_ASSERT_EQUAL(given.blocks_with_overflow, own.blocks_with_overflow);
+    CU_ASSERT_EQUAL(given.scale_inv_min, own.scale_inv_min);
+    CU_ASSERT_EQUAL(given.scale_inv_max, own.scale_inv_max);
+    CU_ASSERT_EQUAL(memcmp(given.scale_hist, own.scale_hist, sizeof own.scale_hist), 0);
+    CU_ASSERT_EQUAL(given.max_block_dynamic_range, own.max_block_dynamic_range);
+    CU_ASSERT_DOUBLE_EQUAL(given.sq_err, own.sq_err, 1e-9 * own.sq_err);
+    CU_ASSERT_EQUAL(given.max_abs_err, own.max_abs_err);
+    free(x), free(a), free(b), free(r);
+}
+
 static void test_specs(void)
 {
     fp8_recipe r;
@@ -204,6 +248,7 @@ void register_nvfp4_tests(void)
         {"two-level scales and 2D weight tiles equal the reference", test_two_level_and_2d},
         {"random Hadamard transform of gradients: the matrix, inverted, orthonormal", test_hadamard},
         {"stochastic rounding of gradients only: neighbours, unbiased", test_stochastic_gradients},
+        {"zero block scales, the ranges made in the cast's one pass: as the reference", test_zero_block_scales},
         {"specs: options, canonical names, errors", test_specs},
         CU_TEST_INFO_NULL,
     };

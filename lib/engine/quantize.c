@@ -10,6 +10,10 @@
  *      min nonzero |x| of every scale group, vectorised (range_vec.c);
  *   2. the scale of every group, by the reference system's rule
  *      (quantize_scales.c, recipe.c);
+ *      (groups one row high whose scales need no more than their own amax
+ *      and the tensor's known one — MX, blocks, NVFP4 given x's amax — skip
+ *      1 and 2: each unit's ranges and scales are made in step 3, before
+ *      its cast, while it is in cache: x is read once);
  *   3. one fused pass over pieces of up to PIECE elements: the element cast
  *      of the piece with its error sums against x_hat made by the cast
  *      kernel on its way, then, while the piece is in cache, x's own
@@ -302,12 +306,50 @@ static void grouped_chunk(fused *F, pass_ctx *c, size_t off, size_t m, size_t gi
         memcpy(F->OUT + off, c->buf, m * sizeof(float));
 }
 
+/* F->late: the ranges and scales of the groups of the unit at off (m
+ * elements, whole groups one row high), as the amax pass and the scales
+ * jobs would make them; 0 when a group's scale is not > 0 (the unit then
+ * goes group by group) */
+static int unit_scales(fused *F, size_t off, size_t m)
+{
+    const layout *L = F->L;
+    size_t g0 = off / L->seg, g1 = (off + m) / L->seg;
+    fp8__k.range_groups(F->X + off, m, L->seg, F->gamax + g0, F->minnz ? F->gminnz + g0 : NULL);
+    if (!F->minnz)
+        for (size_t g = g0; g < g1; g++)
+            F->gminnz[g] = FP8_F32_INF;
+    float sg = 1.0f;
+    fp8__group_scales(F->st, g0, F->gamax + g0, g1 - g0, fp8__bits_to_float(F->tot_amax), F->scale + g0,
+                      F->scale_inv + g0, &sg);
+    if (g0 == 0)
+        F->s_global = sg; /* NVFP4's, the same from every unit */
+    for (size_t g = g0; g < g1; g++)
+        if (!(F->scale[g] > 0.0f))
+            return 0;
+    return 1;
+}
+
+/* the unit at off (m elements, whole groups) group by group, each its own
+ * segment (groups with a zero scale among them) */
+static void unit_segments(fused *F, pass_ctx *c, size_t off, size_t m)
+{
+    const size_t seg = F->L->seg;
+    for (size_t o = off; o < off + m; o += seg) {
+        size_t g = o / seg;
+        F->flags[g] |= (unsigned char)run_segment(c, F->X + o, seg, F->scale[g], F->scale_inv[g],
+                                                  F->OUT ? F->OUT + o : NULL,
+                                                  F->CODES ? (char *)F->CODES + o * F->cb : NULL, o);
+    }
+}
+
 /* the cast and statistics of units [u0, u1) */
 void fp8__fused_units(fused *F, part *pp, size_t u0, size_t u1)
 {
     for (size_t u = u0; u < u1; u++) {
         size_t off = u * F->unit, m = F->numel - off < F->unit ? F->numel - off : F->unit;
-        if (F->grouped)
+        if (F->late && !unit_scales(F, off, m))
+            unit_segments(F, &pp->c, off, m);
+        else if (F->grouped)
             grouped_chunk(F, &pp->c, off, m, off / F->L->seg);
         else /* per tensor */
             pp->tflags |= run_segment(&pp->c, F->X + off, m, F->scale[0], F->scale_inv[0],

@@ -174,6 +174,24 @@ static int cast_scratch(fp8__cast *c)
     return FP8_OK;
 }
 
+/* Whether cast c's group ranges and scales can be made unit by unit in
+ * its fused pass (F->late) instead of by an amax pass before it: groups one
+ * row high in memory order that the grouped kernel takes and the vector
+ * range kernel measures, not taken from another cast's (fine), and scales
+ * that need only the group's own amax (MX, blocks) or also the tensor's
+ * amax when the caller gives it (NVFP4). */
+static int late_ok(const fp8__cast *c, const fp8__ranges *fine, int known_finite)
+{
+    const layout *L = &c->L;
+    const fp8_recipe *r = &c->st->recipe;
+    fp8__caster k;
+    fp8__caster_init(&k, c->st->format, &r->cast);
+    int kind_ok = r->kind == FP8_RECIPE_MX || r->kind == FP8_RECIPE_BLOCK ||
+                  (r->kind == FP8_RECIPE_NVFP4 && known_finite);
+    return kind_ok && k.vec && !L->per_tensor && !c->trans && L->br == 1 && c->F.grouped && c->F.split &&
+           L->seg % 16 == 0 && L->seg < 1024 && !(fine && fp8__ranges_nest(fine, L));
+}
+
 /* 1. the amax pass (recipes that scale from this tensor; a per-tensor one
  * takes the caller's known amax when it has one) and 2. the scales */
 static void cast_scales(fp8__cast *c, const fp8_amax_info *known, const fp8__ranges *fine)
@@ -188,7 +206,16 @@ static void cast_scales(fp8__cast *c, const fp8_amax_info *known, const fp8__ran
         for (size_t g = 0; g < ng; g++)
             gminnz[g] = FP8_F32_INF;
     uint32_t tot_amax = 0; /* (delayed scaling needs no amax pass) */
-    if (need_amax && L->per_tensor && known && known->inf_count + known->nan_count < numel) {
+    const int known_finite = known && known->inf_count + known->nan_count < numel;
+    if (need_amax && late_ok(c, fine, known_finite)) {
+        /* no amax pass: the fused pass makes each unit's ranges and scales
+         * before its cast, while the unit is in cache (one read of x less;
+         * NVFP4's tensor amax is the caller's, the maximum of the groups') */
+        F->late = 1;
+        F->minnz = c->stats != NULL;
+        if (known_finite)
+            memcpy(&tot_amax, &known->amax, 4);
+    } else if (need_amax && L->per_tensor && known_finite) {
         /* x's finite amax is known (a float32 value): no pass (gminnz[0] is
          * not read for one group; set to "none" all the same, not left
          * from the last cast) */
@@ -216,7 +243,9 @@ static void cast_scales(fp8__cast *c, const fp8_amax_info *known, const fp8__ran
     /* scales, a range of groups per part (each group's from its own amax
      * and the tensor's) */
     F->tot_amax = tot_amax;
-    if (F->early)
+    if (F->late)
+        F->SJ = 0; /* made unit by unit in the fused pass */
+    else if (F->early)
         F->SJ = F->AJ; /* done: the amax jobs' zero-scale flags */
     else {
         F->SJ = ng >= 4096 ? (int)(ng / 1024 < AJOBS ? ng / 1024 : AJOBS) : 1;

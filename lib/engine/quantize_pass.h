@@ -95,6 +95,9 @@ typedef struct {
     int AJ, SJ;                          /* jobs of the amax pass and of the scales */
     int early;                           /* the amax jobs compute the scales too (not NVFP4's:
                                             they need the tensor's amax) */
+    int late;                            /* no amax pass: each unit's group ranges and scales are
+                                            made in the fused pass, before its cast, while the
+                                            unit is in cache (groups one row high) */
     uint32_t pam[AJOBS], pmz[AJOBS];     /* amax pass, per job (pmz: per-tensor recipes) */
     unsigned char zero_scale[AJOBS];     /* scales: a group's scale is not > 0, per job */
     fp8_recipe_state *st;                    /* the scales: */
