@@ -197,6 +197,8 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
     } while (0)
     for (size_t i = 0; i < n; i += VL) {
         vf16 xv;
+        if (P.prefetch) /* (a step reads VL = 16 floats: one 64-byte line) */
+            __builtin_prefetch((const char *)(x + i) + P.prefetch, 0, 1);
         memcpy(&xv, x + i, sizeof xv);
         if (GS) {
             if (gleft == 0)

@@ -39,6 +39,10 @@ typedef struct {
     uint64_t seed, index0;
     void (*sr_fallback)(void *ctx, size_t i, size_t k);
     void *sr_ctx;
+    /* 0, or: as it reads x[i], the kernel asks for the cache line this
+     * many bytes further on (the engine's next piece, so that its first
+     * pass finds it in cache; a prefetch past the array does no harm) */
+    uint32_t prefetch;
 } vparams;
 
 
