@@ -1,6 +1,7 @@
 /* bench.h — sections of `make bench`; each prints its table. */
 #ifndef FP8_BENCH_H
 #define FP8_BENCH_H
+#include <stddef.h>
 int bench_formats(void);
 int bench_stats(void);
 int bench_probe(void);
@@ -18,6 +19,11 @@ double bench_now(void);
  * beside the kernels it is the reference of (the machine's rate moves
  * between the minutes of one run). */
 double bench_memcpy_rate(void);
+/* The element rate (Gelem/s) of one memcpy of n float32 from src to dst:
+ * for a reference timed between the repetitions of the measurement it is
+ * the reference of (the best of each, paired in time), so that a drift of
+ * the machine's speed within the run moves both (n past the caches). */
+double bench_memcpy_once(float *dst, const float *src, size_t n);
 /* One target line, a ratio to a reference measured in the same run:
  * "target NAME: VALUE UNIT = RATIO of REF_NAME (REF UNIT) (goal >= GOAL) met|MISSED".
  * The ratio is value / ref; goal bounds it from below, or from above when

@@ -41,6 +41,13 @@ double bench_memcpy_rate(void)
     return rate;
 }
 
+double bench_memcpy_once(float *dst, const float *src, size_t n)
+{
+    double t0 = bench_now();
+    memcpy(dst, src, n * sizeof *src);
+    return (double)n / (bench_now() - t0) / 1e9;
+}
+
 int bench_target(const char *name, double value, const char *unit, double ref, const char *ref_name, double goal,
                  int at_most)
 {

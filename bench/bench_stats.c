@@ -5,8 +5,12 @@
  * run; also checks the two agree.  Also shown: without the exponent
  * histogram, and the cast alone (no statistics: what a training loop's
  * fake-quant costs).  Targets (all statistics), shares of the memcpy
- * element rate measured in the same run (bench_memcpy_rate): >= 50% for
- * per-tensor recipes, >= 35% 1x128 blocks, >= 30% MXFP8, >= 25% NVFP4.
+ * element rate of the same 2^24 floats, timed between the recipe's own
+ * repetitions (bench_memcpy_once; best of 5 each: the machine's speed
+ * drifts within a run, and a reference measured once before all rows
+ * flipped targets by itself): >= 50% for per-tensor recipes, >= 35% 1x128
+ * blocks, >= 30% MXFP8, >= 25% NVFP4.  The run's memcpy of 2^26
+ * (bench_memcpy_rate) is printed for comparison with other sections.
  */
 #include <math.h>
 #include <stdio.h>
@@ -39,9 +43,11 @@ int bench_stats(void)
     printf("fp8prof bench: statistics engine (single thread, %dx%d tensor, all statistics, x_hat written)\n",
            ROWS, COLS);
     double mc = bench_memcpy_rate();
-    printf("reference: memcpy %.3f Gelem/s (2^26 float32, same run)\n", mc);
-    printf("%-18s %11s %11s %11s %9s %7s  %s\n", "recipe", "all stats", "no exp_hist", "apply only", "oracle",
-           "memcpy", "agree");
+    printf("memcpy of 2^26 float32 at the start: %.3f Gelem/s; each recipe's reference: memcpy of its 2^24 floats "
+           "between its repetitions\n",
+           mc);
+    printf("%-18s %11s %11s %11s %9s %11s %7s  %s\n", "recipe", "all stats", "no exp_hist", "apply only", "oracle",
+           "memcpy", "share", "agree");
     int ok = 1;
     for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) {
         fp8_recipe r;
@@ -49,9 +55,10 @@ int bench_stats(void)
         fp8_recipe_state *a = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
         fp8_recipe_state *b = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
         fp8_stats sa, sb;
-        double best = 0, nohist = 0, apply = 0;
+        double best = 0, nohist = 0, apply = 0, ref = 0;
         fp8_stats tmp;
-        for (int rep = 0; rep < 3; rep++) {
+        for (int rep = 0; rep < 5; rep++) {
+            ref = fmax(ref, bench_memcpy_once(q, x, n));
             double t0 = bench_now();
             fp8_quantize(a, x, ROWS, COLS, q, &sa);
             double t1 = bench_now();
@@ -73,9 +80,9 @@ int bench_stats(void)
                     sa.scale_inv_max == sb.scale_inv_max && sa.max_abs_err == sb.max_abs_err;
         char tname[64];
         snprintf(tname, sizeof tname, "stats_all_%s", rows[k].spec);
-        printf("%-18s %7.3f G/s %7.3f G/s %7.3f G/s %5.3f G/s %6.1f%%  %s\n", rows[k].spec, best, nohist, apply,
-               oracle, 100 * best / mc, agree ? "yes" : "NO");
-        int met = bench_target(tname, best, "Gelem/s", mc, "memcpy", rows[k].target, 0);
+        printf("%-18s %7.3f G/s %7.3f G/s %7.3f G/s %5.3f G/s %7.3f G/s %6.1f%%  %s\n", rows[k].spec, best, nohist,
+               apply, oracle, ref, 100 * best / ref, agree ? "yes" : "NO");
+        int met = bench_target(tname, best, "Gelem/s", ref, "memcpy beside it", rows[k].target, 0);
         ok &= met && agree;
         fp8_recipe_state_free(a);
         fp8_recipe_state_free(b);
