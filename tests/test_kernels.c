@@ -386,6 +386,23 @@ static void test_best_ratio(void)
             }
             CU_ASSERT_EQUAL(isas[k].best_ratio(a, m, NG), ref);
         }
+        /* ratios within a fifth of a binade of each other, the mantissas
+         * of a and m anywhere: the differences of the bits order them
+         * otherwise than their values (the first pass's bound is then what
+         * keeps the true maximum among the candidates) */
+        for (int trial = 0; trial < 400; trial++) {
+            size_t ref = SIZE_MAX;
+            double best = -1;
+            for (int g = 0; g < NG; g++) {
+                double mz = ldexp(1.0 + (double)(next() % 1000000) / 1e6, (int)(next() % 20) - 10);
+                double r = exp2(10.0 + 0.2 * (double)(next() % 1000000) / 1e6);
+                a[g] = bits((float)(mz * r)), m[g] = bits((float)mz);
+                double q = (double)from_bits(a[g]) / (double)from_bits(m[g]);
+                if (q > best)
+                    best = q, ref = (size_t)g;
+            }
+            CU_ASSERT_EQUAL(isas[k].best_ratio(a, m, NG), ref);
+        }
     }
 }
 

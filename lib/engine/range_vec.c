@@ -313,13 +313,15 @@ static inline void ratio_try(const uint32_t *amax, const uint32_t *minnz, size_t
         *ba = a, *bm = m, *best = g;
 }
 
-/* Two passes.  The float32 bits of a positive normal v, as a number, are
- * 2^23 (log2 v + 127 - c(v)) with 0 <= c(v) < 0.0861, so the difference of
- * bits a - m is 2^23 log2(a/m) within 0.0861 * 2^23 either way: the first
- * pass takes the largest difference over groups whose minimum is normal;
- * the true maximum lies within 2^22 of it, and only groups that close (and
- * those with a subnormal minimum, whose bits are not logarithmic) are
- * compared exactly, in order, by the second. */
+/* Two passes.  The float32 bits of a positive normal v = 2^e (1 + f), as a
+ * number, are 2^23 (log2 v + 127 - c(v)) with c(v) = log2(1 + f) - f in
+ * [0, 0.086072] (largest at f = 1/ln 2 - 1), so the difference of bits a - m
+ * is 2^23 log2(a/m) within 0.086072 * 2^23 either way: the first pass takes
+ * the largest difference over groups whose minimum is normal; the true
+ * maximum's difference lies within 2 * 0.086072 * 2^23 < 1,444,038 of it
+ * (bound used: 3 * 2^19 = 1,572,864), and only groups that close (and those
+ * with a subnormal minimum, whose bits are not logarithmic) are compared
+ * exactly, in order, by the second. */
 size_t FN(fp8__best_ratio_)(FP8_BEST_RATIO_ARGS)
 {
     vu16 mxd = {0}, anysub = {0};
@@ -345,7 +347,7 @@ size_t FN(fp8__best_ratio_)(FP8_BEST_RATIO_ARGS)
         else if (a - m > dmax)
             dmax = a - m;
     }
-    const uint32_t thr = dmax > (1u << 22) ? dmax - (1u << 22) : 0;
+    const uint32_t bound = 3u << 19, thr = dmax > bound ? dmax - bound : 0;
     double ba = 0, bm = 1;
     size_t best = SIZE_MAX;
     for (g = 0; g + 16 <= ng; g += 16) {
