@@ -694,22 +694,29 @@ static void test_sweep_same_bits(void)
  * Shapes with partial groups along the rows (1000 columns: MX's last group
  * 8 wide, 1x128's 104) and a partial tile row (130 rows of 128x128 tiles);
  * the finest cast in place in one set, a coarse one in place in another,
- * groups that do not nest (1x48 in 1x32) beside them; the second shape's
- * sweep on two threads (its amax jobs and parts side by side). */
+ * the finest last and not in place in a fourth (where the finest makes its
+ * ranges in the sweep), groups that do not nest (1x48 in 1x32) beside
+ * them; the second shape's sweep on two threads (its amax jobs and parts
+ * side by side). */
 static void test_sweep_nested_groups(void)
 {
     static const char *sets[][5] = {
         {"mxfp8:floor", "e4m3:block=1x128", "e4m3:rowwise", "e4m3:block=128x128:pow2,eps=0", "e4m3:block=1x48"},
         {"e4m3:block=1x128:delayed,history=4", "e5m2:mx:even", "e4m3:block=1x64", "mxfp4:floor", "e4m3:current"},
         {"e4m3:block=1x128", "e4m3:block=128x128", "e4m3:rowwise", "e4m3:block=1x128:ue8m0", "mxfp8:rceil"},
+        {"e4m3:block=1x128", "e4m3:block=1x64:pow2", "e4m3:rowwise", "e4m3:current", "mxfp8"},
     };
-    static const int in_place[3] = {0, 1, 4}; /* the fine one (MX), a coarse one, the finest last */
+    /* in place: the fine one (MX), a coarse one, the finest last; a
+     * per-tensor one, the finest last but not in place (with 1024 columns
+     * its ranges are made in the sweep, piece by piece, and the casts
+     * before it in the list take theirs from it) */
+    static const int in_place[4] = {0, 1, 4, 3};
     const size_t shapes[2][2] = {{64, 1000}, {130, 1024}};
     int compared = 0;
     for (int si = 0; si < 2; si++) {
         const size_t rows = shapes[si][0], cols = shapes[si][1], n = rows * cols;
         float *x = malloc(n * 4), *xa = malloc(n * 4), *xb = malloc(n * 4);
-        for (int set = 0; set < 3; set++) {
+        for (int set = 0; set < 4; set++) {
             fp8_recipe_state *a[5], *b[5];
             float *qa[5], *qb[5], *ga[5], *gb[5];
             uint16_t *ca[5], *cb[5];
@@ -772,7 +779,7 @@ static void test_sweep_nested_groups(void)
         }
         free(x), free(xa), free(xb);
     }
-    CU_ASSERT_EQUAL(compared, 2 * 3 * 2 * 5);
+    CU_ASSERT_EQUAL(compared, 2 * 4 * 2 * 5);
 }
 
 /* A delayed recipe that casts nothing (a shadow, or a record-only active

@@ -314,10 +314,23 @@ static int unit_scales(fused *F, size_t off, size_t m)
 {
     const layout *L = F->L;
     size_t g0 = off / L->seg, g1 = (off + m) / L->seg;
-    fp8__k.range_groups(F->X + off, m, L->seg, F->gamax + g0, F->minnz ? F->gminnz + g0 : NULL);
-    if (!F->minnz)
-        for (size_t g = g0; g < g1; g++)
-            F->gminnz[g] = FP8_F32_INF;
+    if (F->fine) { /* unions of the finer groups the sweep's first cast made of this unit */
+        const fp8__ranges *f = F->fine;
+        const size_t per = L->seg / f->seg;
+        for (size_t g = g0; g < g1; g++) {
+            uint32_t a = 0, z = FP8_F32_INF;
+            for (size_t k = g * per; k < (g + 1) * per; k++) {
+                a = f->amax[k] > a ? f->amax[k] : a;
+                z = f->minnz[k] < z ? f->minnz[k] : z;
+            }
+            F->gamax[g] = a, F->gminnz[g] = z;
+        }
+    } else {
+        fp8__k.range_groups(F->X + off, m, L->seg, F->gamax + g0, F->minnz ? F->gminnz + g0 : NULL);
+        if (!F->minnz)
+            for (size_t g = g0; g < g1; g++)
+                F->gminnz[g] = FP8_F32_INF;
+    }
     float sg = 1.0f;
     fp8__group_scales(F->st, g0, F->gamax + g0, g1 - g0, fp8__bits_to_float(F->tot_amax), F->scale + g0,
                       F->scale_inv + g0, &sg);

@@ -177,9 +177,11 @@ static int cast_scratch(fp8__cast *c)
 /* Whether cast c's group ranges and scales can be made unit by unit in
  * its fused pass (F->late) instead of by an amax pass before it: groups one
  * row high in memory order that the grouped kernel takes and the vector
- * range kernel measures, not taken from another cast's (fine), and scales
- * that need only the group's own amax (MX, blocks) or also the tensor's
- * amax when the caller gives it (NVFP4). */
+ * range kernel measures, in units of PIECE (so that, begun beside others
+ * of the same x, it joins their sweep), and scales that need only the
+ * group's own amax (MX, blocks) or also the tensor's amax when the caller
+ * gives it (NVFP4).  Its ranges are then its own, or (in a sweep) unions
+ * of the ones the sweep's first cast makes of each piece (fine in_sweep). */
 static int late_ok(const fp8__cast *c, const fp8__ranges *fine, int known_finite)
 {
     const layout *L = &c->L;
@@ -188,8 +190,9 @@ static int late_ok(const fp8__cast *c, const fp8__ranges *fine, int known_finite
     fp8__caster_init(&k, c->st->format, &r->cast);
     int kind_ok = r->kind == FP8_RECIPE_MX || r->kind == FP8_RECIPE_BLOCK ||
                   (r->kind == FP8_RECIPE_NVFP4 && known_finite);
+    int nests = !c->trans && fp8__ranges_nest(fine, L);
     return kind_ok && k.vec && !L->per_tensor && !c->trans && L->br == 1 && c->F.grouped && c->F.split &&
-           L->seg % 16 == 0 && L->seg < 1024 && !(fine && fp8__ranges_nest(fine, L));
+           L->seg % 16 == 0 && L->seg < 1024 && PIECE % L->seg == 0 && (!nests || fine->in_sweep);
 }
 
 /* 1. the amax pass (recipes that scale from this tensor; a per-tensor one
@@ -212,7 +215,9 @@ static void cast_scales(fp8__cast *c, const fp8_amax_info *known, const fp8__ran
          * before its cast, while the unit is in cache (one read of x less;
          * NVFP4's tensor amax is the caller's, the maximum of the groups') */
         F->late = 1;
-        F->minnz = c->stats != NULL;
+        F->minnz = c->stats || c->shared;
+        F->fine = !c->trans && fp8__ranges_nest(fine, L) ? fine : NULL; /* (then in_sweep) */
+        c->own_ranges = !F->fine && c->shared && F->minnz; /* the sweep's others may take theirs from these */
         if (known_finite)
             memcpy(&tot_amax, &known->amax, 4);
     } else if (need_amax && L->per_tensor && known_finite) {
@@ -223,7 +228,8 @@ static void cast_scales(fp8__cast *c, const fp8_amax_info *known, const fp8__ran
         gamax[0] = tot_amax, gminnz[0] = FP8_F32_INF;
     } else if (need_amax) {
         F->early = !L->per_tensor && r->kind != FP8_RECIPE_NVFP4;
-        F->fine = !c->trans && fp8__ranges_nest(fine, L) ? fine : NULL;
+        /* (ranges made in a sweep are not there yet) */
+        F->fine = !c->trans && fp8__ranges_nest(fine, L) && !fine->in_sweep ? fine : NULL;
         F->minnz = c->stats || c->shared;
         c->own_ranges = !L->per_tensor && !c->trans && L->br == 1;
         if (L->per_tensor)
@@ -350,7 +356,7 @@ int fp8__cast_ranges(const fp8__cast *c, fp8__ranges *out)
     if (!c || !c->own_ranges)
         return 0;
     *out = (fp8__ranges){.R = c->L.R, .C = c->L.C, .seg = c->L.seg, .nbc = c->L.nbc, .amax = c->F.gamax,
-                         .minnz = c->F.gminnz};
+                         .minnz = c->F.gminnz, .in_sweep = c->F.late};
     return 1;
 }
 

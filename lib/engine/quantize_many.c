@@ -14,7 +14,11 @@
  * scale from; the recipe with the shortest groups along x's rows makes its
  * group amaxes first, and every other whose groups are unions of those
  * (1x128 tiles of 1x32 MX groups, rows, 128x128 tiles) takes its own as
- * their maxima, exact, without reading x (the others, as alone);
+ * their maxima, exact, without reading x (the others, as alone).  Where the
+ * first makes its ranges piece by piece in the sweep (a late cast,
+ * quantize_cast.c: MX, blocks, NVFP4), it casts each piece first and the
+ * late casts whose groups nest in its take theirs from it on that piece;
+ * casts that cannot wait for the sweep make their own before it;
  * after it: the recipes whose pass goes otherwise (transposed, groups not
  * a divisor of a piece, a smoothed or Hadamard-transformed tensor), each on
  * its own with x's statistics given.  A cast in place (out == x) comes
@@ -169,14 +173,22 @@ int fp8__quantize_many(const float *x, size_t rows, size_t cols, unsigned flags,
         fp = &fine;
     if (inplace >= 0 && !alone[inplace]) {
         ip = begin(&req[inplace], x, rows, cols, flags, &known, fp, 0);
-        if (fi == inplace && fp8__cast_ranges(ip, &fine))
+        /* (ranges the cast in place makes in the sweep come after the
+         * others' casts of each piece: not handed on) */
+        if (fi == inplace && fp8__cast_ranges(ip, &fine) && !fine.in_sweep)
             fp = &fine;
     }
     const int ip_joins = joins(ip, &S);
+    /* a first cast whose ranges are made in the sweep casts each piece
+     * before the casts that take theirs from it (late_ok: it joins) */
+    if (fp && fp->in_sweep && fi != inplace && joins(cast[fi], &S))
+        S.cast[S.n++] = cast[fi];
     for (int i = 0; i < n; i++)
         if (i != inplace && !alone[i]) {
             if (i != fi)
                 cast[i] = begin(&req[i], x, rows, cols, flags, &known, fp, ip_joins);
+            else if (fp && fp->in_sweep)
+                continue; /* (first in the sweep, above) */
             if (joins(cast[i], &S))
                 S.cast[S.n++] = cast[i];
             else if (cast[i])

@@ -25,6 +25,10 @@
 typedef struct {
     size_t R, C, seg, nbc;
     const uint32_t *amax, *minnz;
+    int in_sweep; /* made piece by piece in the cast's fused pass (a late cast
+                     in a sweep, quantize_many.c): a cast may take its own
+                     from them only as it casts the same piece, after this
+                     one, in the same sweep */
 } fp8__ranges;
 
 /* elements cast and summed per step of the fused pass: a piece of x and
@@ -88,7 +92,8 @@ typedef struct {
     float *scale, *scale_inv;
     unsigned char *flags;
     uint32_t *gamax, *gminnz;
-    const fp8__ranges *fine;             /* the amax pass takes the group ranges from these */
+    const fp8__ranges *fine;             /* the amax pass (or, late, each unit) takes the group
+                                            ranges from these */
     int minnz;                           /* the amax pass finds each group's min nonzero too: for
                                             statistics, or for other casts' ranges (a sweep);
                                             otherwise gminnz stays "none" */
