@@ -31,6 +31,36 @@ typedef double v2d __attribute__((vector_size(16)));
 /* the sum of the four bytes of w */
 static inline uint64_t byte_sum(uint32_t w) { return (w & 0xFF) + (w >> 8 & 0xFF) + (w >> 16 & 0xFF) + (w >> 24); }
 
+/* The exponent bins of n scale_inv values (their float32 bits) added into
+ * hist, shared by the ranges (integers: any order).  Four interleaved
+ * 32-bit sub-histograms (a range's groups fit) for long ranges; a short
+ * one (a tensor of a few groups) adds straight in, without clearing and
+ * merging 4 x 256 counters for it. */
+static void scale_bins(uint64_t *hist, const uint32_t *b, size_t n)
+{
+    if (n < 256) {
+        for (size_t i = 0; i < n; i++)
+            __atomic_fetch_add(&hist[(b[i] >> 23) & 0xFF], 1, __ATOMIC_RELAXED);
+        return;
+    }
+    uint32_t sub[4][FP8_SCALE_BINS];
+    memset(sub, 0, sizeof sub);
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        sub[0][(b[i] >> 23) & 0xFF]++;
+        sub[1][(b[i + 1] >> 23) & 0xFF]++;
+        sub[2][(b[i + 2] >> 23) & 0xFF]++;
+        sub[3][(b[i + 3] >> 23) & 0xFF]++;
+    }
+    for (; i < n; i++)
+        sub[0][(b[i] >> 23) & 0xFF]++;
+    for (int k = 0; k < FP8_SCALE_BINS; k++) {
+        uint64_t v = (uint64_t)sub[0][k] + sub[1][k] + sub[2][k] + sub[3][k];
+        if (v)
+            __atomic_fetch_add(&hist[k], v, __ATOMIC_RELAXED);
+    }
+}
+
 typedef struct {
     double sum[4], m2[4];
     float mn[4], mx[4];
@@ -84,17 +114,12 @@ static void gsum_range(const gsum_work *W, int p, gsum *r)
     uint64_t fo = 0, fu = 0;
     uint32_t fwo = 0, fwu = 0; /* flag bits of each byte position, summed in bytes */
     unsigned fspill = 0;
-    uint32_t shist[4][FP8_SCALE_BINS]; /* a range's groups: 32-bit counters hold them */
-    memset(shist, 0, sizeof shist);
 #define LANE(k)                                                                                            \
     do {                                                                                                   \
         float v = si[g + k];                                                                               \
-        uint32_t b;                                                                                        \
-        memcpy(&b, &v, 4);                                                                                 \
         s##k += v;                                                                                         \
         n##k = v < n##k ? v : n##k;                                                                        \
         x##k = v > x##k ? v : x##k;                                                                        \
-        shist[k][(b >> 23) & 0xFF]++;                                                                      \
     } while (0)
     for (; g + 4 <= g1; g += 4) {
         LANE(0);
@@ -115,20 +140,13 @@ static void gsum_range(const gsum_work *W, int p, gsum *r)
     float mnl[4] = {n0, n1, n2, n3}, mxl[4] = {x0, x1, x2, x3};
     for (; g < g1; g++) {
         float v = si[g];
-        uint32_t b;
-        memcpy(&b, &v, 4);
         sum[0] += v;
         mnl[0] = v < mnl[0] ? v : mnl[0];
         mxl[0] = v > mxl[0] ? v : mxl[0];
-        shist[0][(b >> 23) & 0xFF]++;
         fo += fl[g] & 1;
         fu += (fl[g] >> 1) & 1;
     }
-    for (int b = 0; b < FP8_SCALE_BINS; b++) {
-        uint64_t v = (uint64_t)shist[0][b] + shist[1][b] + shist[2][b] + shist[3][b];
-        if (v)
-            __atomic_fetch_add(&W->scale_hist[b], v, __ATOMIC_RELAXED);
-    }
+    scale_bins(W->scale_hist, (const uint32_t *)(const void *)(si + g0), g1 - g0);
     memcpy(r->sum, sum, sizeof sum), memcpy(r->mn, mnl, sizeof mnl), memcpy(r->mx, mxl, sizeof mxl);
     r->fo = fo, r->fu = fu, r->best = SIZE_MAX;
     if (W->gamax) {
