@@ -134,6 +134,122 @@ static inline vq vq_fill(uint64_t v)
     return r;
 }
 
+/* What a lane-wise path makes of a vector: its codes and x_hat bits (as
+ * asked), the lanes of each class (-1 / 0; exact: none of them), the
+ * group's flags (bit 0 overflowed or saturated, bit 1 flushed).  Returned
+ * by value: the caller's counters stay in registers. */
+typedef struct {
+    vu16 code, bits;
+    vi16 flush, sub, round, sat, ovf, nan;
+    unsigned gflags;
+} kvec;
+
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+/* A vector whose lanes are all finite (P->medium_ok): normals rounded as in
+ * the hot path (a result above max is an overflow: decided after rounding),
+ * subnormals and zeros as k = round(|y| / q) in float, exact.  Its codes
+ * when CODES, x_hat's bits when XHAT, the group's flags when FLAGS. */
+ALWAYS_INLINE kvec medium_vec(const vparams *P, vu16 a, vu16 neg, vi16 azero, const int FLAGS, const int CODES,
+                              const int XHAT)
+{
+    const vu16 uz = {0};
+    const vi16 zero = {0};
+    kvec v = {.nan = zero};
+    vi16 sub = (vi16)(a < P->lo_bits);
+    vu16 r = (a + (P->round_add + ((a >> P->rshift) & P->round_lsb))) & P->keep_mask;
+    vi16 ovf = ~sub & (vi16)(r > P->max_bits);
+    vf16 t = (vf16)a * P->inv_q;
+    vf16 kf = P->nearest ? (t + 0x1p23f) - 0x1p23f : t;
+    vu16 ks = (vu16)__builtin_convertvector(kf, vi16);
+    vi16 magzero = sub & (vi16)(ks == 0);
+    vi16 low = (vi16)(ks < (vu16)(zero + P->lowsub));
+    vi16 flushed = magzero & ~azero;
+    v.flush = flushed;
+    v.sub = sub & ~magzero & low;
+    v.round = ((sub & ~low) | (~sub & (vi16)((a & ~P->keep_mask) != 0))) & ~ovf;
+    v.sat = ovf & P->ovf_sat;
+    v.ovf = ovf & ~P->ovf_sat;
+    if (FLAGS) /* no branch: whether a vector flushes is a coin toss on FP4 data */
+        v.gflags = 2u * (unsigned)!all_lanes(~flushed) + (unsigned)!all_lanes(~ovf);
+    vu16 keep_sign = ~(vu16)magzero | P->negzero_keep;
+    vi16 negm = -(vi16)neg;
+    if (CODES) {
+        vu16 c = SEL((vu16)sub, ks, (r >> P->rshift) - P->rebias) | ((neg << P->sign_shift) & keep_sign);
+        v.code = SEL((vu16)ovf, SEL((vu16)negm, uz + P->ovf_code[1], uz + P->ovf_code[0]), c);
+    }
+    if (XHAT) {
+        vu16 mb = SEL((vu16)sub, (vu16)(__builtin_convertvector((vi16)ks, vf16) * P->q), r);
+        mb |= (neg << 31) & keep_sign;
+        v.bits = SEL((vu16)ovf, SEL((vu16)negm, uz + P->ovf_val[1], uz + P->ovf_val[0]), mb);
+    }
+    return v;
+}
+
+/* Any vector: the lane-wise form of cast_impl.h (NaN, Inf, overflow,
+ * subnormals, flushes); as medium_vec. */
+ALWAYS_INLINE kvec general_vec(const vparams *P, vu16 a, vu16 neg, const int FLAGS, const int CODES, const int XHAT)
+{
+    const vu16 uz = {0};
+    kvec v = {.gflags = 0};
+    const vi16 zero = {0}, ones = zero + 1;
+    const vu16 mbits = (vu16)(zero + P->mbits);
+    vi16 negm = -(vi16)neg;
+    vi16 is_nan = (vi16)(a > FP8_F32_INF);
+    vi16 is_inf = (vi16)(a == FP8_F32_INF);
+    vi16 is_zero = (vi16)(a == 0);
+    vi16 ef = (vi16)(a >> 23);
+    vi16 e = (ef + (ones & (ef == 0))) - 127; /* subnormal: -126 */
+    vu16 sig = (a & 0x7FFFFFu) | ((vu16)(ef != 0) & 0x800000u);
+    vi16 d = P->emin - e;
+    d &= (d > 0);
+    vi16 s = (23 - P->mbits) + d;
+    s = SEL(s > 31, zero + 31, s);
+    vu16 su = (vu16)s;
+    vu16 kk = sig >> su;
+    vu16 rem = sig & (((vu16)ones << su) - 1);
+    vu16 half = (vu16)ones << (su - 1);
+    vi16 up = (vi16)(rem > half) | ((vi16)(rem == half) & -(vi16)(kk & 1));
+    kk -= (vu16)(up & P->nearest);
+    vi16 biased = e + P->bias;
+    biased = SEL(biased < 1, ones, biased);
+    vu16 mag = ((vu16)(biased - 1) << mbits) + kk;
+    vi16 special = is_nan | is_inf;
+    vi16 ovf = (vi16)(mag > P->max_mag) & ~special;
+    vi16 normal = ~(special | ovf);
+    vi16 magzero = (vi16)(mag == 0);
+    vi16 flushed = magzero & ~is_zero & normal;
+    vi16 sub = ~magzero & (vi16)(mag < (vu16)(zero + P->lowsub)) & normal;
+    vi16 rounded = (vi16)(rem != 0) & ~magzero & (vi16)(mag >= (vu16)(zero + P->lowsub)) & normal;
+
+    v.flush = flushed, v.sub = sub, v.round = rounded, v.nan = is_nan;
+    v.sat = (is_inf & P->inf_sat) | (ovf & P->ovf_sat);
+    v.ovf = (is_inf & ~P->inf_sat) | (ovf & ~P->ovf_sat);
+    v.gflags = FLAGS ? (unsigned)!all_lanes(~(is_inf | ovf)) + 2u * (unsigned)!all_lanes(~flushed) : 0;
+
+    if (CODES) {
+        vu16 sgn = neg << P->sign_shift;
+        sgn &= ~(vu16)magzero | P->negzero_keep;
+        vu16 c = sgn | mag;
+        c = SEL((vu16)ovf, SEL((vu16)negm, uz + P->ovf_code[1], uz + P->ovf_code[0]), c);
+        c = SEL((vu16)is_inf, SEL((vu16)negm, uz + P->inf_code[1], uz + P->inf_code[0]), c);
+        v.code = SEL((vu16)is_nan, SEL((vu16)negm, uz + P->nan_code[1], uz + P->nan_code[0]), c);
+    }
+    if (XHAT) {
+        /* value = kk * 2^qe, qe = max(e, emin) - mbits >= -136 */
+        vi16 qe = e + d - P->mbits;
+        vu16 p2 = SEL((vu16)(qe >= -126), (vu16)(qe + 127) << 23, (vu16)ones << (vu16)(qe + 149));
+        p2 = SEL((vu16)(qe >= -126), p2, SEL((vu16)(qe >= -149), p2, (vu16)zero));
+        vf16 mv = __builtin_convertvector((vi16)kk, vf16) * (vf16)p2;
+        vu16 b = (vu16)mv;
+        b |= (neg << 31) & (~(vu16)magzero | P->negzero_keep);
+        b = SEL((vu16)ovf, SEL((vu16)negm, uz + P->ovf_val[1], uz + P->ovf_val[0]), b);
+        b = SEL((vu16)is_inf, SEL((vu16)negm, uz + P->inf_val[1], uz + P->inf_val[0]), b);
+        v.bits = SEL((vu16)is_nan, SEL((vu16)negm, uz + P->nan_val[1], uz + P->nan_val[0]), b);
+    }
+    return v;
+}
+
 /* The kernel's body, built for the cases the loop can be specialised on:
  * GS whether scales come per group, SPECIAL whether the rounding may be
  * stochastic or the format e8m0 (read from P; 0: neither), CODES and OUT
@@ -180,9 +296,7 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
     const vi16 zero = {0};
     vu16 c_flush = {0}, c_sub = {0}, c_round = {0}, c_sat = {0}, c_ovf = {0}, c_nan = {0};
     uint64_t n_round = 0; /* the specialised hot path's rounded lanes (c_round's) */
-    const vi16 ones = zero + 1;
     const vu16 uz = {0};
-    const vu16 mbits = (vu16)(zero + P.mbits);
     size_t g = 0, gleft = glen;
     /* stochastic rounding's keyed counters (random16) */
     const vq lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
@@ -300,100 +414,18 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
                     P.sr_fallback(P.sr_ctx, i + (size_t)__builtin_ctz(miss), 1);
             continue;
         }
-        if (P.medium_ok && all_lanes((vi16)(a < FP8_F32_INF))) {
-            /* every lane finite: normals rounded as in the hot path (a
-             * result above max is an overflow: decided after rounding),
-             * subnormals and zeros as k = round(|y| / q) in float, exact */
-            vi16 sub = (vi16)(a < P.lo_bits);
-            vu16 r = (a + (P.round_add + ((a >> P.rshift) & P.round_lsb))) & P.keep_mask;
-            vi16 ovf = ~sub & (vi16)(r > P.max_bits);
-            vf16 t = (vf16)a * P.inv_q;
-            vf16 kf = P.nearest ? (t + 0x1p23f) - 0x1p23f : t;
-            vu16 ks = (vu16)__builtin_convertvector(kf, vi16);
-            vi16 magzero = sub & (vi16)(ks == 0);
-            vi16 low = (vi16)(ks < (vu16)(zero + P.lowsub));
-            vi16 flushed = magzero & ~azero;
-            c_flush -= (vu16)flushed;
-            c_sub -= (vu16)(sub & ~magzero & low);
-            c_round -= (vu16)(((sub & ~low) | (~sub & (vi16)((a & ~P.keep_mask) != 0))) & ~ovf);
-            c_sat -= (vu16)(ovf & P.ovf_sat);
-            c_ovf -= (vu16)(ovf & ~P.ovf_sat);
-            if (gflags) /* no branch: whether a vector flushes is a coin toss on FP4 data */
-                gflags[g] |= (unsigned char)(2u * (unsigned)!all_lanes(~flushed) + (unsigned)!all_lanes(~ovf));
-            vu16 keep_sign = ~(vu16)magzero | P.negzero_keep;
-            vi16 negm = -(vi16)neg;
-            if (CODES) {
-                vu16 code = SEL((vu16)sub, ks, (r >> P.rshift) - P.rebias) | ((neg << P.sign_shift) & keep_sign);
-                code = SEL((vu16)ovf, SEL((vu16)negm, uz + P.ovf_code[1], uz + P.ovf_code[0]), code);
-                store_codes(codes, code_bytes, i, code);
-            }
-            if (OUT || ERR) {
-                vu16 mb = SEL((vu16)sub, (vu16)(__builtin_convertvector((vi16)ks, vf16) * P.q), r);
-                mb |= (neg << 31) & keep_sign;
-                mb = SEL((vu16)ovf, SEL((vu16)negm, uz + P.ovf_val[1], uz + P.ovf_val[0]), mb);
-                vf16 o = (vf16)mb * scale_inv;
-                EMIT(o);
-            }
-            continue;
-        }
-        vi16 negm = -(vi16)neg;
-        vi16 is_nan = (vi16)(a > FP8_F32_INF);
-        vi16 is_inf = (vi16)(a == FP8_F32_INF);
-        vi16 is_zero = (vi16)(a == 0);
-        vi16 ef = (vi16)(a >> 23);
-        vi16 e = (ef + (ones & (ef == 0))) - 127;          /* subnormal: -126 */
-        vu16 sig = (a & 0x7FFFFFu) | ((vu16)(ef != 0) & 0x800000u);
-        vi16 d = P.emin - e;
-        d &= (d > 0);
-        vi16 s = (23 - P.mbits) + d;
-        s = SEL(s > 31, zero + 31, s);
-        vu16 su = (vu16)s;
-        vu16 k = sig >> su;
-        vu16 rem = sig & (((vu16)ones << su) - 1);
-        vu16 half = (vu16)ones << (su - 1);
-        vi16 up = (vi16)(rem > half) | ((vi16)(rem == half) & -(vi16)(k & 1));
-        k -= (vu16)(up & P.nearest);
-        vi16 biased = e + P.bias;
-        biased = SEL(biased < 1, ones, biased);
-        vu16 mag = ((vu16)(biased - 1) << mbits) + k;
-        vi16 special = is_nan | is_inf;
-        vi16 ovf = (vi16)(mag > P.max_mag) & ~special;
-        vi16 normal = ~(special | ovf);
-        vi16 magzero = (vi16)(mag == 0);
-        vi16 flushed = magzero & ~is_zero & normal;
-        vi16 sub = ~magzero & (vi16)(mag < (vu16)(zero + P.lowsub)) & normal;
-        vi16 rounded = (vi16)(rem != 0) & ~magzero & (vi16)(mag >= (vu16)(zero + P.lowsub)) & normal;
-
-        c_flush -= (vu16)flushed;
-        c_sub -= (vu16)sub;
-        c_round -= (vu16)rounded;
-        c_nan -= (vu16)is_nan;
-        c_sat -= (vu16)((is_inf & P.inf_sat) | (ovf & P.ovf_sat));
-        c_ovf -= (vu16)((is_inf & ~P.inf_sat) | (ovf & ~P.ovf_sat));
+        /* every lane finite: medium_vec; any other vector: general_vec */
+        kvec v = P.medium_ok && all_lanes((vi16)(a < FP8_F32_INF))
+                     ? medium_vec(&P, a, neg, azero, gflags != NULL, CODES, OUT || ERR)
+                     : general_vec(&P, a, neg, gflags != NULL, CODES, OUT || ERR);
+        c_flush -= (vu16)v.flush, c_sub -= (vu16)v.sub, c_round -= (vu16)v.round;
+        c_sat -= (vu16)v.sat, c_ovf -= (vu16)v.ovf, c_nan -= (vu16)v.nan;
         if (gflags)
-            gflags[g] |= (unsigned char)((unsigned)!all_lanes(~(is_inf | ovf)) + 2u * (unsigned)!all_lanes(~flushed));
-
-        if (CODES) {
-            vu16 sgn = neg << P.sign_shift;
-            sgn &= ~(vu16)magzero | P.negzero_keep;
-            vu16 code = sgn | mag;
-            code = SEL((vu16)ovf, SEL((vu16)negm, uz + P.ovf_code[1], uz + P.ovf_code[0]), code);
-            code = SEL((vu16)is_inf, SEL((vu16)negm, uz + P.inf_code[1], uz + P.inf_code[0]), code);
-            code = SEL((vu16)is_nan, SEL((vu16)negm, uz + P.nan_code[1], uz + P.nan_code[0]), code);
-            store_codes(codes, code_bytes, i, code);
-        }
+            gflags[g] |= (unsigned char)v.gflags;
+        if (CODES)
+            store_codes(codes, code_bytes, i, v.code);
         if (OUT || ERR) {
-            /* value = k * 2^qe, qe = max(e, emin) - mbits >= -136 */
-            vi16 qe = e + d - P.mbits;
-            vu16 p2 = SEL((vu16)(qe >= -126), (vu16)(qe + 127) << 23, (vu16)ones << (vu16)(qe + 149));
-            p2 = SEL((vu16)(qe >= -126), p2, SEL((vu16)(qe >= -149), p2, (vu16)zero));
-            vf16 mv = __builtin_convertvector((vi16)k, vf16) * (vf16)p2;
-            vu16 bits = (vu16)mv;
-            bits |= (neg << 31) & (~(vu16)magzero | P.negzero_keep);
-            bits = SEL((vu16)ovf, SEL((vu16)negm, uz + P.ovf_val[1], uz + P.ovf_val[0]), bits);
-            bits = SEL((vu16)is_inf, SEL((vu16)negm, uz + P.inf_val[1], uz + P.inf_val[0]), bits);
-            bits = SEL((vu16)is_nan, SEL((vu16)negm, uz + P.nan_val[1], uz + P.nan_val[0]), bits);
-            vf16 o = (vf16)bits * scale_inv;
+            vf16 o = (vf16)v.bits * scale_inv;
             EMIT(o);
         }
     }
