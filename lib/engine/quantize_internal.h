@@ -32,7 +32,8 @@ int fp8__quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size_t
 /* The same cast in steps, so that several casts of one x can run their
  * fused passes piece by piece side by side (quantize_many.c):
  * fp8__cast_begin checks, makes the scratch, runs the amax pass (or
- * takes the group amaxes from `fine`, below) and the
+ * takes the group amaxes from `fine`, below; or leaves them and the scales
+ * to the fused pass, piece by piece: a late cast, quantize_cast.c) and the
  * scales and sets up the fused pass (*c NULL when the cast is done already:
  * it had nothing to produce, or failed: the status says).  known: x's finite
  * amax and Inf/NaN counts when the caller has them (a per-tensor recipe then
@@ -50,7 +51,8 @@ int fp8__cast_begin(fp8__cast **c, fp8_recipe_state *st, const float *x, size_t 
                     fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai,
                     const fp8_amax_info *known, const fp8__ranges *fine, int x_changes);
 /* fp8__cast_ranges: a begun cast's group ranges (fp8__ranges, quantize_pass.h)
- * when they are of x's rows (1; else 0); valid until the cast ends */
+ * when they are of x's rows (1; else 0); valid until the cast ends (made
+ * in the sweep, piece by piece, when out->in_sweep) */
 int fp8__cast_ranges(const fp8__cast *c, fp8__ranges *out);
 int fp8__cast_joins(const fp8__cast *c, size_t *U, int *P);
 void fp8__cast_units(fp8__cast *c, int p, size_t u0, size_t u1, float *buf);
