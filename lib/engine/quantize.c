@@ -439,11 +439,15 @@ void fp8__scales_job(void *ctx, int p)
     group_scales_range(F, g0, g1, p);
 }
 
+/* whether L's rows go to the vector range kernel whole (short groups one
+ * row high), which sets every group's amax and (when asked) min nonzero */
+static int rows_whole(const layout *L) { return L->br == 1 && L->seg % 16 == 0 && L->C % L->seg == 0 && L->seg < 1024; }
+
 /* the amax pass of rows [i0, i1) (groups other than one per tensor) */
 void fp8__amax_rows(const layout *L, const float *X, size_t i0, size_t i1, uint32_t *gamax, uint32_t *gminnz)
 {
     for (size_t i = i0; i < i1; i++) {
-        if (L->br == 1 && L->seg % 16 == 0 && L->C % L->seg == 0 && L->seg < 1024) {
+        if (rows_whole(L)) {
             /* short groups along the row: one call for the whole row */
             fp8__k.range_groups(X + i * L->C, L->C, L->seg, gamax + i * L->nbc, gminnz ? gminnz + i * L->nbc : NULL);
             continue;
@@ -507,8 +511,9 @@ void fp8__amax_job(void *ctx, int p)
     if (F->fine) {
         ranges_from_fine(L, F->fine, r0, r1, F->gamax, F->gminnz);
     } else {
-        for (size_t g = g0; g < g1; g++)
-            F->gminnz[g] = FP8_F32_INF;
+        if (!(rows_whole(L) && F->minnz)) /* (else the pass sets them all) */
+            for (size_t g = g0; g < g1; g++)
+                F->gminnz[g] = FP8_F32_INF;
         if (L->br > 1)
             r0 *= L->br, r1 = r1 * L->br < L->R ? r1 * L->br : L->R;
         fp8__amax_rows(L, F->X, r0, r1, F->gamax, F->minnz ? F->gminnz : NULL);
