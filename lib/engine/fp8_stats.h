@@ -89,6 +89,9 @@ int fp8_quantize(fp8_recipe_state *st, const float *x, size_t rows, size_t cols,
  * for x's moments and histogram once.  Counts, sq_err, mse and max_abs_err
  * come out the same bits either way, and for per-tensor recipes every
  * statistic does (a grouped recipe's own pass sums x in other pieces).
+ * The given amax is x's for every scale taken from it (per-tensor current
+ * scaling, NVFP4's tensor-level scale): given statistics of another
+ * tensor give other scales.
  * A recipe that casts a Hadamard-transformed tensor (nvfp4 rht) computes
  * that tensor's statistics afresh and keeps only the given exponent
  * histogram (the histogram always describes the input). */
