@@ -604,6 +604,29 @@ static void test_chunks_as_hdf5(void)
     fp8__shuffle(dst, src, 4, 12, 4);
     const unsigned char want[12] = {1, 0, 0, 2, 0, 0, 3, 0, 0, 4, 0, 0};
     CU_ASSERT(memcmp(dst, want, 12) == 0);
+    /* against the plain rule (byte b of element e to b * nelem + e, zeros
+     * after the present elements), element sizes whole in 8-byte blocks or
+     * not, present counts whole in blocks of 8 elements or not, elements
+     * mostly zero or not */
+    static const size_t elems[] = {1, 2, 4, 8, 12, 13, 20, 32, 56, 432};
+    uint64_t seed2 = 11;
+    for (size_t k = 0; k < sizeof elems / sizeof elems[0]; k++)
+        for (size_t nelem = 1; nelem <= 70; nelem += 23) {
+            size_t elem = elems[k], bytes = nelem * elem;
+            unsigned char *in = malloc(bytes), *got = malloc(bytes), *ref = malloc(bytes);
+            CU_ASSERT_FATAL(in && got && ref);
+            for (size_t have = 0; have <= nelem; have += 1 + nelem / 3) {
+                for (size_t i = 0; i < have * elem; i++)
+                    in[i] = test_rand(&seed2) % 3 ? 0 : (unsigned char)(1 + test_rand(&seed2) % 255);
+                memset(ref, 0, bytes), memset(got, 0xA5, bytes);
+                for (size_t e = 0; e < have; e++)
+                    for (size_t b = 0; b < elem; b++)
+                        ref[b * nelem + e] = in[e * elem + b];
+                fp8__shuffle(got, in, have * elem, bytes, elem);
+                CU_ASSERT(memcmp(got, ref, bytes) == 0);
+            }
+            free(in), free(got), free(ref);
+        }
 }
 
 /* The loader's big arrays: zeroed, usable to the end, freed by free(); an

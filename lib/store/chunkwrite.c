@@ -25,14 +25,48 @@
 
 #define LEVEL 1 /* H5Pset_deflate(dcpl, 1) in store.c */
 
+/* the nonzero elements of src scattered (64 bytes of zeros skipped at a
+ * time: a histogram row is mostly zero) */
 #define SCATTER_NONZERO(T, E)                                                                              \
-    for (size_t e = 0; e < have; e++) {                                                                    \
-        T w;                                                                                               \
-        memcpy(&w, src + e * (E), (E));                                                                    \
-        if (w)                                                                                             \
-            for (size_t b = 0; b < (E); b++)                                                               \
-                dst[b * nelem + e] = src[e * (E) + b];                                                     \
+    for (size_t e = 0; e < have;) {                                                                        \
+        if (e + 64 / (E) <= have) {                                                                        \
+            uint64_t q[8], o = 0;                                                                          \
+            memcpy(q, src + e * (E), 64);                                                                  \
+            for (int k = 0; k < 8; k++)                                                                    \
+                o |= q[k];                                                                                 \
+            if (!o) {                                                                                      \
+                e += 64 / (E);                                                                             \
+                continue;                                                                                  \
+            }                                                                                              \
+        }                                                                                                  \
+        size_t stop = e + 64 / (E) < have ? e + 64 / (E) : have;                                           \
+        for (; e < stop; e++) {                                                                            \
+            T w;                                                                                           \
+            memcpy(&w, src + e * (E), (E));                                                                \
+            if (w)                                                                                         \
+                for (size_t b = 0; b < (E); b++)                                                           \
+                    dst[b * nelem + e] = src[e * (E) + b];                                                 \
+        }                                                                                                  \
     }
+
+/* x[r] as row r of an 8 x 8 byte matrix (byte b of x[r]: column b, in
+ * memory order) transposed in place: three rounds of swapping blocks of 4,
+ * 2, 1 bytes between rows 4, 2, 1 apart */
+static inline void transpose8(uint64_t x[8])
+{
+    for (int i = 0; i < 4; i++) {
+        uint64_t t = ((x[i] >> 32) ^ x[i + 4]) & 0x00000000FFFFFFFFull;
+        x[i + 4] ^= t, x[i] ^= t << 32;
+    }
+    for (int i = 0; i < 8; i += i % 4 == 1 ? 3 : 1) { /* 0, 1, 4, 5 */
+        uint64_t t = ((x[i] >> 16) ^ x[i + 2]) & 0x0000FFFF0000FFFFull;
+        x[i + 2] ^= t, x[i] ^= t << 16;
+    }
+    for (int i = 0; i < 8; i += 2) {
+        uint64_t t = ((x[i] >> 8) ^ x[i + 1]) & 0x00FF00FF00FF00FFull;
+        x[i + 1] ^= t, x[i] ^= t << 8;
+    }
+}
 
 void fp8__shuffle(unsigned char *dst, const unsigned char *src, size_t present, size_t bytes, size_t elem)
 {
@@ -49,23 +83,25 @@ void fp8__shuffle(unsigned char *dst, const unsigned char *src, size_t present, 
         }
         return;
     }
-    if (elem <= 16) {
-        for (size_t e = 0; e < have; e++)
-            for (size_t b = 0; b < elem; b++)
-                dst[b * nelem + e] = src[e * elem + b];
-    } else {
-        /* wide compound rows: 32 rows at a time, so that the strided reads
-         * of each byte plane stay in L1 */
-        for (size_t e0 = 0; e0 < have; e0 += 32) {
-            size_t e1 = have - e0 < 32 ? have : e0 + 32;
-            for (size_t b = 0; b < elem; b++) {
-                unsigned char *d = dst + b * nelem;
-                const unsigned char *s = src + b;
-                for (size_t e = e0; e < e1; e++)
-                    d[e] = s[e * elem];
-            }
+    /* blocks of 8 rows x 8 bytes transposed in registers (the records'
+     * compound rows, the every-step rows), the rest byte by byte */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    size_t e8 = have - have % 8, b8 = elem - elem % 8;
+#else
+    size_t e8 = 0, b8 = 0; /* (transpose8 reads a row's bytes in little-endian order) */
+#endif
+    for (size_t e0 = 0; e0 < e8; e0 += 8)
+        for (size_t b = 0; b < b8; b += 8) {
+            uint64_t x[8];
+            for (int r = 0; r < 8; r++)
+                memcpy(&x[r], src + (e0 + (size_t)r) * elem + b, 8);
+            transpose8(x);
+            for (int k = 0; k < 8; k++)
+                memcpy(dst + (b + (size_t)k) * nelem + e0, &x[k], 8);
         }
-    }
+    for (size_t e = 0; e < have; e++)
+        for (size_t b = e < e8 ? b8 : 0; b < elem; b++)
+            dst[b * nelem + e] = src[e * elem + b];
     for (size_t b = 0; b < elem; b++)
         memset(dst + b * nelem + have, 0, nelem - have);
 }
