@@ -217,7 +217,7 @@ static void cast_scales(fp8__cast *c, const fp8_amax_info *known, const fp8__ran
         F->late = 1;
         F->minnz = c->stats || c->shared;
         F->fine = !c->trans && fp8__ranges_nest(fine, L) ? fine : NULL; /* (then in_sweep) */
-        c->own_ranges = !F->fine && c->shared && F->minnz; /* the sweep's others may take theirs from these */
+        c->own_ranges = !F->fine && c->shared; /* the sweep's others may take theirs from these */
         if (known_finite)
             memcpy(&tot_amax, &known->amax, 4);
     } else if (need_amax && L->per_tensor && known_finite) {

@@ -180,14 +180,16 @@ int fp8__quantize_many(const float *x, size_t rows, size_t cols, unsigned flags,
     }
     const int ip_joins = joins(ip, &S);
     /* a first cast whose ranges are made in the sweep casts each piece
-     * before the casts that take theirs from it (late_ok: it joins) */
-    if (fp && fp->in_sweep && fi != inplace && joins(cast[fi], &S))
+     * before the casts that take theirs from it (it joins the sweep: a late
+     * cast's groups divide a piece, quantize_cast.c's late_ok) */
+    const int fine_first = fp && fp->in_sweep && joins(cast[fi], &S);
+    if (fine_first)
         S.cast[S.n++] = cast[fi];
     for (int i = 0; i < n; i++)
         if (i != inplace && !alone[i]) {
             if (i != fi)
                 cast[i] = begin(&req[i], x, rows, cols, flags, &known, fp, ip_joins);
-            else if (fp && fp->in_sweep)
+            else if (fine_first)
                 continue; /* (first in the sweep, above) */
             if (joins(cast[i], &S))
                 S.cast[S.n++] = cast[i];
