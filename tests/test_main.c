@@ -64,6 +64,7 @@ int main(int argc, char **argv)
     register_index_tests();
     register_gemm_tests();
     register_nvfp4_tests();
+    register_sweeps_tests();
     register_ranks_tests();
     register_hostile_tests();
     register_hardening_tests();

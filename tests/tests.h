@@ -25,6 +25,7 @@ void register_nvdlfw_tests(void);
 void register_index_tests(void);
 void register_gemm_tests(void);
 void register_nvfp4_tests(void);
+void register_sweeps_tests(void);
 void register_ranks_tests(void);
 void register_hardening_tests(void);
 void register_shadows_tests(void);

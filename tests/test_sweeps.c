@@ -1,0 +1,163 @@
+/*
+ * test_sweeps.c — suite "sweeps": grouped casts and probe sweeps on random
+ * cases against the scalar oracle (tests/ref/ref_stats.c).  The engine
+ * chooses per cast whether group ranges come from an amax pass, from a finer
+ * recipe's ranges before the sweep, or piece by piece inside it (late
+ * casts), which cast of a sweep goes first on each piece, and when a piece
+ * goes group by group (a zero NVFP4 block scale); the fixed-shape tests
+ * cover each choice once, these draw shapes (widths whole in groups or not,
+ * one piece or several), data (Inf and NaN, zero stretches, an outlier that
+ * flushes NVFP4 blocks), recipe mixes and their order, the cast in place,
+ * x's statistics given or not, and one or two threads.  Each cast must give
+ * the oracle's x_hat bit for bit, its class counts, block summaries and
+ * scale histogram exactly, and its squared error within 1e-6.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fp8.h"
+#include "quantize_many.h"
+#include "ref_stats.h"
+#include "tests.h"
+
+/* grouped recipes the oracle models (per-block delayed is not: its
+ * histories are tested against one-by-one casts in suite stats), and
+ * per-tensor ones beside them in sweeps */
+static const char *grouped[] = {"mxfp8", "mxfp4", "e4m3:block=1x128", "e4m3:block=1x64:pow2", "nvfp4",
+                                "e5m2:mx:even", "e4m3:block=1x32:ue8m0", "mxfp8:rceil"};
+static const char *others[] = {"e4m3:current", "e4m3:delayed:history=4", "e4m3:block=128x128", "e4m3:rowwise"};
+#define NG (sizeof grouped / sizeof grouped[0])
+#define NO (sizeof others / sizeof others[0])
+
+/* a random x of rows x cols: values over `binades` binades, some Inf and
+ * NaN (kind 1), stretches of zeros (kind 2), now and then an outlier far
+ * above the rest (it flushes NVFP4 blocks) */
+static float *random_x(uint64_t *s, size_t rows, size_t cols, int kind, int binades)
+{
+    size_t n = rows * cols;
+    float *x = malloc(n * sizeof *x);
+    for (size_t i = 0; x && i < n; i++) {
+        double u = (double)(test_rand(s) >> 11) * 0x1p-53 - 0.5;
+        x[i] = (float)(u * ldexp(1.0, (int)(test_rand(s) % (uint64_t)binades) - binades / 2));
+        if (kind == 1 && test_rand(s) % 97 == 0)
+            x[i] = test_rand(s) % 2 ? INFINITY : NAN;
+        if (kind == 2 && (i / 16) % 7 == 3)
+            x[i] = 0.0f;
+    }
+    if (x && test_rand(s) % 3 == 0)
+        x[test_rand(s) % n] = 3e6f;
+    return x;
+}
+
+/* 1 when a cast's x_hat and statistics equal the oracle's */
+static int same_as_oracle(const float *got, const float *want, size_t n, const fp8_stats *a, const fp8_stats *b)
+{
+    return memcmp(got, want, n * sizeof *got) == 0 && memcmp(&a->classes, &b->classes, sizeof a->classes) == 0 &&
+           a->nscales == b->nscales && a->scale_inv_min == b->scale_inv_min && a->scale_inv_max == b->scale_inv_max &&
+           a->blocks_with_overflow == b->blocks_with_overflow &&
+           a->blocks_with_underflow == b->blocks_with_underflow &&
+           memcmp(a->scale_hist, b->scale_hist, sizeof a->scale_hist) == 0 &&
+           a->max_block_dynamic_range == b->max_block_dynamic_range && fabs(a->sq_err - b->sq_err) <= 1e-6 * b->sq_err;
+}
+
+/* one grouped recipe, x's statistics given or not, two steps */
+static void test_single_casts(void)
+{
+    uint64_t s = 12345;
+    int compared = 0, differ = 0;
+    for (int it = 0; it < 150; it++) {
+        size_t cols = 16 * (1 + test_rand(&s) % 96) * (test_rand(&s) % 4 ? 1 : 2), rows = 1 + test_rand(&s) % 70;
+        if (test_rand(&s) % 5 == 0)
+            cols += test_rand(&s) % 16; /* not whole groups */
+        size_t n = rows * cols;
+        int kind = (int)(test_rand(&s) % 3);
+        float *x = random_x(&s, rows, cols, kind, test_rand(&s) % 4 ? 8 : 40), *a = malloc(n * 4), *b = malloc(n * 4);
+        CU_ASSERT_FATAL(x && a && b);
+        const char *spec = grouped[test_rand(&s) % NG];
+        fp8_recipe_state *sa = fp8_recipe_state_new(spec, "activation"), *sb = fp8_recipe_state_new(spec, "activation");
+        CU_ASSERT_FATAL(sa && sb);
+        for (int step = 0; step < 2; step++) {
+            fp8_stats ga, gb;
+            int given = (int)(test_rand(&s) % 2), rc;
+            if (given) {
+                CU_ASSERT_EQUAL(fp8_tensor_stats(x, n, &ga, 0), FP8_OK);
+                rc = fp8_quantize_ex(sa, x, rows, cols, a, &ga, FP8_STATS_X_GIVEN);
+            } else {
+                rc = fp8_quantize(sa, x, rows, cols, a, &ga);
+            }
+            CU_ASSERT_EQUAL(rc, FP8_OK);
+            CU_ASSERT_EQUAL(ref_quantize(sb, x, rows, cols, b, &gb), FP8_OK);
+            compared++;
+            if (!same_as_oracle(a, b, n, &ga, &gb)) {
+                differ++;
+                fprintf(stderr, "\n  %s %zux%zu kind %d given %d step %d: not the oracle's", spec, rows, cols, kind,
+                        given, step);
+            }
+            fp8_recipe_state_step(sa), fp8_recipe_state_step(sb);
+        }
+        fp8_recipe_state_free(sa), fp8_recipe_state_free(sb);
+        free(x), free(a), free(b);
+    }
+    CU_ASSERT_EQUAL(compared, 300);
+    CU_ASSERT_EQUAL(differ, 0);
+}
+
+/* two to five recipes in one sweep (fp8__quantize_many), in any order, one
+ * of them perhaps in place, on one or two threads */
+static void test_random_sweeps(void)
+{
+    uint64_t s = 777;
+    int compared = 0, differ = 0, in_place = 0;
+    for (int it = 0; it < 150; it++) {
+        size_t cols = 32 * (1 + test_rand(&s) % 64), rows = 1 + test_rand(&s) % 90;
+        if (test_rand(&s) % 6 == 0)
+            cols += test_rand(&s) % 16;
+        size_t n = rows * cols;
+        float *x = random_x(&s, rows, cols, (int)(test_rand(&s) % 3), 10), *xin = malloc(n * 4);
+        CU_ASSERT_FATAL(x && xin);
+        memcpy(xin, x, n * 4);
+        int m = 2 + (int)(test_rand(&s) % 4), ip = test_rand(&s) % 2 ? (int)(test_rand(&s) % (uint64_t)m) : -1;
+        fp8_recipe_state *sa[5], *sb[5];
+        const char *spec[5];
+        float *out[5], *want[5];
+        fp8_stats st[5], rs, xs;
+        fp8__cast_req q[5];
+        for (int k = 0; k < m; k++) {
+            spec[k] = test_rand(&s) % 4 ? grouped[test_rand(&s) % NG] : others[test_rand(&s) % NO];
+            sa[k] = fp8_recipe_state_new(spec[k], "activation"), sb[k] = fp8_recipe_state_new(spec[k], "activation");
+            out[k] = malloc(n * 4), want[k] = malloc(n * 4);
+            CU_ASSERT_FATAL(sa[k] && sb[k] && out[k] && want[k]);
+            q[k] = (fp8__cast_req){.st = sa[k], .out = k == ip ? xin : out[k], .stats = &st[k]};
+        }
+        in_place += ip >= 0;
+        int threads = 1 + (int)(test_rand(&s) % 2);
+        CU_ASSERT_EQUAL(fp8__quantize_many(xin, rows, cols, 0, threads, &xs, NULL, q, m), FP8_OK);
+        for (int k = 0; k < m; k++) {
+            CU_ASSERT_EQUAL(q[k].status, FP8_OK);
+            CU_ASSERT_EQUAL(ref_quantize(sb[k], x, rows, cols, want[k], &rs), FP8_OK);
+            compared++;
+            if (!same_as_oracle(k == ip ? xin : out[k], want[k], n, &st[k], &rs)) {
+                differ++;
+                fprintf(stderr, "\n  sweep of %d, %s (%d, in place %d) %zux%zu threads %d: not the oracle's", m,
+                        spec[k], k, ip, rows, cols, threads);
+            }
+        }
+        for (int k = 0; k < m; k++)
+            fp8_recipe_state_free(sa[k]), fp8_recipe_state_free(sb[k]), free(out[k]), free(want[k]);
+        free(x), free(xin);
+    }
+    CU_ASSERT(compared > 300);
+    CU_ASSERT(in_place > 50);
+    CU_ASSERT_EQUAL(differ, 0);
+}
+
+void register_sweeps_tests(void)
+{
+    static CU_TestInfo tests[] = {
+        {"grouped casts on random shapes and data, x's statistics given or not: the oracle's", test_single_casts},
+        {"random sweeps of 2-5 recipes in any order, one in place, 1-2 threads: the oracle's", test_random_sweeps},
+        CU_TEST_INFO_NULL,
+    };
+    add_suite("sweeps", tests);
+}
