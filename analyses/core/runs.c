@@ -147,6 +147,18 @@ const int *an_tensor_recipes(const an_run *a, int t, size_t *n)
     return a->pair_recipe + a->tpair[t];
 }
 
+/* A counting sort: order[start[p] .. start[p + 1]) becomes the i with
+ * pid[i] == p, in ascending i (start: P + 1 zeros in, fill: P zeros) */
+static void bucket_order(const size_t *pid, size_t n, size_t P, size_t *start, size_t *order, size_t *fill)
+{
+    for (size_t i = 0; i < n; i++)
+        start[pid[i] + 1]++;
+    for (size_t k = 0; k < P; k++)
+        start[k + 1] += start[k];
+    for (size_t i = 0; i < n; i++)
+        order[start[pid[i]] + fill[pid[i]]++] = i;
+}
+
 static int index_run(an_run *a, const pair_hash *h)
 {
     const fp8_run *r = a->run;
@@ -169,14 +181,10 @@ static int index_run(an_run *a, const pair_hash *h)
     for (size_t i = 0; i < n; i++) {
         const fp8_summary *s = &r->summaries[i];
         pid[i] = pair_id(h, pair_key(s->tensor, s->recipe));
-        a->start[pid[i] + 1]++;
         if (s->active && a->active[s->tensor] < 0)
             a->active[s->tensor] = (int)s->recipe;
     }
-    for (size_t k = 0; k < P; k++)
-        a->start[k + 1] += a->start[k];
-    for (size_t i = 0; i < n; i++)
-        a->order[a->start[pid[i]] + fill[pid[i]]++] = i;
+    bucket_order(pid, n, P, a->start, a->order, fill);
     free(fill);
     free(pid);
     /* sort each series by step where the file did not already have it in order,
@@ -255,14 +263,9 @@ static int index_series(an_run *a, const pair_hash *h)
         free(fill), free(pid);
         return -1;
     }
-    for (size_t i = 0; i < n; i++) {
-        pid[i] = pair_id(h, pair_key(r->steps[i].tensor, r->steps[i].recipe));
-        a->sstart[pid[i] + 1]++;
-    }
-    for (size_t k = 0; k < P; k++)
-        a->sstart[k + 1] += a->sstart[k];
     for (size_t i = 0; i < n; i++)
-        a->sorder[a->sstart[pid[i]] + fill[pid[i]]++] = i;
+        pid[i] = pair_id(h, pair_key(r->steps[i].tensor, r->steps[i].recipe));
+    bucket_order(pid, n, P, a->sstart, a->sorder, fill);
     free(fill);
     free(pid);
     sort_steps = r->steps;

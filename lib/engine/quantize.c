@@ -306,6 +306,15 @@ static void grouped_chunk(fused *F, pass_ctx *c, size_t off, size_t m, size_t gi
         memcpy(F->OUT + off, c->buf, m * sizeof(float));
 }
 
+/* group g's elements [off, off + len) cast as a segment of their own, its
+ * overflow and flush flags noted */
+static void group_segment(fused *F, pass_ctx *c, size_t g, size_t off, size_t len)
+{
+    F->flags[g] |= (unsigned char)run_segment(c, F->X + off, len, F->scale[g], F->scale_inv[g],
+                                              F->OUT ? F->OUT + off : NULL,
+                                              F->CODES ? (char *)F->CODES + off * F->cb : NULL, off);
+}
+
 /* F->late: the ranges and scales of the groups of the unit at off (m
  * elements, whole groups one row high), as the amax pass and the scales
  * jobs would make them; 0 when a group's scale is not > 0 (the unit then
@@ -346,13 +355,8 @@ static int unit_scales(fused *F, size_t off, size_t m)
  * segment (groups with a zero scale among them) */
 static void unit_segments(fused *F, pass_ctx *c, size_t off, size_t m)
 {
-    const size_t seg = F->L->seg;
-    for (size_t o = off; o < off + m; o += seg) {
-        size_t g = o / seg;
-        F->flags[g] |= (unsigned char)run_segment(c, F->X + o, seg, F->scale[g], F->scale_inv[g],
-                                                  F->OUT ? F->OUT + o : NULL,
-                                                  F->CODES ? (char *)F->CODES + o * F->cb : NULL, o);
-    }
+    for (size_t o = off; o < off + m; o += F->L->seg)
+        group_segment(F, c, o / F->L->seg, o, F->L->seg);
 }
 
 /* the cast and statistics of units [u0, u1) */
@@ -377,7 +381,6 @@ static void fused_whole(fused *F, part *pp)
 {
     pass_ctx *c = &pp->c;
     const layout *L = F->L;
-    const float *X = F->X;
     if (F->grouped) { /* tiles of br rows: a row's chunks, row after row */
         const size_t chunk = (PIECE / L->seg) * L->seg;
         for (size_t i = 0; i < L->R; i++)
@@ -389,10 +392,7 @@ static void fused_whole(fused *F, part *pp)
     for (size_t i = 0; i < L->R; i++)
         for (size_t jb = 0; jb < L->nbc; jb++) {
             size_t j0 = jb * L->seg, len = L->C - j0 < L->seg ? L->C - j0 : L->seg;
-            size_t g = (i / L->br) * L->nbc + jb, off = i * L->C + j0;
-            F->flags[g] |= (unsigned char)run_segment(c, X + off, len, F->scale[g], F->scale_inv[g],
-                                                      F->OUT ? F->OUT + off : NULL,
-                                                      F->CODES ? (char *)F->CODES + off * F->cb : NULL, off);
+            group_segment(F, c, (i / L->br) * L->nbc + jb, i * L->C + j0, len);
         }
 }
 
@@ -439,15 +439,13 @@ void fp8__scales_job(void *ctx, int p)
     group_scales_range(F, g0, g1, p);
 }
 
-/* whether L's rows go to the vector range kernel whole (short groups one
- * row high), which sets every group's amax and (when asked) min nonzero */
-static int rows_whole(const layout *L) { return L->br == 1 && L->seg % 16 == 0 && L->C % L->seg == 0 && L->seg < 1024; }
+int fp8__rows_whole(const layout *L) { return L->br == 1 && L->seg % 16 == 0 && L->C % L->seg == 0 && L->seg < 1024; }
 
 /* the amax pass of rows [i0, i1) (groups other than one per tensor) */
 void fp8__amax_rows(const layout *L, const float *X, size_t i0, size_t i1, uint32_t *gamax, uint32_t *gminnz)
 {
     for (size_t i = i0; i < i1; i++) {
-        if (rows_whole(L)) {
+        if (fp8__rows_whole(L)) {
             /* short groups along the row: one call for the whole row */
             fp8__k.range_groups(X + i * L->C, L->C, L->seg, gamax + i * L->nbc, gminnz ? gminnz + i * L->nbc : NULL);
             continue;
@@ -511,7 +509,7 @@ void fp8__amax_job(void *ctx, int p)
     if (F->fine) {
         ranges_from_fine(L, F->fine, r0, r1, F->gamax, F->gminnz);
     } else {
-        if (!(rows_whole(L) && F->minnz)) /* (else the pass sets them all) */
+        if (!(fp8__rows_whole(L) && F->minnz)) /* (else the pass sets them all) */
             for (size_t g = g0; g < g1; g++)
                 F->gminnz[g] = FP8_F32_INF;
         if (L->br > 1)

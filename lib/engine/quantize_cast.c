@@ -186,13 +186,11 @@ static int late_ok(const fp8__cast *c, const fp8__ranges *fine, int known_finite
 {
     const layout *L = &c->L;
     const fp8_recipe *r = &c->st->recipe;
-    fp8__caster k;
-    fp8__caster_init(&k, c->st->format, &r->cast);
     int kind_ok = r->kind == FP8_RECIPE_MX || r->kind == FP8_RECIPE_BLOCK ||
                   (r->kind == FP8_RECIPE_NVFP4 && known_finite);
     int nests = !c->trans && fp8__ranges_nest(fine, L);
-    return kind_ok && k.vec && !L->per_tensor && !c->trans && L->br == 1 && c->F.grouped && c->F.split &&
-           L->seg % 16 == 0 && L->seg < 1024 && PIECE % L->seg == 0 && (!nests || fine->in_sweep);
+    return kind_ok && fp8__caster_vec_ok(c->st->format) && !L->per_tensor && !c->trans && c->F.grouped &&
+           c->F.split && fp8__rows_whole(L) && PIECE % L->seg == 0 && (!nests || fine->in_sweep);
 }
 
 /* 1. the amax pass (recipes that scale from this tensor; a per-tensor one

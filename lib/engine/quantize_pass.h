@@ -130,6 +130,10 @@ void fp8__amax_job(void *ctx, int p);
 /* the amax pass of rows [i0, i1) (groups other than one per tensor);
  * gminnz NULL: the groups' minima are not wanted */
 void fp8__amax_rows(const layout *L, const float *X, size_t i0, size_t i1, uint32_t *gamax, uint32_t *gminnz);
+/* whether the amax pass hands L's rows whole to the vector range kernel
+ * (short groups one row high), which sets every group's amax and (when
+ * asked) min nonzero */
+int fp8__rows_whole(const layout *L);
 /* whether L's groups (of the same x, not per tensor) are unions of f's */
 int fp8__ranges_nest(const fp8__ranges *f, const layout *L);
 /* x's finite amax (float32 bits) and its Inf and NaN counts */

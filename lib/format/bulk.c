@@ -148,7 +148,7 @@ static vec_kernel_fn pick_kernel(void)
     return fp8__vec_kernel_base;
 }
 
-static int vector_ok(const fp8_format *f)
+int fp8__caster_vec_ok(const fp8_format *f)
 {
     return !force_portable && (f->kind == FP8_KIND_E8M0 || f->emin >= -126) && f->code_bytes <= 2;
 }
@@ -188,7 +188,7 @@ void fp8__caster_init(fp8__caster *c, const fp8_format *f, const fp8_cast_mode *
     static const fp8_cast_mode dflt;
     c->f = f;
     c->mode = mode ? *mode : dflt;
-    c->vec = vector_ok(f);
+    c->vec = fp8__caster_vec_ok(f);
     c->fn = c->vec ? pick_kernel() : NULL;
     if (c->vec)
         vparams_init(&c->p, f, &c->mode);

@@ -20,6 +20,8 @@ typedef struct {
 } fp8__caster;
 
 void fp8__caster_init(fp8__caster *c, const fp8_format *f, const fp8_cast_mode *mode);
+/* whether f's casts take the vector kernel (a caster's vec, without making one) */
+int fp8__caster_vec_ok(const fp8_format *f);
 
 /* Cast x[0..n) with (scale, scale_inv): codes and/or out (either may be
  * NULL); class counts are ADDED to cnt.  offset: stochastic index of x[0].
