@@ -855,6 +855,68 @@ static void test_te_overflows_in_place(void)
     fp8_recipe_state_free(a), fp8_recipe_state_free(b);
 }
 
+/* TE's overflow count over several pieces of x, where only a few pieces
+ * hold values above fp8_max * scale_inv (448 under a first delayed scale
+ * of 1): 4 x 32771 elements in steps of 100 below 448, with 448 itself
+ * twice (not counted: TE's comparison is strict), 448's float32 successor
+ * twice (counted: it rounds to 448, no overflow class), -Inf once
+ * (counted), a NaN (not counted) and 1000 in the last 12 elements (a piece
+ * no kernel takes whole): 4 by hand.  Cast alone, into another array, in
+ * place, with x's statistics given, on two threads, and in one sweep
+ * beside a cast in place of a copy: every time 4. */
+static void test_te_overflows_pieces(void)
+{
+    const size_t R = 4, C = 32771, n = R * C;
+    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *o = malloc(n * sizeof *o);
+    CU_ASSERT_FATAL(x && y && o);
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)((int)(i % 7) - 3) * 100.0f;
+    const float above = nextafterf(448.0f, INFINITY);
+    x[5] = 448.0f, x[100000] = -448.0f;
+    x[40000] = above, x[70000] = -above;
+    x[50000] = -INFINITY, x[50001] = NAN;
+    x[n - 3] = 1000.0f;
+    uint64_t loop = 0;
+    for (size_t i = 0; i < n; i++)
+        loop += fabsf(x[i]) > 448.0f; /* (NaN compares false) */
+    CU_ASSERT_EQUAL(loop, 4);
+    fp8_recipe r;
+    CU_ASSERT_EQUAL_FATAL(fp8_recipe_parse("e4m3:delayed", &r), FP8_OK);
+    for (int v = 0; v < 6; v++) {
+        fp8_recipe_state *a = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
+        fp8_stats s;
+        memcpy(y, x, n * sizeof *x);
+        if (v == 4)
+            fp8_recipe_state_set_threads(a, 2);
+        if (v == 0 || v == 4)
+            CU_ASSERT_EQUAL(fp8_quantize(a, y, R, C, NULL, &s), FP8_OK);
+        if (v == 1)
+            CU_ASSERT_EQUAL(fp8_quantize(a, y, R, C, o, &s), FP8_OK);
+        if (v == 2)
+            CU_ASSERT_EQUAL(fp8_quantize(a, y, R, C, y, &s), FP8_OK);
+        if (v == 3) {
+            CU_ASSERT_EQUAL(fp8_tensor_stats(y, n, &s, 0), FP8_OK);
+            CU_ASSERT_EQUAL(fp8_quantize_ex(a, y, R, C, o, &s, FP8_STATS_X_GIVEN), FP8_OK);
+        }
+        if (v == 5) { /* x in place under a second delayed recipe, last on each piece */
+            fp8_recipe_state *b = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
+            fp8_stats xs, sb;
+            fp8__cast_req q[2] = {{.st = b, .out = y, .stats = &sb}, {.st = a, .out = NULL, .stats = &s}};
+            CU_ASSERT_EQUAL(fp8__quantize_many(y, R, C, 0, 1, &xs, NULL, q, 2), FP8_OK);
+            CU_ASSERT_EQUAL(q[0].status, FP8_OK);
+            CU_ASSERT_EQUAL(q[1].status, FP8_OK);
+            CU_ASSERT_EQUAL(sb.te_overflows, 4);
+            fp8_recipe_state_free(b);
+        }
+        if (s.te_overflows != 4)
+            printf("\n  variant %d: te_overflows %llu, not 4", v, (unsigned long long)s.te_overflows);
+        CU_ASSERT_EQUAL(s.te_overflows, 4);
+        CU_ASSERT_EQUAL(s.inf_count, 1);
+        fp8_recipe_state_free(a);
+    }
+    free(x), free(y), free(o);
+}
+
 void register_stats_tests(void)
 {
     static CU_TestInfo tests[] = {
@@ -874,6 +936,7 @@ void register_stats_tests(void)
         {"transpose (16 x 16 tiles) equals the plain loop, partial tiles included", test_transpose},
         {"a delayed recipe that casts nothing notes its caller's amax, no pass over x", test_known_amax_no_pass},
         {"TE's overflow count of a cast in place is of x", test_te_overflows_in_place},
+        {"TE's overflow count over pieces, in place, given, threads, in a sweep", test_te_overflows_pieces},
         CU_TEST_INFO_NULL,
     };
     add_suite("stats", tests);

@@ -159,7 +159,8 @@ static void piece_stats(pass_ctx *c, const float *x, const float *q, size_t m)
  * double (its piece is cast again then: the same bits either way).  Per
  * tensor (gscale NULL) or in groups as fp8__caster_run_groups. */
 static int cast_summing(pass_ctx *c, const float *x, size_t m, float scale, float scale_inv, size_t glen,
-                        const float *gscale, const float *ginv, unsigned char *gflags, float *out)
+                        const float *gscale, const float *ginv, unsigned char *gflags, float *out,
+                        uint32_t *maxbits)
 {
     if (!c->stats || c->caster.fn != fp8__k.cast_kernel)
         return 0;
@@ -173,6 +174,8 @@ static int cast_summing(pass_ctx *c, const float *x, size_t m, float scale, floa
     if (!fp8__caster_run_err(&c->caster, scale, scale_inv, x, m, glen, gscale, ginv, gflags, out, cnt, &es) ||
         es.maxbits < FP8_LEAN_LO || es.maxbits > FP8_LEAN_HI)
         return 0;
+    if (maxbits)
+        *maxbits = es.maxbits;
     for (int l = 0; l < FP8_ML; l++)
         mom->e2[l] += es.e2[l], mom->q2[l] += es.q2[l], mom->xq[l] += es.xq[l];
     memcpy(mom->maxerr, es.me, sizeof es.me);
@@ -200,16 +203,20 @@ static unsigned run_segment(pass_ctx *c, const float *x, size_t n, float scale, 
         /* cast straight into out unless it overwrites x (in place) */
         float *dst = (out && out != x) ? out + i : c->buf;
         void *cp = codes ? (char *)codes + i * cb : NULL;
-        if (c->te_on)
-            c->te_n += fp8__k.count_above(x + i, m, c->te_thr);
+        uint32_t maxbits = UINT32_MAX; /* the piece's largest |x| or |x_hat| bits; unknown: all */
         if (!(scale > 0.0f && !cp &&
-              cast_summing(c, x + i, m, scale, scale_inv, 0, NULL, NULL, NULL, out ? dst : NULL))) {
+              cast_summing(c, x + i, m, scale, scale_inv, 0, NULL, NULL, NULL, out ? dst : NULL, &maxbits))) {
+            maxbits = UINT32_MAX;
             if (scale > 0.0f)
                 fp8__caster_run(&c->caster, scale, scale_inv, x + i, m, cp, dst, c->cnt, index0 + i);
             else
                 zero_scale_piece(c->caster.f, x + i, m, dst, cp, c->cnt);
             piece_stats(c, x + i, dst, m);
         }
+        /* TE's overflow count, x still whole and in cache; none where no
+         * |x| (nor x_hat, at most fmax * scale_inv) lies above te_thr */
+        if (c->te_on && maxbits > fp8__float_to_bits(c->te_thr))
+            c->te_n += fp8__k.count_above(x + i, m, c->te_thr);
         if (out && dst == c->buf) /* in place: x stays whole until the piece is done */
             memcpy(out + i, c->buf, m * sizeof(float));
     }
@@ -297,7 +304,7 @@ static void grouped_chunk(fused *F, pass_ctx *c, size_t off, size_t m, size_t gi
 {
     float *dst = (F->OUT && F->OUT != F->X) ? F->OUT + off : c->buf;
     if (!(!F->CODES && cast_summing(c, F->X + off, m, 1.0f, 1.0f, F->L->seg, F->scale + gi, F->scale_inv + gi,
-                                    F->flags + gi, F->OUT ? dst : NULL))) {
+                                    F->flags + gi, F->OUT ? dst : NULL, NULL))) {
         fp8__caster_run_groups(&c->caster, F->X + off, m, F->L->seg, F->scale + gi, F->scale_inv + gi, dst,
                                F->CODES ? (char *)F->CODES + off * F->cb : NULL, c->cnt, F->flags + gi, off);
         piece_stats(c, F->X + off, dst, m);

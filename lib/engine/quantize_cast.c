@@ -258,10 +258,11 @@ static void cast_scales(fp8__cast *c, const fp8_amax_info *known, const fp8__ran
 }
 
 /* 3. the fused pass's parts set up.  TE's overflow count of a per-tensor
- * static scale reads x after the cast when it can hold such a value; when
- * x will have changed by then (cast in place, or beside a cast in place),
- * it is counted piece by piece before each piece's cast instead. */
-static void cast_parts(fp8__cast *c, const fp8_amax_info *known, int x_changes)
+ * static scale is taken piece by piece, after each piece's cast while the
+ * piece is in cache (x is still whole then, also in place), in the pieces
+ * that can hold such a value: not at all when the caller's amax rules it
+ * out. */
+static void cast_parts(fp8__cast *c, const fp8_amax_info *known)
 {
     fused *F = &c->F;
     const fp8_recipe *r = &c->st->recipe;
@@ -269,7 +270,7 @@ static void cast_parts(fp8__cast *c, const fp8_amax_info *known, int x_changes)
         if (F->zero_scale[p])
             F->grouped = 0; /* zero-scale groups take the per-segment path */
     float thr = (float)c->st->format->max * F->scale_inv[0];
-    c->te_on = c->stats && x_changes && !c->trans && c->L.per_tensor &&
+    c->te_on = c->stats && !c->trans && c->L.per_tensor &&
                (r->kind == FP8_RECIPE_DELAYED || r->kind == FP8_RECIPE_NONE) &&
                (!known || known->inf_count > 0 || known->amax > thr);
     for (int p = 0; p < F->P; p++) {
@@ -305,7 +306,7 @@ static void cast_parts(fp8__cast *c, const fp8_amax_info *known, int x_changes)
 
 int fp8__cast_begin(fp8__cast **cp, fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
                     fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai,
-                    const fp8_amax_info *known, const fp8__ranges *fine, int x_changes)
+                    const fp8_amax_info *known, const fp8__ranges *fine)
 {
     *cp = NULL;
     int rc;
@@ -343,7 +344,7 @@ int fp8__cast_begin(fp8__cast **cp, fp8_recipe_state *st, const float *x, size_t
     fp8__fenv env;
     fp8__fenv_enter(&env);
     cast_scales(c, known, fine);
-    cast_parts(c, known, x_changes || (out == x && !c->trans));
+    cast_parts(c, known);
     fp8__fenv_leave(&env);
     *cp = c;
     return FP8_OK;
@@ -431,7 +432,7 @@ int fp8__cast_end(fp8__cast *c)
          * fp8_max * scale_inv by a float32 rounding now and then, which would
          * cost a pass and mean nothing: not defined there */
         stats->te_overflows = r->kind != FP8_RECIPE_DELAYED && r->kind != FP8_RECIPE_NONE ? UINT64_MAX
-                              : c->te_on ? c0->te_n /* counted before the pieces were cast over */
+                              : c->te_on ? c0->te_n /* counted piece by piece */
                                          : fp8__te_overflow_count(F->X, L, F->scale_inv, F->gamax, (float)stats->amax,
                                                                   (float)st->format->max, stats->inf_count > 0);
         if (c->want_hist)
@@ -460,7 +461,7 @@ int fp8__quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size_t
         known.amax = (float)stats->amax, known.inf_count = stats->inf_count, known.nan_count = stats->nan_count,
         kp = &known;
     fp8__cast *c;
-    int rc = fp8__cast_begin(&c, st, x, rows, cols, out, stats, options, codes, group_scale_inv, ai, kp, NULL, 0);
+    int rc = fp8__cast_begin(&c, st, x, rows, cols, out, stats, options, codes, group_scale_inv, ai, kp, NULL);
     if (rc != FP8_OK || !c)
         return rc;
     fp8__cast_run(c);

@@ -37,8 +37,7 @@ int fp8__quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size_t
  * scales and sets up the fused pass (*c NULL when the cast is done already:
  * it had nothing to produce, or failed: the status says).  known: x's finite
  * amax and Inf/NaN counts when the caller has them (a per-tensor recipe then
- * makes no amax pass); x_changes: x will be written over before the cast
- * ends (a cast in place beside it).  Option FP8__STATS_X_LATER: as
+ * makes no amax pass).  Option FP8__STATS_X_LATER: as
  * FP8_STATS_X_GIVEN, with x's statistics put into *stats only before
  * fp8__cast_end.  fp8__cast_joins: 1 when the fused pass goes over x itself
  * in pieces of the same PIECE elements (then *U pieces in *P parts, as
@@ -49,7 +48,7 @@ int fp8__quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size_t
 typedef struct fp8__cast fp8__cast;
 int fp8__cast_begin(fp8__cast **c, fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
                     fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai,
-                    const fp8_amax_info *known, const fp8__ranges *fine, int x_changes);
+                    const fp8_amax_info *known, const fp8__ranges *fine);
 /* fp8__cast_ranges: a begun cast's group ranges (fp8__ranges, quantize_pass.h)
  * when they are of x's rows (1; else 0); valid until the cast ends (made
  * in the sweep, piece by piece, when out->in_sweep) */

@@ -84,11 +84,11 @@ static void cast_alone(fp8__cast_req *q, const float *x, size_t rows, size_t col
 
 /* begin request q's cast (see fp8__cast_begin); NULL when it is done already */
 static fp8__cast *begin(fp8__cast_req *q, const float *x, size_t rows, size_t cols, unsigned flags,
-                        const fp8_amax_info *known, const fp8__ranges *fine, int x_changes)
+                        const fp8_amax_info *known, const fp8__ranges *fine)
 {
     fp8__cast *c = NULL;
     q->status = fp8__cast_begin(&c, q->st, x, rows, cols, q->out, q->stats, flags | FP8__STATS_X_LATER, q->codes,
-                                q->group_scale_inv, NULL, known, fine, x_changes);
+                                q->group_scale_inv, NULL, known, fine);
     return c;
 }
 
@@ -159,20 +159,20 @@ int fp8__quantize_many(const float *x, size_t rows, size_t cols, unsigned flags,
         known = *amax;
     else
         fp8_tensor_amax(x, numel, &known);
-    /* the cast in place first: the others count TE's overflows piece by
-     * piece when it writes over x within the sweep */
+    /* the cast in place: last on each piece of the sweep (the others'
+     * casts and TE's overflow counts read each piece before it is written
+     * over), or after all when it cannot join */
     fp8__cast *ip = NULL;
     if (inplace >= 0 && any_alone)
         alone[inplace] = 1; /* after those, on its own */
-    /* the finest groups before all (x_changes concerns per-tensor recipes
-     * only: 0 for this one), their ranges handed to the rest */
+    /* the finest groups before all, their ranges handed to the rest */
     const int fi = finest(req, n, alone, rows, cols);
     fp8__ranges fine, *fp = NULL;
-    if (fi >= 0 && fi != inplace && (cast[fi] = begin(&req[fi], x, rows, cols, flags, &known, NULL, 0)) &&
+    if (fi >= 0 && fi != inplace && (cast[fi] = begin(&req[fi], x, rows, cols, flags, &known, NULL)) &&
         fp8__cast_ranges(cast[fi], &fine))
         fp = &fine;
     if (inplace >= 0 && !alone[inplace]) {
-        ip = begin(&req[inplace], x, rows, cols, flags, &known, fp, 0);
+        ip = begin(&req[inplace], x, rows, cols, flags, &known, fp);
         /* (ranges the cast in place makes in the sweep come after the
          * others' casts of each piece: not handed on) */
         if (fi == inplace && fp8__cast_ranges(ip, &fine) && !fine.in_sweep)
@@ -188,7 +188,7 @@ int fp8__quantize_many(const float *x, size_t rows, size_t cols, unsigned flags,
     for (int i = 0; i < n; i++)
         if (i != inplace && !alone[i]) {
             if (i != fi)
-                cast[i] = begin(&req[i], x, rows, cols, flags, &known, fp, ip_joins);
+                cast[i] = begin(&req[i], x, rows, cols, flags, &known, fp);
             else if (fine_first)
                 continue; /* (first in the sweep, above) */
             if (joins(cast[i], &S))

@@ -55,7 +55,7 @@ typedef struct {
     int scan;           /* x's amax, Inf and NaN counts wanted, piece by piece while hot */
     uint32_t amax_bits;
     uint64_t ninf, nnan;
-    int te_on;          /* TE's overflow count, |x| > te_thr, taken before each piece's cast */
+    int te_on;          /* TE's overflow count, |x| > te_thr, taken after each piece's cast */
     float te_thr;
     uint64_t te_n;
     float *buf;         /* PIECE floats          */

@@ -22,6 +22,14 @@ static inline float fp8__bits_to_float(uint32_t b)
     return f;
 }
 
+/* the bits of the float32 f */
+static inline uint32_t fp8__float_to_bits(float f)
+{
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    return b;
+}
+
 /* For the bits b > 0 of a finite float: floor(log2) of its value, and
  * whether it is a power of two (subnormals included) */
 static inline int fp8__floor_log2_bits(uint32_t b) { return b >> 23 ? (int)(b >> 23) - 127 : -118 - __builtin_clz(b); }
