@@ -324,9 +324,9 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
         vf16 y = xv * scale;
         vu16 u = (vu16)y;
         vu16 a = u & FP8_F32_ABS;
-        vu16 neg = u >> 31;
-        vi16 azero = (vi16)(a == 0);
         if (SPECIAL && P.e8m0) {
+            vu16 neg = u >> 31;
+            vi16 azero = (vi16)(a == 0);
             /* positive normals below 2^127: the exponent field, + 1 when
              * rounding goes up; exact when the fraction is 0.  Zeros and
              * negatives (-Inf among them) are outside e8m0: code 0 (2^-127,
@@ -367,11 +367,12 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
         if (!SPECIAL && hot) {
             /* the usual vector, nearest or toward zero on a format with -0
              * (the callers' condition for SPECIAL = 0): the same arithmetic
-             * as below with keep_sign all ones and every lane in range */
+             * as below with keep_sign all ones and every lane in range
+             * (the sign and zero lanes made here only where used) */
             vu16 r = (a + (P.round_add + ((a >> P.rshift) & P.round_lsb))) & P.keep_mask;
             n_round += count_nonzero(a & ~P.keep_mask);
             if (CODES) {
-                vu16 code = (((r >> P.rshift) - P.rebias) & ~(vu16)azero) | (neg << P.sign_shift);
+                vu16 code = (((r >> P.rshift) - P.rebias) & (vu16)(vi16)(a != 0)) | (u >> 31 << P.sign_shift);
                 store_codes(codes, code_bytes, i, code);
             }
             if (OUT || ERR) {
@@ -380,6 +381,8 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
             }
             continue;
         }
+        vu16 neg = u >> 31;
+        vi16 azero = (vi16)(a == 0);
         vi16 inrange = ~zero;
         /* stochastic rounding: the lanes outside the hot path (subnormal,
          * overflowing, NaN) are cast one by one by the scalar fallback after
