@@ -313,6 +313,60 @@ static void test_known_values(void)
     fp8_recipe_state_free(st);
 }
 
+/* The exponent histogram where its register window cannot reach (docs:
+ * bin 0 zeros, bin 1 subnormals, bin e + 1 a normal of exponent field e):
+ * half zeros (as after a ReLU), subnormals, and normals no larger than
+ * 1.5 * 2^-113 (bin 15, so the window's top would lie below 16), then the
+ * same with one 1.0 (bin 128) and 3.0 (bin 129) at the end; every bin equal
+ * to a count by the definition, by fp8_tensor_stats and by a cast */
+static void test_exp_hist_bottom(void)
+{
+    const size_t n = 4096 + 3;
+    float *x = malloc(n * sizeof *x);
+    CU_ASSERT_FATAL(x != NULL);
+    for (int v = 0; v < 2; v++) {
+        for (size_t i = 0; i < n; i++)
+            x[i] = i % 2 == 0 ? 0.0f
+                   : i % 6 == 1 ? ldexpf(1.0f, -140)
+                   : i % 6 == 3 ? -ldexpf(1.0f, -126)
+                                : 1.5f * ldexpf(1.0f, -113);
+        x[7] = ldexpf(1.0f, -120);
+        if (v == 1)
+            x[n - 2] = 1.0f, x[n - 1] = 3.0f;
+        uint64_t want[FP8_EXP_BINS] = {0};
+        for (size_t i = 0; i < n; i++) {
+            uint32_t u;
+            memcpy(&u, &x[i], 4);
+            u &= 0x7FFFFFFFu;
+            want[(u >> 23) + (u != 0)]++;
+        }
+        /* by hand: 2050 even i (one fewer with 3.0 at i = 4098); i = 1 mod 6
+         * up to 4093 but 7: 682; i = 3 mod 6: 683; i = 5 mod 6 up to 4097:
+         * 683 (one fewer with 1.0 at i = 4097) */
+        CU_ASSERT_EQUAL(want[0], v ? 2049 : 2050);
+        CU_ASSERT_EQUAL(want[1], 682);
+        CU_ASSERT_EQUAL(want[2], 683);
+        CU_ASSERT_EQUAL(want[8], 1);
+        CU_ASSERT_EQUAL(want[15], v ? 682 : 683);
+        CU_ASSERT_EQUAL(want[128], v);
+        CU_ASSERT_EQUAL(want[129], v);
+        fp8_stats a, b;
+        fp8_recipe r;
+        CU_ASSERT_EQUAL_FATAL(fp8_recipe_parse("e4m3:none", &r), FP8_OK);
+        fp8_recipe_state *st = fp8_recipe_state_alloc(&r, FP8_ROLE_OTHER);
+        CU_ASSERT_EQUAL(fp8_tensor_stats(x, n, &a, 0), FP8_OK);
+        CU_ASSERT_EQUAL(fp8_quantize(st, x, 1, n, NULL, &b), FP8_OK);
+        int wrong = 0;
+        for (int k = 0; k < FP8_EXP_BINS; k++)
+            wrong += a.exp_hist[k] != want[k] || b.exp_hist[k] != want[k];
+        CU_ASSERT_EQUAL(wrong, 0);
+        CU_ASSERT_EQUAL(a.zero_count, want[0]);
+        CU_ASSERT_EQUAL(a.min_nonzero, (double)ldexpf(1.0f, -140));
+        fp8_recipe_state_free(st);
+    }
+    free(x);
+}
+
 /* the apply-only path (no statistics) and the no-histogram option give the
  * same x_hat and the same delayed-scaling state; the option only zeroes
  * exp_hist */
@@ -935,6 +989,7 @@ void register_stats_tests(void)
         {"nested groups take the finest recipe's amaxes in a sweep: the same bits", test_sweep_nested_groups},
         {"transpose (16 x 16 tiles) equals the plain loop, partial tiles included", test_transpose},
         {"a delayed recipe that casts nothing notes its caller's amax, no pass over x", test_known_amax_no_pass},
+        {"exponent histogram: zeros, subnormals, a window below bin 16", test_exp_hist_bottom},
         {"TE's overflow count of a cast in place is of x", test_te_overflows_in_place},
         {"TE's overflow count over pieces, in place, given, threads, in a sweep", test_te_overflows_pieces},
         CU_TEST_INFO_NULL,

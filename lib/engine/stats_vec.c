@@ -244,8 +244,8 @@ static float piece_mean(const float *x, size_t n)
     return n ? (float)(ksum / (double)n) : 0.0f;
 }
 
-/* The exponent histogram's window (bins top - 14 .. top; code c = top -
- * bin, 15 outside) counted in registers.  Each element adds 1 << 4c to a
+/* The exponent histogram's window (bins top - 14 .. top, top >= 16; code
+ * c = top - bin, 15 outside) counted in registers.  Each element adds 1 << 4c to a
  * 64-bit word (even lanes' elements to a, odd lanes' to b): sixteen 4-bit
  * counters a word, which take at most 8 vectors before they are spilled
  * into 8-bit counters (even codes in lo, odd in hi; at most 16 a spill, so
@@ -324,10 +324,11 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
     memcpy(&mn, m->mn, 64);
     memcpy(&mx, m->mx, 64);
     memcpy(&mz, m->mnz, 64);
-    const vf16 pinf = (vf16){0} + INFINITY;
-    vu16 czero = {0}, bmax = {0};
-    uint16_t om[16]; /* a block's vectors: lanes outside the window */
+    /* zmin: the lane minima of |x| bits - 1 (zeros wrap to the top: the
+     * minima of nonzero |x|) */
+    vu16 czero = {0}, bmax = {0}, zmin = (vu16){0} - 1u;
     uint32_t top = hist ? hist->top : 0;
+    uint16_t om[16]; /* a block's vectors: nonzero lanes outside the window */
     vq8 nib_a = {0}, nib_b = {0}, nib_lo = {0}, nib_hi = {0};
     unsigned nib_spills = 0;
     const vq8 one64 = (vq8){0} + 1, m4 = (vq8){0} + 0x0F0F0F0F0F0F0F0Full;
@@ -353,9 +354,8 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
             bmax = umax16(bmax, au);
             mn = VMIN16(mn, xv);
             mx = VMAX16(mx, xv);
-            vi16 z = (vi16)(au == 0);
-            czero -= (vu16)z;
-            mz = VMIN16(mz, (vf16)(((vi16)ax & ~z) | ((vi16)pinf & z)));
+            czero -= (vu16)(vi16)(au == 0);
+            zmin = umin16(zmin, au - 1u);
             if (xq) {
                 vf16 qv;
                 memcpy(&qv, xq + i, 64);
@@ -363,9 +363,11 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
                 qmax = umax16(qmax, (vu16)qv & FP8_F32_ABS);
             }
             if (hist) {
-                vu16 c = ((vu16){0} + top) - ((au >> 23) + 1 + (vu16)z); /* bin: 0 for zeros */
-                c = umin16(c, (vu16){0} + 15u);                           /* above top wraps: 15 too */
-                om[(i - k0) / 16] = (uint16_t)eq_bits16(c, 15u);
+                /* bin e + 1 for normal |x| of exponent field e; zeros and
+                 * subnormals (e = 0) fall outside the window (top >= 16),
+                 * as does a bin above top (wraps): code 15 */
+                vu16 c = umin16(((vu16){0} + (top - 1)) - (au >> 23), (vu16){0} + 15u);
+                om[(i - k0) / 16] = (uint16_t)(eq_bits16(c, 15u) & ~eq_bits16(au, 0u));
                 NIB_ADD(c);
                 if (((i - k0) / 16 & 7) == 7)
                     NIB_SPILL();
@@ -374,13 +376,15 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
         if (hist) {
             if (((stop - k0) / 16 & 7) != 0)
                 NIB_SPILL();
-            for (size_t v = 0; v < (stop - k0) / 16; v++) /* outside the window: one by one */
+            /* nonzero |x| outside the window one by one (zeros: bin 0's
+             * count is czero's) */
+            for (size_t v = 0; v < (stop - k0) / 16; v++)
                 for (unsigned b = om[v]; b; b &= b - 1) {
                     int l = __builtin_ctz(b);
                     uint32_t u;
                     memcpy(&u, x + k0 + v * 16 + (size_t)l, 4);
                     u &= FP8_F32_ABS;
-                    uint32_t bin = (u >> 23) + (u != 0);
+                    uint32_t bin = (u >> 23) + 1;
                     hist->sub[l & 7][bin]++;
                     fp8__hist_touch(hist, bin, bin);
                 }
@@ -391,7 +395,7 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
             uint32_t want = (mb >> 23) + (mb != 0);
             if (want > top) {
                 NIB_FLUSH();
-                hist->top = top = want;
+                hist->top = top = want < 16 ? 16 : want;
             }
         }
         ACC(S1, s1);
@@ -405,9 +409,15 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
             ACC(XQ, xq2);
         }
     }
-    if (hist)
+    if (hist) {
         NIB_FLUSH();
-    if (hist)
+        uint32_t nz = 0;
+        for (int l = 0; l < 16; l++)
+            nz += czero[l];
+        if (nz) {
+            hist->sub[0][0] += nz;
+            fp8__hist_touch(hist, 0, 0);
+        }
         for (size_t k = nl; k < n; k++) {
             uint32_t u;
             memcpy(&u, x + k, 4);
@@ -416,6 +426,11 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
             hist->sub[k % FP8_HIST_SUBS][bin]++;
             fp8__hist_touch(hist, bin, bin);
         }
+    }
+    for (int l = 0; l < 16; l++) { /* the lane minima of nonzero |x| (none: +inf) */
+        uint32_t b = zmin[l] == UINT32_MAX ? FP8_F32_INF : zmin[l] + 1;
+        mz[l] = fp8__bits_to_float(b) < mz[l] ? fp8__bits_to_float(b) : mz[l];
+    }
     double T1 = 0, T2 = 0, T3 = 0, T4 = 0;
     uint32_t am = 0;
     for (int l = 0; l < FP8_ML; l++)
