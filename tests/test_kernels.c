@@ -612,12 +612,19 @@ static void test_cast_err_sums(void)
                             isas[k].err(&m, x, q2, n);
                             int same_cast = !memcmp(q, q2, n * 4) && !memcmp(a1, a2, sizeof a1);
                             CU_ASSERT(same_cast);
-                            uint32_t mb = 0;
+                            /* maxbits: |x|'s maximum or more, up to x_hat's; with
+                             * hotbound (max * the largest scale_inv) the larger */
+                            uint32_t mb = 0, mx = 0;
+                            float sinv = grouped ? 0.0f : 1.0f / scales[si];
                             for (size_t i = 0; i < n; i++) {
                                 uint32_t bx = bits(x[i]) & FP8_F32_ABS, bq = bits(q2[i]) & FP8_F32_ABS;
-                                mb = bx > mb ? bx : mb, mb = bq > mb ? bq : mb;
+                                mx = bx > mx ? bx : mx, mb = bx > mb ? bx : mb, mb = bq > mb ? bq : mb;
+                                if (grouped)
+                                    sinv = gi[i / 32] > sinv ? gi[i / 32] : sinv;
                             }
-                            CU_ASSERT_EQUAL(es.maxbits, mb);
+                            CU_ASSERT(es.maxbits >= mx && es.maxbits <= mb);
+                            CU_ASSERT_EQUAL(es.hotbound, bits((float)fp8_format_find(fmts[fi], NULL)->max * sinv));
+                            CU_ASSERT((es.maxbits > es.hotbound ? es.maxbits : es.hotbound) >= mb);
                             if (mb < FP8_LEAN_LO || mb > FP8_LEAN_HI)
                                 continue;
                             compared++;

@@ -172,7 +172,7 @@ static int cast_summing(pass_ctx *c, const float *x, size_t m, float scale, floa
     memcpy(es.me, mom->maxerr, sizeof es.me);
     uint64_t cnt[FP8_NCLASS] = {0};
     if (!fp8__caster_run_err(&c->caster, scale, scale_inv, x, m, glen, gscale, ginv, gflags, out, cnt, &es) ||
-        es.maxbits < FP8_LEAN_LO || es.maxbits > FP8_LEAN_HI)
+        es.maxbits < FP8_LEAN_LO || es.maxbits > FP8_LEAN_HI || es.hotbound > FP8_LEAN_HI)
         return 0;
     if (maxbits)
         *maxbits = es.maxbits;
@@ -203,7 +203,8 @@ static unsigned run_segment(pass_ctx *c, const float *x, size_t n, float scale, 
         /* cast straight into out unless it overwrites x (in place) */
         float *dst = (out && out != x) ? out + i : c->buf;
         void *cp = codes ? (char *)codes + i * cb : NULL;
-        uint32_t maxbits = UINT32_MAX; /* the piece's largest |x| or |x_hat| bits; unknown: all */
+        uint32_t maxbits = UINT32_MAX; /* the piece's largest |x| bits or more (x_hat's outside the
+                                          kernel's hot path, at most fmax * scale_inv in it); unknown: all */
         if (!(scale > 0.0f && !cp &&
               cast_summing(c, x + i, m, scale, scale_inv, 0, NULL, NULL, NULL, out ? dst : NULL, &maxbits))) {
             maxbits = UINT32_MAX;
@@ -214,7 +215,7 @@ static unsigned run_segment(pass_ctx *c, const float *x, size_t n, float scale, 
             piece_stats(c, x + i, dst, m);
         }
         /* TE's overflow count, x still whole and in cache; none where no
-         * |x| (nor x_hat, at most fmax * scale_inv) lies above te_thr */
+         * |x| lies above te_thr (nor x_hat outside the hot path) */
         if (c->te_on && maxbits > fp8__float_to_bits(c->te_thr))
             c->te_n += fp8__k.count_above(x + i, m, c->te_thr);
         if (out && dst == c->buf) /* in place: x stays whole until the piece is done */

@@ -267,21 +267,27 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
     vf16 e2 = {0}, q2 = {0}, xq2 = {0}, me = {0};
     vu16 bmax = {0};
     int eblk = 0;
+    float sinv_hi = 0.0f; /* the largest scale_inv used (a bound on the hot path's |x_hat|) */
     if (ERR)
         memcpy(&me, es->me, 64);
 /* x_hat o of the vector at i: stored where wanted, its error terms summed where wanted */
-#define EMIT(o_)                                                                                           \
+#define EMIT(o_, HOT)                                                                                      \
     do {                                                                                                   \
         if (OUT)                                                                                           \
             memcpy(out + i, &(o_), sizeof(o_));                                                            \
         if (ERR)                                                                                           \
-            ERR_ADD(xv, o_);                                                                               \
+            ERR_ADD(xv, o_, HOT);                                                                          \
     } while (0)
-#define ERR_ADD(xv_, o_)                                                                                   \
+/* (HOT: a hot-path vector, whose |x_hat| is at most max * scale_inv:
+ * es->hotbound covers it, only |x| enters bmax) */
+#define ERR_ADD(xv_, o_, HOT)                                                                              \
     do {                                                                                                   \
         vf16 qv_ = (o_);                                                                                   \
         ERR_STEP(xv_, qv_);                                                                                \
-        bmax = umax16(bmax, umax16((vu16)(xv_) & FP8_F32_ABS, (vu16)qv_ & FP8_F32_ABS));                   \
+        if (HOT)                                                                                           \
+            bmax = umax16(bmax, (vu16)(xv_) & FP8_F32_ABS);                                                \
+        else                                                                                               \
+            bmax = umax16(bmax, umax16((vu16)(xv_) & FP8_F32_ABS, (vu16)qv_ & FP8_F32_ABS));               \
         if (++eblk == 16) {                                                                                \
             ACC(E2, e2);                                                                                   \
             ACC(Q2, q2);                                                                                   \
@@ -320,6 +326,8 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
             gleft -= VL;
             scale = gscale[g];
             scale_inv = ginv[g];
+            if (ERR)
+                sinv_hi = scale_inv > sinv_hi ? scale_inv : sinv_hi;
         }
         vf16 y = xv * scale;
         vu16 u = (vu16)y;
@@ -377,7 +385,7 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
             }
             if (OUT || ERR) {
                 vf16 o = (vf16)(r | (u & 0x80000000u)) * scale_inv;
-                EMIT(o);
+                EMIT(o, 1);
             }
             continue;
         }
@@ -429,7 +437,7 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
             store_codes(codes, code_bytes, i, v.code);
         if (OUT || ERR) {
             vf16 o = (vf16)v.bits * scale_inv;
-            EMIT(o);
+            EMIT(o, 0);
         }
     }
 #undef EMIT
@@ -445,6 +453,9 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
         memcpy(es->me, &me, 64);
         for (int l = 0; l < VL; l++)
             es->maxbits = bmax[l] > es->maxbits ? bmax[l] : es->maxbits;
+        /* the hot path's r is at most max, so its |x_hat| at most max * scale_inv */
+        uint32_t hb = fp8__float_to_bits(fp8__bits_to_float(P.max_bits) * (GS ? sinv_hi : scale_inv));
+        es->hotbound = hb > es->hotbound ? hb : es->hotbound;
     }
     vu16 cs[6] = {c_flush, c_sub, c_round, c_sat, c_ovf, c_nan};
     for (int c = 0; c < 6; c++)

@@ -57,10 +57,15 @@ typedef struct {
  * format with -0, codes NULL), the kernel also makes the error sums of x
  * and its x_hat as the engine's fp8__err_add does them on x[0..n) (the
  * same float32 partials of 256 elements, the same bits): it adds them into
- * es->e2, q2, xq, keeps es->me as the running lane maxima of |x - x_hat|
- * and raises es->maxbits to the largest |x| or |x_hat| bits it saw; the
- * caller keeps them when maxbits lies in [FP8_LEAN_LO, FP8_LEAN_HI]
- * (vec_sums.h) and otherwise sums the piece the engine's way. */
+ * es->e2, q2, xq, keeps es->me as the running lane maxima of |x - x_hat|,
+ * raises es->maxbits to the largest |x| bits it saw and |x_hat| bits
+ * outside the hot path, and es->hotbound to the bits of max * scale_inv
+ * (the largest scale_inv used), which no hot-path |x_hat| exceeds.  So the
+ * largest |x| or |x_hat| lies in [maxbits, max(maxbits, hotbound)]: the
+ * caller keeps the sums when that range lies in [FP8_LEAN_LO,
+ * FP8_LEAN_HI] (vec_sums.h; stricter than the engine's own condition, so
+ * both routes give the same bits) and otherwise sums the piece the
+ * engine's way. */
 /* The lean error sums hold only when the larger of x's and x_hat's maxima
  * (float32 bits; NaN and Inf lie above) lies in [2^-24, 2^28]; otherwise
  * the engine sums in double (stats_vec.c) */
@@ -70,7 +75,7 @@ typedef struct {
 typedef struct {
     double e2[8], q2[8], xq[8];
     float me[16];
-    uint32_t maxbits;
+    uint32_t maxbits, hotbound;
 } fp8__errsums;
 
 #define FP8_VEC_KERNEL_ARGS const vparams *p, int code_bytes, float scale, float scale_inv, \
