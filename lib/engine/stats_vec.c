@@ -378,16 +378,18 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
                 NIB_SPILL();
             /* nonzero |x| outside the window one by one (zeros: bin 0's
              * count is czero's) */
+            uint32_t blo = UINT32_MAX, bhi = 0; /* the bins touched, noted once */
             for (size_t v = 0; v < (stop - k0) / 16; v++)
                 for (unsigned b = om[v]; b; b &= b - 1) {
                     int l = __builtin_ctz(b);
                     uint32_t u;
                     memcpy(&u, x + k0 + v * 16 + (size_t)l, 4);
-                    u &= FP8_F32_ABS;
-                    uint32_t bin = (u >> 23) + 1;
+                    uint32_t bin = ((u & FP8_F32_ABS) >> 23) + 1;
                     hist->sub[l & 7][bin]++;
-                    fp8__hist_touch(hist, bin, bin);
+                    blo = bin < blo ? bin : blo, bhi = bin > bhi ? bin : bhi;
                 }
+            if (bhi)
+                fp8__hist_touch(hist, blo, bhi);
             /* the window follows the largest bin so far */
             uint32_t mb = 0;
             for (int l = 0; l < 16; l++)
