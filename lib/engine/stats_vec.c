@@ -40,6 +40,31 @@ static inline unsigned eq_bits16(vu16 a, uint32_t v)
 #endif
 }
 
+/* The zero lanes of au (|x| bits) counted into *cz, the nonzero ones into
+ * the lane minima *zm; returns the nonzero lanes' bits (lane l: bit l).
+ * With AVX-512 one test into a mask, a masked subtract and a masked
+ * minimum. */
+static inline unsigned zeros_and_min(vu16 au, vu16 *cz, vu16 *zm)
+{
+#if defined(__AVX512F__)
+    __m512i a, c, z;
+    memcpy(&a, &au, 64);
+    memcpy(&c, cz, 64);
+    memcpy(&z, zm, 64);
+    __mmask16 nz = _mm512_test_epi32_mask(a, a);
+    c = _mm512_mask_sub_epi32(c, (__mmask16)~nz, c, _mm512_set1_epi32(-1));
+    z = _mm512_mask_min_epu32(z, nz, z, a);
+    memcpy(cz, &c, 64);
+    memcpy(zm, &z, 64);
+    return nz;
+#else
+    vi16 isz = (vi16)(au == 0);
+    *cz -= (vu16)isz;
+    *zm = umin16(*zm, au | (vu16)isz); /* zeros: all ones, above every |x| */
+    return ~eq_bits16(au, 0u) & 0xFFFFu;
+#endif
+}
+
 /* Merge a piece's shifted sums (n, K, S1..S4 about K) into the running
  * moments (Pebay 2008, the pairwise form of Welford's update). */
 static void merge_piece(fp8__moments *m, double n, double K, double S1, double S2, double S3, double S4)
@@ -324,8 +349,7 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
     memcpy(&mn, m->mn, 64);
     memcpy(&mx, m->mx, 64);
     memcpy(&mz, m->mnz, 64);
-    /* zmin: the lane minima of |x| bits - 1 (zeros wrap to the top: the
-     * minima of nonzero |x|) */
+    /* zmin: the lane minima of nonzero |x| bits (none: all ones) */
     vu16 czero = {0}, bmax = {0}, zmin = (vu16){0} - 1u;
     uint32_t top = hist ? hist->top : 0;
     uint16_t om[16]; /* a block's vectors: nonzero lanes outside the window */
@@ -354,8 +378,7 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
             bmax = umax16(bmax, au);
             mn = VMIN16(mn, xv);
             mx = VMAX16(mx, xv);
-            czero -= (vu16)(vi16)(au == 0);
-            zmin = umin16(zmin, au - 1u);
+            unsigned nzb = zeros_and_min(au, &czero, &zmin);
             if (xq) {
                 vf16 qv;
                 memcpy(&qv, xq + i, 64);
@@ -367,7 +390,7 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
                  * subnormals (e = 0) fall outside the window (top >= 16),
                  * as does a bin above top (wraps): code 15 */
                 vu16 c = umin16(((vu16){0} + (top - 1)) - (au >> 23), (vu16){0} + 15u);
-                om[(i - k0) / 16] = (uint16_t)(eq_bits16(c, 15u) & ~eq_bits16(au, 0u));
+                om[(i - k0) / 16] = (uint16_t)(eq_bits16(c, 15u) & nzb);
                 NIB_ADD(c);
                 if (((i - k0) / 16 & 7) == 7)
                     NIB_SPILL();
@@ -430,7 +453,7 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
         }
     }
     for (int l = 0; l < 16; l++) { /* the lane minima of nonzero |x| (none: +inf) */
-        uint32_t b = zmin[l] == UINT32_MAX ? FP8_F32_INF : zmin[l] + 1;
+        uint32_t b = zmin[l] == UINT32_MAX ? FP8_F32_INF : zmin[l];
         mz[l] = fp8__bits_to_float(b) < mz[l] ? fp8__bits_to_float(b) : mz[l];
     }
     double T1 = 0, T2 = 0, T3 = 0, T4 = 0;
