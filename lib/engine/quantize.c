@@ -323,6 +323,25 @@ static void group_segment(fused *F, pass_ctx *c, size_t g, size_t off, size_t le
                                               F->CODES ? (char *)F->CODES + off * F->cb : NULL, off);
 }
 
+/* 1 when every scale of groups [g0, g1) is > 0 (NaN is not): four at a
+ * time, without a branch a group (the loop with one was 1.7 % of a record) */
+static int scales_positive(const float *s, size_t g0, size_t g1)
+{
+    typedef float v4f __attribute__((vector_size(16)));
+    typedef int32_t v4i __attribute__((vector_size(16)));
+    v4i ok = {-1, -1, -1, -1};
+    size_t g = g0;
+    for (; g + 4 <= g1; g += 4) {
+        v4f v;
+        memcpy(&v, s + g, 16);
+        ok &= (v4i)(v > 0.0f);
+    }
+    int all = ok[0] & ok[1] & ok[2] & ok[3];
+    for (; g < g1; g++)
+        all &= s[g] > 0.0f ? -1 : 0;
+    return all != 0;
+}
+
 /* F->late: the ranges and scales of the groups of the unit at off (m
  * elements, whole groups one row high), as the amax pass and the scales
  * jobs would make them; 0 when a group's scale is not > 0 (the unit then
@@ -353,10 +372,7 @@ static int unit_scales(fused *F, size_t off, size_t m)
                       F->scale_inv + g0, &sg);
     if (g0 == 0)
         F->s_global = sg; /* NVFP4's, the same from every unit */
-    for (size_t g = g0; g < g1; g++)
-        if (!(F->scale[g] > 0.0f))
-            return 0;
-    return 1;
+    return scales_positive(F->scale, g0, g1);
 }
 
 /* the unit at off (m elements, whole groups) group by group, each its own
