@@ -315,6 +315,47 @@ static inline __attribute__((always_inline)) void nib_flush(fp8__hist_state *his
         }
 }
 
+/* The nonzero elements outside the register window of a block of nv
+ * vectors at x (om[v]: vector v's lanes; zeros: bin 0's count is x's zero
+ * count) counted into the sub-histograms one by one, the bins touched
+ * noted once.  With AVX-512 each such vector's bins are made at once and
+ * packed (a compress in registers), then counted in a tight loop. */
+static void outside_bins(fp8__hist_state *hist, const float *x, const uint16_t *om, size_t nv)
+{
+    uint32_t blo = UINT32_MAX, bhi = 0;
+#if defined(__AVX512F__)
+    uint32_t bins[256 + 16]; /* (each store writes 16, the first popcount of them kept) */
+    size_t nb = 0;
+    __m512i lo = _mm512_set1_epi32(-1), hi = _mm512_setzero_si512();
+    for (size_t v = 0; v < nv; v++)
+        if (om[v]) {
+            __m512i a = _mm512_loadu_si512((const void *)(x + 16 * v));
+            __m512i bin = _mm512_add_epi32(_mm512_srli_epi32(_mm512_and_si512(a, _mm512_set1_epi32(FP8_F32_ABS)), 23),
+                                           _mm512_set1_epi32(1));
+            lo = _mm512_mask_min_epu32(lo, om[v], lo, bin);
+            hi = _mm512_mask_max_epu32(hi, om[v], hi, bin);
+            _mm512_storeu_si512((void *)(bins + nb), _mm512_maskz_compress_epi32(om[v], bin));
+            nb += (size_t)__builtin_popcount(om[v]);
+        }
+    for (size_t j = 0; j < nb; j++)
+        hist->sub[j & 7][bins[j]]++;
+    if (nb)
+        blo = (uint32_t)_mm512_reduce_min_epu32(lo), bhi = (uint32_t)_mm512_reduce_max_epu32(hi);
+#else
+    for (size_t v = 0; v < nv; v++)
+        for (unsigned b = om[v]; b; b &= b - 1) {
+            int l = __builtin_ctz(b);
+            uint32_t u;
+            memcpy(&u, x + v * 16 + (size_t)l, 4);
+            uint32_t bin = ((u & FP8_F32_ABS) >> 23) + 1;
+            hist->sub[l & 7][bin]++;
+            blo = bin < blo ? bin : blo, bhi = bin > bhi ? bin : bhi;
+        }
+#endif
+    if (bhi)
+        fp8__hist_touch(hist, blo, bhi);
+}
+
 /* The lean paths: 16 float32 lanes; every power and product is a float32
  * term, summed into float32 partials over 16 steps (256 elements) and then
  * into double.  A partial holds 16 terms, so it is within 16 * 2^-24 (1e-6)
@@ -399,20 +440,7 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
         if (hist) {
             if (((stop - k0) / 16 & 7) != 0)
                 NIB_SPILL();
-            /* nonzero |x| outside the window one by one (zeros: bin 0's
-             * count is czero's) */
-            uint32_t blo = UINT32_MAX, bhi = 0; /* the bins touched, noted once */
-            for (size_t v = 0; v < (stop - k0) / 16; v++)
-                for (unsigned b = om[v]; b; b &= b - 1) {
-                    int l = __builtin_ctz(b);
-                    uint32_t u;
-                    memcpy(&u, x + k0 + v * 16 + (size_t)l, 4);
-                    uint32_t bin = ((u & FP8_F32_ABS) >> 23) + 1;
-                    hist->sub[l & 7][bin]++;
-                    blo = bin < blo ? bin : blo, bhi = bin > bhi ? bin : bhi;
-                }
-            if (bhi)
-                fp8__hist_touch(hist, blo, bhi);
+            outside_bins(hist, x + k0, om, (stop - k0) / 16);
             /* the window follows the largest bin so far */
             uint32_t mb = 0;
             for (int l = 0; l < 16; l++)
