@@ -277,6 +277,35 @@ static void test_exp_hist_bottom(void)
     free(x);
 }
 
+/* x's moments in small pieces far from the running mean: NVFP4 casts a
+ * block whose scale rounds to zero (its amax far below the tensor's) in
+ * segments of 16 elements, each merged into the running moments.  One block
+ * of 1e11 first, then 4080 values of order 1 whose blocks all have zero
+ * scales: each segment's shift (the running mean, ~1e11 / k) once made
+ * float32 fourth powers of ~1e44 (an infinite kurtosis).  The engine's
+ * statistics must be the oracle's and fp8_tensor_stats's. */
+static void test_moments_far_shift(void)
+{
+    const size_t n = 4096;
+    float *x = malloc(n * sizeof *x);
+    CU_ASSERT_FATAL(x != NULL);
+    uint64_t s = 77;
+    for (size_t i = 0; i < n; i++)
+        x[i] = i < 16 ? 1e11f : (float)((double)(test_rand(&s) >> 11) * 0x1p-53 * 6.0 - 3.0);
+    fp8_recipe r;
+    CU_ASSERT_EQUAL_FATAL(fp8_recipe_parse("nvfp4", &r), FP8_OK);
+    fp8_recipe_state *sa = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION), *sb = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
+    fp8_stats a, b, t;
+    CU_ASSERT_EQUAL(fp8_quantize(sa, x, 1, n, NULL, &a), FP8_OK);
+    CU_ASSERT_EQUAL(ref_quantize(sb, x, 1, n, NULL, &b), FP8_OK);
+    CU_ASSERT_EQUAL(fp8_tensor_stats(x, n, &t, 0), FP8_OK);
+    CU_ASSERT(isfinite(a.kurtosis) && a.kurtosis > 100.0); /* (one block of outliers: 4096 / 16 = 256) */
+    CU_ASSERT_EQUAL(stats_compare("nvfp4, moments far from the shift", &a, &b, 0), 0);
+    CU_ASSERT(fabs(t.kurtosis - b.kurtosis) <= 1e-5 * b.kurtosis);
+    fp8_recipe_state_free(sa), fp8_recipe_state_free(sb);
+    free(x);
+}
+
 /* the apply-only path (no statistics) and the no-histogram option give the
  * same x_hat and the same delayed-scaling state; the option only zeroes
  * exp_hist */
@@ -900,6 +929,7 @@ void register_stats_tests(void)
         {"transpose (16 x 16 tiles) equals the plain loop, partial tiles included", test_transpose},
         {"a delayed recipe that casts nothing notes its caller's amax, no pass over x", test_known_amax_no_pass},
         {"exponent histogram: zeros, subnormals, a window below bin 16", test_exp_hist_bottom},
+        {"x's moments in small pieces far from the running mean (NVFP4 zero-scale blocks)", test_moments_far_shift},
         {"TE's overflow count of a cast in place is of x", test_te_overflows_in_place},
         {"TE's overflow count over pieces, in place, given, threads, in a sweep", test_te_overflows_pieces},
         CU_TEST_INFO_NULL,

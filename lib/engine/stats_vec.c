@@ -368,7 +368,9 @@ static void outside_bins(fp8__hist_state *hist, const float *x, const uint16_t *
  * from the same |x| bits and counted into eight sub-histograms, and with xq
  * the error sums too, in one loop.  x's part is lean when every x is finite
  * and max |x| lies in [2^-24, 2^28] (checked on the way: the bits' maximum),
- * the error part when the larger of x's and x_hat's maxima does (NaN and
+ * and so does the shift |K| (then |x - K| <= 2^29, its fourth power and a
+ * partial of 16 of them below 2^121), the error part when the larger of
+ * x's and x_hat's maxima does (NaN and
  * Inf bits lie above); otherwise that part is
  * redone by the masked path.  The bins need no condition.  xq is a
  * constant NULL or not at each call: the compiler builds both loops. */
@@ -490,7 +492,10 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
         T1 += S1[l], T2 += S2[l], T3 += S3[l], T4 += S4[l];
     for (int l = 0; l < 16; l++)
         am = bmax[l] > am ? bmax[l] : am;
-    int lean = nl && am >= FP8_LEAN_LO && am <= FP8_LEAN_HI && T2 >= (double)nl * 0x1p-60;
+    /* (the shift too: x - K is what is raised to the fourth power, and a
+     * running mean far above the piece's own values, after a few pieces of
+     * huge values, overflowed the float32 partials to an infinite kurtosis) */
+    int lean = nl && am >= FP8_LEAN_LO && am <= FP8_LEAN_HI && fabsf(K) <= 0x1p28f && T2 >= (double)nl * 0x1p-60;
     if (!lean) { /* redo the lean part in double lanes */
         x_masked(m, x, nl);
     } else {
