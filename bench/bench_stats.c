@@ -26,6 +26,14 @@
 #define ROWS 4096
 #define COLS 4096
 
+/* the rate in Gelem/s of one fp8_quantize_ex of a ROWS x COLS tensor */
+static double cast_rate(fp8_recipe_state *st, const float *x, float *out, fp8_stats *stats, unsigned flags)
+{
+    double t0 = bench_now();
+    fp8_quantize_ex(st, x, ROWS, COLS, out, stats, flags);
+    return (double)ROWS * COLS / (bench_now() - t0) / 1e9;
+}
+
 int bench_stats(void)
 {
     const size_t n = (size_t)ROWS * COLS;
@@ -67,16 +75,9 @@ int bench_stats(void)
         fp8_stats tmp;
         for (int rep = 0; rep < 5; rep++) {
             ref = fmax(ref, bench_memcpy_once(q, x, n));
-            double t0 = bench_now();
-            fp8_quantize(a, x, ROWS, COLS, q, &sa);
-            double t1 = bench_now();
-            fp8_quantize_ex(a, x, ROWS, COLS, q, &tmp, FP8_STATS_NO_EXP_HIST);
-            double t2 = bench_now();
-            fp8_quantize(a, x, ROWS, COLS, q, NULL);
-            double t3 = bench_now();
-            best = fmax(best, (double)n / (t1 - t0) / 1e9);
-            nohist = fmax(nohist, (double)n / (t2 - t1) / 1e9);
-            apply = fmax(apply, (double)n / (t3 - t2) / 1e9);
+            best = fmax(best, cast_rate(a, x, q, &sa, 0));
+            nohist = fmax(nohist, cast_rate(a, x, q, &tmp, FP8_STATS_NO_EXP_HIST));
+            apply = fmax(apply, cast_rate(a, x, q, NULL, 0));
         }
         double t0 = bench_now();
         ref_quantize(b, x, ROWS, COLS, NULL, &sb);
@@ -107,13 +108,8 @@ int bench_stats(void)
         fp8_stats sa, sb;
         double one = 0, two = 0;
         for (int rep = 0; rep < 3; rep++) {
-            double t0 = bench_now();
-            fp8_quantize(a, x, ROWS, COLS, q, &sa);
-            double t1 = bench_now();
-            fp8_quantize(b, x, ROWS, COLS, q, &sb);
-            double t2 = bench_now();
-            one = fmax(one, (double)n / (t1 - t0) / 1e9);
-            two = fmax(two, (double)n / (t2 - t1) / 1e9);
+            one = fmax(one, cast_rate(a, x, q, &sa, 0));
+            two = fmax(two, cast_rate(b, x, q, &sb, 0));
         }
         sb.format = sa.format;
         printf("%-18s %7.3f G/s on 1 thread, %7.3f G/s on 2 (%.2fx)  same bits: %s\n", rows[k].spec, one, two,
@@ -138,13 +134,8 @@ int bench_stats(void)
         double plain = 0, other = 0;
         for (int rep = 0; rep < 3; rep++) {
             fp8_stats sa = xs, sb = xs;
-            double t0 = bench_now();
-            fp8_quantize_ex(a, x, ROWS, COLS, NULL, &sa, FP8_STATS_X_GIVEN);
-            double t1 = bench_now();
-            fp8_quantize_ex(b, x, ROWS, COLS, NULL, &sb, FP8_STATS_X_GIVEN);
-            double t2 = bench_now();
-            plain = fmax(plain, (double)n / (t1 - t0) / 1e9);
-            other = fmax(other, (double)n / (t2 - t1) / 1e9);
+            plain = fmax(plain, cast_rate(a, x, NULL, &sa, FP8_STATS_X_GIVEN));
+            other = fmax(other, cast_rate(b, x, NULL, &sb, FP8_STATS_X_GIVEN));
         }
         printf("%-28s %7.3f G/s; %s %7.3f G/s (%.2fx its time): %s\n", pairs[k][0], other, pairs[k][1], plain,
                plain / other, pairs[k][2]);
@@ -163,13 +154,8 @@ int bench_stats(void)
     double zrate = 0, plain = 0;
     for (int rep = 0; rep < 3; rep++) {
         fp8_stats sz;
-        double t0 = bench_now();
-        fp8_quantize(z, q, ROWS, COLS, NULL, &sz);
-        double t1 = bench_now();
-        fp8_quantize(z, x, ROWS, COLS, NULL, &sz);
-        double t2 = bench_now();
-        zrate = fmax(zrate, (double)n / (t1 - t0) / 1e9);
-        plain = fmax(plain, (double)n / (t2 - t1) / 1e9);
+        zrate = fmax(zrate, cast_rate(z, q, NULL, &sz, 0));
+        plain = fmax(plain, cast_rate(z, x, NULL, &sz, 0));
     }
     printf("e4m3:delayed       %7.3f G/s; on x itself %7.3f G/s (%.2fx its time)\n", zrate, plain, plain / zrate);
     fp8_recipe_state_free(z);

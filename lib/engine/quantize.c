@@ -157,7 +157,9 @@ static void piece_stats(pass_ctx *c, const float *x, const float *q, size_t m)
  * the piece scanned too; 0 when it goes the plain way, nothing kept — the kernel
  * cannot, or the sums left the lean range, where fp8__err_add sums in
  * double (its piece is cast again then: the same bits either way).  Per
- * tensor (gscale NULL) or in groups as fp8__caster_run_groups. */
+ * tensor (gscale NULL) or in groups as fp8__caster_run_groups.  When done,
+ * *maxbits (if asked for) gets the kernel's largest |x| or non-hot |x_hat|
+ * bits; otherwise it is left as it was. */
 static int cast_summing(pass_ctx *c, const float *x, size_t m, float scale, float scale_inv, size_t glen,
                         const float *gscale, const float *ginv, unsigned char *gflags, float *out,
                         uint32_t *maxbits)
@@ -207,7 +209,6 @@ static unsigned run_segment(pass_ctx *c, const float *x, size_t n, float scale, 
                                           kernel's hot path, at most fmax * scale_inv in it); unknown: all */
         if (!(scale > 0.0f && !cp &&
               cast_summing(c, x + i, m, scale, scale_inv, 0, NULL, NULL, NULL, out ? dst : NULL, &maxbits))) {
-            maxbits = UINT32_MAX;
             if (scale > 0.0f)
                 fp8__caster_run(&c->caster, scale, scale_inv, x + i, m, cp, dst, c->cnt, index0 + i);
             else

@@ -250,6 +250,40 @@ ALWAYS_INLINE kvec general_vec(const vparams *P, vu16 a, vu16 neg, const int FLA
     return v;
 }
 
+/* An e8m0 vector (y's bits u, |y|'s a; rnd: 32 random bits a lane for
+ * stochastic rounding, else unused): positive normals below 2^127 are the
+ * exponent field, + 1 when rounding goes up, exact when the fraction is 0;
+ * zeros and negatives (-Inf among them) are outside e8m0: code 0 (2^-127,
+ * saturated) or NaN (overflow), as cast_impl.h.  0 when a lane is neither
+ * (the caller casts the vector by its scalar fallback); else *v holds the
+ * codes, x_hat's bits and the rounded, saturated and overflow lanes. */
+ALWAYS_INLINE int e8m0_vec(const vparams *P, vu16 u, vu16 a, vu16 rnd, kvec *v)
+{
+    const vu16 uz = {0};
+    vi16 hot = (vi16)(u - 0x800000u <= 0x7F000000u - 1 - 0x800000u);
+    vi16 outside = (vi16)(((u >> 31) | (vu16)(vi16)(a == 0)) != 0) & (vi16)(a <= FP8_F32_INF);
+    if (!all_lanes(hot | outside))
+        return 0;
+    vu16 frac = u & 0x7FFFFFu, up;
+    if (P->stochastic)
+        up = (vu16)(vi16)(((frac << 9) + rnd) < (frac << 9));
+    else if (P->nearest)
+        up = (vu16)(vi16)(frac >= 0x400000u);
+    else
+        up = uz;
+    *v = (kvec){.code = (u >> 23) - up}; /* up is -1 or 0 */
+    v->bits = v->code << 23;
+    v->round = hot & (vi16)(frac != 0);
+    if (!all_lanes(hot)) {
+        vu16 sat = (vu16)(outside & P->inf_sat);
+        v->sat = (vi16)sat;
+        v->ovf = outside & ~(vi16)sat;
+        v->code = SEL((vu16)outside, SEL(sat, uz, uz + 0xFFu), v->code);
+        v->bits = SEL((vu16)outside, SEL(sat, uz + 0x400000u, uz + P->nan_val[0]), v->bits);
+    }
+    return 1;
+}
+
 /* The kernel's body, built for the cases the loop can be specialised on:
  * GS whether scales come per group, SPECIAL whether the rounding may be
  * stochastic or the format e8m0 (read from P; 0: neither), CODES and OUT
@@ -333,40 +367,21 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
         vu16 u = (vu16)y;
         vu16 a = u & FP8_F32_ABS;
         if (SPECIAL && P.e8m0) {
-            vu16 neg = u >> 31;
-            vi16 azero = (vi16)(a == 0);
-            /* positive normals below 2^127: the exponent field, + 1 when
-             * rounding goes up; exact when the fraction is 0.  Zeros and
-             * negatives (-Inf among them) are outside e8m0: code 0 (2^-127,
-             * saturated) or NaN (overflow), as cast_impl.h */
-            vi16 hot = (vi16)(u - 0x800000u <= 0x7F000000u - 1 - 0x800000u);
-            vi16 outside = (vi16)((neg | (vu16)azero) != 0) & (vi16)(a <= FP8_F32_INF);
-            if (!all_lanes(hot | outside)) {
+            vu16 rnd = uz;
+            if (P.stochastic) {
+                RZ_SYNC();
+                rnd = random16(rz, radd);
+            }
+            kvec v;
+            if (!e8m0_vec(&P, u, a, rnd, &v)) {
                 P.sr_fallback(P.sr_ctx, i, VL);
                 continue;
             }
-            vu16 frac = u & 0x7FFFFFu, up;
-            if (SPECIAL && P.stochastic) {
-                RZ_SYNC();
-                up = (vu16)(vi16)(((frac << 9) + random16(rz, radd)) < (frac << 9));
-            } else if (P.nearest)
-                up = (vu16)(vi16)(frac >= 0x400000u);
-            else
-                up = uz;
-            vu16 code = (u >> 23) - up; /* up is -1 or 0 */
-            vu16 bits = code << 23;
-            c_round -= (vu16)(hot & (vi16)(frac != 0));
-            if (!all_lanes(hot)) {
-                vu16 sat = (vu16)(outside & P.inf_sat);
-                c_sat -= sat;
-                c_ovf -= (vu16)outside & ~sat;
-                code = SEL((vu16)outside, SEL(sat, uz, uz + 0xFFu), code);
-                bits = SEL((vu16)outside, SEL(sat, uz + 0x400000u, uz + P.nan_val[0]), bits);
-            }
+            c_round -= (vu16)v.round, c_sat -= (vu16)v.sat, c_ovf -= (vu16)v.ovf;
             if (CODES)
-                store_codes(codes, code_bytes, i, code);
+                store_codes(codes, code_bytes, i, v.code);
             if (OUT) {
-                vf16 o = (vf16)bits * scale_inv;
+                vf16 o = (vf16)v.bits * scale_inv;
                 memcpy(out + i, &o, sizeof o);
             }
             continue;
