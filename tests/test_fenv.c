@@ -5,13 +5,17 @@
  */
 #include <fenv.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #if defined(__x86_64__)
 #include <xmmintrin.h>
 #endif
 
+#include "fp8.h"
 #include "fp8_format.h"
 #include "fp8_recipe.h"
+#include "quantize_many.h"
+#include "stats_compare.h"
 #include "tests.h"
 
 #define N 100003
@@ -109,11 +113,58 @@ static void test_spec_names(void)
     CU_ASSERT_STRING_EQUAL(r.spec, "e4m3:current:eps=0.0001");
 }
 
+/* x's statistics of a tensor of several pieces (N > 3 x 32768), every
+ * element a float32 subnormal, under FTZ/DAZ: the same as in the default
+ * environment and as worked by hand.  The parts' sums used to be merged in
+ * the caller's environment, where DAZ read the subnormal lane minima and
+ * maxima as zeros: min, max and amax came out 0. */
+static void test_stats_subnormal(void)
+{
+#if defined(__x86_64__)
+    float *x = malloc(N * 4);
+    CU_ASSERT_FATAL(x != NULL);
+    for (size_t i = 0; i < N; i++) /* +-k 2^-140, k = 1..97: min -97, max 97 (both signs reach k = 97) */
+        x[i] = ldexpf((float)(i % 97 + 1), -140) * (i % 2 ? -1.0f : 1.0f);
+    const double top = ldexp(97, -140), low = ldexp(1, -140);
+    for (int threads = 1; threads <= 2; threads++)
+        for (int way = 0; way < 2; way++) {
+            fp8_stats a, b;
+            unsigned saved = _mm_getcsr();
+            int ra, rb;
+            if (way == 0) { /* fp8_tensor_stats_ex */
+                ra = fp8_tensor_stats_ex(x, N, &a, 0, threads);
+                _mm_setcsr(saved | 0x8040);
+                rb = fp8_tensor_stats_ex(x, N, &b, 0, threads);
+            } else { /* a sweep's own statistics of x (no recipe) */
+                ra = fp8__quantize_many(x, 1, N, 0, threads, &a, NULL, NULL, 0);
+                _mm_setcsr(saved | 0x8040);
+                rb = fp8__quantize_many(x, 1, N, 0, threads, &b, NULL, NULL, 0);
+            }
+            _mm_setcsr(saved);
+            CU_ASSERT_EQUAL(ra, FP8_OK);
+            CU_ASSERT_EQUAL(rb, FP8_OK);
+            char what[80];
+            snprintf(what, sizeof what, "FTZ/DAZ x's statistics, way %d, %d threads", way, threads);
+            stats_compare(what, &b, &a, 0);
+            CU_ASSERT_EQUAL(b.amax, top);
+            CU_ASSERT_EQUAL(b.max, top);
+            CU_ASSERT_EQUAL(b.min, -top);
+            CU_ASSERT_EQUAL(b.min_nonzero, low);
+            CU_ASSERT_EQUAL(b.zero_count, 0);
+            CU_ASSERT_EQUAL(b.exp_hist[1], (uint64_t)N); /* all subnormal: bin 1 */
+        }
+    free(x);
+#else
+    test_skip("x's statistics under FTZ/DAZ: the MXCSR flags are x86's");
+#endif
+}
+
 void register_fenv_tests(void)
 {
     static CU_TestInfo tests[] = {
         {"FTZ/DAZ and all rounding modes give the same bits", test_environments},
         {"recipe names do not depend on the rounding mode", test_spec_names},
+        {"x's statistics of subnormals under FTZ/DAZ", test_stats_subnormal},
         CU_TEST_INFO_NULL,
     };
     add_suite("fenv", tests);

@@ -642,11 +642,13 @@ void fp8__xpass_end(fp8__xpass *W, fp8_stats *stats)
 {
     if (stats) {
         memset(stats, 0, sizeof *stats);
+        /* (the merge compares and sums floats that may be subnormal: in
+         * the default environment too) */
+        fp8__fenv env;
+        fp8__fenv_enter(&env);
         fp8__moments *m = &W->parts[0].c.xmom;
         for (int p = 1; p < W->P; p++)
             fp8__moments_merge(m, &W->parts[p].c.xmom);
-        fp8__fenv env;
-        fp8__fenv_enter(&env);
         fp8__finish_x(stats, m, W->n);
         fp8__fenv_leave(&env);
         if (W->want_hist)
