@@ -193,6 +193,23 @@ static int late_ok(const fp8__cast *c, const fp8__ranges *fine, int known_finite
            c->F.split && fp8__rows_whole(L) && PIECE % L->seg == 0 && (!nests || fine->in_sweep);
 }
 
+/* Whether cast c, which wants x's statistics and has no amax from its
+ * caller, takes them in a pass of their own before it (fp8_tensor_stats_ex)
+ * instead of an amax pass: where that pass would read all of x for the
+ * tensor's amax alone (per-tensor current scaling; NVFP4, whose groups
+ * then go late, quantize.c step 2).  x is read twice either way; the
+ * first pass, which waited for memory, now does x's share of the work
+ * and the cast's own pass, the longer, has less.  The statistics' amax is
+ * the amax pass's (the largest finite |x|): the same scales, and the same
+ * bits as x's statistics summed in the cast (the same pieces and parts). */
+static int stats_first(const fp8__cast *c, const fp8_amax_info *known)
+{
+    const fp8_recipe *r = &c->st->recipe;
+    if (!c->stats || c->x_given || c->ai || c->trans || known)
+        return 0;
+    return r->kind == FP8_RECIPE_CURRENT && c->L.per_tensor;
+}
+
 /* 1. the amax pass (recipes that scale from this tensor; a per-tensor one
  * takes the caller's known amax when it has one) and 2. the scales */
 static void cast_scales(fp8__cast *c, const fp8_amax_info *known, const fp8__ranges *fine)
@@ -339,10 +356,23 @@ int fp8__cast_begin(fp8__cast **cp, fp8_recipe_state *st, const float *x, size_t
     if (c->trans)
         fp8__transpose(x, rows, cols, c->xt);
     c->F.X = c->trans ? c->xt : x;
+    fp8_amax_info xk;
+    if (stats_first(c, known)) {
+        rc = fp8_tensor_stats_ex(x, c->numel, stats, options & FP8_STATS_NO_EXP_HIST, c->threads);
+        if (rc != FP8_OK) {
+            cast_free(c);
+            return rc;
+        }
+        c->x_given = 1, c->want_hist = 0;
+        xk.inf_count = stats->inf_count, xk.nan_count = stats->nan_count;
+        known = &xk; /* (its amax below, a conversion that must not flush) */
+    }
     /* everything below compares, converts or divides floats that may be
      * subnormal: in the default environment (fpenv.h) */
     fp8__fenv env;
     fp8__fenv_enter(&env);
+    if (known == &xk)
+        xk.amax = (float)stats->amax;
     cast_scales(c, known, fine);
     cast_parts(c, known);
     fp8__fenv_leave(&env);
