@@ -136,9 +136,8 @@ static int cast_all(cast_job *j)
     return st;
 }
 
-/* A recorded step's casts in one sweep over x (quantize_many.h), which
- * computes x's own statistics into xs on the way: the same bits as
- * cast_all with xs given.  Out of memory for the sweep: cast_all, each
+/* A recorded step's casts in one sweep over x (quantize_many.h), x's own
+ * statistics given in xs: the same bits as cast_all with xs given.  Out of memory for the sweep: cast_all, each
  * recipe computing x's statistics itself. */
 static int cast_swept(cast_job *j, fp8_stats *xs, int threads)
 {
@@ -157,10 +156,9 @@ static int cast_swept(cast_job *j, fp8_stats *xs, int threads)
                                .stats = &j->stats[i]};
         idx[n++] = i;
     }
-    if (fp8__quantize_many(j->x, j->rows, j->cols, j->flags, threads, xs, &j->ai, q, n) != FP8_OK) {
-        j->xs = NULL;
-        return cast_all(j);
-    }
+    if (fp8__quantize_many(j->x, j->rows, j->cols, j->flags | FP8_STATS_X_GIVEN, threads, xs, &j->ai, q, n) !=
+        FP8_OK)
+        return cast_all(j); /* (xs given to each) */
     int st = FP8_OK;
     for (int k = 0; k < n; k++) {
         j->st[idx[k]] = q[k].status;
@@ -392,14 +390,22 @@ static int probe_run(fp8_probe *p, int64_t step, const float *x, size_t rows, si
         memcpy(copy, x, rows * cols * sizeof *copy);
     /* x's amax first (one read of x), for the series, the reductions over
      * ranks and the delayed recipes; on a recorded step x's own statistics
-     * come from the sweep that casts every recipe (cast_swept) */
+     * in that read (their amax is the same), given to every recipe's cast
+     * (cast_swept): the read that waited for memory does x's share of the
+     * work, the sweep over the recipes' casts has less */
     fp8_amax_info ai = {0, 0, 0};
     fp8_stats *xs = rec ? malloc(sizeof *xs) : NULL; /* (NULL: each recipe computes them itself) */
     /* an unrecorded step whose active recipe casts: the amax comes from the
      * active cast's own pass, done first (nothing else reads x then; a
      * recipe reducing its amax over ranks needs it before any cast) */
     int fused = !rec && !bam && out && p->has_active && !reduces(p);
-    if (!fused && rows && cols && rows <= SIZE_MAX / cols)
+    if (xs && fp8_tensor_stats_ex(x, rows * cols, xs, flags, o->threads) != FP8_OK) {
+        free(xs);
+        xs = NULL;
+    }
+    if (xs)
+        fp8__stats_amax(xs, &ai);
+    else if (!fused && rows && cols && rows <= SIZE_MAX / cols)
         fp8_tensor_amax(x, rows * cols, &ai);
     step_acc done = {0};
     int st = FP8_OK;

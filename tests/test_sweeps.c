@@ -135,14 +135,30 @@ static void test_random_sweeps(void)
         }
         in_place += ip >= 0;
         int threads = 1 + (int)(test_rand(&s) % 2);
-        CU_ASSERT_EQUAL(fp8__quantize_many(xin, rows, cols, 0, threads, &xs, NULL, q, m), FP8_OK);
+        /* x's statistics summed in the sweep, or given (as a probe's
+         * record: fp8_tensor_stats_ex first, with or without its amax) */
+        const int given = it % 3;
+        fp8_amax_info ai;
+        unsigned fl = 0;
+        if (given) {
+            CU_ASSERT_EQUAL(fp8_tensor_stats_ex(xin, n, &xs, 0, threads), FP8_OK);
+            CU_ASSERT_EQUAL(fp8_tensor_amax(xin, n, &ai), FP8_OK);
+            fl = FP8_STATS_X_GIVEN;
+            if (it == 1) { /* statistics of another shape: refused, nothing cast */
+                xs.numel++;
+                CU_ASSERT_EQUAL(fp8__quantize_many(xin, rows, cols, fl, threads, &xs, NULL, q, m), FP8_EINVAL);
+                CU_ASSERT_EQUAL(memcmp(xin, x, n * 4), 0);
+                xs.numel--;
+            }
+        }
+        CU_ASSERT_EQUAL(fp8__quantize_many(xin, rows, cols, fl, threads, &xs, given == 2 ? &ai : NULL, q, m), FP8_OK);
         for (int k = 0; k < m; k++) {
             CU_ASSERT_EQUAL(q[k].status, FP8_OK);
             CU_ASSERT_EQUAL(ref_quantize(sb[k], x, rows, cols, want[k], &rs), FP8_OK);
             compared++;
             char what[160];
-            snprintf(what, sizeof what, "sweep of %d, %s (%d, in place %d) %zux%zu threads %d", m, spec[k], k, ip,
-                     rows, cols, threads);
+            snprintf(what, sizeof what, "sweep of %d, %s (%d, in place %d) %zux%zu threads %d, x given %d", m, spec[k],
+                     k, ip, rows, cols, threads, given);
             if (!same_as_oracle(what, k == ip ? xin : out[k], want[k], n, &st[k], &rs)) {
                 differ++;
                 fprintf(stderr, "\n  %s: not the oracle's", what);
@@ -161,7 +177,9 @@ void register_sweeps_tests(void)
 {
     static CU_TestInfo tests[] = {
         {"grouped casts on random shapes and data, x's statistics given or not: the oracle's", test_single_casts},
-        {"random sweeps of 2-5 recipes in any order, one in place, 1-2 threads: the oracle's", test_random_sweeps},
+        {"random sweeps of 2-5 recipes in any order, one in place, 1-2 threads, x's statistics given or not: the "
+         "oracle's",
+         test_random_sweeps},
         CU_TEST_INFO_NULL,
     };
     add_suite("sweeps", tests);

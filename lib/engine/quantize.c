@@ -8,6 +8,9 @@
  * into scratch, and transpose x_hat back):
  *   1. amax pass (recipes that scale from this tensor): finite amax and
  *      min nonzero |x| of every scale group, vectorised (range_vec.c);
+ *      a per-tensor current cast that sums x's statistics sums them here
+ *      instead (fp8_tensor_stats: their amax is the pass's), and step 3
+ *      casts only (quantize_cast.c, stats_first);
  *   2. the scale of every group, by the reference system's rule
  *      (quantize_scales.c, recipe.c);
  *      (groups one row high whose scales need no more than their own amax
@@ -612,8 +615,8 @@ fp8__xpass *fp8__xpass_begin(const float *x, size_t n, unsigned flags)
     fp8__xpass *W = calloc(1, sizeof *W);
     if (!W)
         return NULL;
-    W->x = x, W->n = n, W->U = (n + PIECE - 1) / PIECE;
-    W->P = W->U < 1 ? 1 : (int)(W->U < MAX_PARTS ? W->U : MAX_PARTS);
+    W->x = x, W->n = n;
+    fp8__xpass_shape(n, &W->U, &W->P);
     W->want_hist = !(flags & FP8_STATS_NO_EXP_HIST);
     if (!(W->parts = fp8__parts_alloc(W->P, W->want_hist))) {
         free(W);
@@ -628,7 +631,11 @@ fp8__xpass *fp8__xpass_begin(const float *x, size_t n, unsigned flags)
     return W;
 }
 
-void fp8__xpass_shape(const fp8__xpass *W, size_t *U, int *P) { *U = W->U, *P = W->P; }
+void fp8__xpass_shape(size_t n, size_t *U, int *P)
+{
+    *U = (n + PIECE - 1) / PIECE;
+    *P = *U < 1 ? 1 : (int)(*U < MAX_PARTS ? *U : MAX_PARTS);
+}
 
 void fp8__xpass_units(fp8__xpass *W, int p, size_t u0, size_t u1)
 {

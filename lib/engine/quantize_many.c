@@ -52,7 +52,8 @@ static void sweep_part(sweep *S, int p, float *buf)
     fp8__fenv env;
     fp8__fenv_enter(&env);
     for (size_t u = u0; u < u1; u++) {
-        fp8__xpass_units(S->xp, p, u, u + 1);
+        if (S->xp)
+            fp8__xpass_units(S->xp, p, u, u + 1);
         for (int k = 0; k < S->n; k++)
             fp8__cast_units(S->cast[k], p, u, u + 1, buf);
     }
@@ -68,6 +69,14 @@ static void sweep_job(void *ctx, int p)
         return;
     }
     sweep_part(S, p, buf);
+}
+
+void fp8__stats_amax(const fp8_stats *xs, fp8_amax_info *out)
+{
+    fp8__fenv env; /* (amax holds a float32 value: converted where a subnormal is not flushed) */
+    fp8__fenv_enter(&env);
+    out->amax = (float)xs->amax, out->inf_count = xs->inf_count, out->nan_count = xs->nan_count;
+    fp8__fenv_leave(&env);
 }
 
 /* the recipes that cast another tensor than x go their own way */
@@ -139,13 +148,18 @@ int fp8__quantize_many(const float *x, size_t rows, size_t cols, unsigned flags,
             return FP8_ERROR(FP8_EINVAL, "fp8_quantize_many: request %d has no %s", i,
                              req[i].st ? "statistics" : "recipe state");
     const size_t numel = rows * cols;
-    fp8__xpass *xp = fp8__xpass_begin(x, numel, flags);
-    if (!xp)
+    const int x_given = (flags & FP8_STATS_X_GIVEN) != 0;
+    flags &= ~FP8_STATS_X_GIVEN; /* (the requests' own statistics are not given) */
+    if (x_given && xs->numel != numel)
+        return FP8_ERROR(FP8_EINVAL, "fp8_quantize_many: the given statistics of x are of %llu elements, the tensor "
+                                     "has %zu", (unsigned long long)xs->numel, numel);
+    fp8__xpass *xp = x_given ? NULL : fp8__xpass_begin(x, numel, flags);
+    if (!x_given && !xp)
         return FP8_ERROR(FP8_ENOMEM, "fp8_quantize_many: out of memory");
     fp8__cast *cast[MANY_MAX] = {0};
     unsigned char alone[MANY_MAX] = {0};
     sweep S = {.xp = xp};
-    fp8__xpass_shape(xp, &S.U, &S.P);
+    fp8__xpass_shape(numel, &S.U, &S.P);
     int inplace = -1, any_alone = 0;
     for (int i = 0; i < n; i++) {
         req[i].status = FP8_OK;
@@ -155,10 +169,13 @@ int fp8__quantize_many(const float *x, size_t rows, size_t cols, unsigned flags,
             alone[i] = 1, any_alone = 1;
     }
     fp8_amax_info known;
-    if (amax)
+    if (amax) {
         known = *amax;
-    else
+    } else if (x_given) {
+        fp8__stats_amax(xs, &known);
+    } else {
         fp8_tensor_amax(x, numel, &known);
+    }
     /* the cast in place: last on each piece of the sweep (the others'
      * casts and TE's overflow counts read each piece before it is written
      * over), or after all when it cannot join */
@@ -204,7 +221,8 @@ int fp8__quantize_many(const float *x, size_t rows, size_t cols, unsigned flags,
     for (int p = 0; p < S.P; p++)
         if (S.failed[p])
             sweep_part(&S, p, fp8__piece_buf());
-    fp8__xpass_end(xp, xs);
+    if (xp)
+        fp8__xpass_end(xp, xs);
     for (int i = 0; i < n; i++)
         end(cast[i], &req[i], xs);
     if (ip_joins)

@@ -27,11 +27,16 @@ typedef struct {
  * given (fp8_quantize_ex / fp8_quantize_codes with FP8_STATS_X_GIVEN, one
  * after the other, shadows before a cast in place): the same bits, in one
  * sweep over x for the recipes whose pass allows it.  flags:
- * FP8_STATS_NO_EXP_HIST or 0; amax: x's (fp8_tensor_amax) when the caller
- * has it, else NULL (one more pass over x).  Returns FP8_OK when every request was tried
+ * FP8_STATS_NO_EXP_HIST or 0, and FP8_STATS_X_GIVEN when *xs holds x's
+ * statistics already (fp8_tensor_stats_ex with the same flags: not summed
+ * again); amax: x's (fp8_tensor_amax) when the caller has it, else NULL
+ * (taken from *xs when given, else one more pass over x).  Returns FP8_OK when every request was tried
  * (each one's own status in req[i].status), else an error and nothing
  * cast. */
 int fp8__quantize_many(const float *x, size_t rows, size_t cols, unsigned flags, int threads, fp8_stats *xs,
                        const fp8_amax_info *amax, fp8__cast_req *req, int n);
+
+/* x's amax information (fp8_tensor_amax's) from its statistics */
+void fp8__stats_amax(const fp8_stats *xs, fp8_amax_info *out);
 
 #endif

@@ -143,10 +143,11 @@ void fp8__amax_info(const float *x, size_t n, uint32_t *amax_bits, uint64_t *nin
 float *fp8__piece_buf(void);
 /* x's own statistics (fp8_tensor_stats) in the same steps: begun (NULL:
  * out of memory), pieces [u0, u1) of part p summed, ended into *stats
- * (NULL: dropped) and freed.  fp8__xpass_shape: its pieces and parts. */
+ * (NULL: dropped) and freed.  fp8__xpass_shape: the pieces (*U) and parts
+ * (*P) of n elements, its own and a per-tensor cast's. */
 typedef struct fp8__xpass fp8__xpass;
 fp8__xpass *fp8__xpass_begin(const float *x, size_t n, unsigned flags);
-void fp8__xpass_shape(const fp8__xpass *W, size_t *U, int *P);
+void fp8__xpass_shape(size_t n, size_t *U, int *P);
 void fp8__xpass_units(fp8__xpass *W, int p, size_t u0, size_t u1);
 void fp8__xpass_end(fp8__xpass *W, fp8_stats *stats);
 
