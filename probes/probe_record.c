@@ -137,8 +137,8 @@ static int cast_all(cast_job *j)
 }
 
 /* A recorded step's casts in one sweep over x (quantize_many.h), x's own
- * statistics given in xs: the same bits as cast_all with xs given.  Out of memory for the sweep: cast_all, each
- * recipe computing x's statistics itself. */
+ * statistics given in xs: the same bits as cast_all with xs given, which
+ * casts them instead when the sweep has no memory. */
 static int cast_swept(cast_job *j, fp8_stats *xs, int threads)
 {
     fp8_probe *p = j->p;
@@ -399,13 +399,14 @@ static int probe_run(fp8_probe *p, int64_t step, const float *x, size_t rows, si
      * active cast's own pass, done first (nothing else reads x then; a
      * recipe reducing its amax over ranks needs it before any cast) */
     int fused = !rec && !bam && out && p->has_active && !reduces(p);
-    if (xs && fp8_tensor_stats_ex(x, rows * cols, xs, flags, o->threads) != FP8_OK) {
-        free(xs);
+    const int shape_ok = rows && cols && rows <= SIZE_MAX / cols;
+    if (xs && (!shape_ok || fp8_tensor_stats_ex(x, rows * cols, xs, flags, o->threads) != FP8_OK)) {
+        free(xs); /* (out of memory: each recipe computes them itself) */
         xs = NULL;
     }
     if (xs)
         fp8__stats_amax(xs, &ai);
-    else if (!fused && rows && cols && rows <= SIZE_MAX / cols)
+    else if (!fused && shape_ok)
         fp8_tensor_amax(x, rows * cols, &ai);
     step_acc done = {0};
     int st = FP8_OK;

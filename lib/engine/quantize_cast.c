@@ -196,12 +196,13 @@ static int late_ok(const fp8__cast *c, const fp8__ranges *fine, int known_finite
 /* Whether cast c, which wants x's statistics and has no amax from its
  * caller, takes them in a pass of their own before it (fp8_tensor_stats_ex)
  * instead of an amax pass: where that pass would read all of x for the
- * tensor's amax alone (per-tensor current scaling; NVFP4, whose groups
- * then go late, quantize.c step 2).  x is read twice either way; the
- * first pass, which waited for memory, now does x's share of the work
- * and the cast's own pass, the longer, has less.  The statistics' amax is
- * the amax pass's (the largest finite |x|): the same scales, and the same
- * bits as x's statistics summed in the cast (the same pieces and parts). */
+ * tensor's amax alone (per-tensor current scaling).  x is read twice
+ * either way; the first pass, which waited for memory, now does x's share
+ * of the work and the cast's own pass, the longer, has less.  The
+ * statistics' amax is the amax pass's (the largest finite |x|): the same
+ * scale, and the same bits as x's statistics summed in the cast (the same
+ * pieces and parts).  Not NVFP4: its first pass measures every block's
+ * range and is not idle (measured: slower with x's statistics added). */
 static int stats_first(const fp8__cast *c, const fp8_amax_info *known)
 {
     const fp8_recipe *r = &c->st->recipe;
