@@ -403,6 +403,7 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
     while (i < nl) {
         vf16 s1 = {0}, s2 = {0}, s3 = {0}, s4 = {0}, l1 = {0}, e2 = {0}, q2 = {0}, xq2 = {0};
         size_t stop = nl - i >= 256 ? i + 256 : nl, k0 = i;
+        unsigned om_any = 0; /* the block's lanes outside the window, any vector */
         for (; i < stop; i += 16) {
             vf16 xv;
             memcpy(&xv, x + i, 64);
@@ -433,7 +434,9 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
                  * subnormals (e = 0) fall outside the window (top >= 16),
                  * as does a bin above top (wraps): code 15 */
                 vu16 c = umin16(((vu16){0} + (top - 1)) - (au >> 23), (vu16){0} + 15u);
-                om[(i - k0) / 16] = (uint16_t)(eq_bits16(c, 15u) & nzb);
+                unsigned o = eq_bits16(c, 15u) & nzb;
+                om[(i - k0) / 16] = (uint16_t)o;
+                om_any |= o;
                 NIB_ADD(c);
                 if (((i - k0) / 16 & 7) == 7)
                     NIB_SPILL();
@@ -442,7 +445,8 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
         if (hist) {
             if (((stop - k0) / 16 & 7) != 0)
                 NIB_SPILL();
-            outside_bins(hist, x + k0, om, (stop - k0) / 16);
+            if (om_any) /* (most blocks of ordinary data have none: no pass over om) */
+                outside_bins(hist, x + k0, om, (stop - k0) / 16);
             /* the window follows the largest bin so far */
             uint32_t mb = 0;
             for (int l = 0; l < 16; l++)
