@@ -126,6 +126,32 @@ static inline int mx_exponent(uint32_t b, fp8_mx_round mode, int emax, int mbits
     return E < -127 ? -127 : E > 127 ? 0 : E;
 }
 
+/* The OCP rule (floor) four groups at a time where all four amaxes are
+ * normal floats with E = floor(log2 amax) - emax >= -126: scale_inv is
+ * 2^E and scale 2^-E, both normal, made from the exponent field e alone
+ * (2^E: field e - emax; 2^-E: 254 + emax - e).  Returns the groups done
+ * (a multiple of four, stopping at the first four that need the general
+ * rule's clamps, subnormals or zeros); emax >= 1 for every MX element
+ * format. */
+static size_t mx_floor4(int emax, const uint32_t *amax, size_t ng, float *scale, float *scale_inv)
+{
+    typedef int32_t v4i __attribute__((vector_size(16)));
+    const int32_t lo = (int32_t)(emax + 1) << 23; /* field >= emax + 1: E >= -126 */
+    size_t g = 0;
+    for (; g + 4 <= ng; g += 4) {
+        v4i b; /* (amax bits are of |x|: below 2^31, signed compares hold) */
+        memcpy(&b, amax + g, 16);
+        v4i ok = (b >= lo) & (b < 0x7F800000);
+        if (!(ok[0] & ok[1] & ok[2] & ok[3]))
+            break;
+        v4i e = b >> 23;
+        v4i si = (e - emax) << 23, sc = ((254 + emax) - e) << 23;
+        memcpy(scale_inv + g, &si, 16);
+        memcpy(scale + g, &sc, 16);
+    }
+    return g;
+}
+
 /* MX groups' scales, the mode's rule hoisted out of the loop (the suite
  * holds them against fp8_scale_mx group by group) */
 static void mx_scales(const fp8_format *f, fp8_mx_round mode, const uint32_t *amax, size_t ng, float *scale,
@@ -135,6 +161,17 @@ static void mx_scales(const fp8_format *f, fp8_mx_round mode, const uint32_t *am
     const float fmax = (float)f->max;
     memcpy(&mb, &fmax, 4);
     const int emax = fp8__floor_log2_bits(mb), mbits = f->mbits;
+    if (mode == FP8_MX_FLOOR) { /* runs of four by the exponent field, the rest by the rule */
+        for (size_t g = 0; g < ng;) {
+            size_t d = emax >= 1 ? mx_floor4(emax, amax + g, ng - g, scale + g, scale_inv + g) : 0;
+            g += d;
+            for (size_t k = 0; k < 4 && g < ng; k++, g++) {
+                int E = mx_exponent(amax[g], FP8_MX_FLOOR, emax, mbits, fmax);
+                scale[g] = pow2f(-E), scale_inv[g] = pow2f(E);
+            }
+        }
+        return;
+    }
 #define MX_LOOP(M)                                                                                         \
     for (size_t g = 0; g < ng; g++) {                                                                      \
         int E = mx_exponent(amax[g], M, emax, mbits, fmax);                                                \
@@ -143,8 +180,7 @@ static void mx_scales(const fp8_format *f, fp8_mx_round mode, const uint32_t *am
     switch (mode) {
     case FP8_MX_CEIL: MX_LOOP(FP8_MX_CEIL) break;
     case FP8_MX_RCEIL: MX_LOOP(FP8_MX_RCEIL) break;
-    case FP8_MX_EVEN: MX_LOOP(FP8_MX_EVEN) break;
-    default: MX_LOOP(FP8_MX_FLOOR) break;
+    default: MX_LOOP(FP8_MX_EVEN) break;
     }
 #undef MX_LOOP
 }
