@@ -185,6 +185,44 @@ static void mx_scales(const fp8_format *f, fp8_mx_round mode, const uint32_t *am
 #undef MX_LOOP
 }
 
+/* Block scales (fp8__scale_block, recipe.c: fp32 scale_inv, or pow2) four
+ * groups at a time where the rule's ordinary case holds for all four: the
+ * amax floored at eps is > 0, and the scales it gives are normal and
+ * finite (IEEE division and a mask of the mantissa: the scalar rule's own
+ * operations).  Returns the groups done, a multiple of four, stopping at
+ * the first four that need the rule's other cases. */
+static size_t block4(float fmax, float eps, int pow2, const uint32_t *amax, size_t ng, float *scale,
+                     float *scale_inv)
+{
+    typedef float v4f __attribute__((vector_size(16)));
+    typedef int32_t v4i __attribute__((vector_size(16)));
+    const v4f ev = (v4f){0} + eps, fv = (v4f){0} + fmax;
+    const v4i nmin = (v4i){0} + 0x00800000, inf = (v4i){0} + 0x7F800000, expo = (v4i){0} + (int32_t)0xFF800000u;
+    size_t g = 0;
+    for (; g + 4 <= ng; g += 4) {
+        v4i ab; /* (finite |x| bits) */
+        memcpy(&ab, amax + g, 16);
+        v4f a = (v4f)ab;
+        v4i lt = a < ev;
+        a = (v4f)((lt & (v4i)ev) | (~lt & (v4i)a));
+        v4f sc = fv / a, si;
+        v4i ok = (a > 0.0f) & ((v4i)a < inf);
+        if (pow2) {
+            sc = (v4f)((v4i)sc & expo);
+            ok &= ((v4i)sc >= nmin) & ((v4i)sc < inf);
+            si = 1.0f / sc;
+        } else {
+            si = a / fv;
+            ok &= ((v4i)sc < inf) & ((v4i)si >= nmin);
+        }
+        if (!(ok[0] & ok[1] & ok[2] & ok[3]))
+            break;
+        memcpy(scale + g, &sc, 16);
+        memcpy(scale_inv + g, &si, 16);
+    }
+    return g;
+}
+
 int fp8__block_state(fp8_recipe_state *st, size_t ng, size_t rows, size_t cols)
 {
     if (st->bhist && st->bgroups == ng && st->brows == rows && st->bcols == cols)
@@ -231,6 +269,14 @@ void fp8__group_scales(fp8_recipe_state *st, size_t g0, const uint32_t *amax, si
     }
     if (r->kind == FP8_RECIPE_MX) {
         mx_scales(st->format, r->mx_round, amax, ng, scale, scale_inv);
+        return;
+    }
+    if (r->kind == FP8_RECIPE_BLOCK && !r->ue8m0) { /* runs of four, the rest by the rule */
+        for (size_t g = 0; g < ng;) {
+            g += block4(fp8max, (float)r->eps, r->pow2, amax + g, ng - g, scale + g, scale_inv + g);
+            for (size_t k = 0; k < 4 && g < ng; k++, g++)
+                fp8__scale_block(fp8max, fp8__bits_to_float(amax[g]), r, &scale[g], &scale_inv[g]);
+        }
         return;
     }
     for (size_t g = 0; g < ng; g++) {
