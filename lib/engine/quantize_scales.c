@@ -1,7 +1,9 @@
 /*
  * quantize_scales.c — the scale of every group from its amax, by the
  * reference system's rule for each recipe (recipe.c holds the per-value
- * rules; NVFP4's two-level scales are set here, four blocks at a time).
+ * rules; NVFP4's two-level scales are set here, four blocks at a time, and
+ * MX scales under the OCP rule and block scales four groups at a time
+ * where the rule's ordinary case holds for all four).
  */
 #include <float.h>
 #include <math.h>
