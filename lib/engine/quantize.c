@@ -616,7 +616,7 @@ fp8__xpass *fp8__xpass_begin(const float *x, size_t n, unsigned flags)
     if (!W)
         return NULL;
     W->x = x, W->n = n;
-    fp8__xpass_shape(n, &W->U, &W->P);
+    fp8__split_shape(n, PIECE, &W->U, &W->P);
     W->want_hist = !(flags & FP8_STATS_NO_EXP_HIST);
     if (!(W->parts = fp8__parts_alloc(W->P, W->want_hist))) {
         free(W);
@@ -631,9 +631,9 @@ fp8__xpass *fp8__xpass_begin(const float *x, size_t n, unsigned flags)
     return W;
 }
 
-void fp8__xpass_shape(size_t n, size_t *U, int *P)
+void fp8__split_shape(size_t n, size_t unit, size_t *U, int *P)
 {
-    *U = (n + PIECE - 1) / PIECE;
+    *U = (n + unit - 1) / unit;
     *P = *U < 1 ? 1 : (int)(*U < MAX_PARTS ? *U : MAX_PARTS);
 }
 

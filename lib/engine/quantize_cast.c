@@ -15,6 +15,7 @@
 #include "kernels.h"
 #include "parallel.h"
 #include "quantize_internal.h"
+#include "quantize_many.h"
 #include "quantize_pass.h"
 #include "recipe_internal.h"
 #include "recipe_state.h"
@@ -165,8 +166,9 @@ static int cast_scratch(fp8__cast *c)
     F->grouped = !L->per_tensor && L->seg % 16 == 0 && L->C % L->seg == 0 && L->seg <= PIECE;
     F->split = L->per_tensor || (F->grouped && L->br == 1);
     F->unit = L->per_tensor ? PIECE : (PIECE / L->seg) * L->seg;
-    F->U = F->split ? (numel + F->unit - 1) / F->unit : 1;
-    F->P = F->split ? (int)(F->U < MAX_PARTS ? F->U : MAX_PARTS) : 1;
+    F->U = 1, F->P = 1;
+    if (F->split)
+        fp8__split_shape(numel, F->unit, &F->U, &F->P);
     F->parts = fp8__parts_alloc(F->P, c->want_hist);
     if ((c->trans && !c->xt) || (c->trans && c->out && !c->qt) || !F->parts || !fp8__piece_buf() ||
         (c->trans && c->codes && !c->ct))
@@ -365,15 +367,13 @@ int fp8__cast_begin(fp8__cast **cp, fp8_recipe_state *st, const float *x, size_t
             return rc;
         }
         c->x_given = 1, c->want_hist = 0;
-        xk.inf_count = stats->inf_count, xk.nan_count = stats->nan_count;
-        known = &xk; /* (its amax below, a conversion that must not flush) */
+        fp8__stats_amax(stats, &xk);
+        known = &xk;
     }
     /* everything below compares, converts or divides floats that may be
      * subnormal: in the default environment (fpenv.h) */
     fp8__fenv env;
     fp8__fenv_enter(&env);
-    if (known == &xk)
-        xk.amax = (float)stats->amax;
     cast_scales(c, known, fine);
     cast_parts(c, known);
     fp8__fenv_leave(&env);

@@ -159,7 +159,7 @@ int fp8__quantize_many(const float *x, size_t rows, size_t cols, unsigned flags,
     fp8__cast *cast[MANY_MAX] = {0};
     unsigned char alone[MANY_MAX] = {0};
     sweep S = {.xp = xp};
-    fp8__xpass_shape(numel, &S.U, &S.P);
+    fp8__split_shape(numel, PIECE, &S.U, &S.P);
     int inplace = -1, any_alone = 0;
     for (int i = 0; i < n; i++) {
         req[i].status = FP8_OK;

@@ -143,11 +143,13 @@ void fp8__amax_info(const float *x, size_t n, uint32_t *amax_bits, uint64_t *nin
 float *fp8__piece_buf(void);
 /* x's own statistics (fp8_tensor_stats) in the same steps: begun (NULL:
  * out of memory), pieces [u0, u1) of part p summed, ended into *stats
- * (NULL: dropped) and freed.  fp8__xpass_shape: the pieces (*U) and parts
- * (*P) of n elements, its own and a per-tensor cast's. */
+ * (NULL: dropped) and freed.  fp8__split_shape: the units (*U) of `unit`
+ * elements of n and the parts (*P) they are split into — a split cast's,
+ * and with unit PIECE x's statistics' and a per-tensor cast's, so that
+ * both sum the same pieces in the same parts. */
 typedef struct fp8__xpass fp8__xpass;
 fp8__xpass *fp8__xpass_begin(const float *x, size_t n, unsigned flags);
-void fp8__xpass_shape(size_t n, size_t *U, int *P);
+void fp8__split_shape(size_t n, size_t unit, size_t *U, int *P);
 void fp8__xpass_units(fp8__xpass *W, int p, size_t u0, size_t u1);
 void fp8__xpass_end(fp8__xpass *W, fp8_stats *stats);
 
