@@ -159,12 +159,54 @@ static void test_stats_subnormal(void)
 #endif
 }
 
+/* Casts with x's statistics given (as a probe's shadows get them) of a
+ * tensor whose amax is a float32 subnormal, under FTZ/DAZ: the default
+ * environment's x_hat and statistics.  The given amax used to be converted
+ * to float in the caller's environment, where FTZ flushed it to 0: current
+ * scaling then took scale 1 instead of FLT_MAX, NVFP4 scale 0. */
+static void test_given_subnormal_amax(void)
+{
+#if defined(__x86_64__)
+    enum { R = 64, C = 64 };
+    static const char *specs[] = {"e4m3:current", "nvfp4", "e4m3:block=1x128", "e4m3:delayed"};
+    float *x = malloc(R * C * 4), *q0 = malloc(R * C * 4), *q1 = malloc(R * C * 4);
+    CU_ASSERT_FATAL(x && q0 && q1);
+    for (size_t i = 0; i < R * C; i++) /* +-k 2^-140, k = 1..97 */
+        x[i] = ldexpf((float)(i % 97 + 1), -140) * (i % 2 ? -1.0f : 1.0f);
+    fp8_stats xs;
+    CU_ASSERT_EQUAL_FATAL(fp8_tensor_stats(x, R * C, &xs, 0), FP8_OK);
+    CU_ASSERT_EQUAL(xs.amax, ldexp(97, -140));
+    for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
+        fp8_recipe_state *s0 = fp8_recipe_state_new(specs[k], "activation");
+        fp8_recipe_state *s1 = fp8_recipe_state_new(specs[k], "activation");
+        CU_ASSERT_FATAL(s0 && s1);
+        fp8_stats a = xs, b = xs;
+        CU_ASSERT_EQUAL(fp8_quantize_ex(s0, x, R, C, q0, &a, FP8_STATS_X_GIVEN), FP8_OK);
+        unsigned saved = _mm_getcsr();
+        _mm_setcsr(saved | 0x8040);
+        int rc = fp8_quantize_ex(s1, x, R, C, q1, &b, FP8_STATS_X_GIVEN);
+        _mm_setcsr(saved);
+        CU_ASSERT_EQUAL(rc, FP8_OK);
+        char what[80];
+        snprintf(what, sizeof what, "FTZ/DAZ, x's statistics given, %s", specs[k]);
+        stats_compare(what, &b, &a, 0);
+        CU_ASSERT_EQUAL(memcmp(q0, q1, R * C * 4), 0);
+        fp8_recipe_state_free(s0);
+        fp8_recipe_state_free(s1);
+    }
+    free(x), free(q0), free(q1);
+#else
+    test_skip("casts under FTZ/DAZ: the MXCSR flags are x86's");
+#endif
+}
+
 void register_fenv_tests(void)
 {
     static CU_TestInfo tests[] = {
         {"FTZ/DAZ and all rounding modes give the same bits", test_environments},
         {"recipe names do not depend on the rounding mode", test_spec_names},
         {"x's statistics of subnormals under FTZ/DAZ", test_stats_subnormal},
+        {"casts with x's statistics given, a subnormal amax, under FTZ/DAZ", test_given_subnormal_amax},
         CU_TEST_INFO_NULL,
     };
     add_suite("fenv", tests);

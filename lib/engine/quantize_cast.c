@@ -489,8 +489,7 @@ int fp8__quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size_t
 {
     fp8_amax_info known, *kp = NULL;
     if (stats && (options & FP8_STATS_X_GIVEN)) /* x's amax is in its given statistics */
-        known.amax = (float)stats->amax, known.inf_count = stats->inf_count, known.nan_count = stats->nan_count,
-        kp = &known;
+        fp8__stats_amax(stats, &known), kp = &known;
     fp8__cast *c;
     int rc = fp8__cast_begin(&c, st, x, rows, cols, out, stats, options, codes, group_scale_inv, ai, kp, NULL);
     if (rc != FP8_OK || !c)
