@@ -43,6 +43,7 @@
 #include "recipe_internal.h"
 #include "parallel.h"
 #include "quantize_finish.h"
+#include "quantize_many.h"
 #include "quantize_pass.h"
 #include "quantize_scales.h"
 #include "stats_vec.h"
@@ -576,6 +577,14 @@ int fp8_tensor_amax(const float *x, size_t n, fp8_amax_info *out)
     fp8__amax_info(x, n, &a, &out->inf_count, &out->nan_count);
     out->amax = fp8__bits_to_float(a);
     return FP8_OK;
+}
+
+void fp8__stats_amax(const fp8_stats *xs, fp8_amax_info *out)
+{
+    fp8__fenv env; /* (amax holds a float32 value: converted where a subnormal is not flushed) */
+    fp8__fenv_enter(&env);
+    out->amax = (float)xs->amax, out->inf_count = xs->inf_count, out->nan_count = xs->nan_count;
+    fp8__fenv_leave(&env);
 }
 
 int fp8_tensor_exp_hist(const float *x, size_t n, uint64_t hist[FP8_EXP_BINS])

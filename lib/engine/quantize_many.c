@@ -71,14 +71,6 @@ static void sweep_job(void *ctx, int p)
     sweep_part(S, p, buf);
 }
 
-void fp8__stats_amax(const fp8_stats *xs, fp8_amax_info *out)
-{
-    fp8__fenv env; /* (amax holds a float32 value: converted where a subnormal is not flushed) */
-    fp8__fenv_enter(&env);
-    out->amax = (float)xs->amax, out->inf_count = xs->inf_count, out->nan_count = xs->nan_count;
-    fp8__fenv_leave(&env);
-}
-
 /* the recipes that cast another tensor than x go their own way */
 static int own_way(const fp8_recipe_state *st) { return st->recipe.smooth || st->recipe.rht_active; }
 

@@ -37,7 +37,8 @@ int fp8__quantize_many(const float *x, size_t rows, size_t cols, unsigned flags,
                        const fp8_amax_info *amax, fp8__cast_req *req, int n);
 
 /* x's amax information (fp8_tensor_amax's) from its statistics, converted
- * in the default environment (a subnormal amax is not flushed) */
+ * in the default environment (a subnormal amax is not flushed); in
+ * quantize.c, beside fp8_tensor_amax */
 void fp8__stats_amax(const fp8_stats *xs, fp8_amax_info *out);
 
 #endif
