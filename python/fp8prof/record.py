@@ -70,6 +70,17 @@ class Probe:
         rows, cols = _check.shape2(x, "record %s: x" % self.name)
         self._call("record", lib.fp8_probe_record, step, x.ctypes.data, rows, cols)
 
+    def _record_memory(self, step, ptr, kind, rows, cols):
+        """record() of memory the caller has checked itself (the torch
+        binding's C-contiguous float32 / 16-bit tensors, alive for the call):
+        ptr to rows x cols elements of kind (_lib.DTYPE_*); step is checked
+        here, the pointer and shape by C (NULL, 0 or an overflowing shape)."""
+        step = _check.step(step)
+        if kind == _lib.DTYPE_F32:
+            self._call("record", lib.fp8_probe_record, step, ptr, rows, cols)
+        else:
+            self._call("record", lib.fp8_probe_record_bits, step, ptr, kind, rows, cols)
+
     def apply(self, step, x, out=None):
         """The active recipe's quantize-dequantize of x (float32), with its
         statistics recorded.  out: None (a new array), or a float32,

@@ -94,6 +94,27 @@ def _host(t):
     return t.numpy(), None
 
 
+_KINDS = {_torch.float32: 0, _torch.bfloat16: 1, _torch.float16: 2}  # _lib.DTYPE_F32, _BF16, _F16
+
+
+def _flat(t):
+    """t's elements C-contiguous (float32, bfloat16 or float16), in the
+    order they lie in memory: a view when t is a permutation of a dense
+    block (a transposed operand, attention's heads), else a copy.  For the
+    amax alone, where the order of the elements does not matter."""
+    t = t.detach()
+    if t.dtype not in _KINDS:
+        t = t.float()
+    if not t.is_contiguous():
+        if t.dim() > 1:
+            order = sorted(range(t.dim()), key=lambda d: (t.stride(d), t.shape[d]), reverse=True)
+            p = t.permute(order)
+            t = p if p.is_contiguous() else t.contiguous()
+        else:
+            t = t.contiguous()
+    return t
+
+
 class _Slot:
     """One probe and what it has seen this step."""
 
@@ -158,9 +179,14 @@ def _observe(slot, t, rows, once=False):
     elif not (once and slot.seen):
         if t.device.type == "cpu" and not slot.prof.device_path:
             # on the host already: the library's one-pass amax reads it in
-            # place (faster than torch's several passes), nothing copied
-            arr, dt = _host(rows())
-            slot.probe.record(slot.step, arr, dtype=dt)
+            # place (faster than torch's several passes), in its memory order
+            # (the step needs only the amax, and record-only probes have no
+            # active recipe to cast): a transposed operand is not copied, only
+            # one that is not a dense block (attention's q, k, v: slices of
+            # one product)
+            f = _flat(t)
+            cols = f.shape[-1] if f.dim() else 1
+            slot.probe._record_memory(slot.step, f.data_ptr(), _KINDS[f.dtype], f.numel() // cols, cols)
         else:
             slot.amaxes.append(torch_cast.amax3(t))
     slot.seen = True
@@ -208,7 +234,8 @@ class _Quant(_torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, slot, training, rows, once):
-        return _fake(slot, x, rows, training, once).clone()
+        y = _fake(slot, x, rows, training, once)
+        return y.clone() if y is x else y  # (a new tensor but for an empty x: no copy of the cast)
 
     @staticmethod
     def backward(ctx, g):

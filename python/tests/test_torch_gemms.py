@@ -194,6 +194,57 @@ class TestProfilerGemms(unittest.TestCase):
             else:
                 self.assertGreater(nbytes, 16 * 64 * 4)
 
+    def test_strided_operands_between_statistics(self):
+        """gemms="all" on attention's operands, slices of one qkv product
+        (q, k, v: not contiguous, k transposed), float32 and bfloat16:
+        between statistics steps the CPU path reads each operand in its
+        memory order (a copy when it is not one dense block), and the
+        delayed recipes' scales at the statistics steps, which follow the
+        amaxes of the steps between, equal the device path's (torch's
+        amaxes of the operands as they are)."""
+        class Attn(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.qkv = torch.nn.Linear(24, 72)
+
+            def forward(self, x):
+                B, T, _ = x.shape
+                q, k, v = self.qkv(x).view(B, T, 3, 4, 6).permute(2, 0, 3, 1, 4)
+                return ((q @ k.transpose(-1, -2)) @ v).transpose(1, 2).reshape(B, T, 24)
+
+        shadows = ["e4m3:delayed:history=16,algo=max", "e5m2:delayed:history=16,algo=max", "e4m3:current"]
+        for dtype in (torch.float32, torch.bfloat16):
+            runs = []
+            for device_path in (True, False):
+                torch.manual_seed(4)
+                m = Attn().to(dtype)
+                gen = torch.Generator().manual_seed(5)
+                # the largest tensors at the steps between statistics steps:
+                # their amaxes decide the next statistics step's scales
+                xs = [(torch.randn(2, 8, 24, generator=gen) * 4.0 ** (s % 4)).to(dtype) for s in range(9)]
+                path = os.path.join(TMP, "strided_%s_%d.h5" % (str(dtype)[6:], device_path))
+                with ft.Profiler(m, path, recipe=None, shadows=shadows, every=4, gemms="all",
+                                 device_path=device_path) as p:
+                    for x in xs:
+                        m(x).float().pow(2).sum().backward()
+                        p.step()
+                runs.append(_records(path))
+            a, b = runs
+            self.assertEqual(set(a), set(b))
+            names = {k[0] for k in a}
+            for op in ("matmul0.lhs", "matmul0.rhs", "matmul1.rhs"):
+                self.assertIn(op, names)
+            delayed = [k for k in a if k[2] in (4, 8) and "delayed" in k[1]]
+            self.assertEqual(len(delayed), 2 * 2 * len(names), sorted(delayed))
+            for key in a:
+                for f in ("amax", "scale", "overflows", "underflows", "sqnr_db"):
+                    self.assertEqual(a[key][0][f], b[key][0][f], (dtype, key, f))
+            # the scales did follow the steps between: step 4's e4m3 scale
+            # is 448 / the amax of step 3 (x 4^3), not of step 0
+            for op in ("matmul0.lhs", "matmul0.rhs", "matmul1.rhs"):
+                k4 = (op, "e4m3:delayed:history=16,algo=max,margin=0", 4)
+                self.assertLess(a[k4][0]["scale"], 448.0 / a[(op, k4[1], 0)][0]["amax"] / 16, k4)
+
     def test_apply_on_device_equals_library(self):
         """apply=True with a per-tensor delayed recipe: torch's cast, the
         library's numbers (forward output against the C engine's casts)."""
