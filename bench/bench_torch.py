@@ -4,7 +4,7 @@ costs a PyTorch training step, next to the same step unprofiled measured in
 the same process (interleaved: plain, profiled, plain, ... medians).
 
 The tiny Llama of datasets/torch_llama.py (2 layers, dim 96, ctx 64, batch
-8, CPU, one thread), every GEMM probed (gemms="all": linear layers and
+8, CPU, one thread: torch's and its BLAS's), every GEMM probed (gemms="all": linear layers and
 attention's two products), 1 recipe + 3 shadows (hybrid:delayed; e4m3:current,
 e5m2:current, e4m3:delayed).  Targets (share of the plain step): record-only
 every=10 within 3%, every=1 within 25%; apply every=10 within 5%; bytes to
@@ -19,8 +19,17 @@ import sys
 import tempfile
 import time
 
-import torch
-import torch.nn.functional as F
+# One thread for the step, as the header says: torch.set_num_threads does not
+# reach the BLAS torch's CPU GEMMs call (Debian's OpenBLAS), which otherwise
+# runs two threads on this 2-core machine; the option background's thread
+# then has no core of its own, and beside a busy core OpenBLAS's threads wait
+# on each other (a plain step measured 10 ms alone and 68 ms beside a busy
+# loop on the other core; on one thread 12.8 ms and 13.7 ms)
+os.environ["OPENBLAS_NUM_THREADS"] = "1"
+os.environ["OMP_NUM_THREADS"] = "1"
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "..", "python"))
