@@ -16,6 +16,7 @@ import torch as _torch
 
 FORMATS = {"e4m3": (3, -6, 448.0), "e5m2": (2, -14, 57344.0)}
 FLT_MAX = 3.4028234663852886e38
+_HALVES = (_torch.float32, _torch.bfloat16, _torch.float16)  # amax3 takes these as they are
 _OPT = re.compile(r"^(history|amax_history_len|algo|amax_compute_algo|margin|eps|epsilon|amax_floor|finite_amax)(=.*)?$")
 
 
@@ -44,12 +45,22 @@ def plan(spec, role):
 
 def amax3(t):
     """[largest finite |t| as float32 bits, flags: 1 an Inf, 2 a NaN] as an
-    int32 pair on t's device (8 bytes when it crosses to the host)."""
-    t = t.detach()
-    a = t.abs().to(_torch.float32)
-    fin = _torch.isfinite(a)
-    m = _torch.where(fin, a, _torch.zeros_like(a)).max() if a.numel() else a.new_zeros(())
-    flags = _torch.isinf(a).any().to(_torch.int32) + 2 * _torch.isnan(a).any().to(_torch.int32)
+    int32 pair on t's device (8 bytes when it crosses to the host).  Four
+    passes over t, whatever it holds (seven before): |t|; |t| with NaN -> -1
+    and Inf -> -2, whose minimum says whether an Inf was there and whose
+    maximum is the largest finite |t| (clamped at 0 when there is none);
+    and the maximum of |t|, NaN when a NaN was there (torch's max
+    reductions propagate NaN).  Another dtype than float32 / bfloat16 /
+    float16 is converted to float32 first (a float64 beyond float32's range
+    is an Inf, as the library sees it), and float16 on the CPU too."""
+    a = t.detach().abs()
+    if a.dtype not in _HALVES or (a.dtype == _torch.float16 and a.device.type == "cpu"):
+        a = a.to(_torch.float32)  # (torch's CPU reductions of float16 are slow, aminmax has none)
+    if a.numel() == 0:
+        return _torch.zeros(2, dtype=_torch.int32, device=a.device)
+    lo, hi = _torch.aminmax(a.nan_to_num(nan=-1.0, posinf=-2.0))
+    m = hi.to(_torch.float32).clamp_min(0)
+    flags = (lo == -2).to(_torch.int32) + 2 * a.amax().isnan().to(_torch.int32)
     return _torch.stack([m.reshape(()).view(_torch.int32), flags])
 
 

@@ -54,6 +54,42 @@ class TestTorchCast(unittest.TestCase):
                 same = (want.view(np.uint32) == got.view(np.uint32)) | (np.isnan(want) & np.isnan(got))
                 self.assertEqual(int(same.sum()), n, "%s scale %g: %d differ" % (fmt, scale, n - int(same.sum())))
 
+    def test_amax3(self):
+        """amax3 (the amax torch computes on the tensor's device between
+        statistics steps) against numpy: the largest finite |x| as float32
+        bits and the Inf / NaN flags, for float32, bfloat16, float16 and
+        float64 tensors holding Inf, -Inf, NaN, both, only non-finite values,
+        -0, subnormals, and a float64 beyond float32's range (an Inf there)."""
+        rng = np.random.default_rng(7)
+        inf, nan = float("inf"), float("nan")
+        cases = [rng.standard_normal(1000) * 3.0, np.array([-0.0, 0.0]), np.array([-0.0]),
+                 np.array([1e-42, -3e-41, 0.0]), np.array([inf, 1.5, -2.5]), np.array([-inf, 0.25]),
+                 np.array([nan, -7.0, 2.0]), np.array([nan, inf, -3.0]), np.array([-inf, nan, 1e-3, nan]),
+                 np.array([nan, nan]), np.array([inf, -inf]), np.array([inf, nan]), np.array([5.0]),
+                 np.array([1e39, -2.0]), np.array([-1e300, 3.0]), np.array([])]
+        big = rng.standard_normal(4099)
+        big[[17, 4000]] = [-inf, nan]
+        big[1234] = -65000.0
+        cases.append(big)
+        for dtype in (torch.float32, torch.bfloat16, torch.float16, torch.float64):
+            for i, c in enumerate(cases):
+                t = torch.from_numpy(c).to(dtype)
+                ref = t.double().numpy() if dtype != torch.float64 else c.astype(np.float32).astype(np.float64)
+                a = np.abs(ref)
+                fin = a[np.isfinite(a)]
+                want_m = np.float32(fin.max() if fin.size else 0.0)
+                want_f = int(np.isinf(a).any()) + 2 * int(np.isnan(a).any())
+                got = tc.amax3(t)
+                self.assertEqual(got.dtype, torch.int32)
+                self.assertEqual(int(got[1]), want_f, (dtype, i))
+                self.assertEqual(int(got[0]), int(np.array(want_m, dtype=np.float32).view(np.int32)), (dtype, i))
+                self.assertEqual(float(tc.amax_of(got)), float(want_m), (dtype, i))
+        # a 2-D, transposed and a 3-D tensor: their elements, whatever the layout
+        x = torch.from_numpy(rng.standard_normal((64, 48)).astype(np.float32))
+        x[5, 7] = -40.0
+        for t in (x, x.t(), x.reshape(4, 16, 48)[:, ::2]):
+            self.assertEqual(float(tc.amax_of(tc.amax3(t))), float(t.abs().max()))
+
     def test_plan(self):
         self.assertEqual(tc.plan("hybrid:delayed:history=64,algo=max,margin=0", "gradient"), ("delayed", "e5m2", 0.0))
         self.assertEqual(tc.plan("e4m3:current:eps=0.001", "activation"), ("current", "e4m3", 0.001))
