@@ -358,6 +358,258 @@ static hsize_t slab_salvage(slab_reader *S, size_t i, hsize_t cnt)
     return lo;
 }
 
+/* The file behind path (rank 0's for an index), opened for reading: its
+ * handle, or -1 with the error set naming why (not there, not HDF5,
+ * truncated, damaged). */
+static hid_t open_file(const char *path, const char *index, int nranks)
+{
+    if (H5Fis_hdf5(path) <= 0) {
+        FILE *f = fopen(path, "rb");
+        if (!f && nranks)
+            FP8_ERROR(FP8_EIO, "%s: cannot open rank 0's file %s", index, path);
+        else if (!f)
+            FP8_ERROR(FP8_EIO, "%s: cannot open", path);
+        else {
+            fclose(f);
+            FP8_ERROR(FP8_EINVAL, "%s: not an HDF5 file (or a damaged one)", path);
+        }
+        return -1;
+    }
+    int truncated;
+    hid_t file = fp8__run_open_why(path, &truncated);
+    if (file < 0) {
+        if (truncated)
+            FP8_ERROR(FP8_EIO, "%s: truncated: the file is shorter than its HDF5 header says (a copy or transfer cut "
+                               "short?); nothing can be read from it", path);
+        else
+            FP8_ERROR(FP8_EIO, "%s: HDF5 cannot open it (damaged?)", path);
+    }
+    return file;
+}
+
+/* A new run for an open file: its schema (one this reader knows), path and
+ * run id, which must be the index's when path is rank 0's file of one; NULL
+ * with the error set. */
+static fp8_run *new_run(hid_t file, const char *path, const char *index, int nranks)
+{
+    char *ver = fp8__read_str_attr(file, "fp8prof_schema");
+    if (!ver) {
+        FP8_ERROR(FP8_EINVAL, "%s: an HDF5 file, but not an fp8prof run (no fp8prof_schema attribute)", path);
+        return NULL;
+    }
+    int schema = atoi(ver);
+    free(ver);
+    if (schema < 1 || schema > FP8_STORE_SCHEMA) {
+        FP8_ERROR(FP8_EINVAL, "%s: schema version %d; this fp8prof reads up to %d (upgrade fp8prof)", path, schema,
+                  FP8_STORE_SCHEMA);
+        return NULL;
+    }
+    fp8_run *r = calloc(1, sizeof *r);
+    if (!r) {
+        FP8_ERROR(FP8_ENOMEM, "%s: out of memory", path);
+        return NULL;
+    }
+    r->schema = schema;
+    snprintf(r->path, sizeof r->path, "%s", path); /* (messages below name it) */
+    char *id = fp8__read_str_attr(file, "fp8prof_run_id");
+    if (id && fp8_store_run_id_ok(id))
+        snprintf(r->run_id, sizeof r->run_id, "%s", id);
+    free(id);
+    if (nranks) { /* rank 0's file must be the index's */
+        char iid[FP8_RUN_ID_LEN + 1];
+        if (fp8_ranks_run_id(index, iid) == 0 && iid[0] && strcmp(iid, r->run_id) != 0) {
+            FP8_ERROR(FP8_EINVAL, "%s belongs to another run than its index %s (run id %s, the index's %s): refused",
+                      path, index, r->run_id[0] ? r->run_id : "(none)", iid);
+            fp8_run_free(r);
+            return NULL;
+        }
+    }
+    return r;
+}
+
+/* The run's arrays for nt tensors, nr recipes, nn scalar names, nrec
+ * records (summaries when lean) and nsc scalars: 0, or -1 out of memory. */
+static int alloc_arrays(fp8_run *r, size_t nt, size_t nr, size_t nn, size_t nrec, size_t nsc, int lean)
+{
+    r->ntensors = (int)nt;
+    r->tensor_name = calloc(nt + 1, FP8_NAME_MAX);
+    r->tensor_role = calloc(nt + 1, sizeof(int));
+    r->tensor_layer = calloc(nt + 1, sizeof(int));
+    r->nrecipes = (int)nr;
+    r->recipe_spec = calloc(nr + 1, FP8_SPEC_MAX);
+    r->nscalar_names = (int)nn;
+    r->scalar_name = calloc(nn + 1, FP8_NAME_MAX);
+    r->nrecords = nrec;
+    if (lean)
+        r->summaries = fp8__calloc_big(nrec + 1, sizeof *r->summaries);
+    else
+        r->records = fp8__calloc_big(nrec + 1, sizeof *r->records);
+    r->nscalars = nsc;
+    r->scalar_id = calloc(nsc + 1, sizeof *r->scalar_id);
+    r->scalar_step = calloc(nsc + 1, sizeof *r->scalar_step);
+    r->scalar_value = calloc(nsc + 1, sizeof *r->scalar_value);
+    if (!r->tensor_name || !r->tensor_role || !r->tensor_layer || !r->recipe_spec || !r->scalar_name ||
+        !(lean ? (void *)r->summaries : (void *)r->records) || !r->scalar_id || !r->scalar_step || !r->scalar_value) {
+        FP8_ERROR(FP8_ENOMEM, "%s: out of memory", r->path);
+        return -1;
+    }
+    return 0;
+}
+
+/* The registries' rows into the run (names cut at their last byte): 0, or
+ * -1 with the error set for a tensor whose role or layer is out of range. */
+static int copy_registries(fp8_run *r, const disk_tensor *tens, size_t nt, const disk_recipe *recs, size_t nr,
+                           const disk_name *names, size_t nn)
+{
+    for (size_t i = 0; i < nt; i++) {
+        const disk_tensor *d = tens + i;
+        memcpy(r->tensor_name[i], d->name, FP8_NAME_MAX);
+        r->tensor_name[i][FP8_NAME_MAX - 1] = 0;
+        r->tensor_role[i] = d->role, r->tensor_layer[i] = d->layer;
+        if (d->layer < -1 || d->layer > FP8_LAYER_MAX || d->role < 0 || d->role >= FP8_NROLE) {
+            FP8_ERROR(FP8_EINVAL, "%s: /tensors row %zu: %s %d is outside %s", r->path, i,
+                      d->role < 0 || d->role >= FP8_NROLE ? "role" : "layer",
+                      d->role < 0 || d->role >= FP8_NROLE ? d->role : d->layer,
+                      d->role < 0 || d->role >= FP8_NROLE ? "0..4" : "-1..2^20");
+            return -1;
+        }
+    }
+    for (size_t i = 0; i < nr; i++) {
+        memcpy(r->recipe_spec[i], recs[i].spec, FP8_SPEC_MAX);
+        r->recipe_spec[i][FP8_SPEC_MAX - 1] = 0;
+    }
+    for (size_t i = 0; i < nn; i++) {
+        memcpy(r->scalar_name[i], names[i].name, FP8_NAME_MAX);
+        r->scalar_name[i][FP8_NAME_MAX - 1] = 0;
+    }
+    return 0;
+}
+
+/* /records' nrec rows, a slab at a time, into the run: those of the tensors
+ * kept, in [step_min, step_max] (as summaries when SR->lean).  Rows from a
+ * damaged slab on are left out and counted; 0, or -1 with the error set
+ * when the first slab cannot be read or a row is out of range. */
+static int load_records(fp8_run *r, slab_reader *SR, size_t nrec, const unsigned char *keep, int64_t step_min,
+                        int64_t step_max)
+{
+    const size_t nt = (size_t)r->ntensors, nr = (size_t)r->nrecipes;
+    size_t kept = 0;
+    for (size_t i = 0; i < nrec; i++) {
+        size_t k = i % SR->slab;
+        if (k == 0) {
+            hsize_t cnt = nrec - i < SR->slab ? nrec - i : SR->slab, got = slab_salvage(SR, i, cnt);
+            if (!got && !i) {
+                FP8_ERROR(FP8_EIO, "%s: cannot read records %zu..%zu", r->path, i, i + (size_t)cnt - 1);
+                return -1;
+            }
+            if (got < cnt) { /* the records from the damage on are left out, and counted */
+                r->unreadable_records = nrec - (i + got);
+                nrec = i + got;
+                if (!got)
+                    break;
+            }
+        }
+        const disk_record *d = (const disk_record *)SR->records + k;
+        if (d->step < 0 || d->step > FP8_STEP_MAX) {
+            FP8_ERROR(FP8_EINVAL, "%s: /records row %zu: step %lld is outside 0..2^62", r->path, i,
+                      (long long)d->step);
+            return -1;
+        }
+        if (d->tensor >= nt || d->recipe >= nr) {
+            /* registries are flushed before records: an index past them is damage, not a live writer */
+            FP8_ERROR(FP8_EINVAL, "%s: /records row %zu names %s %u; the file has %zu", r->path, i,
+                      d->tensor >= nt ? "tensor" : "recipe", d->tensor >= nt ? d->tensor : d->recipe,
+                      d->tensor >= nt ? nt : nr);
+            return -1;
+        }
+        if (!keep[d->tensor] || d->step < step_min || d->step > step_max || d->hist >= SR->ne)
+            continue;
+        if (SR->lean) {
+            summarize(d, i, &r->summaries[kept++]);
+            continue;
+        }
+        fp8_record *o = &r->records[kept++];
+        o->tensor = d->tensor, o->recipe = d->recipe, o->step = d->step, o->active = d->active;
+        o->rows = d->rows, o->cols = d->cols;
+        memcpy(o->stats.classes.n, d->classes, sizeof d->classes);
+        char fmt[sizeof d->format + 1];
+        memcpy(fmt, d->format, sizeof d->format);
+        fmt[sizeof d->format] = 0; /* the file's bytes need not end in NUL */
+        o->stats.format = fp8_format_find(fmt, NULL);
+#define CP(f) o->stats.f = d->f;
+        STAT_FIELDS(CP, CP)
+#undef CP
+        o->stats.te_overflows = d->te_overflows;
+        if (d->hist >= SR->hbase && d->hist - SR->hbase < SR->hcnt)
+            memcpy(o->stats.exp_hist, SR->exph + (d->hist - SR->hbase) * FP8_EXP_BINS, sizeof o->stats.exp_hist);
+        memcpy(o->stats.scale_hist, SR->sch + k * FP8_SCALE_BINS, sizeof o->stats.scale_hist);
+    }
+    r->nrecords = kept;
+    return 0;
+}
+
+/* /scalars' nsc rows into the run: 0, or -1 with the error set for a row
+ * naming a scalar past /scalar_names or a step out of range. */
+static int load_scalars(fp8_run *r, const disk_scalar *scal, size_t nsc)
+{
+    const size_t nn = (size_t)r->nscalar_names;
+    for (size_t i = 0; i < nsc; i++) {
+        const disk_scalar *d = scal + i;
+        if (d->id >= nn) {
+            FP8_ERROR(FP8_EINVAL, "%s: /scalars row %zu names scalar %u; the file has %zu names", r->path, i, d->id, nn);
+            return -1;
+        }
+        if (d->step < 0 || d->step > FP8_STEP_MAX) {
+            FP8_ERROR(FP8_EINVAL, "%s: /scalars row %zu: step %lld is outside 0..2^62", r->path, i, (long long)d->step);
+            return -1;
+        }
+        r->scalar_id[i] = d->id, r->scalar_step[i] = d->step, r->scalar_value[i] = d->value;
+    }
+    return 0;
+}
+
+/* /snapshot_index's nsnap rows, each checked against the snapshot datasets'
+ * lengths, into the run: those of the tensors kept, in [step_min, step_max];
+ * 0, or -1 with the error set (a row that cannot be trusted, no memory). */
+static int load_snapshots(hid_t file, fp8_run *r, const disk_snap *snaps, size_t nsnap, const unsigned char *keep,
+                          int64_t step_min, int64_t step_max)
+{
+    uint64_t len[3] = {0, 0, 0}; /* /snapshot_data, _codes, _scales */
+    const int ds_of[3] = {D_SNAP_DATA, D_SNAP_CODES, D_SNAP_SCALES};
+    for (int k = 0; k < 3; k++) {
+        hid_t ds = H5Dopen2(file, fp8__datasets[ds_of[k]].name, H5P_DEFAULT);
+        if (ds >= 0) {
+            len[k] = (uint64_t)fp8__rows_of(ds);
+            H5Dclose(ds);
+        }
+    }
+    r->snapshots = calloc(nsnap + 1, sizeof *r->snapshots);
+    if (!r->snapshots) {
+        FP8_ERROR(FP8_ENOMEM, "%s: out of memory", r->path);
+        return -1;
+    }
+    size_t ks = 0;
+    for (size_t j = 0; j < nsnap; j++) {
+        const disk_snap *d = snaps + j;
+        const char *why = d->step < 0 || d->step > FP8_STEP_MAX ? "step outside 0..2^62"
+                          : snapshot_row_bad(d, r, len[0], len[1], len[2]);
+        if (why) {
+            FP8_ERROR(FP8_EINVAL, "%s: /snapshot_index row %zu: %s", r->path, j, why);
+            return -1;
+        }
+        if (!keep[d->tensor] || d->step < step_min || d->step > step_max)
+            continue;
+        fp8_snapshot *s = &r->snapshots[ks++];
+        s->tensor = d->tensor, s->step = d->step, s->offset = d->offset;
+        s->rows = d->rows, s->cols = d->cols;
+        s->recipe = d->recipe, s->code_bytes = d->code_bytes;
+        s->codes_offset = d->codes_offset, s->scales_offset = d->scales_offset;
+        s->nscales = d->nscales;
+    }
+    r->nsnapshots = ks;
+    return 0;
+}
+
 static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_min, int64_t step_max, int lean,
                      int no_index)
 {
@@ -384,71 +636,17 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
     quiet q;
     quiet_on(&q);
     fp8_run *r = NULL;
-    hid_t file = -1;
+    hid_t drec = -1, dexp = -1, dsch = -1, rct = -1;
     void *tens = NULL, *recs = NULL, *names = NULL, *records = NULL, *exph = NULL, *sch = NULL, *scal = NULL;
     void *snaps = NULL;
-    hid_t drec = -1, dexp = -1, dsch = -1;
+    unsigned char *keep = NULL;
     size_t nt, nr, nn, nrec, ne, ns, nsc, nsnap;
-    if (H5Fis_hdf5(path) <= 0) {
-        FILE *f = fopen(path, "rb");
-        if (!f && nranks)
-            FP8_ERROR(FP8_EIO, "%s: cannot open rank 0's file %s", index, path);
-        else if (!f)
-            FP8_ERROR(FP8_EIO, "%s: cannot open", path);
-        else {
-            fclose(f);
-            FP8_ERROR(FP8_EINVAL, "%s: not an HDF5 file (or a damaged one)", path);
-        }
+    hid_t file = open_file(path, index, nranks);
+    if (file < 0 || !(r = new_run(file, path, index, nranks)))
         goto done;
-    }
-    int truncated;
-    file = fp8__run_open_why(path, &truncated);
-    if (file < 0) {
-        if (truncated)
-            FP8_ERROR(FP8_EIO, "%s: truncated: the file is shorter than its HDF5 header says (a copy or transfer cut "
-                               "short?); nothing can be read from it", path);
-        else
-            FP8_ERROR(FP8_EIO, "%s: HDF5 cannot open it (damaged?)", path);
-        goto done;
-    }
-    char *ver = fp8__read_str_attr(file, "fp8prof_schema");
-    if (!ver) {
-        FP8_ERROR(FP8_EINVAL, "%s: an HDF5 file, but not an fp8prof run (no fp8prof_schema attribute)", path);
-        goto done;
-    }
-    int schema = atoi(ver);
-    free(ver);
-    if (schema < 1 || schema > FP8_STORE_SCHEMA) {
-        FP8_ERROR(FP8_EINVAL, "%s: schema version %d; this fp8prof reads up to %d (upgrade fp8prof)", path, schema,
-                  FP8_STORE_SCHEMA);
-        goto done;
-    }
-    r = calloc(1, sizeof *r);
-    if (!r) {
-        FP8_ERROR(FP8_ENOMEM, "%s: out of memory", path);
-        goto done;
-    }
-    r->schema = schema;
-    snprintf(r->path, sizeof r->path, "%s", path); /* (messages below name it) */
-    {
-        char *id = fp8__read_str_attr(file, "fp8prof_run_id");
-        if (id && fp8_store_run_id_ok(id))
-            snprintf(r->run_id, sizeof r->run_id, "%s", id);
-        free(id);
-    }
-    if (nranks) { /* rank 0's file must be the index's */
-        char iid[FP8_RUN_ID_LEN + 1];
-        if (fp8_ranks_run_id(index, iid) == 0 && iid[0] && strcmp(iid, r->run_id) != 0) {
-            FP8_ERROR(FP8_EINVAL, "%s belongs to another run than its index %s (run id %s, the index's %s): refused",
-                      path, index, r->run_id[0] ? r->run_id : "(none)", iid);
-            fp8_run_free(r);
-            r = NULL;
-            goto done;
-        }
-    }
-    hid_t tt = fp8__tensor_type(), rt = fp8__recipe_type(), nmt = fp8__name_type(), rct = fp8__record_type(schema),
-          st = fp8__scalar_type(),
+    hid_t tt = fp8__tensor_type(), rt = fp8__recipe_type(), nmt = fp8__name_type(), st = fp8__scalar_type(),
           snt = fp8__snap_type();
+    rct = fp8__record_type(r->schema);
     /* A writer flushes the registries (tensors, recipes, names) before the
      * rows that refer to them, and histograms and data before their records
      * and indexes; a reader following it live counts in the other order —
@@ -480,17 +678,11 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
     bad = bad || drec < 0 || dexp < 0 || dsch < 0;
     if (!bad && (!records || (!lean && (!exph || !sch)))) {
         FP8_ERROR(FP8_ENOMEM, "%s: out of memory", path);
-        H5Tclose(rct);
-        fp8_run_free(r);
-        r = NULL;
-        goto done;
+        goto fail;
     }
     if (bad) {
-        H5Tclose(rct);
         FP8_ERROR(FP8_EINVAL, "%s: a dataset of the run is missing or unreadable", path);
-        fp8_run_free(r);
-        r = NULL;
-        goto done;
+        goto fail;
     }
     hid_t meta = H5Gopen2(file, "meta", H5P_DEFAULT);
     if (meta >= 0) {
@@ -503,211 +695,43 @@ static fp8_run *load(const char *path, const char *tensor_pattern, int64_t step_
      * skipped below) */
     if (ns < nrec)
         nrec = ns;
-    if (schema < 2 && ne < nrec)
+    if (r->schema < 2 && ne < nrec)
         nrec = ne;
     if (lean == 2)
         nrec = 0; /* the series only */
-    r->ntensors = (int)nt;
-    r->tensor_name = calloc(nt + 1, FP8_NAME_MAX);
-    r->tensor_role = calloc(nt + 1, sizeof(int));
-    r->tensor_layer = calloc(nt + 1, sizeof(int));
-    r->nrecipes = (int)nr;
-    r->recipe_spec = calloc(nr + 1, FP8_SPEC_MAX);
-    r->nscalar_names = (int)nn;
-    r->scalar_name = calloc(nn + 1, FP8_NAME_MAX);
-    r->nrecords = nrec;
-    if (lean)
-        r->summaries = fp8__calloc_big(nrec + 1, sizeof *r->summaries);
-    else
-        r->records = fp8__calloc_big(nrec + 1, sizeof *r->records);
-    r->nscalars = nsc;
-    r->scalar_id = calloc(nsc + 1, sizeof *r->scalar_id);
-    r->scalar_step = calloc(nsc + 1, sizeof *r->scalar_step);
-    r->scalar_value = calloc(nsc + 1, sizeof *r->scalar_value);
-    if (!r->tensor_name || !r->tensor_role || !r->tensor_layer || !r->recipe_spec || !r->scalar_name ||
-        !(lean ? (void *)r->summaries : (void *)r->records) || !r->scalar_id || !r->scalar_step || !r->scalar_value) {
-        FP8_ERROR(FP8_ENOMEM, "%s: out of memory", path);
-        fp8_run_free(r);
-        r = NULL;
-        goto done;
-    }
-    for (size_t i = 0; i < nt; i++) {
-        const disk_tensor *d = (const disk_tensor *)tens + i;
-        memcpy(r->tensor_name[i], d->name, FP8_NAME_MAX);
-        r->tensor_name[i][FP8_NAME_MAX - 1] = 0;
-        r->tensor_role[i] = d->role, r->tensor_layer[i] = d->layer;
-        if (d->layer < -1 || d->layer > FP8_LAYER_MAX || d->role < 0 || d->role >= FP8_NROLE) {
-            FP8_ERROR(FP8_EINVAL, "%s: /tensors row %zu: %s %d is outside %s", path, i,
-                      d->role < 0 || d->role >= FP8_NROLE ? "role" : "layer",
-                      d->role < 0 || d->role >= FP8_NROLE ? d->role : d->layer,
-                      d->role < 0 || d->role >= FP8_NROLE ? "0..4" : "-1..2^20");
-            fp8_run_free(r);
-            r = NULL;
-            goto done;
-        }
-    }
-    for (size_t i = 0; i < nr; i++) {
-        memcpy(r->recipe_spec[i], ((const disk_recipe *)recs)[i].spec, FP8_SPEC_MAX);
-        r->recipe_spec[i][FP8_SPEC_MAX - 1] = 0;
-    }
-    for (size_t i = 0; i < nn; i++) {
-        memcpy(r->scalar_name[i], ((const disk_name *)names)[i].name, FP8_NAME_MAX);
-        r->scalar_name[i][FP8_NAME_MAX - 1] = 0;
-    }
+    if (alloc_arrays(r, nt, nr, nn, nrec, nsc, lean) != 0 || copy_registries(r, tens, nt, recs, nr, names, nn) != 0)
+        goto fail;
     /* tensors the pattern keeps */
-    unsigned char *keep = calloc(nt + 1, 1);
+    keep = calloc(nt + 1, 1);
     if (!keep) {
         FP8_ERROR(FP8_ENOMEM, "%s: out of memory", path);
-        fp8_run_free(r);
-        r = NULL;
-        goto done;
+        goto fail;
     }
     for (size_t i = 0; i < nt; i++)
         keep[i] = !tensor_pattern || fnmatch(tensor_pattern, r->tensor_name[i], 0) == 0;
-    size_t kept = 0;
-    slab_reader SR = {drec, rct, dexp, dsch, schema, lean, SLAB, ne, records, exph, sch, 0, 0};
-    for (size_t i = 0; i < nrec; i++) {
-        size_t k = i % SLAB;
-        if (k == 0) {
-            hsize_t cnt = nrec - i < SLAB ? nrec - i : SLAB, got = slab_salvage(&SR, i, cnt);
-            if (!got && !i) {
-                FP8_ERROR(FP8_EIO, "%s: cannot read records %zu..%zu", path, i, i + (size_t)cnt - 1);
-                free(keep);
-                fp8_run_free(r);
-                r = NULL;
-                H5Tclose(rct);
-                goto done;
-            }
-            if (got < cnt) { /* the records from the damage on are left out, and counted */
-                r->unreadable_records = nrec - (i + got);
-                nrec = i + got;
-                if (!got)
-                    break;
-            }
-        }
-        const disk_record *d = (const disk_record *)records + k;
-        if (d->step < 0 || d->step > FP8_STEP_MAX) {
-            FP8_ERROR(FP8_EINVAL, "%s: /records row %zu: step %lld is outside 0..2^62", path, i, (long long)d->step);
-            free(keep);
-            fp8_run_free(r);
-            r = NULL;
-            H5Tclose(rct);
-            goto done;
-        }
-        if (d->tensor >= nt || d->recipe >= nr) {
-            /* registries are flushed before records: an index past them is damage, not a live writer */
-            FP8_ERROR(FP8_EINVAL, "%s: /records row %zu names %s %u; the file has %zu", path, i,
-                      d->tensor >= nt ? "tensor" : "recipe", d->tensor >= nt ? d->tensor : d->recipe,
-                      d->tensor >= nt ? nt : nr);
-            free(keep);
-            fp8_run_free(r);
-            r = NULL;
-            H5Tclose(rct);
-            goto done;
-        }
-        if (!keep[d->tensor] || d->step < step_min || d->step > step_max || d->hist >= ne)
-            continue;
-        if (lean) {
-            summarize(d, i, &r->summaries[kept++]);
-            continue;
-        }
-        fp8_record *o = &r->records[kept++];
-        o->tensor = d->tensor, o->recipe = d->recipe, o->step = d->step, o->active = d->active;
-        o->rows = d->rows, o->cols = d->cols;
-        memcpy(o->stats.classes.n, d->classes, sizeof d->classes);
-        char fmt[sizeof d->format + 1];
-        memcpy(fmt, d->format, sizeof d->format);
-        fmt[sizeof d->format] = 0; /* the file's bytes need not end in NUL */
-        o->stats.format = fp8_format_find(fmt, NULL);
-#define CP(f) o->stats.f = d->f;
-        STAT_FIELDS(CP, CP)
-#undef CP
-        o->stats.te_overflows = d->te_overflows;
-        if (d->hist >= SR.hbase && d->hist - SR.hbase < SR.hcnt)
-            memcpy(o->stats.exp_hist, (const uint64_t *)exph + (d->hist - SR.hbase) * FP8_EXP_BINS,
-                   sizeof o->stats.exp_hist);
-        memcpy(o->stats.scale_hist, (const uint64_t *)sch + k * FP8_SCALE_BINS, sizeof o->stats.scale_hist);
-    }
-    H5Tclose(rct);
-    r->nrecords = kept;
-    for (size_t i = 0; i < nsc; i++) {
-        const disk_scalar *d = (const disk_scalar *)scal + i;
-        if (d->id >= nn || d->step < 0 || d->step > FP8_STEP_MAX) {
-            if (d->id >= nn)
-                FP8_ERROR(FP8_EINVAL, "%s: /scalars row %zu names scalar %u; the file has %zu names", path, i, d->id, nn);
-            else
-                FP8_ERROR(FP8_EINVAL, "%s: /scalars row %zu: step %lld is outside 0..2^62", path, i, (long long)d->step);
-            free(keep);
-            fp8_run_free(r);
-            r = NULL;
-            goto done;
-        }
-        r->scalar_id[i] = d->id, r->scalar_step[i] = d->step, r->scalar_value[i] = d->value;
-    }
-    /* the snapshot datasets' lengths, to check every index row against */
-    uint64_t len_data = 0, len_codes = 0, len_scales = 0;
-    {
-        const char *nm[3] = {fp8__datasets[D_SNAP_DATA].name, fp8__datasets[D_SNAP_CODES].name,
-                             fp8__datasets[D_SNAP_SCALES].name};
-        uint64_t *lens[3] = {&len_data, &len_codes, &len_scales};
-        for (int k = 0; k < 3; k++) {
-            hid_t ds = H5Dopen2(file, nm[k], H5P_DEFAULT);
-            if (ds >= 0) {
-                *lens[k] = (uint64_t)fp8__rows_of(ds);
-                H5Dclose(ds);
-            }
-        }
-    }
-    r->snapshots = calloc(nsnap + 1, sizeof *r->snapshots);
-    if (!r->snapshots) {
-        FP8_ERROR(FP8_ENOMEM, "%s: out of memory", path);
-        fp8_run_free(r);
-        r = NULL;
-        goto done;
-    }
-    size_t ks = 0;
-    for (size_t j = 0; j < nsnap; j++) {
-        const disk_snap *d = (const disk_snap *)snaps + j;
-        const char *why = d->step < 0 || d->step > FP8_STEP_MAX ? "step outside 0..2^62"
-                          : snapshot_row_bad(d, r, len_data, len_codes, len_scales);
-        if (why) {
-            FP8_ERROR(FP8_EINVAL, "%s: /snapshot_index row %zu: %s", path, j, why);
-            free(keep);
-            fp8_run_free(r);
-            r = NULL;
-            goto done;
-        }
-        if (!keep[d->tensor] || d->step < step_min || d->step > step_max)
-            continue;
-        size_t i = ks++;
-        r->snapshots[i].tensor = d->tensor, r->snapshots[i].step = d->step, r->snapshots[i].offset = d->offset;
-        r->snapshots[i].rows = d->rows, r->snapshots[i].cols = d->cols;
-        r->snapshots[i].recipe = d->recipe, r->snapshots[i].code_bytes = d->code_bytes;
-        r->snapshots[i].codes_offset = d->codes_offset, r->snapshots[i].scales_offset = d->scales_offset;
-        r->snapshots[i].nscales = d->nscales;
-    }
-    r->nsnapshots = ks;
-    if (schema >= 3 && load_series(file, r, keep, step_min, step_max, lim_steps, lim_bix) != 0) {
-        free(keep);
-        fp8_run_free(r);
-        r = NULL;
-        goto done;
-    }
-    free(keep);
+    slab_reader SR = {drec, rct, dexp, dsch, r->schema, lean, SLAB, ne, records, exph, sch, 0, 0};
+    if (load_records(r, &SR, nrec, keep, step_min, step_max) != 0 || load_scalars(r, scal, nsc) != 0 ||
+        load_snapshots(file, r, snaps, nsnap, keep, step_min, step_max) != 0 ||
+        (r->schema >= 3 && load_series(file, r, keep, step_min, step_max, lim_steps, lim_bix) != 0))
+        goto fail;
     if (nranks) {
         const char *mr = fp8_run_meta(r, "mpi_rank");
         if (!mr || strcmp(mr, "0") != 0) {
             FP8_ERROR(FP8_EINVAL, "%s: rank 0's file of the index %s says its rank is %s: refused", path, index,
                       mr ? mr : "(none: not a rank file)");
-            fp8_run_free(r);
-            r = NULL;
-            goto done;
+            goto fail;
         }
     }
     r->nranks = nranks;
     if (nranks)
         snprintf(r->index_path, sizeof r->index_path, "%s", index);
+    goto done;
+fail:
+    fp8_run_free(r);
+    r = NULL;
 done:
+    if (rct >= 0)
+        H5Tclose(rct);
     if (drec >= 0)
         H5Dclose(drec);
     if (dexp >= 0)
@@ -716,6 +740,7 @@ done:
         H5Dclose(dsch);
     if (file >= 0)
         H5Fclose(file);
+    free(keep);
     free(tens), free(recs), free(names), free(records), free(exph), free(sch), free(scal), free(snaps);
     quiet_off(&q);
     return r;
