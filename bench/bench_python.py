@@ -4,7 +4,6 @@ adds to a recorded tensor, next to the C call measured in the same process
 (ctypes straight into fp8_probe_record, no wrapper): 2^20 float32 elements,
 1 active + 3 shadow recipes, best of 5 rounds of 20 records each.
 Target: the package within 10% of the C call."""
-import ctypes
 import os
 import sys
 import time

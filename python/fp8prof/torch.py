@@ -66,7 +66,7 @@ import numpy as np
 import torch as _torch
 from torch.overrides import TorchFunctionMode
 
-from . import torch_cast
+from . import _lib, torch_cast
 from .record import Run
 
 _LAYER = re.compile(r"(?:^|\.)(\d+)(?:\.|$)")
@@ -94,7 +94,7 @@ def _host(t):
     return t.numpy(), None
 
 
-_KINDS = {_torch.float32: 0, _torch.bfloat16: 1, _torch.float16: 2}  # _lib.DTYPE_F32, _BF16, _F16
+_KINDS = {_torch.float32: _lib.DTYPE_F32, _torch.bfloat16: _lib.DTYPE_BF16, _torch.float16: _lib.DTYPE_F16}
 
 
 def _flat(t):

@@ -5,9 +5,7 @@ the shared library of the same build).
 """
 import json
 import os
-import struct
 import subprocess
-import tempfile
 import unittest
 
 import numpy as np
