@@ -105,8 +105,8 @@ def measure(every, apply, steps, tmp, background=False):
 def main():
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:
-        print("fp8prof bench torch: tiny Llama (2 layers, dim 96, ctx 64, batch 8), every GEMM probed, "
-              "1 recipe + 3 shadows; median step, profiled and plain interleaved in one process")
+        print("fp8prof bench torch: tiny Llama (2 layers, dim 96, ctx 64, batch 8; torch and its BLAS on one thread), "
+              "every GEMM probed, 1 recipe + 3 shadows; median step, profiled and plain interleaved in one process")
         for every, apply, target, bg in ((10, False, 1.03, False), (1, False, 1.25, False), (10, True, 1.05, False),
                                          (10, False, 1.03, True), (1, False, 1.25, True)):
             p, q, nb, nt = measure(every, apply, 60 if bg else 40 if every == 10 else 25, tmp, bg)
