@@ -147,9 +147,8 @@ class _Slot:
         """At prof.step(): the step's amaxes (host rows), then its one record."""
         step = self.step
         if amax_rows is not None and len(amax_rows):
-            m = float(amax_rows[:, 0].copy().view(np.float32).max())
-            flags = int(np.bitwise_or.reduce(amax_rows[:, 1]))
-            self.probe.note_amax(step, m, inf=bool(flags & 1), nan=bool(flags & 2))
+            m, inf, nan = torch_cast.amax_host(amax_rows)
+            self.probe.note_amax(step, m, inf=inf, nan=nan)
         if not self.arrays:
             return
         arrs = [a for a, _ in self.arrays]

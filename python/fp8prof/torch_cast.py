@@ -12,6 +12,7 @@ FLT_MAX when that overflows; scale_inv = 1 / scale.
 """
 import re
 
+import numpy as np
 import torch as _torch
 
 FORMATS = {"e4m3": (3, -6, 448.0), "e5m2": (2, -14, 57344.0)}
@@ -44,29 +45,37 @@ def plan(spec, role):
 
 
 def amax3(t):
-    """[largest finite |t| as float32 bits, flags: 1 an Inf, 2 a NaN] as an
-    int32 pair on t's device (8 bytes when it crosses to the host).  Four
-    passes over t, whatever it holds (seven before): |t|; |t| with NaN -> -1
-    and Inf -> -2, whose minimum says whether an Inf was there and whose
-    maximum is the largest finite |t| (clamped at 0 when there is none);
-    and the maximum of |t|, NaN when a NaN was there (torch's max
-    reductions propagate NaN).  Another dtype than float32 / bfloat16 /
-    float16 is converted to float32 first (a float64 beyond float32's range
-    is an Inf, as the library sees it), and float16 on the CPU too."""
+    """What a step without statistics needs of t, as a float32 triple on t's
+    device (12 bytes when it crosses to the host; amax_host reads it): the
+    largest finite |t| (negative when there is none), the minimum of |t|
+    with NaN -> -1 and Inf -> -2 (-2: t held an Inf), and the largest |t|
+    (NaN: t held a NaN; torch's max reductions propagate NaN).  Four passes
+    over t and five kernels whatever it holds (|t|, the markers, their
+    minimum and maximum, the plain maximum, the triple), where the flags'
+    arithmetic on the device took seven more.  Another dtype than float32 /
+    bfloat16 / float16 is converted to float32 first (a float64 beyond
+    float32's range is an Inf, as the library sees it), and float16 on the
+    CPU too."""
     a = t.detach().abs()
     if a.dtype not in _HALVES or (a.dtype == _torch.float16 and a.device.type == "cpu"):
         a = a.to(_torch.float32)  # (torch's CPU reductions of float16 are slow, aminmax has none)
     if a.numel() == 0:
-        return _torch.zeros(2, dtype=_torch.int32, device=a.device)
+        return _torch.zeros(3, dtype=_torch.float32, device=a.device)
     lo, hi = _torch.aminmax(a.nan_to_num(nan=-1.0, posinf=-2.0))
-    m = hi.to(_torch.float32).clamp_min(0)
-    flags = (lo == -2).to(_torch.int32) + 2 * a.amax().isnan().to(_torch.int32)
-    return _torch.stack([m.reshape(()).view(_torch.int32), flags])
+    return _torch.stack([hi, lo, a.amax()]).to(_torch.float32)
 
 
-def amax_of(a2):
-    """The float32 amax of an amax3 pair (on its device)."""
-    return a2[0].view(_torch.float32)
+def amax_of(a3):
+    """The float32 amax (largest finite |x|, 0 when none) of an amax3 triple, on its device."""
+    return a3[0].clamp_min(0)
+
+
+def amax_host(rows):
+    """(amax, inf, nan) of amax3 triples on the host (k x 3, one per
+    micro-batch of a tensor): the largest finite |x| of them all (0 when
+    none), whether any held an Inf, whether any held a NaN."""
+    rows = np.asarray(rows, dtype=np.float32).reshape(-1, 3)
+    return max(float(rows[:, 0].max()), 0.0), bool((rows[:, 1] == -2).any()), bool(np.isnan(rows[:, 2]).any())
 
 
 def current_scale(amax, fmt, eps):
