@@ -17,7 +17,7 @@ import torch as _torch
 
 FORMATS = {"e4m3": (3, -6, 448.0), "e5m2": (2, -14, 57344.0)}
 FLT_MAX = 3.4028234663852886e38
-_HALVES = (_torch.float32, _torch.bfloat16, _torch.float16)  # amax3 takes these as they are
+_AS_IS = (_torch.float32, _torch.bfloat16, _torch.float16)  # the dtypes amax3 reads without converting
 _OPT = re.compile(r"^(history|amax_history_len|algo|amax_compute_algo|margin|eps|epsilon|amax_floor|finite_amax)(=.*)?$")
 
 
@@ -57,7 +57,7 @@ def amax3(t):
     float32's range is an Inf, as the library sees it), and float16 on the
     CPU too."""
     a = t.detach().abs()
-    if a.dtype not in _HALVES or (a.dtype == _torch.float16 and a.device.type == "cpu"):
+    if a.dtype not in _AS_IS or (a.dtype == _torch.float16 and a.device.type == "cpu"):
         a = a.to(_torch.float32)  # (torch's CPU reductions of float16 are slow, aminmax has none)
     if a.numel() == 0:
         return _torch.zeros(3, dtype=_torch.float32, device=a.device)
