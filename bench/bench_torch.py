@@ -1,17 +1,22 @@
 #!/usr/bin/python3
 """bench_torch.py — `make bench BENCH=torch`: what fp8prof.torch.Profiler
 costs a PyTorch training step, next to the same step unprofiled measured in
-the same process (interleaved: plain, profiled, plain, ... medians).
+the same process (interleaved: plain, profiled, plain, ...).  The ratio is
+the median over blocks of 10 consecutive steps of each block's profiled
+time over its plain time: a block holds one statistics step at every=10
+(a median of single steps would leave them out); each row also prints the
+range of its blocks' ratios.
 
 The tiny Llama of datasets/torch_llama.py (2 layers, dim 96, ctx 64, batch
-8, CPU, one thread: torch's and its BLAS's), every GEMM probed (gemms="all": linear layers and
-attention's two products), 1 recipe + 3 shadows (hybrid:delayed; e4m3:current,
-e5m2:current, e4m3:delayed).  Targets (share of the plain step): record-only
-every=10 within 3%, every=1 within 25%; apply every=10 within 5%; bytes to
-the host per step at every=10 outside statistics steps at most 12 per probed
-tensor.  The same record-only steps with the option background (records
-made by the run's own thread), timed a block of 10 steps at a time until
-that thread has made the block's records (reading Run.dropped waits)."""
+8, CPU, one thread: torch's and its BLAS's), every GEMM probed (gemms="all":
+linear layers and attention's two products), 1 recipe + 3 shadows
+(hybrid:delayed; e4m3:current, e5m2:current, e4m3:delayed).  Targets (share
+of the plain step): record-only every=10 within 3%, every=1 within 25%;
+apply every=10 within 5%; bytes to the host per step at every=10 outside
+statistics steps at most 12 per probed tensor.  The same record-only steps
+with the option background (records made by the run's own thread), timed a
+block of 10 steps at a time until that thread has made the block's records
+(reading Run.dropped waits)."""
 import copy
 import os
 import statistics
@@ -70,7 +75,7 @@ def measure(every, apply, steps, tmp, background=False):
             loss = step_fn(prof_m, oq, x, y)
             prof.step(loss=loss.item())
             t2 = time.perf_counter()
-            if s >= 3:  # warm-up: allocators, first casts
+            if s >= 1:  # warm-up: allocators, first casts (then blocks from step 1: statistics at 10, 20, ...)
                 tp.append(t1 - t0)
                 tq.append(t2 - t1)
             if s % every:
@@ -99,21 +104,32 @@ def measure(every, apply, steps, tmp, background=False):
                 tp.append((t1 - t0) / BLOCK)
                 tq.append((t2 - t1) / BLOCK)
         ntensors = len(prof.names)
-    return statistics.median(tp), statistics.median(tq), (max(bytes_off) if bytes_off else 0), ntensors
+    # blocks of BLOCK consecutive steps, each holding one statistics step at
+    # every=10 (a median of single steps would leave those out): the ratio
+    # of each block's profiled time to its plain time; the mean step times
+    if background:
+        blocks = [q / p for p, q in zip(tp, tq)]
+    else:
+        n = len(tp) - len(tp) % BLOCK
+        tp, tq = tp[:n], tq[:n]
+        blocks = [sum(tq[k:k + BLOCK]) / sum(tp[k:k + BLOCK]) for k in range(0, n, BLOCK)]
+    return statistics.fmean(tp), statistics.fmean(tq), (max(bytes_off) if bytes_off else 0), ntensors, blocks
 
 
 def main():
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:
         print("fp8prof bench torch: tiny Llama (2 layers, dim 96, ctx 64, batch 8; torch and its BLAS on one thread), "
-              "every GEMM probed, 1 recipe + 3 shadows; median step, profiled and plain interleaved in one process")
+              "every GEMM probed, 1 recipe + 3 shadows; profiled and plain steps interleaved in one process, "
+              "mean step times, ratio: the median of blocks of 10 steps")
         for every, apply, target, bg in ((10, False, 1.03, False), (1, False, 1.25, False), (10, True, 1.05, False),
                                          (10, False, 1.03, True), (1, False, 1.25, True)):
-            p, q, nb, nt = measure(every, apply, 60 if bg else 40 if every == 10 else 25, tmp, bg)
-            r = q / p
-            print("  %-11s every=%-2d  plain %6.1f ms  profiled %6.1f ms  ratio %.3f (target <= %.2f: %s)%s"
+            p, q, nb, nt, blocks = measure(every, apply, 60 if bg else 51 if every == 10 else 31, tmp, bg)
+            r = statistics.median(blocks)
+            print("  %-11s every=%-2d  plain %6.1f ms  profiled %6.1f ms  ratio %.3f (target <= %.2f: %s; "
+                  "median of %d blocks of %d steps, %.3f-%.3f)%s"
                   % ("apply" if apply else "background" if bg else "record-only", every, p * 1e3, q * 1e3, r, target,
-                     "met" if r <= target else "NOT met",
+                     "met" if r <= target else "NOT met", len(blocks), BLOCK, min(blocks), max(blocks),
                      "; host bytes a step outside statistics %d for %d tensors (target <= %d: %s)"
                      % (nb, nt, 12 * nt, "met" if nb <= 12 * nt else "NOT met") if every > 1 else ""))
 
