@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -446,13 +447,241 @@ static int layer_of(const char *name)
     return p ? atoi(p + 7) : -1;
 }
 
+/* What an import holds while it reads the logs of one output file: the
+ * store, the registries seen so far, the records being assembled, and the
+ * lines not understood. */
+typedef struct {
+    fp8_store *s;
+    FILE *report;
+    size_t nbad;
+    names_t tn, rn;
+    pending *pend;
+    size_t np, capp;
+    fp8__index ix;
+} import_state;
+
+/* A line not understood: "PATH:LINE: why" to the report, and counted. */
+__attribute__((format(printf, 4, 5))) static void bad_line(import_state *S, const char *path, long lineno,
+                                                           const char *fmt, ...)
+{
+    if (S->report) {
+        fprintf(S->report, "%s:%ld: ", path, lineno);
+        va_list ap;
+        va_start(ap, fmt);
+        vfprintf(S->report, fmt, ap);
+        va_end(ap);
+        fputc('\n', S->report);
+    }
+    S->nbad++;
+}
+
+/* The id of a tensor or recipe name: the one it got when first seen, or a
+ * new one from the store (add); -1 when the store refuses it or no memory. */
+static int name_id(import_state *S, names_t *t, const char *name, fp8_role role, int tensor)
+{
+    int id = names_find(t, name);
+    if (id >= 0)
+        return id;
+    id = tensor ? fp8_store_tensor(S->s, name, role, layer_of(name)) : fp8_store_recipe(S->s, name);
+    return id < 0 || names_add(t, name, id) != 0 ? -1 : id;
+}
+
+/* The pending record of (tensor, recipe, step), made when first seen: its
+ * row, or SIZE_MAX with the error set (no memory). */
+static size_t pending_row(import_state *S, int tid, int rid, long long step)
+{
+    const pending key = {.tensor = tid, .recipe = rid, .step = step};
+    uint64_t kh = key_hash(tid, rid, step);
+    long found = fp8__index_find(&S->ix, kh, pending_eq, S->pend, &key);
+    if (found >= 0)
+        return (size_t)found;
+    if (S->np == S->capp) {
+        size_t cap = S->capp ? 2 * S->capp : 1024;
+        pending *g = realloc(S->pend, cap * sizeof *g);
+        if (!g) {
+            FP8_ERROR(FP8_ENOMEM, "import: out of memory");
+            return SIZE_MAX;
+        }
+        S->pend = g, S->capp = cap;
+    }
+    if (fp8__index_reserve(&S->ix, pending_hash, S->pend) != 0) {
+        FP8_ERROR(FP8_ENOMEM, "import: out of memory");
+        return SIZE_MAX;
+    }
+    pending *q = &S->pend[S->np];
+    memset(q, 0, sizeof *q);
+    q->tensor = tid, q->recipe = rid, q->step = step;
+    fp8__index_add(&S->ix, kh);
+    return S->np++;
+}
+
+/* One line of a log (NUL-terminated, line ending cut, not empty): its
+ * statistic into the pending record of (tensor, recipe, iteration); a line
+ * not understood is reported and counted.  at_rank >= 0: "@rank<r>" ends
+ * the tensor's name.  FP8_OK, or an error that stops the import (storage,
+ * memory). */
+static int take_line(import_state *S, char *line, const char *path, long lineno, int at_rank)
+{
+    long long step;
+    double v;
+    const char *why = NULL;
+    char *metric = parse_line(line, &step, &v, &why);
+    if (!metric) {
+        bad_line(S, path, lineno, "%s", why);
+        return FP8_OK;
+    }
+    int tk, stat, prefix, colwise;
+    if (split_metric(metric, &tk, &stat, &prefix, &colwise) != 0) {
+        bad_line(S, path, lineno, "'%.200s' is not <layer>_<activation|gradient|weight|output|wgrad|dgrad>_<a "
+                                  "statistic fp8prof maps>", metric);
+        return FP8_OK;
+    }
+    int pct = stat == S_UNDER || stat == S_OVER;
+    if (pct && !(v >= 0 && v <= 100)) {
+        bad_line(S, path, lineno, "%s = %g is not a percentage in 0..100", stat_names[stat], v);
+        return FP8_OK;
+    }
+    if ((stat == S_NUMEL || stat == S_UNDER_NUM || stat == S_OVER_NUM) && !(v >= 0 && v <= 9e18 && v == floor(v))) {
+        bad_line(S, path, lineno, "%s = %g is not a count", stat_names[stat], v);
+        return FP8_OK;
+    }
+    char name[FP8_NAME_MAX + 32];
+    int w = snprintf(name, sizeof name, "%s.%s", metric, tensors[tk].ours);
+    if (at_rank >= 0 && w > 0)
+        w += snprintf(name + w, sizeof name - (size_t)w, "@rank%d", at_rank);
+    if (w <= 0 || (size_t)w >= FP8_NAME_MAX) {
+        bad_line(S, path, lineno, "tensor name longer than %d bytes", FP8_NAME_MAX - 1);
+        return FP8_OK;
+    }
+    int tid = name_id(S, &S->tn, name, tensors[tk].role, 1);
+    if (tid < 0)
+        return FP8_EIO;
+    char spec[80];
+    if (prefix < 0)
+        snprintf(spec, sizeof spec, "unknown:imported-from-nvdlfw-inspect");
+    else
+        snprintf(spec, sizeof spec, "te:%.*s%s", (int)strlen(recipe_prefixes[prefix]) - 1, recipe_prefixes[prefix],
+                 colwise ? ":columnwise" : "");
+    int rid = name_id(S, &S->rn, spec, 0, 0);
+    if (rid < 0)
+        return FP8_EIO;
+    size_t row = pending_row(S, tid, rid, step);
+    if (row == SIZE_MAX)
+        return FP8_ENOMEM;
+    pending *q = &S->pend[row];
+    if ((q->have & (1u << stat)) && !(q->v[stat] == v)) {
+        /* the same statistic of the same tensor and iteration twice, with
+         * another value (a restarted job appending to its log?): the first
+         * kept, this line reported */
+        bad_line(S, path, lineno, "iteration %lld of '%s' %s again with another value (%.9g; %.9g kept from an "
+                                  "earlier line)", step, name, stat_names[stat], v, q->v[stat]);
+        return FP8_OK;
+    }
+    q->v[stat] = v;
+    q->have |= 1u << stat;
+    return FP8_OK;
+}
+
+/* The lines of one log file into S (line: a buffer of MAX_LINE + 2 bytes):
+ * FP8_OK, or the error that stopped it (not a regular file, unreadable,
+ * storage, memory). */
+static int read_log(import_state *S, const char *path, int at_rank, char *line)
+{
+    if (fp8_file_regular(path) != FP8_OK)
+        return FP8_EINVAL;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return FP8_ERROR(FP8_EIO, "%s: cannot open: %s", path, strerror(errno));
+    long lineno = 0, got;
+    int nul, st = FP8_OK;
+    while (st == FP8_OK && (got = read_line(f, line, MAX_LINE + 2, &nul)) >= 0) {
+        lineno++;
+        size_t n = (size_t)got;
+        if (n > MAX_LINE) {
+            bad_line(S, path, lineno, "a line of %zu bytes (at most %d)", n, MAX_LINE);
+            continue;
+        }
+        while (n && line[n - 1] == '\r')
+            line[--n] = 0;
+        if (nul) {
+            bad_line(S, path, lineno, "a line holding NUL bytes (a crash's tail?)");
+            continue;
+        }
+        if (n)
+            st = take_line(S, line, path, lineno, at_rank);
+    }
+    if (st == FP8_OK && got == -2)
+        st = FP8_ERROR(FP8_EIO, "%s: read error after line %ld: %s", path, lineno, strerror(errno));
+    fclose(f);
+    return st;
+}
+
+/* A pending record's statistics as the store holds them: percentages as
+ * counts of the logged numel (or the nominal one), std as ours (n), what
+ * the log does not carry absent (NaN, UINT64_MAX). */
+static void pending_stats(const pending *q, fp8_stats *x)
+{
+    memset(x, 0, sizeof *x);
+#define HAS(k) (q->have & (1u << (k)))
+    double numel = HAS(S_NUMEL) && q->v[S_NUMEL] > 0 ? q->v[S_NUMEL] : NOMINAL;
+    x->numel = x->finite = (uint64_t)numel;
+    /* the log's overflows% is TE's count; ours is not in the log: the same number stands for both */
+    x->underflows = HAS(S_UNDER_NUM) ? (uint64_t)q->v[S_UNDER_NUM]
+                    : HAS(S_UNDER)   ? (uint64_t)llround(q->v[S_UNDER] * numel / 100.0)
+                                     : UINT64_MAX;
+    x->overflows = x->te_overflows = HAS(S_OVER_NUM) ? (uint64_t)q->v[S_OVER_NUM]
+                                     : HAS(S_OVER)   ? (uint64_t)llround(q->v[S_OVER] * numel / 100.0)
+                                                     : UINT64_MAX;
+    x->subnormals = UINT64_MAX;
+    x->mse = HAS(S_MSE) ? q->v[S_MSE] : NAN;
+    x->sq_err = HAS(S_TSE) ? q->v[S_TSE] : NAN;
+    x->amax = HAS(S_AMAX) ? q->v[S_AMAX] : NAN;
+    x->dynamic_range = HAS(S_DR) ? q->v[S_DR] : NAN;
+    x->scale_inv_min = HAS(S_SIMIN) ? q->v[S_SIMIN] : NAN;
+    x->scale_inv_max = HAS(S_SIMAX) ? q->v[S_SIMAX] : NAN;
+    x->min = HAS(S_MIN) ? q->v[S_MIN] : NAN;
+    x->max = HAS(S_MAX) ? q->v[S_MAX] : NAN;
+    x->mean = HAS(S_MEAN) ? q->v[S_MEAN] : NAN;
+    x->std = HAS(S_STD)   ? q->v[S_STD] * sqrt((numel - 1) / numel)
+             : HAS(S_VAR) ? sqrt(q->v[S_VAR] * (numel - 1) / numel)
+                          : NAN;
+    x->l1 = HAS(S_L1) ? q->v[S_L1] : NAN;
+    x->l2 = HAS(S_L2) ? q->v[S_L2] : NAN;
+    x->max_block_dynamic_range = HAS(S_BDR) ? q->v[S_BDR] : NAN;
+    x->min_nonzero = x->kurtosis = x->rel_err = x->cosine = x->max_abs_err = x->scale = x->scale_inv = NAN;
+    x->sqnr_db = NAN; /* not logged by nvdlfw-inspect */
+    x->nscales = x->nblocks = 1;
+#undef HAS
+}
+
+/* The assembled records into the store, flushed every 4096: FP8_OK, or
+ * FP8_EIO (the store's error); *nrecords counts them. */
+static int write_records(import_state *S, size_t *nrecords)
+{
+    int unknown_rid = names_find(&S->rn, "unknown:imported-from-nvdlfw-inspect");
+    int st = FP8_OK;
+    for (size_t p = 0; p < S->np && st == FP8_OK; p++) {
+        const pending *q = &S->pend[p];
+        fp8_stats x;
+        pending_stats(q, &x);
+        /* the high-precision tensor's statistics stand for the run's own casts
+         * (active); the recipes TE evaluated are shadows */
+        int active = q->recipe == unknown_rid;
+        if (fp8_store_add_record(S->s, q->tensor, q->recipe, q->step, active, 0, 0, &x) != FP8_OK)
+            st = FP8_EIO;
+        (*nrecords)++;
+        if (p % 4096 == 4095 && st == FP8_OK)
+            st = fp8_store_flush(S->s);
+    }
+    return st;
+}
+
 /* Import the logs of rank `only` (-1: every rank, names of ranks > 0 get
  * "@rank<r>") into out_path; nranks > 0 adds mpi_rank / mpi_world_size to
  * /meta.  Unparsable lines are reported and counted into *nbad. */
-static int import_one(const filelist *Lp, int only, int nranks, const char *logdir, const char *out_path, size_t *nbad_out,
-                      FILE *report, const char *run_id)
+static int import_one(const filelist *L, int only, int nranks, const char *logdir, const char *out_path,
+                      size_t *nbad_out, FILE *report, const char *run_id)
 {
-    filelist L = *Lp;
     char tmp[1200];
     if (fp8_file_tmp_path(out_path, tmp, sizeof tmp) != 0)
         return FP8_ERROR(FP8_EINVAL, "%s: path too long", out_path);
@@ -465,212 +694,37 @@ static int import_one(const filelist *Lp, int only, int nranks, const char *logd
                         "mpi_rank", rtxt, "mpi_world_size", wtxt};
     /* written under a temporary name, renamed when complete: a failed import
      * leaves whatever file was there */
-    fp8_store *s = fp8_store_create_id(tmp, kv, nranks > 0 ? 5 : 3, run_id);
-    if (!s)
+    import_state S = {.report = report};
+    S.s = fp8_store_create_id(tmp, kv, nranks > 0 ? 5 : 3, run_id);
+    if (!S.s)
         return FP8_EIO;
-    size_t nbad = 0, np = 0, capp = 0;
-    pending *pend = NULL;
-    fp8__index ix = {0};
-    names_t tn = {0}, rn = {0};
-    int st = FP8_OK;
     char *line = malloc(MAX_LINE + 2);
     if (!line) {
-        fp8_store_close(s);
+        fp8_store_close(S.s);
         unlink(tmp);
         return FP8_ERROR(FP8_ENOMEM, "import: out of memory");
     }
-    size_t nrecords = 0;
-#define BAD(...)                                                                                                     \
-    do {                                                                                                             \
-        if (report) {                                                                                                \
-            fprintf(report, "%s:%ld: ", L.path[fi], lineno);                                                         \
-            fprintf(report, __VA_ARGS__);                                                                            \
-            fputc('\n', report);                                                                                     \
-        }                                                                                                            \
-        nbad++;                                                                                                      \
-    } while (0)
-    for (int fi = 0; fi < L.n && st == FP8_OK; fi++) {
-        if (only >= 0 && L.rank[fi] != only)
-            continue;
-        if (fp8_file_regular(L.path[fi]) != FP8_OK) {
-            st = FP8_EINVAL;
-            break;
-        }
-        FILE *f = fopen(L.path[fi], "r");
-        if (!f) {
-            st = FP8_ERROR(FP8_EIO, "%s: cannot open: %s", L.path[fi], strerror(errno));
-            break;
-        }
-        long lineno = 0, got;
-        int nul;
-        while (st == FP8_OK && (got = read_line(f, line, MAX_LINE + 2, &nul)) >= 0) {
-            lineno++;
-            size_t n = (size_t)got;
-            if (n > MAX_LINE) {
-                BAD("a line of %zu bytes (at most %d)", n, MAX_LINE);
-                continue;
-            }
-            while (n && line[n - 1] == '\r')
-                line[--n] = 0;
-            if (nul) {
-                BAD("a line holding NUL bytes (a crash's tail?)");
-                continue;
-            }
-            if (!n)
-                continue;
-            long long step;
-            double v;
-            const char *why = NULL;
-            char *metric = parse_line(line, &step, &v, &why);
-            if (!metric) {
-                BAD("%s", why);
-                continue;
-            }
-            int tk, stat, prefix, colwise;
-            if (split_metric(metric, &tk, &stat, &prefix, &colwise) != 0) {
-                BAD("'%.200s' is not <layer>_<activation|gradient|weight|output|wgrad|dgrad>_<a statistic fp8prof "
-                    "maps>", metric);
-                continue;
-            }
-            int pct = stat == S_UNDER || stat == S_OVER;
-            if (pct && !(v >= 0 && v <= 100)) {
-                BAD("%s = %g is not a percentage in 0..100", stat_names[stat], v);
-                continue;
-            }
-            if ((stat == S_NUMEL || stat == S_UNDER_NUM || stat == S_OVER_NUM) && !(v >= 0 && v <= 9e18 && v == floor(v))) {
-                BAD("%s = %g is not a count", stat_names[stat], v);
-                continue;
-            }
-            char name[FP8_NAME_MAX + 32];
-            int w = snprintf(name, sizeof name, "%s.%s", metric, tensors[tk].ours);
-            if (only < 0 && L.rank[fi] > 0 && w > 0)
-                w += snprintf(name + w, sizeof name - (size_t)w, "@rank%d", L.rank[fi]);
-            if (w <= 0 || (size_t)w >= FP8_NAME_MAX) {
-                BAD("tensor name longer than %d bytes", FP8_NAME_MAX - 1);
-                continue;
-            }
-            int tid = names_find(&tn, name);
-            if (tid < 0) {
-                tid = fp8_store_tensor(s, name, tensors[tk].role, layer_of(name));
-                if (tid < 0 || names_add(&tn, name, tid) != 0) {
-                    st = FP8_EIO;
-                    break;
-                }
-            }
-            char spec[80];
-            if (prefix < 0)
-                snprintf(spec, sizeof spec, "unknown:imported-from-nvdlfw-inspect");
-            else
-                snprintf(spec, sizeof spec, "te:%.*s%s", (int)strlen(recipe_prefixes[prefix]) - 1,
-                         recipe_prefixes[prefix], colwise ? ":columnwise" : "");
-            int rid = names_find(&rn, spec);
-            if (rid < 0) {
-                rid = fp8_store_recipe(s, spec);
-                if (rid < 0 || names_add(&rn, spec, rid) != 0) {
-                    st = FP8_EIO;
-                    break;
-                }
-            }
-            /* the pending record of (tensor, recipe, step) */
-            const pending key = {.tensor = tid, .recipe = rid, .step = step};
-            uint64_t kh = key_hash(tid, rid, step);
-            long found = fp8__index_find(&ix, kh, pending_eq, pend, &key);
-            size_t row = found < 0 ? SIZE_MAX : (size_t)found;
-            if (row == SIZE_MAX) {
-                if (np == capp) {
-                    capp = capp ? 2 * capp : 1024;
-                    pending *g = realloc(pend, capp * sizeof *g);
-                    if (!g) {
-                        st = FP8_ERROR(FP8_ENOMEM, "import: out of memory");
-                        break;
-                    }
-                    pend = g;
-                }
-                if (fp8__index_reserve(&ix, pending_hash, pend) != 0) {
-                    st = FP8_ERROR(FP8_ENOMEM, "import: out of memory");
-                    break;
-                }
-                pending *q = &pend[np];
-                memset(q, 0, sizeof *q);
-                q->tensor = tid, q->recipe = rid, q->step = step;
-                fp8__index_add(&ix, kh);
-                np++;
-                row = np - 1;
-            }
-            if ((pend[row].have & (1u << stat)) && !(pend[row].v[stat] == v)) {
-                /* the same statistic of the same tensor and iteration twice, with
-                 * another value (a restarted job appending to its log?): the
-                 * first kept, this line reported */
-                BAD("iteration %lld of '%s' %s again with another value (%.9g; %.9g kept from an earlier line)", step,
-                    name, stat_names[stat], v, pend[row].v[stat]);
-                continue;
-            }
-            pend[row].v[stat] = v;
-            pend[row].have |= 1u << stat;
-        }
-        if (st == FP8_OK && got == -2)
-            st = FP8_ERROR(FP8_EIO, "%s: read error after line %ld: %s", L.path[fi], lineno, strerror(errno));
-        fclose(f);
-    }
-#undef BAD
+    int st = FP8_OK;
+    for (int fi = 0; fi < L->n && st == FP8_OK; fi++)
+        if (only < 0 || L->rank[fi] == only)
+            st = read_log(&S, L->path[fi], only < 0 && L->rank[fi] > 0 ? L->rank[fi] : -1, line);
     free(line);
-    int unknown_rid = names_find(&rn, "unknown:imported-from-nvdlfw-inspect");
-    for (size_t p = 0; p < np && st == FP8_OK; p++) {
-        const pending *q = &pend[p];
-        fp8_stats x;
-        memset(&x, 0, sizeof x);
-#define HAS(k) (q->have & (1u << (k)))
-        double numel = HAS(S_NUMEL) && q->v[S_NUMEL] > 0 ? q->v[S_NUMEL] : NOMINAL;
-        x.numel = x.finite = (uint64_t)numel;
-        /* the log's overflows% is TE's count; ours is not in the log: the same number stands for both */
-        x.underflows = HAS(S_UNDER_NUM) ? (uint64_t)q->v[S_UNDER_NUM]
-                       : HAS(S_UNDER)   ? (uint64_t)llround(q->v[S_UNDER] * numel / 100.0)
-                                        : UINT64_MAX;
-        x.overflows = x.te_overflows = HAS(S_OVER_NUM) ? (uint64_t)q->v[S_OVER_NUM]
-                                       : HAS(S_OVER)   ? (uint64_t)llround(q->v[S_OVER] * numel / 100.0)
-                                                       : UINT64_MAX;
-        x.subnormals = UINT64_MAX;
-        x.mse = HAS(S_MSE) ? q->v[S_MSE] : NAN;
-        x.sq_err = HAS(S_TSE) ? q->v[S_TSE] : NAN;
-        x.amax = HAS(S_AMAX) ? q->v[S_AMAX] : NAN;
-        x.dynamic_range = HAS(S_DR) ? q->v[S_DR] : NAN;
-        x.scale_inv_min = HAS(S_SIMIN) ? q->v[S_SIMIN] : NAN;
-        x.scale_inv_max = HAS(S_SIMAX) ? q->v[S_SIMAX] : NAN;
-        x.min = HAS(S_MIN) ? q->v[S_MIN] : NAN;
-        x.max = HAS(S_MAX) ? q->v[S_MAX] : NAN;
-        x.mean = HAS(S_MEAN) ? q->v[S_MEAN] : NAN;
-        x.std = HAS(S_STD)   ? q->v[S_STD] * sqrt((numel - 1) / numel)
-                : HAS(S_VAR) ? sqrt(q->v[S_VAR] * (numel - 1) / numel)
-                             : NAN;
-        x.l1 = HAS(S_L1) ? q->v[S_L1] : NAN;
-        x.l2 = HAS(S_L2) ? q->v[S_L2] : NAN;
-        x.max_block_dynamic_range = HAS(S_BDR) ? q->v[S_BDR] : NAN;
-        x.min_nonzero = x.kurtosis = x.rel_err = x.cosine = x.max_abs_err = x.scale = x.scale_inv = NAN;
-        x.sqnr_db = NAN; /* not logged by nvdlfw-inspect */
-        x.nscales = x.nblocks = 1;
-#undef HAS
-        /* the high-precision tensor's statistics stand for the run's own casts
-         * (active); the recipes TE evaluated are shadows */
-        int active = q->recipe == unknown_rid;
-        if (fp8_store_add_record(s, q->tensor, q->recipe, q->step, active, 0, 0, &x) != FP8_OK)
-            st = FP8_EIO;
-        nrecords++;
-        if (p % 4096 == 4095 && st == FP8_OK)
-            st = fp8_store_flush(s);
-    }
+    size_t nrecords = 0;
+    if (st == FP8_OK)
+        st = write_records(&S, &nrecords);
     if (st == FP8_OK && nrecords == 0)
         st = FP8_ERROR(FP8_EINVAL, "%s: no statistics in the logs%s (%zu lines not understood); nothing written",
-                       logdir, only >= 0 ? " of this rank" : "", nbad);
-    int cst = fp8_store_close(s);
+                       logdir, only >= 0 ? " of this rank" : "", S.nbad);
+    int cst = fp8_store_close(S.s);
     if (st == FP8_OK)
         st = cst;
     if (st == FP8_OK)
         st = fp8_file_commit(tmp, out_path);
     else
         unlink(tmp);
-    free(pend), fp8__index_free(&ix);
-    names_free(&tn), names_free(&rn);
-    *nbad_out += nbad;
+    free(S.pend), fp8__index_free(&S.ix);
+    names_free(&S.tn), names_free(&S.rn);
+    *nbad_out += S.nbad;
     return st;
 }
 
