@@ -79,19 +79,24 @@ def _layer_of(name):
 
 
 def _host(t):
-    """(numpy array, dtype hint) of a 2-D tensor on the host, without
-    converting bfloat16 or float16 in Python."""
+    """(numpy array, dtype hint, the host tensor it views) of a 2-D tensor
+    on the host, without converting bfloat16 or float16 in Python."""
     t = t.detach()
     if t.device.type != "cpu":
         t = t.cpu()
     t = t.contiguous()
     if t.dtype == _torch.bfloat16:
-        return t.view(_torch.int16).numpy().view(np.uint16), "bfloat16"
+        return t.view(_torch.int16).numpy().view(np.uint16), "bfloat16", t
     if t.dtype == _torch.float16:
-        return t.numpy(), None
+        return t.numpy(), None, t
     if t.dtype != _torch.float32:
         t = t.float()
-    return t.numpy(), None
+    return t.numpy(), None, t
+
+
+def _storage(t):
+    """The address of t's storage, which its views share."""
+    return t.untyped_storage().data_ptr() if hasattr(t, "untyped_storage") else t.storage().data_ptr()
 
 
 _KINDS = {_torch.float32: _lib.DTYPE_F32, _torch.bfloat16: _lib.DTYPE_BF16, _torch.float16: _lib.DTYPE_F16}
@@ -134,11 +139,14 @@ class _Slot:
             self.prof._pending.append(self)
         return self.need
 
-    def keep(self, rows):
-        """A statistics step: the rows (a 2-D view), to the host for the step's record."""
-        arr, dt = _host(rows)
-        if rows.device.type == "cpu" and not arr.flags.owndata:
-            arr = arr.copy()  # a view of the tensor: the step's record comes after it may change
+    def keep(self, rows, src):
+        """A statistics step: the rows of tensor src (2-D), to the host for the step's record."""
+        arr, dt, h = _host(rows)
+        if _storage(h) == _storage(src):
+            # a view of the tensor: the step's record comes after it may change
+            # (the optimizer updates weights before prof.step()); a copy made
+            # on the way (a strided operand's rows, another dtype) is ours
+            arr = arr.copy()
         self.arrays.append((arr, dt))
         if rows.device.type != "cpu" or self.prof.device_path:
             self.prof.host_bytes += arr.nbytes
@@ -174,7 +182,7 @@ def _observe(slot, t, rows, once=False):
     if slot.begin():
         if once and slot.seen:
             return
-        slot.keep(rows())
+        slot.keep(rows(), t)
     elif not (once and slot.seen):
         if t.device.type == "cpu" and not slot.prof.device_path:
             # on the host already: the library's one-pass amax reads it in

@@ -312,6 +312,46 @@ class TestProfilerGemms(unittest.TestCase):
             self.assertTrue(torch.equal(y, want))
             st.step(), sw.step()
 
+    def test_statistics_step_keeps_what_the_gemm_saw(self):
+        """A statistics step's record is made at prof.step(), after the
+        optimizer has updated the weights in place: the weight's record holds
+        the weight the GEMM used (its amax and numel), as do the input's and
+        the gradient's, for a Linear and for a strided operand of gemms="all"."""
+        torch.manual_seed(6)
+
+        class M(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = torch.nn.Linear(16, 24)
+
+            def forward(self, x):
+                h = self.lin(x)                      # (4, 8, 24)
+                a, b = h[..., :12], h[..., 12:]      # strided halves of one product
+                return torch.matmul(a, b.transpose(-1, -2))
+
+        m = M()
+        opt = torch.optim.SGD(m.parameters(), lr=10.0)  # a large step: the weight's amax moves
+        path = os.path.join(TMP, "keeps.h5")
+        seen = []
+        with ft.Profiler(m, path, recipe=None, shadows=["e4m3:current"], every=1, gemms="all") as p:
+            for _ in range(3):
+                x = torch.randn(4, 8, 16)
+                w = m.lin.weight.detach().clone()
+                h = torch.nn.functional.linear(x, w, m.lin.bias.detach())
+                seen.append({"lin.weight": float(w.abs().max()), "lin.input": float(x.abs().max()),
+                             "matmul0.lhs": float(h[..., :12].abs().max()),
+                             "matmul0.rhs": float(h[..., 12:].abs().max())})
+                opt.zero_grad()
+                m(x).square().sum().backward()
+                opt.step()                           # the weight changes before prof.step()
+                p.step()
+        recs = _records(path)
+        for step, want in enumerate(seen):
+            for name, amax in want.items():
+                rec = recs[(name, "e4m3:current:eps=0", step)][0]
+                self.assertEqual(float(np.float32(rec["amax"])), float(np.float32(amax)), (name, step))
+        self.assertNotEqual(seen[0]["lin.weight"], seen[2]["lin.weight"])
+
     def test_logger(self):
         seen = []
         lin = torch.nn.Linear(8, 4)
