@@ -142,7 +142,7 @@ class _Slot:
     def keep(self, rows, src):
         """A statistics step: the rows of tensor src (2-D), to the host for the step's record."""
         arr, dt, h = _host(rows)
-        if _storage(h) == _storage(src):
+        if h.device == src.device and _storage(h) == _storage(src):
             # a view of the tensor: the step's record comes after it may change
             # (the optimizer updates weights before prof.step()); a copy made
             # on the way (a strided operand's rows, another dtype) is ours
