@@ -287,6 +287,37 @@ class TestProfilerGemms(unittest.TestCase):
                 k4 = (op, "e4m3:delayed:history=16,algo=max,margin=0", 4)
                 self.assertLess(a[k4][0]["scale"], 448.0 / a[(op, k4[1], 0)][0]["amax"] / 16, k4)
 
+    def test_half_tensors_between_statistics(self):
+        """A float16 tensor (torch 1.13 has no float16 GEMM on the CPU, so the
+        probe's read is called as a GEMM would call it) between statistics
+        steps, read in place as 16-bit floats: the delayed scales of the
+        statistics step, which follow those steps' amaxes, equal the ones of
+        the same values recorded through Probe.record as float32."""
+        shadows = ["e4m3:delayed:history=16,algo=max", "e5m2:delayed:history=16,algo=max"]
+        gen = torch.Generator().manual_seed(8)
+        xs = [(torch.randn(6, 10, generator=gen) * 4.0 ** s).half() for s in range(5)]
+        xs[2] = xs[2].t()  # a transposed one, read in its memory order
+        path = os.path.join(TMP, "half.h5")
+        with ft.Profiler(torch.nn.Linear(2, 2), path, recipe=None, shadows=shadows, every=4) as p:
+            slot = p._slot("t", "activation")
+            for x in xs:
+                ft._observe(slot, x, lambda x=x: x.reshape(-1, x.shape[-1]))
+                p.step()
+        path2 = os.path.join(TMP, "half_ref.h5")
+        with fp8prof.Run(path2, every=4) as run:
+            pr = run.probe("t", "activation", -1, None, shadows)
+            for s, x in enumerate(xs):
+                pr.record(s, x.float().contiguous().numpy())
+                run.step_end(s)
+        a, b = _records(path), _records(path2)
+        self.assertEqual(set(a), set(b))
+        self.assertEqual(len(a), 4)  # steps 0 and 4, two recipes
+        for key in a:
+            for f in ("amax", "scale", "overflows", "underflows", "sqnr_db"):
+                self.assertEqual(a[key][0][f], b[key][0][f], (key, f))
+        k4 = ("t", "e4m3:delayed:history=16,algo=max,margin=0", 4)
+        self.assertEqual(a[k4][0]["scale"], np.float32(448.0) / np.float32(float(xs[3].abs().max())))
+
     def test_apply_on_device_equals_library(self):
         """apply=True with a per-tensor delayed recipe: torch's cast, the
         library's numbers (forward output against the C engine's casts)."""
