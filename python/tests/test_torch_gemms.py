@@ -383,6 +383,36 @@ class TestProfilerGemms(unittest.TestCase):
                 self.assertEqual(float(np.float32(rec["amax"])), float(np.float32(amax)), (name, step))
         self.assertNotEqual(seen[0]["lin.weight"], seen[2]["lin.weight"])
 
+    def test_apply_current_on_device_equals_library(self):
+        """apply=True with per-tensor current scaling on the device path: each
+        operand cast with the scale of its own amax as torch computes it
+        (amax3, amax_of), the forward output equal to the library's casts —
+        also for an input of zeros (scale 1), with an Inf or a NaN (their
+        amax is the largest finite |x|) and with nothing finite (scale 1)."""
+        torch.manual_seed(9)
+        lin = torch.nn.Linear(16, 8)
+        # every=3: steps 1, 2, 4, 5 cast with torch (0 and 3, statistics steps, on the host)
+        xs = [torch.randn(4, 16) * 50.0, torch.zeros(4, 16), torch.randn(4, 16), torch.randn(4, 16),
+              torch.full((4, 16), float("inf")), torch.randn(4, 16) * 1e-3]
+        xs[2][1, 3] = float("inf")
+        xs[5][0, 0] = float("nan")
+        path = os.path.join(TMP, "apply_cur.h5")
+        ys = []
+        with ft.Profiler(lin, path, recipe="e4m3:current", shadows=[], apply=True, every=3,
+                         device_path=True) as p:
+            for x in xs:
+                y = lin(x)
+                ys.append(y.detach().clone())
+                y.sum().backward()
+                p.step()
+        w = lin.weight.detach().numpy()
+        wq, _ = fp8prof.Recipe("e4m3:current", "weight").quantize(w)
+        for i, (x, y) in enumerate(zip(xs, ys)):
+            xq, _ = fp8prof.Recipe("e4m3:current").quantize(x.numpy())
+            want = torch.nn.functional.linear(torch.from_numpy(xq), torch.from_numpy(wq), lin.bias.detach())
+            same = (y == want) | (torch.isnan(y) & torch.isnan(want))
+            self.assertTrue(bool(same.all()), i)
+
     def test_logger(self):
         seen = []
         lin = torch.nn.Linear(8, 4)
