@@ -31,6 +31,20 @@ def _records(path):
     return out
 
 
+def _applied_outputs(lin, xs, path, recipe):
+    """lin's forward outputs on xs (a backward and prof.step() after each)
+    with apply=True under recipe on the device path, every=3: steps 1, 2, 4,
+    5, ... cast with torch, 0, 3, ... (statistics steps) on the host."""
+    ys = []
+    with ft.Profiler(lin, path, recipe=recipe, shadows=[], apply=True, every=3, device_path=True) as p:
+        for x in xs:
+            y = lin(x)
+            ys.append(y.detach().clone())
+            y.sum().backward()
+            p.step()
+    return ys
+
+
 @unittest.skipIf(torch is None, "torch not installed (apt-get install python3-torch)")
 class TestTorchCast(unittest.TestCase):
     def test_bit_for_bit(self):
@@ -324,15 +338,7 @@ class TestProfilerGemms(unittest.TestCase):
         torch.manual_seed(3)
         lin = torch.nn.Linear(32, 16)
         xs = [torch.randn(8, 32) * (3.0 ** s) for s in range(4)]
-        path = os.path.join(TMP, "apply_dev.h5")
-        ys = []
-        with ft.Profiler(lin, path, recipe="e4m3:delayed:history=4", shadows=[], apply=True, every=3,
-                         device_path=True) as p:
-            for x in xs:
-                y = lin(x)
-                ys.append(y.detach().clone())
-                y.sum().backward()
-                p.step()
+        ys = _applied_outputs(lin, xs, os.path.join(TMP, "apply_dev.h5"), "e4m3:delayed:history=4")
         st = fp8prof.Recipe("e4m3:delayed:history=4")
         sw = fp8prof.Recipe("e4m3:delayed:history=4", "weight")
         w = lin.weight.detach().numpy()
@@ -391,20 +397,12 @@ class TestProfilerGemms(unittest.TestCase):
         amax is the largest finite |x|) and with nothing finite (scale 1)."""
         torch.manual_seed(9)
         lin = torch.nn.Linear(16, 8)
-        # every=3: steps 1, 2, 4, 5 cast with torch (0 and 3, statistics steps, on the host)
+        # steps 1, 2, 4, 5 cast with torch (_applied_outputs)
         xs = [torch.randn(4, 16) * 50.0, torch.zeros(4, 16), torch.randn(4, 16), torch.randn(4, 16),
               torch.full((4, 16), float("inf")), torch.randn(4, 16) * 1e-3]
         xs[2][1, 3] = float("inf")
         xs[5][0, 0] = float("nan")
-        path = os.path.join(TMP, "apply_cur.h5")
-        ys = []
-        with ft.Profiler(lin, path, recipe="e4m3:current", shadows=[], apply=True, every=3,
-                         device_path=True) as p:
-            for x in xs:
-                y = lin(x)
-                ys.append(y.detach().clone())
-                y.sum().backward()
-                p.step()
+        ys = _applied_outputs(lin, xs, os.path.join(TMP, "apply_cur.h5"), "e4m3:current")
         w = lin.weight.detach().numpy()
         wq, _ = fp8prof.Recipe("e4m3:current", "weight").quantize(w)
         for i, (x, y) in enumerate(zip(xs, ys)):
