@@ -64,17 +64,18 @@ class Probe:
             kind = _lib.DTYPE_BF16 if dtype == "bfloat16" else _lib.DTYPE_F16
             bits = np.ascontiguousarray(x).view(np.uint16)
             rows, cols = _check.shape2(bits, "record %s: x" % self.name)
-            self._call("record", lib.fp8_probe_record_bits, step, bits.ctypes.data, kind, rows, cols)
+            self._record_memory(step, bits.ctypes.data, kind, rows, cols)
             return
         x = _check.floats_in(x, "record %s: x" % self.name)
         rows, cols = _check.shape2(x, "record %s: x" % self.name)
-        self._call("record", lib.fp8_probe_record, step, x.ctypes.data, rows, cols)
+        self._record_memory(step, x.ctypes.data, _lib.DTYPE_F32, rows, cols)
 
     def _record_memory(self, step, ptr, kind, rows, cols):
-        """record() of memory the caller has checked itself (the torch
-        binding's C-contiguous float32 / 16-bit tensors, alive for the call):
-        ptr to rows x cols elements of kind (_lib.DTYPE_*); step is checked
-        here, the pointer and shape by C (NULL, 0 or an overflowing shape)."""
+        """The C call behind record(), for memory the caller has checked
+        itself (record's arrays; the torch binding's C-contiguous float32 /
+        16-bit tensors, alive for the call): ptr to rows x cols elements of
+        kind (_lib.DTYPE_*); step is checked here, the pointer and shape by
+        C (NULL, 0 or an overflowing shape)."""
         step = _check.step(step)
         if kind == _lib.DTYPE_F32:
             self._call("record", lib.fp8_probe_record, step, ptr, rows, cols)
