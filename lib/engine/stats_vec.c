@@ -17,8 +17,6 @@
 #endif
 
 
-typedef uint64_t vq8 __attribute__((vector_size(64)));
-
 /* Bit l set when lane l of a equals v. */
 static inline unsigned eq_bits16(vu16 a, uint32_t v)
 {
@@ -36,6 +34,30 @@ static inline unsigned eq_bits16(vu16 a, uint32_t v)
     unsigned b = 0;
     for (int l = 0; l < 16; l++)
         b |= (unsigned)(a[l] == v) << l;
+    return b;
+#endif
+}
+
+/* Bit l set when lane l of a is v or more (unsigned). */
+static inline unsigned ge_bits16(vu16 a, uint32_t v)
+{
+#if defined(__AVX512F__)
+    __m512i w;
+    memcpy(&w, &a, sizeof w);
+    return _mm512_cmpge_epu32_mask(w, _mm512_set1_epi32((int)v));
+#elif defined(__AVX2__)
+    /* a >= v exactly where max(a, v) == a */
+    __m256i lo, hi, t = _mm256_set1_epi32((int)v);
+    memcpy(&lo, &a, 32);
+    memcpy(&hi, (char *)&a + 32, 32);
+    lo = _mm256_cmpeq_epi32(_mm256_max_epu32(lo, t), lo);
+    hi = _mm256_cmpeq_epi32(_mm256_max_epu32(hi, t), hi);
+    return (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(lo)) |
+           (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(hi)) << 8;
+#else
+    unsigned b = 0;
+    for (int l = 0; l < 16; l++)
+        b |= (unsigned)(a[l] >= v) << l;
     return b;
 #endif
 }
@@ -269,50 +291,80 @@ static float piece_mean(const float *x, size_t n)
     return n ? (float)(ksum / (double)n) : 0.0f;
 }
 
+/* 1 << s lane-wise, 0 where s >= 32 (the vector shifts' own rule; the
+ * scalar form spells it out, C's shift being undefined there) */
+static inline vu16 one_shl(vu16 s)
+{
+#if defined(__AVX512F__)
+    __m512i v;
+    memcpy(&v, &s, 64);
+    v = _mm512_sllv_epi32(_mm512_set1_epi32(1), v);
+    memcpy(&s, &v, 64);
+    return s;
+#elif defined(__AVX2__)
+    __m256i h[2];
+    memcpy(h, &s, 64);
+    h[0] = _mm256_sllv_epi32(_mm256_set1_epi32(1), h[0]);
+    h[1] = _mm256_sllv_epi32(_mm256_set1_epi32(1), h[1]);
+    memcpy(&s, h, 64);
+    return s;
+#else
+    vu16 r;
+    for (int l = 0; l < 16; l++)
+        r[l] = s[l] < 32 ? 1u << s[l] : 0u;
+    return r;
+#endif
+}
+
 /* The exponent histogram's window (bins top - 14 .. top, top >= 16; code
- * c = top - bin, 15 outside) counted in registers.  Each element adds 1 << 4c to a
- * 64-bit word (even lanes' elements to a, odd lanes' to b): sixteen 4-bit
- * counters a word, which take at most 8 vectors before they are spilled
- * into 8-bit counters (even codes in lo, odd in hi; at most 16 a spill, so
- * at most 15 spills); nib_flush sums those across lanes into the window's
- * bins of sub[0].  Locals of xm_core, so that they stay in registers. */
-#define NIB_ADD(c)                                                                                         \
+ * c = top - bin) counted in registers.  An element of code c adds 1 << 4c
+ * to its lane's 32-bit word: codes 0-7 into nib_a (shift 4c), codes 8-15
+ * into nib_b (shift 4c - 32); any other c (bins below the window, zeros and
+ * subnormals, or above it: c wraps) shifts by 32 or more and adds nothing,
+ * so the shift s = 4c needs no clamp (c = 15, outside the window too, lands
+ * in nib_b's top nibble, never read).  Eight 4-bit counters a word take at
+ * most 8 vectors before they are spilled into 8-bit counters (codes
+ * 0,2,4,6 / 1,3,5,7 / 8,10,12,14 / 9,11,13,15 in nib_0 .. nib_3; at most 8 a
+ * spill, so at most 31 spills); nib_flush sums those across lanes into the
+ * window's bins of sub[0].  Locals of xm_core, so that they stay in
+ * registers. */
+#define NIB_ADD(s)                                                                                         \
     do {                                                                                                   \
-        vq8 t_ = (vq8)((c) << 2);                                                                          \
-        nib_a += one64 << (t_ & 0xFFFFFFFFu);                                                              \
-        nib_b += one64 << (t_ >> 32);                                                                      \
+        nib_a += one_shl(s);                                                                               \
+        nib_b += one_shl((s) - 32u);                                                                       \
     } while (0)
 #define NIB_SPILL()                                                                                        \
     do {                                                                                                   \
-        nib_lo += (nib_a & m4) + (nib_b & m4);                                                             \
-        nib_hi += (nib_a >> 4 & m4) + (nib_b >> 4 & m4);                                                   \
-        nib_a = nib_b = (vq8){0};                                                                          \
-        if (++nib_spills == 15)                                                                            \
+        nib_0 += nib_a & m4, nib_1 += nib_a >> 4 & m4;                                                     \
+        nib_2 += nib_b & m4, nib_3 += nib_b >> 4 & m4;                                                     \
+        nib_a = nib_b = (vu16){0};                                                                         \
+        if (++nib_spills == 31)                                                                            \
             NIB_FLUSH();                                                                                   \
     } while (0)
 #define NIB_FLUSH()                                                                                        \
     do {                                                                                                   \
-        nib_flush(hist, nib_lo, nib_hi);                                                                   \
-        nib_lo = nib_hi = (vq8){0};                                                                        \
+        nib_flush(hist, nib_0, nib_1, nib_2, nib_3);                                                       \
+        nib_0 = nib_1 = nib_2 = nib_3 = (vu16){0};                                                         \
         nib_spills = 0;                                                                                    \
     } while (0)
 
-static inline __attribute__((always_inline)) void nib_flush(fp8__hist_state *hist, vq8 lo, vq8 hi)
+static inline __attribute__((always_inline)) void nib_flush(fp8__hist_state *hist, vu16 n0, vu16 n1, vu16 n2,
+                                                            vu16 n3)
 {
-    const uint64_t m16 = 0x00FF00FF00FF00FFull;
-    uint64_t w[4] = {0, 0, 0, 0}; /* 16-bit sums: codes 0,4,8,12 / 2,6,10,14 / 1,5,9,13 / 3,7,11,15 */
-    for (int l = 0; l < 8; l++) {
-        w[0] += lo[l] & m16, w[1] += lo[l] >> 8 & m16;
-        w[2] += hi[l] & m16, w[3] += hi[l] >> 8 & m16;
-    }
-    for (int k = 0; k < 4; k++)
-        for (int j = 0; j < 4; j++) {
-            uint32_t c = (uint32_t)(4 * j + 2 * (k & 1) + (k >> 1)), cnt = (uint32_t)(w[k] >> 16 * j & 0xFFFF);
+    /* byte j of n0 / n1 / n2 / n3: codes 2j / 2j + 1 / 8 + 2j / 9 + 2j */
+    const vu16 acc[4] = {n0, n1, n2, n3};
+    for (int k = 0; k < 4; k++) {
+        uint32_t w[2] = {0, 0}; /* 16-bit sums: bytes 0, 2 / 1, 3 */
+        for (int l = 0; l < 16; l++)
+            w[0] += acc[k][l] & 0x00FF00FFu, w[1] += acc[k][l] >> 8 & 0x00FF00FFu;
+        for (uint32_t j = 0; j < 4; j++) {
+            uint32_t c = 8 * (uint32_t)(k >> 1) + 2 * j + (uint32_t)(k & 1), cnt = w[j & 1] >> 16 * (j >> 1) & 0xFFFF;
             if (c != 15 && cnt) {
                 hist->sub[0][hist->top - c] += cnt;
                 fp8__hist_touch(hist, hist->top - c, hist->top - c);
             }
         }
+    }
 }
 
 /* The nonzero elements outside the register window of a block of nv
@@ -396,9 +448,9 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
     vu16 czero = {0}, bmax = {0}, zmin = (vu16){0} - 1u;
     uint32_t top = hist ? hist->top : 0;
     uint16_t om[16]; /* a block's vectors: nonzero lanes outside the window */
-    vq8 nib_a = {0}, nib_b = {0}, nib_lo = {0}, nib_hi = {0};
+    vu16 nib_a = {0}, nib_b = {0}, nib_0 = {0}, nib_1 = {0}, nib_2 = {0}, nib_3 = {0};
     unsigned nib_spills = 0;
-    const vq8 one64 = (vq8){0} + 1, m4 = (vq8){0} + 0x0F0F0F0F0F0F0F0Full;
+    const vu16 m4 = (vu16){0} + 0x0F0F0F0Fu;
     size_t i = 0;
     while (i < nl) {
         vf16 s1 = {0}, s2 = {0}, s3 = {0}, s4 = {0}, l1 = {0}, e2 = {0}, q2 = {0}, xq2 = {0};
@@ -413,7 +465,7 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
             FMA16(s3, d2, d);
             FMA16(s4, d2, d2);
             vd8 xlo, xhi; /* x^2 exact in double, summed there */
-            HALVES(xv, xlo, xhi);
+            HALVES_AT(x + i, xlo, xhi);
             FMA8(XA, xlo, xlo);
             FMA8(XB, xhi, xhi);
             vu16 au = (vu16)xv & FP8_F32_ABS;
@@ -430,14 +482,15 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
                 qmax = umax16(qmax, (vu16)qv & FP8_F32_ABS);
             }
             if (hist) {
-                /* bin e + 1 for normal |x| of exponent field e; zeros and
+                /* bin e + 1 for normal |x| of exponent field e, code
+                 * c = top - 1 - e, as the shift s = 4c; zeros and
                  * subnormals (e = 0) fall outside the window (top >= 16),
-                 * as does a bin above top (wraps): code 15 */
-                vu16 c = umin16(((vu16){0} + (top - 1)) - (au >> 23), (vu16){0} + 15u);
-                unsigned o = eq_bits16(c, 15u) & nzb;
+                 * as does a bin above top (c wraps): s >= 60 */
+                vu16 s = ((vu16){0} + 4 * (top - 1)) - (au >> 21 & 0x3FCu);
+                unsigned o = ge_bits16(s, 60u) & nzb;
                 om[(i - k0) / 16] = (uint16_t)o;
                 om_any |= o;
-                NIB_ADD(c);
+                NIB_ADD(s);
                 if (((i - k0) / 16 & 7) == 7)
                     NIB_SPILL();
             }

@@ -60,11 +60,25 @@ static inline vu16 umin16(vu16 a, vu16 b) { return (vu16)(((vi16)(a <= b) & (vi1
         lo = (vd8)_mm512_cvtps_pd(_mm512_castps512_ps256(w_));                                             \
         hi = (vd8)_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(w_), 1)));      \
     } while (0)
+/* the same of the 16 floats at p, each half converted straight from memory
+ * (no shuffle to take the upper half out of a register) */
+#define HALVES_AT(p, lo, hi)                                                                               \
+    do {                                                                                                   \
+        lo = (vd8)_mm512_cvtps_pd(_mm256_loadu_ps(p));                                                     \
+        hi = (vd8)_mm512_cvtps_pd(_mm256_loadu_ps((p) + 8));                                               \
+    } while (0)
 #else
 #define HALVES(v, lo, hi)                                                                                  \
     do {                                                                                                   \
         vf8 h_[2];                                                                                         \
         memcpy(h_, &(v), 64);                                                                              \
+        lo = __builtin_convertvector(h_[0], vd8);                                                          \
+        hi = __builtin_convertvector(h_[1], vd8);                                                          \
+    } while (0)
+#define HALVES_AT(p, lo, hi)                                                                               \
+    do {                                                                                                   \
+        vf8 h_[2];                                                                                         \
+        memcpy(h_, (p), 64);                                                                               \
         lo = __builtin_convertvector(h_[0], vd8);                                                          \
         hi = __builtin_convertvector(h_[1], vd8);                                                          \
     } while (0)
