@@ -303,8 +303,8 @@ static void cast_parts(fp8__cast *c, const fp8_amax_info *known)
          * longest, fetches the next piece as it goes (1x128 blocks +20 %,
          * MXFP8 +12 % in make bench's cast of 4096^2).  Where the kernel is
          * the first to read a piece, the hardware's own stream does as
-         * well; in a sweep, x's statistics come first on each piece and
-         * the several casts' work hides the memory (measured: no gain) */
+         * well.  In a sweep the first cast of each piece fetches the next
+         * one (fp8__cast_prefetch, set by the sweep piece by piece) */
         pc->caster.p.prefetch = F->late && !c->shared ? PIECE * sizeof(float) : 0;
         fp8__moments_init(&pc->mom);
         fp8__moments_init(&pc->xmom);
@@ -404,6 +404,8 @@ void fp8__cast_units(fp8__cast *c, int p, size_t u0, size_t u1, float *buf)
     pp->c.buf = buf;
     fp8__fused_units(&c->F, pp, u0, u1);
 }
+
+void fp8__cast_prefetch(fp8__cast *c, int p, uint32_t bytes) { c->F.parts[p].c.caster.p.prefetch = bytes; }
 
 void fp8__cast_run(fp8__cast *c)
 {

