@@ -641,6 +641,86 @@ static void test_cast_err_sums(void)
     free(x), free(q), free(q2);
 }
 
+/* Non-temporal stores of x_hat (vparams.nt, large casts into the caller's
+ * out) write what ordinary stores write, and nothing else: every ISA, out
+ * aligned to a line, to 32 and to 16 bytes (each vector then in four
+ * stores) and to 4 (ordinary stores), per tensor and in groups, with and
+ * without codes and error sums, nearest and stochastic rounding, every
+ * kind of input through the hot, medium and general paths; the elements
+ * around out untouched. */
+static void no_fallback(void *ctx, size_t i, size_t k) { (void)ctx, (void)i, (void)k; }
+
+static void test_cast_nt_stores(void)
+{
+    find_isas();
+    static void (*const kern[3])(FP8_VEC_KERNEL_ARGS) = {fp8__vec_kernel_base, fp8__vec_kernel_avx2,
+                                                          fp8__vec_kernel_avx512};
+    const char *fmts[] = {"e4m3", "e5m2", "e2m1"};
+    const float scales[] = {1.0f, 96.0f, 1.0f / 4096.0f};
+    const size_t offs[] = {0, 8, 4, 1}, n = 272, pad = 32;
+    float *x = malloc(n * sizeof *x), *ref = aligned_alloc(64, (n + 2 * pad) * sizeof(float)),
+          *got = aligned_alloc(64, (n + 2 * pad) * sizeof(float));
+    uint8_t cref[272], cgot[272];
+    float gs[16], gi[16];
+    unsigned char gf1[16], gf2[16];
+    CU_ASSERT_FATAL(x && ref && got);
+    int cases = 0, wrong = 0;
+    for (int k = 0; k < 3; k++) {
+        if (!isas[k].runs_here)
+            continue;
+        for (int fi = 0; fi < 3; fi++)
+            for (int sr = 0; sr < 2; sr++) {
+                fp8_cast_mode mode = {.round = sr ? FP8_ROUND_STOCHASTIC : FP8_ROUND_NEAREST, .seed = 7};
+                fp8__caster c;
+                fp8__caster_init(&c, fp8_format_find(fmts[fi], NULL), &mode);
+                if (!c.vec)
+                    continue;
+                for (int kind = 0; kind < NKINDS; kind++)
+                    for (int si = 0; si < 3; si++)
+                        for (int v = 0; v < 8; v++) { /* bit 0 grouped, bit 1 codes, bit 2 error sums */
+                            const int grouped = v & 1, codes = (v >> 1) & 1, err = (v >> 2) & 1;
+                            if (err && (codes || sr))
+                                continue; /* (the kernel's error sums: plain case only) */
+                            fill(x, n, kind);
+                            for (size_t g = 0; g < 16; g++)
+                                gs[g] = scales[si] * (float)(1 + g % 3), gi[g] = 1.0f / gs[g], gf1[g] = gf2[g] = 0;
+                            for (size_t oi = 0; oi < 4; oi++) {
+                                float *r = ref + pad + offs[oi], *o = got + pad + offs[oi];
+                                for (size_t i = 0; i < n + 2 * pad; i++)
+                                    ref[i] = got[i] = -1234.5f;
+                                uint64_t a1[6] = {0}, a2[6] = {0};
+                                fp8__errsums e1, e2;
+                                memset(&e1, 0, sizeof e1), memset(&e2, 0, sizeof e2);
+                                vparams P = c.p;
+                                P.sr_fallback = no_fallback; /* (the lanes it would cast stay as the vector left them) */
+                                P.nt = 0;
+                                kern[k](&P, 1, scales[si], 1.0f / scales[si], x, n, codes ? cref : NULL, r, a1,
+                                        grouped ? gs : NULL, grouped ? gi : NULL, 32, gf1, err ? &e1 : NULL);
+                                P.nt = 1;
+                                kern[k](&P, 1, scales[si], 1.0f / scales[si], x, n, codes ? cgot : NULL, o, a2,
+                                        grouped ? gs : NULL, grouped ? gi : NULL, 32, gf2, err ? &e2 : NULL);
+                                /* (the error sums as the engine keeps them: where they
+                                 * left the lean range, a NaN's payload in them may
+                                 * differ with the compiled code, and they are redone) */
+                                int lean = e1.maxbits >= FP8_LEAN_LO && e1.maxbits <= FP8_LEAN_HI &&
+                                           e1.hotbound <= FP8_LEAN_HI;
+                                int same = !memcmp(ref, got, (n + 2 * pad) * sizeof(float)) &&
+                                           !memcmp(a1, a2, sizeof a1) && !memcmp(gf1, gf2, sizeof gf1) &&
+                                           (!codes || !memcmp(cref, cgot, n)) && e1.maxbits == e2.maxbits &&
+                                           e1.hotbound == e2.hotbound && (!lean || !memcmp(&e1, &e2, sizeof e1));
+                                cases++;
+                                wrong += !same;
+                                CU_ASSERT(same);
+                            }
+                        }
+            }
+    }
+    CU_ASSERT(cases > 1000);
+    if (wrong)
+        fprintf(stderr, "\n  non-temporal stores: %d of %d cases differ from ordinary stores", wrong, cases);
+    free(x), free(ref), free(got);
+}
+
 /* The worker pool (lib/util/parallel.c): every job of every call runs
  * exactly once and none after the call returns, also while other threads
  * spin on the cores with sched_yield as OpenBLAS's idle threads do (the
@@ -721,6 +801,7 @@ void register_kernels_tests(void)
         {"smooth: error sums in double of every ISA equal plain loops", test_err_double},
         {"TE's overflow count of every ISA equals the plain comparison", test_count_above},
         {"the cast kernel's error sums on its way equal err_add's, every ISA", test_cast_err_sums},
+        {"non-temporal stores of x_hat write what ordinary stores write, every ISA and alignment", test_cast_nt_stores},
         {"the worker pool runs every job once, none after its call returns (also beside yielding threads)", test_pool},
         CU_TEST_INFO_NULL,
     };

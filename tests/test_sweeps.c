@@ -14,6 +14,7 @@
  * docs/statistics.md's tolerances).
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +107,49 @@ static void test_single_casts(void)
     CU_ASSERT_EQUAL(differ, 0);
 }
 
+/* Casts large enough that x_hat goes to the caller's out with
+ * non-temporal stores (2^22 elements, quantize_pass.h's NT_MIN): x_hat and
+ * the statistics are the oracle's, out aligned to a line or as malloc
+ * gives it, one thread or two (each part's stores fenced before the caller
+ * reads out); a delayed recipe's second step casts with its history's
+ * scale. */
+static void test_large_out(void)
+{
+    const size_t rows = 2048, cols = 2048, n = rows * cols;
+    const char *specs[] = {"e4m3:delayed", "e4m3:current", "mxfp8", "nvfp4", "e4m3:block=1x128"};
+    uint64_t s = 99;
+    float *x = random_x(&s, rows, cols, 0, 8), *line = aligned_alloc(64, n * 4), *plain = malloc(n * 4 + 16),
+          *want = malloc(n * 4);
+    CU_ASSERT_FATAL(x && line && plain && want);
+    int compared = 0, differ = 0;
+    for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
+        fp8_recipe_state *sa = fp8_recipe_state_new(specs[k], "activation"),
+                         *sb = fp8_recipe_state_new(specs[k], "activation");
+        CU_ASSERT_FATAL(sa && sb);
+        fp8_recipe_state_set_threads(sa, 1 + (int)(k % 2));
+        for (int step = 0; step < 2; step++) {
+            /* (malloc's address and 4 bytes past it: 16-byte and 4-byte aligned) */
+            float *out = step == 0 ? line : (k % 2 ? plain + 1 : plain);
+            fp8_stats ga, gb;
+            CU_ASSERT_EQUAL(fp8_quantize(sa, x, rows, cols, out, &ga), FP8_OK);
+            CU_ASSERT_EQUAL(ref_quantize(sb, x, rows, cols, want, &gb), FP8_OK);
+            compared++;
+            char what[160];
+            snprintf(what, sizeof what, "%s %zux%zu into out at %zu mod 64, %d thread(s), step %d", specs[k], rows,
+                     cols, (size_t)((uintptr_t)out % 64), 1 + (int)(k % 2), step);
+            if (!same_as_oracle(what, out, want, n, &ga, &gb)) {
+                differ++;
+                fprintf(stderr, "\n  %s: not the oracle's", what);
+            }
+            fp8_recipe_state_step(sa), fp8_recipe_state_step(sb);
+        }
+        fp8_recipe_state_free(sa), fp8_recipe_state_free(sb);
+    }
+    CU_ASSERT_EQUAL(compared, 10);
+    CU_ASSERT_EQUAL(differ, 0);
+    free(x), free(line), free(plain), free(want);
+}
+
 /* two to five recipes in one sweep (fp8__quantize_many), in any order, one
  * of them perhaps in place, on one or two threads */
 static void test_random_sweeps(void)
@@ -180,6 +224,8 @@ void register_sweeps_tests(void)
         {"random sweeps of 2-5 recipes in any order, one in place, 1-2 threads, x's statistics given or not: the "
          "oracle's",
          test_random_sweeps},
+        {"casts of 2^22 elements into out (non-temporal stores), aligned or not, 1-2 threads: the oracle's",
+         test_large_out},
         CU_TEST_INFO_NULL,
     };
     add_suite("sweeps", tests);

@@ -134,6 +134,36 @@ static inline vq vq_fill(uint64_t v)
     return r;
 }
 
+#if defined(__AVX512F__) || defined(__AVX2__)
+/* 16 floats to d with non-temporal stores: nt_whole for d aligned to
+ * NT_WHOLE bytes, nt_quarters for d 16-byte aligned */
+#if defined(__AVX512F__)
+#define NT_WHOLE 64
+static inline void nt_whole(float *d, vf16 o)
+{
+    __m512 w;
+    memcpy(&w, &o, 64);
+    _mm512_stream_ps(d, w);
+}
+#else
+#define NT_WHOLE 32
+static inline void nt_whole(float *d, vf16 o)
+{
+    __m256 h[2];
+    memcpy(h, &o, 64);
+    _mm256_stream_ps(d, h[0]);
+    _mm256_stream_ps(d + 8, h[1]);
+}
+#endif
+static inline void nt_quarters(float *d, vf16 o)
+{
+    __m128 q[4];
+    memcpy(q, &o, 64);
+    for (int k = 0; k < 4; k++)
+        _mm_stream_ps(d + 4 * k, q[k]);
+}
+#endif
+
 /* What a lane-wise path makes of a vector: its codes and x_hat bits (as
  * asked), the lanes of each class (-1 / 0; exact: none of them), the
  * group's flags (bit 0 overflowed or saturated, bit 1 flushed).  Returned
@@ -288,11 +318,12 @@ ALWAYS_INLINE int e8m0_vec(const vparams *P, vu16 u, vu16 a, vu16 rnd, kvec *v)
  * GS whether scales come per group, SPECIAL whether the rounding may be
  * stochastic or the format e8m0 (read from P; 0: neither), CODES and OUT
  * whether codes and x_hat are written, ERR whether the error sums are made
- * (es; only with SPECIAL 0).  Constants at each call below, so that the
- * compiler drops the branches and keeps the parameters in registers. */
+ * (es; only with SPECIAL 0), NT how x_hat is stored (nt_mode).  Constants
+ * at each call below, so that the compiler drops the branches and keeps the
+ * parameters in registers. */
 static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARGS, const int GS,
                                                               const int SPECIAL, const int CODES,
-                                                              const int OUT, const int ERR)
+                                                              const int OUT, const int ERR, const int NT)
 {
     /* the error sums (fp8__err_add's): float32 partials of 16 vectors
      * added into double lanes, the lane maxima of |x - x_hat| and of the
@@ -308,7 +339,7 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
 #define EMIT(o_, HOT)                                                                                      \
     do {                                                                                                   \
         if (OUT)                                                                                           \
-            memcpy(out + i, &(o_), sizeof(o_));                                                            \
+            STORE_OUT(out + i, o_);                                                                        \
         if (ERR)                                                                                           \
             ERR_ADD(xv, o_, HOT);                                                                          \
     } while (0)
@@ -333,6 +364,21 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
     /* a local copy: the stores through out and codes could alias *p as far
      * as the compiler knows, which would reload every parameter every step */
     const vparams P = *p;
+    /* x_hat's stores: ordinary, or past the caches (NT, nt_mode) */
+#if defined(__AVX512F__) || defined(__AVX2__)
+#define STORE_OUT(d_, o_)                                                                                  \
+    do {                                                                                                   \
+        if (NT == 1)                                                                                       \
+            nt_whole((d_), (o_));                                                                          \
+        else if (NT == 2)                                                                                  \
+            nt_quarters((d_), (o_));                                                                       \
+        else                                                                                               \
+            memcpy((d_), &(o_), 64);                                                                       \
+    } while (0)
+#else
+#define STORE_OUT(d_, o_) memcpy((d_), &(o_), 64)
+    (void)NT; /* (nt_mode: always 0 here) */
+#endif
     const vi16 zero = {0};
     vu16 c_flush = {0}, c_sub = {0}, c_round = {0}, c_sat = {0}, c_ovf = {0}, c_nan = {0};
     uint64_t n_round = 0; /* the specialised hot path's rounded lanes (c_round's) */
@@ -382,7 +428,7 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
                 store_codes(codes, code_bytes, i, v.code);
             if (OUT) {
                 vf16 o = (vf16)v.bits * scale_inv;
-                memcpy(out + i, &o, sizeof o);
+                STORE_OUT(out + i, o);
             }
             continue;
         }
@@ -433,7 +479,7 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
             }
             if (OUT) {
                 vf16 o = (vf16)(r | ((neg << 31) & keep_sign)) * scale_inv;
-                memcpy(out + i, &o, sizeof o);
+                STORE_OUT(out + i, o);
             }
             if (SPECIAL && partial) /* rare: the mask is read lane by lane only here */
                 for (unsigned miss = ~lane_bits(inrange) & 0xFFFFu; miss; miss &= miss - 1)
@@ -457,6 +503,11 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
     }
 #undef EMIT
 #undef ERR_ADD
+#undef STORE_OUT
+#if defined(__AVX512F__) || defined(__AVX2__)
+    if (NT) /* (the stores are weakly ordered: done before another thread reads out) */
+        _mm_sfence();
+#endif
     if (ERR) {
         if (eblk) {
             ACC(E2, e2);
@@ -481,16 +532,46 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
 
 #define KERNEL_CALL(GS, SPECIAL, CODES, OUT, ERR)                                                          \
     kernel_body(p, code_bytes, scale, scale_inv, x, n, codes, out, acc, gscale, ginv, glen, gflags, es, GS,  \
-                SPECIAL, CODES, OUT, ERR)
+                SPECIAL, CODES, OUT, ERR, 0)
+/* the plain cases that write x_hat: built for each way of storing it */
+#define KERNEL_CALL_NT(GS, ERR)                                                                            \
+    do {                                                                                                   \
+        if (nt == 1)                                                                                       \
+            kernel_body(p, code_bytes, scale, scale_inv, x, n, codes, out, acc, gscale, ginv, glen, gflags, es, \
+                        GS, 0, 0, 1, ERR, 1);                                                              \
+        else if (nt == 2)                                                                                  \
+            kernel_body(p, code_bytes, scale, scale_inv, x, n, codes, out, acc, gscale, ginv, glen, gflags, es, \
+                        GS, 0, 0, 1, ERR, 2);                                                              \
+        else                                                                                               \
+            kernel_body(p, code_bytes, scale, scale_inv, x, n, codes, out, acc, gscale, ginv, glen, gflags, es, \
+                        GS, 0, 0, 1, ERR, 0);                                                              \
+    } while (0)
+
+/* How x_hat goes to out (vparams.nt asks for non-temporal stores): 1 a
+ * whole vector a store where out is aligned to it, 2 four 16-byte stores
+ * where it is 16-byte aligned (as malloc gives), else 0, ordinary stores;
+ * always 0 without AVX2 */
+static int nt_mode(const vparams *p, const float *out)
+{
+#if defined(__AVX512F__) || defined(__AVX2__)
+    if (!p->nt || !out)
+        return 0;
+    return ((uintptr_t)out & (NT_WHOLE - 1)) == 0 ? 1 : ((uintptr_t)out & 15) == 0 ? 2 : 0;
+#else
+    (void)p, (void)out;
+    return 0;
+#endif
+}
 
 void FN(fp8__vec_kernel_)(FP8_VEC_KERNEL_ARGS)
 {
+    const int nt = nt_mode(p, out);
     if (es) { /* the caller's condition: the plain case, no codes */
         switch ((gscale ? 2 : 0) | (out ? 1 : 0)) {
         case 0: KERNEL_CALL(0, 0, 0, 0, 1); break;
-        case 1: KERNEL_CALL(0, 0, 0, 1, 1); break;
+        case 1: KERNEL_CALL_NT(0, 1); break;
         case 2: KERNEL_CALL(1, 0, 0, 0, 1); break;
-        default: KERNEL_CALL(1, 0, 0, 1, 1); break;
+        default: KERNEL_CALL_NT(1, 1); break;
         }
         return;
     }
@@ -499,10 +580,10 @@ void FN(fp8__vec_kernel_)(FP8_VEC_KERNEL_ARGS)
         return;
     }
     switch ((gscale ? 4 : 0) | (codes ? 2 : 0) | (out ? 1 : 0)) {
-    case 1: KERNEL_CALL(0, 0, 0, 1, 0); break;
+    case 1: KERNEL_CALL_NT(0, 0); break;
     case 2: KERNEL_CALL(0, 0, 1, 0, 0); break;
     case 3: KERNEL_CALL(0, 0, 1, 1, 0); break;
-    case 5: KERNEL_CALL(1, 0, 0, 1, 0); break;
+    case 5: KERNEL_CALL_NT(1, 0); break;
     case 6: KERNEL_CALL(1, 0, 1, 0, 0); break;
     default: KERNEL_CALL(1, 0, 1, 1, 0); break;
     }

@@ -43,6 +43,10 @@ typedef struct {
      * many bytes further on (the engine's next piece, so that its first
      * pass finds it in cache; a prefetch past the array does no harm) */
     uint32_t prefetch;
+    /* 1: x_hat goes to out with non-temporal stores where out is 64-byte
+     * aligned (AVX-512; large outputs that no cache would keep, as memcpy
+     * does for large copies); 0: ordinary stores */
+    int32_t nt;
 } vparams;
 
 
