@@ -302,6 +302,39 @@ static void test_vector_vs_portable(void)
     free(c2);
 }
 
+/* A qdq of 2^22 elements into an out of its own (kernel_vec.h's
+ * FP8_NT_MIN: non-temporal stores) equals the portable kernel's, out
+ * aligned to a line or as malloc gives it, nearest and stochastic
+ * rounding, 8- and 16-bit formats; the counts too. */
+static void test_large_qdq(void)
+{
+    const size_t N = (size_t)1 << 22;
+    float *x = malloc(N * 4), *want = malloc(N * 4), *line = aligned_alloc(64, N * 4), *plain = malloc(N * 4);
+    CU_ASSERT_FATAL(x && want && line && plain);
+    uint64_t s = 777;
+    for (size_t i = 0; i < N; i++)
+        x[i] = (i % 5) ? (float)((double)(int64_t)test_rand(&s) * 0x1p-62) : f_from_bits((uint32_t)test_rand(&s));
+    static const fp8_cast_mode sr = {FP8_ROUND_STOCHASTIC, FP8_SATURATE, 9, 0};
+    const fp8_cast_mode *all[2] = {modes[0], &sr};
+    const char *names[] = {"e4m3", "e5m2", "bf16"};
+    int differ = 0;
+    for (size_t fi = 0; fi < 3; fi++)
+        for (int mi = 0; mi < 2; mi++) {
+            const fp8_format *f = fp8_format_find(names[fi], NULL);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+            fp8_counts cw, cl, cp;
+            fp8_format_force_portable(1);
+            fp8_format_qdq_array(f, all[mi], 2.385f, x, N, want, &cw);
+            fp8_format_force_portable(0);
+            CU_ASSERT_EQUAL(fp8_format_qdq_array(f, all[mi], 2.385f, x, N, line, &cl), FP8_OK);
+            CU_ASSERT_EQUAL(fp8_format_qdq_array(f, all[mi], 2.385f, x, N, plain, &cp), FP8_OK);
+            differ += memcmp(want, line, N * 4) != 0 || memcmp(&cw, &cl, sizeof cw) != 0;
+            differ += memcmp(want, plain, N * 4) != 0 || memcmp(&cw, &cp, sizeof cw) != 0;
+        }
+    CU_ASSERT_EQUAL(differ, 0);
+    free(x), free(want), free(line), free(plain);
+}
+
 /* decode_array inverts encode for every code; qdq equals decode(encode). */
 static void test_decode_array(void)
 {
@@ -417,6 +450,7 @@ void register_cast_tests(void)
         {"sampled inputs vs reference, 3 modes", test_sampled_vs_reference},
         {"a broken kernel and a broken reference disagree (the comparison can fail)", test_broken_oracle_disagrees},
         {"vector kernel vs portable kernel", test_vector_vs_portable},
+        {"a qdq of 2^22 elements into its own out (non-temporal stores) equals the portable kernel's", test_large_qdq},
         {"decode_array", test_decode_array},
         {"stochastic rounding: unbiased, reproducible", test_stochastic},
         {"bad arguments", test_bad_args},

@@ -108,7 +108,7 @@ static void test_single_casts(void)
 }
 
 /* Casts large enough that x_hat goes to the caller's out with
- * non-temporal stores (2^22 elements, quantize_pass.h's NT_MIN): x_hat and
+ * non-temporal stores (2^22 elements, kernel_vec.h's FP8_NT_MIN): x_hat and
  * the statistics are the oracle's, out aligned to a line or as malloc
  * gives it, one thread or two (each part's stores fenced before the caller
  * reads out); a delayed recipe's second step casts with its history's

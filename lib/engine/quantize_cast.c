@@ -308,14 +308,11 @@ static void cast_parts(fp8__cast *c, const fp8_amax_info *known)
         pc->caster.p.prefetch = F->late && !c->shared ? PIECE * sizeof(float) : 0;
         /* x_hat straight to the caller's out (not in place, not through
          * a transpose's scratch), too large for a cache to keep for its
-         * reader: non-temporal stores, as memcpy makes for large copies
-         * (no read of each line before it is written over).  Formats of 8
-         * bits or more: FP4 and FP6 elements mostly take the kernel's
-         * slower subnormal-aware path, a cast that waits on arithmetic,
-         * not memory (measured: MXFP4 into malloc'd memory 0.93x).  Not
-         * where the engine reads x_hat back (a smoothed or Hadamard-
-         * transformed tensor's cast, undone on out afterwards) */
-        pc->caster.p.nt = c->out && c->out != c->x && !c->trans && c->numel >= NT_MIN &&
+         * reader: non-temporal stores (kernel_vec.h's FP8_NT_MIN; no read
+         * of each line before it is written over).  Not where the engine
+         * reads x_hat back (a smoothed or Hadamard-transformed tensor's
+         * cast, undone on out afterwards) */
+        pc->caster.p.nt = c->out && c->out != c->x && !c->trans && c->numel >= FP8_NT_MIN &&
                           c->st->format->bits >= 8 && !c->st->recipe.smooth && !c->st->recipe.rht_active;
         fp8__moments_init(&pc->mom);
         fp8__moments_init(&pc->xmom);

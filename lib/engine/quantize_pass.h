@@ -36,13 +36,6 @@ typedef struct {
  * measured here, 4096 (L1-sized) was 10 % slower, 32768 and up level */
 #define PIECE 32768
 
-/* A cast of at least this many elements into the caller's out writes x_hat
- * with non-temporal stores (vparams.nt): 16 MB of x_hat, which beside x
- * fills this machine's 32 MB L3 (measured: 2^22 and 2^24 elements 1.07-1.13x
- * faster with all statistics; 2^20 1.02-1.04x, but an out that fits in
- * cache would then miss for its reader) */
-#define NT_MIN ((size_t)1 << 22)
-
 /* Interleaved 32-bit sub-histograms (stats_vec.h), flushed into the
  * 64-bit histogram before any counter can wrap. */
 typedef struct {
