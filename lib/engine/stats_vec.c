@@ -17,27 +17,6 @@
 #endif
 
 
-/* Bit l set when lane l of a equals v. */
-static inline unsigned eq_bits16(vu16 a, uint32_t v)
-{
-#if defined(__AVX512F__)
-    __m512i w;
-    memcpy(&w, &a, sizeof w);
-    return _mm512_cmpeq_epi32_mask(w, _mm512_set1_epi32((int)v));
-#elif defined(__AVX2__)
-    __m256i lo, hi, t = _mm256_set1_epi32((int)v);
-    memcpy(&lo, &a, 32);
-    memcpy(&hi, (char *)&a + 32, 32);
-    return (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(lo, t))) |
-           (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(hi, t))) << 8;
-#else
-    unsigned b = 0;
-    for (int l = 0; l < 16; l++)
-        b |= (unsigned)(a[l] == v) << l;
-    return b;
-#endif
-}
-
 /* Bit l set when lane l of a is v or more (unsigned). */
 static inline unsigned ge_bits16(vu16 a, uint32_t v)
 {
@@ -83,7 +62,7 @@ static inline unsigned zeros_and_min(vu16 au, vu16 *cz, vu16 *zm)
     vi16 isz = (vi16)(au == 0);
     *cz -= (vu16)isz;
     *zm = umin16(*zm, au | (vu16)isz); /* zeros: all ones, above every |x| */
-    return ~eq_bits16(au, 0u) & 0xFFFFu;
+    return ge_bits16(au, 1u); /* (the nonzero lanes) */
 #endif
 }
 
