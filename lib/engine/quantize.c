@@ -247,14 +247,17 @@ static void part_range(size_t U, int P, int p, size_t *u0, size_t *u1)
 }
 
 /* The parts of a cast, kept per calling thread like the piece buffer (busy
- * starts 0: the block is zeroed): a
- * cast's parts and their histograms (~250 KB) freshly allocated would come
- * from fresh pages at every cast once the heap gives them back.  A nested
- * cast on the same thread (none today) would allocate its own. */
+ * starts 0: the block is zeroed): a cast's parts and their histograms
+ * freshly allocated would come from fresh pages at every cast once the heap
+ * gives them back, and a small cast would spend most of its time zeroing
+ * them.  Two sets: a cast that sums x's statistics holds its x pass's
+ * (fp8__xpass) beside its own.  A third at once on the same thread (none
+ * today) would allocate its own. */
+#define PART_SETS 2
 typedef struct {
-    int busy;
-    part parts[MAX_PARTS];
-    hist_acc hacc[MAX_PARTS];
+    int busy[PART_SETS];
+    part parts[PART_SETS][MAX_PARTS];
+    hist_acc hacc[PART_SETS][MAX_PARTS];
 } parts_cache;
 static parts_cache *thread_parts(void) { return fp8__scratch_kept(FP8__SCRATCH_PARTS, sizeof(parts_cache)); }
 
@@ -263,15 +266,16 @@ static parts_cache *thread_parts(void) { return fp8__scratch_kept(FP8__SCRATCH_P
 part *fp8__parts_alloc(int P, int want_hist)
 {
     parts_cache *pc = thread_parts();
-    if (pc && !pc->busy) {
-        pc->busy = 1;
-        memset(pc->parts, 0, (size_t)P * sizeof *pc->parts);
-        for (int p = 0; want_hist && p < P; p++) {
-            hist_clear(&pc->hacc[p]); /* (the block was zeroed when made) */
-            pc->parts[p].c.hacc = &pc->hacc[p];
+    for (int k = 0; pc && k < PART_SETS; k++)
+        if (!pc->busy[k]) {
+            pc->busy[k] = 1;
+            memset(pc->parts[k], 0, (size_t)P * sizeof pc->parts[k][0]);
+            for (int p = 0; want_hist && p < P; p++) {
+                hist_clear(&pc->hacc[k][p]); /* (the block was zeroed when made) */
+                pc->parts[k][p].c.hacc = &pc->hacc[k][p];
+            }
+            return pc->parts[k];
         }
-        return pc->parts;
-    }
     part *parts = calloc((size_t)P, sizeof *parts);
     for (int p = 0; parts && want_hist && p < P; p++)
         if (!(parts[p].c.hacc = calloc(1, sizeof(hist_acc)))) {
@@ -286,10 +290,11 @@ part *fp8__parts_alloc(int P, int want_hist)
 void fp8__parts_free(part *parts, int P)
 {
     parts_cache *pc = fp8__scratch_has(FP8__SCRATCH_PARTS);
-    if (pc && parts == pc->parts) {
-        pc->busy = 0;
-        return;
-    }
+    for (int k = 0; pc && k < PART_SETS; k++)
+        if (parts == pc->parts[k]) {
+            pc->busy[k] = 0;
+            return;
+        }
     for (int p = 0; parts && p < P; p++)
         free(parts[p].c.hacc);
     free(parts);
