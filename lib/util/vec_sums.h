@@ -77,10 +77,9 @@ static inline vu16 umin16(vu16 a, vu16 b) { return (vu16)(((vi16)(a <= b) & (vi1
     } while (0)
 #define HALVES_AT(p, lo, hi)                                                                               \
     do {                                                                                                   \
-        vf8 h_[2];                                                                                         \
-        memcpy(h_, (p), 64);                                                                               \
-        lo = __builtin_convertvector(h_[0], vd8);                                                          \
-        hi = __builtin_convertvector(h_[1], vd8);                                                          \
+        vf16 a_;                                                                                           \
+        memcpy(&a_, (p), 64);                                                                              \
+        HALVES(a_, lo, hi);                                                                                \
     } while (0)
 #endif
 
