@@ -306,14 +306,14 @@ static void cast_parts(fp8__cast *c, const fp8_amax_info *known)
          * well.  In a sweep the first cast of each piece fetches the next
          * one (fp8__cast_prefetch, set by the sweep piece by piece) */
         pc->caster.p.prefetch = F->late && !c->shared ? PIECE * sizeof(float) : 0;
-        /* x_hat straight to the caller's out (not in place, not through
-         * a transpose's scratch), too large for a cache to keep for its
-         * reader: non-temporal stores (kernel_vec.h's FP8_NT_MIN; no read
-         * of each line before it is written over).  Not where the engine
-         * reads x_hat back (a smoothed or Hadamard-transformed tensor's
-         * cast, undone on out afterwards) */
-        pc->caster.p.nt = c->out && c->out != c->x && !c->trans && c->numel >= FP8_NT_MIN &&
-                          c->st->format->bits >= 8 && !c->st->recipe.smooth && !c->st->recipe.rht_active;
+        /* x_hat straight to the caller's out, too large for a cache to
+         * keep for its reader: non-temporal stores (fp8__nt_wanted; no
+         * read of each line before it is written over).  Not through a
+         * transpose's scratch, nor where the engine reads x_hat back (a
+         * smoothed or Hadamard-transformed tensor's cast, undone on out
+         * afterwards) */
+        pc->caster.p.nt = fp8__nt_wanted(c->st->format, c->x, c->out, c->numel) && !c->trans &&
+                          !c->st->recipe.smooth && !c->st->recipe.rht_active;
         fp8__moments_init(&pc->mom);
         fp8__moments_init(&pc->xmom);
         pc->hist = c->want_hist ? F->parts[p].hist64 : NULL;

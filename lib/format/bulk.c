@@ -228,8 +228,8 @@ void fp8__caster_run(const fp8__caster *c, float scale, float scale_inv, const f
         const size_t chunk = (size_t)1 << 20; /* keeps 32-bit lane counters safe */
         size_t nv = n - n % VL;
         vparams p = c->p;
-        if (out && out != x && n >= FP8_NT_MIN && f->bits >= 8)
-            p.nt = 1; /* (kernel_vec.h: a large out, past the caches) */
+        if (fp8__nt_wanted(f, x, out, n))
+            p.nt = 1;
         sr_ctx sc = {f, &c->mode, scale, scale_inv, NULL, NULL, NULL, cnt, 0, 0};
         for (size_t i = 0; i < nv; i += chunk) {
             size_t m = nv - i < chunk ? nv - i : chunk;

@@ -20,6 +20,14 @@ typedef struct {
 } fp8__caster;
 
 void fp8__caster_init(fp8__caster *c, const fp8_format *f, const fp8_cast_mode *mode);
+
+/* whether a cast of n elements of x into out under format f asks for
+ * non-temporal stores (vparams.nt): out its own buffer (not x), at least
+ * FP8_NT_MIN elements, a format of 8 bits or more (kernel_vec.h) */
+static inline int fp8__nt_wanted(const fp8_format *f, const float *x, const float *out, size_t n)
+{
+    return out && out != x && n >= FP8_NT_MIN && f->bits >= 8;
+}
 /* whether f's casts take the vector kernel (a caster's vec, without making one) */
 int fp8__caster_vec_ok(const fp8_format *f);
 

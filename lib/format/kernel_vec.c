@@ -530,21 +530,19 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
     acc[2] += n_round;
 }
 
-#define KERNEL_CALL(GS, SPECIAL, CODES, OUT, ERR)                                                          \
+#define KERNEL_BODY(GS, SPECIAL, CODES, OUT, ERR, NT)                                                      \
     kernel_body(p, code_bytes, scale, scale_inv, x, n, codes, out, acc, gscale, ginv, glen, gflags, es, GS,  \
-                SPECIAL, CODES, OUT, ERR, 0)
+                SPECIAL, CODES, OUT, ERR, NT)
+#define KERNEL_CALL(GS, SPECIAL, CODES, OUT, ERR) KERNEL_BODY(GS, SPECIAL, CODES, OUT, ERR, 0)
 /* the plain cases that write x_hat: built for each way of storing it */
 #define KERNEL_CALL_NT(GS, ERR)                                                                            \
     do {                                                                                                   \
         if (nt == 1)                                                                                       \
-            kernel_body(p, code_bytes, scale, scale_inv, x, n, codes, out, acc, gscale, ginv, glen, gflags, es, \
-                        GS, 0, 0, 1, ERR, 1);                                                              \
+            KERNEL_BODY(GS, 0, 0, 1, ERR, 1);                                                              \
         else if (nt == 2)                                                                                  \
-            kernel_body(p, code_bytes, scale, scale_inv, x, n, codes, out, acc, gscale, ginv, glen, gflags, es, \
-                        GS, 0, 0, 1, ERR, 2);                                                              \
+            KERNEL_BODY(GS, 0, 0, 1, ERR, 2);                                                              \
         else                                                                                               \
-            kernel_body(p, code_bytes, scale, scale_inv, x, n, codes, out, acc, gscale, ginv, glen, gflags, es, \
-                        GS, 0, 0, 1, ERR, 0);                                                              \
+            KERNEL_BODY(GS, 0, 0, 1, ERR, 0);                                                              \
     } while (0)
 
 /* How x_hat goes to out (vparams.nt asks for non-temporal stores): 1 a
