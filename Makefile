@@ -142,8 +142,16 @@ $(BUILD)/bench_fp8prof: $(BENCH_OBJ) $(LIBS_A)
 $(BUILD)/mpi_%: $(BUILD)/tests/mpi_%.o $(LIBS_A)
 	$(CC) -o $@ $^ $(LDLIBS_ALL)
 
+# The suites whose numbers the vector loops make, run again with each
+# narrower instruction set this CPU also has (FP8PROF_ISA: lib/util/isa.h):
+# the full run uses the widest, and a machine without AVX-512 runs AVX2.
+ISA_SUITES := cast device fenv format gemm layers model nvfp4 probe recipe shadows stats sweeps
 test: $(BUILD)/test_fp8prof $(BUILD)/fp8prof $(BUILD)/libfp8prof.so $(BUILD)/mpi_mismatch
 	FP8PROF=$(BUILD)/fp8prof $(BUILD)/test_fp8prof
+	for isa in avx2 base; do \
+	    echo "suites under FP8PROF_ISA=$$isa: $(ISA_SUITES)"; \
+	    FP8PROF_ISA=$$isa FP8PROF=$(BUILD)/fp8prof $(BUILD)/test_fp8prof $(ISA_SUITES) || exit 1; \
+	done
 ifeq ($(SAN),)
 	$(MAKE) --no-print-directory python-test
 	BUILD=$(BUILD) tests/install_test.sh

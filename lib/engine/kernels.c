@@ -1,10 +1,11 @@
 /*
  * kernels.c — the pick of the statistics engine's vector loops: AVX-512,
- * AVX2 or portable, once per process, by what this CPU supports
- * (kernels.h).
+ * AVX2 or portable, once per process, by what this CPU supports (or
+ * FP8PROF_ISA allows: isa.h; kernels.h).
  */
 #include <pthread.h>
 
+#include "isa.h"
 #include "kernels.h"
 
 static pthread_once_t pick_once = PTHREAD_ONCE_INIT;
@@ -33,10 +34,10 @@ static void pick(void)
 {
     USE(base);
 #if defined(__x86_64__)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f"))
+    int isa = fp8__isa_pick();
+    if (isa == FP8_ISA_AVX512)
         USE(avx512);
-    else if (__builtin_cpu_supports("avx2"))
+    else if (isa == FP8_ISA_AVX2)
         USE(avx2);
 #endif
 }

@@ -14,6 +14,7 @@
 
 #include "cast_impl.h"
 #include "fpenv.h"
+#include "isa.h"
 
 static int force_portable;
 
@@ -23,14 +24,11 @@ const char *fp8_format_kernel_name(void)
 {
     if (force_portable)
         return "portable";
+    int isa = fp8__isa_pick();
 #if defined(__x86_64__)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f"))
-        return "avx512";
-    if (__builtin_cpu_supports("avx2"))
-        return "avx2";
-    return "sse2";
+    return isa == FP8_ISA_AVX512 ? "avx512" : isa == FP8_ISA_AVX2 ? "avx2" : "sse2";
 #else
+    (void)isa;
     return "vector";
 #endif
 }
@@ -138,14 +136,10 @@ static void vparams_init(vparams *p, const fp8_format *f, const fp8_cast_mode *m
 
 static vec_kernel_fn pick_kernel(void)
 {
-#if defined(__x86_64__)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f"))
-        return fp8__vec_kernel_avx512;
-    if (__builtin_cpu_supports("avx2"))
-        return fp8__vec_kernel_avx2;
-#endif
-    return fp8__vec_kernel_base;
+    int isa = fp8__isa_pick();
+    return isa == FP8_ISA_AVX512 ? fp8__vec_kernel_avx512
+           : isa == FP8_ISA_AVX2 ? fp8__vec_kernel_avx2
+                                 : fp8__vec_kernel_base;
 }
 
 int fp8__caster_vec_ok(const fp8_format *f)
