@@ -48,18 +48,19 @@ void FN(fp8__range_)(FP8_RANGE_ARGS)
 /* The scan with the Inf / NaN counts, for inputs that hold some */
 static void amax_scan_counting(FP8_AMAX_SCAN_ARGS)
 {
-    vu16 amax = {0}, ninf = {0}, nnan = {0};
+    au16 amaxa = {0}, ninfa = {0}, nnana = {0}; /* (accumulators: vec_isa.h) */
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
         vu16 a;
         memcpy(&a, x + i, 64);
         a &= FP8_F32_ABS;
-        vu16 fin = (vu16)(a < FP8_F32_INF);
+        vu16 fin = (vu16)VLT(a, FP8_F32_INF);
         vu16 af = a & fin;
-        amax = umax16(amax, af);
-        ninf -= (vu16)(a == FP8_F32_INF);
-        nnan -= (vu16)(a > FP8_F32_INF);
+        VA_FN(amaxa, fp8_pmaxu, af);
+        VA_OP(ninfa, -, (vu16)VEQ(a, FP8_F32_INF));
+        VA_OP(nnana, -, (vu16)VGT(a, FP8_F32_INF));
     }
+    vu16 amax = VA_GET(vu16, amaxa), ninf = VA_GET(vu16, ninfa), nnan = VA_GET(vu16, nnana);
     uint32_t am = 0;
     uint64_t ci = 0, cn = 0;
     for (int l = 0; l < 16; l++) {
@@ -90,22 +91,22 @@ static void amax_scan_counting(FP8_AMAX_SCAN_ARGS)
  * would chain every max on the last. */
 void FN(fp8__amax_scan_)(FP8_AMAX_SCAN_ARGS)
 {
-    vu16 m0 = {0}, m1 = {0}, m2 = {0}, m3 = {0};
+    au16 m0a = {0}, m1a = {0}, m2a = {0}, m3a = {0}; /* (accumulators: vec_isa.h) */
     size_t i = 0;
     for (; i + 64 <= n; i += 64) {
         vu16 a[4];
         memcpy(a, x + i, sizeof a);
-        m0 = umax16(m0, a[0] & FP8_F32_ABS);
-        m1 = umax16(m1, a[1] & FP8_F32_ABS);
-        m2 = umax16(m2, a[2] & FP8_F32_ABS);
-        m3 = umax16(m3, a[3] & FP8_F32_ABS);
+        VA_FN(m0a, fp8_pmaxu, a[0] & FP8_F32_ABS);
+        VA_FN(m1a, fp8_pmaxu, a[1] & FP8_F32_ABS);
+        VA_FN(m2a, fp8_pmaxu, a[2] & FP8_F32_ABS);
+        VA_FN(m3a, fp8_pmaxu, a[3] & FP8_F32_ABS);
     }
     for (; i + 16 <= n; i += 16) {
         vu16 a;
         memcpy(&a, x + i, 64);
-        m0 = umax16(m0, a & FP8_F32_ABS);
+        VA_FN(m0a, fp8_pmaxu, a & FP8_F32_ABS);
     }
-    m0 = umax16(umax16(m0, m1), umax16(m2, m3));
+    vu16 m0 = umax16(umax16(VA_GET(vu16, m0a), VA_GET(vu16, m1a)), umax16(VA_GET(vu16, m2a), VA_GET(vu16, m3a)));
     uint32_t am = 0;
     for (int l = 0; l < 16; l++)
         am = m0[l] > am ? m0[l] : am;
@@ -134,13 +135,14 @@ uint64_t FN(fp8__count_above_)(FP8_COUNT_ABOVE_ARGS)
     size_t i = 0;
     while (i + 16 <= n) { /* lane counters of 32 bits: blocks of 2^24 vectors */
         size_t stop = n - i >= ((size_t)16 << 24) ? i + ((size_t)16 << 24) : n - (n - i) % 16;
-        vu16 c = {0};
+        au16 ca = {0}; /* (an accumulator: vec_isa.h) */
         for (; i < stop; i += 16) {
             vu16 a;
             memcpy(&a, x + i, 64);
             a &= FP8_F32_ABS;
-            c -= (vu16)((vi16)(a > t) & (vi16)(a <= inf)); /* NaN lies above Inf: not counted */
+            VA_OP(ca, -, (vu16)(VGT(a, t) & VLE(a, inf))); /* NaN lies above Inf: not counted */
         }
+        vu16 c = VA_GET(vu16, ca);
         for (int l = 0; l < 16; l++)
             k += c[l];
     }
@@ -158,23 +160,48 @@ uint64_t FN(fp8__count_above_)(FP8_COUNT_ABOVE_ARGS)
 static inline void group_lanes(const float *x, size_t glen, vu16 *amax, vu16 *minnz)
 {
     const vu16 big = (vu16){0} + FP8_F32_INF;
-    vu16 am = {0}, mn = big;
+    au16 am = {0}, mn = VA_MAKE(au16, big); /* (accumulators: vec_isa.h) */
     for (size_t k = 0; k < glen; k += 16) {
         vu16 a;
         memcpy(&a, x + k, 64);
         a &= FP8_F32_ABS;
-        vu16 af = a & (vu16)(a < FP8_F32_INF);
-        am = umax16(am, af);
-        vu16 nz = (vu16)(vi16)(af != 0);
-        mn = umin16(mn, (af & nz) | (big & ~nz));
+        vu16 af = a & (vu16)VLT(a, FP8_F32_INF);
+        VA_FN(am, fp8_pmaxu, af);
+        vu16 nz = (vu16)VNE(af, 0);
+        VA_FN(mn, fp8_pminu, (af & nz) | (big & ~nz));
     }
-    *amax = am, *minnz = mn;
+    *amax = VA_GET(vu16, am), *minnz = VA_GET(vu16, mn);
 }
 
 /* 16 groups at once: their 16-lane vectors folded pairwise (blocks of 16, 8,
  * 4, 2 lanes halve at each level) into one vector whose lane L holds group
  * bitreverse4(L); a last shuffle puts group g in lane g.  15 folds of two
  * shuffles each for 16 groups, where a reduction per group took 8. */
+#if FP8_NPIECE > 1
+/* (without AVX-512 the 64-byte shuffles below go lane by lane through
+ * memory: each group's vector is reduced on its own, its native pieces
+ * first) */
+static inline vu16 fold16(vu16 *v, vu16 (*op)(vu16, vu16))
+{
+    const int max = op == umax16;
+    vu16 r;
+    for (int g = 0; g < 16; g++) {
+        fp8_pu p = FP8_P32(v[g], 0);
+#if FP8_NPIECE == 4
+        p = max ? fp8_pmaxu(p, FP8_P32(v[g], 2)) : fp8_pminu(p, FP8_P32(v[g], 2));
+        fp8_pu q = max ? fp8_pmaxu(FP8_P32(v[g], 1), FP8_P32(v[g], 3)) : fp8_pminu(FP8_P32(v[g], 1), FP8_P32(v[g], 3));
+#else
+        fp8_pu q = FP8_P32(v[g], 1);
+#endif
+        p = max ? fp8_pmaxu(p, q) : fp8_pminu(p, q);
+        uint32_t m = p[0];
+        for (int l = 1; l < FP8_VPIECE / 4; l++)
+            m = max ? (p[l] > m ? p[l] : m) : (p[l] < m ? p[l] : m);
+        r[g] = m;
+    }
+    return r;
+}
+#else
 #define FOLD(A, B, P, Q, OP) OP(__builtin_shuffle(A, B, P), __builtin_shuffle(A, B, Q))
 static inline vu16 fold16(vu16 *v, vu16 (*op)(vu16, vu16))
 {
@@ -198,6 +225,7 @@ static inline vu16 fold16(vu16 *v, vu16 (*op)(vu16, vu16))
     return __builtin_shuffle(r, rev);
 }
 #undef FOLD
+#endif
 
 /* A group's lanes, lean: the maxima of all |x| bits (Inf and NaN among
  * them: the caller checks the folded maxima and redoes a block that holds
@@ -206,19 +234,18 @@ static inline vu16 fold16(vu16 *v, vu16 (*op)(vu16, vu16))
  * operations a vector each, where group_lanes' masks take nine. */
 static inline void lean_lanes(const float *x, size_t glen, vu16 *am, vu16 *mn)
 {
-    vu16 m = {0}, z = {0};
-    z -= 1;
+    au16 m = {0}, z = VA_MAKE(au16, (vu16){0} - 1u); /* (accumulators: vec_isa.h) */
     for (size_t k = 0; k < glen; k += 16) {
         vu16 a;
         memcpy(&a, x + k, 64);
         a &= FP8_F32_ABS;
-        m = umax16(m, a);
+        VA_FN(m, fp8_pmaxu, a);
         if (mn)
-            z = umin16(z, a - 1);
+            VA_FN(z, fp8_pminu, a - 1);
     }
-    *am = m;
+    *am = VA_GET(vu16, m);
     if (mn)
-        *mn = z;
+        *mn = VA_GET(vu16, z);
 }
 
 /* folded lean minima back to min nonzero bits (0x7F800000: none, as for a
@@ -302,10 +329,7 @@ static inline int any16(vu16 c)
     memcpy(&v, &c, 64);
     return _mm512_test_epi32_mask(v, v) != 0;
 #elif defined(__AVX2__)
-    __m256i lo, hi;
-    memcpy(&lo, &c, 32);
-    memcpy(&hi, (char *)&c + 32, 32);
-    __m256i o = _mm256_or_si256(lo, hi);
+    __m256i o = _mm256_or_si256((__m256i)FP8_P32(c, 0), (__m256i)FP8_P32(c, 1));
     return !_mm256_testz_si256(o, o);
 #else
     uint32_t o = 0;
@@ -339,17 +363,18 @@ static inline void ratio_try(const uint32_t *amax, const uint32_t *minnz, size_t
  * exactly, in order, by the second. */
 size_t FN(fp8__best_ratio_)(FP8_BEST_RATIO_ARGS)
 {
-    vu16 mxd = {0}, anysub = {0};
+    au16 mxda = {0}, anysuba = {0}; /* (accumulators: vec_isa.h) */
     size_t g = 0;
     for (; g + 16 <= ng; g += 16) {
         vu16 a, m;
         memcpy(&a, amax + g, 64);
         memcpy(&m, minnz + g, 64);
-        vu16 valid = (vu16)(vi16)(m < FP8_F32_INF) & (vu16)(vi16)(a != 0);
-        vu16 normal = valid & (vu16)(vi16)(m >= 0x00800000u);
-        anysub |= valid & ~normal;
-        mxd = umax16(mxd, (a - m) & normal);
+        vu16 valid = (vu16)VLT(m, FP8_F32_INF) & (vu16)VNE(a, 0);
+        vu16 normal = valid & (vu16)VGE(m, 0x00800000u);
+        VA_OP(anysuba, |, valid & ~normal);
+        VA_FN(mxda, fp8_pmaxu, (a - m) & normal);
     }
+    vu16 mxd = VA_GET(vu16, mxda), anysub = VA_GET(vu16, anysuba);
     uint32_t dmax = 0, sub = 0;
     for (int l = 0; l < 16; l++)
         dmax = mxd[l] > dmax ? mxd[l] : dmax, sub |= anysub[l];
@@ -369,8 +394,8 @@ size_t FN(fp8__best_ratio_)(FP8_BEST_RATIO_ARGS)
         vu16 a, m;
         memcpy(&a, amax + g, 64);
         memcpy(&m, minnz + g, 64);
-        vu16 valid = (vu16)(vi16)(m < FP8_F32_INF) & (vu16)(vi16)(a != 0);
-        vu16 cand = valid & ((vu16)(vi16)(a - m >= thr) | (vu16)(vi16)(m < 0x00800000u));
+        vu16 valid = (vu16)VLT(m, FP8_F32_INF) & (vu16)VNE(a, 0);
+        vu16 cand = valid & ((vu16)VGE(a - m, thr) | (vu16)VLT(m, 0x00800000u));
         if (!any16(cand))
             continue;
         for (int l = 0; l < 16; l++)

@@ -26,11 +26,9 @@ static inline unsigned ge_bits16(vu16 a, uint32_t v)
     return _mm512_cmpge_epu32_mask(w, _mm512_set1_epi32((int)v));
 #elif defined(__AVX2__)
     /* a >= v exactly where max(a, v) == a */
-    __m256i lo, hi, t = _mm256_set1_epi32((int)v);
-    memcpy(&lo, &a, 32);
-    memcpy(&hi, (char *)&a + 32, 32);
-    lo = _mm256_cmpeq_epi32(_mm256_max_epu32(lo, t), lo);
-    hi = _mm256_cmpeq_epi32(_mm256_max_epu32(hi, t), hi);
+    __m256i t = _mm256_set1_epi32((int)v), a0 = (__m256i)FP8_P32(a, 0), a1 = (__m256i)FP8_P32(a, 1);
+    __m256i lo = _mm256_cmpeq_epi32(_mm256_max_epu32(a0, t), a0);
+    __m256i hi = _mm256_cmpeq_epi32(_mm256_max_epu32(a1, t), a1);
     return (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(lo)) |
            (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(hi)) << 8;
 #else
@@ -45,7 +43,7 @@ static inline unsigned ge_bits16(vu16 a, uint32_t v)
  * the lane minima *zm; returns the nonzero lanes' bits (lane l: bit l).
  * With AVX-512 one test into a mask, a masked subtract and a masked
  * minimum. */
-static inline unsigned zeros_and_min(vu16 au, vu16 *cz, vu16 *zm)
+static inline unsigned zeros_and_min(vu16 au, au16 *cz, au16 *zm)
 {
 #if defined(__AVX512F__)
     __m512i a, c, z;
@@ -59,9 +57,9 @@ static inline unsigned zeros_and_min(vu16 au, vu16 *cz, vu16 *zm)
     memcpy(zm, &z, 64);
     return nz;
 #else
-    vi16 isz = (vi16)(au == 0);
-    *cz -= (vu16)isz;
-    *zm = umin16(*zm, au | (vu16)isz); /* zeros: all ones, above every |x| */
+    vi16 isz = VEQ(au, 0);
+    VA_OP(*cz, -, (vu16)isz);
+    VA_FN(*zm, fp8_pminu, au | (vu16)isz); /* zeros: all ones, above every |x| */
     return ge_bits16(au, 1u); /* (the nonzero lanes) */
 #endif
 }
@@ -280,18 +278,10 @@ static inline vu16 one_shl(vu16 s)
     v = _mm512_sllv_epi32(_mm512_set1_epi32(1), v);
     memcpy(&s, &v, 64);
     return s;
-#elif defined(__AVX2__)
-    __m256i h[2];
-    memcpy(h, &s, 64);
-    h[0] = _mm256_sllv_epi32(_mm256_set1_epi32(1), h[0]);
-    h[1] = _mm256_sllv_epi32(_mm256_set1_epi32(1), h[1]);
-    memcpy(&s, h, 64);
-    return s;
 #else
-    vu16 r;
-    for (int l = 0; l < 16; l++)
-        r[l] = s[l] < 32 ? 1u << s[l] : 0u;
-    return r;
+    /* (masked: C's shift is undefined there; arithmetic that GCC keeps in
+     * the registers, vec_isa.h) */
+    return (((vu16){0} + 1u) << (s & 31u)) & (vu16)FP8_LTU(s, (vu16){0} + 32u);
 #endif
 }
 
@@ -309,21 +299,24 @@ static inline vu16 one_shl(vu16 s)
  * registers. */
 #define NIB_ADD(s)                                                                                         \
     do {                                                                                                   \
-        nib_a += one_shl(s);                                                                               \
-        nib_b += one_shl((s) - 32u);                                                                       \
+        VA_OP(nib_a, +, one_shl(s));                                                                       \
+        VA_OP(nib_b, +, one_shl((s) - 32u));                                                               \
     } while (0)
 #define NIB_SPILL()                                                                                        \
     do {                                                                                                   \
-        nib_0 += nib_a & m4, nib_1 += nib_a >> 4 & m4;                                                     \
-        nib_2 += nib_b & m4, nib_3 += nib_b >> 4 & m4;                                                     \
-        nib_a = nib_b = (vu16){0};                                                                         \
+        vu16 na_ = VA_GET(vu16, nib_a), nb_ = VA_GET(vu16, nib_b);                                         \
+        VA_OP(nib_0, +, na_ & m4);                                                                         \
+        VA_OP(nib_1, +, na_ >> 4 & m4);                                                                    \
+        VA_OP(nib_2, +, nb_ & m4);                                                                         \
+        VA_OP(nib_3, +, nb_ >> 4 & m4);                                                                    \
+        nib_a = nib_b = (au16){0};                                                                         \
         if (++nib_spills == 31)                                                                            \
             NIB_FLUSH();                                                                                   \
     } while (0)
 #define NIB_FLUSH()                                                                                        \
     do {                                                                                                   \
-        nib_flush(hist, nib_0, nib_1, nib_2, nib_3);                                                       \
-        nib_0 = nib_1 = nib_2 = nib_3 = (vu16){0};                                                         \
+        nib_flush(hist, VA_GET(vu16, nib_0), VA_GET(vu16, nib_1), VA_GET(vu16, nib_2), VA_GET(vu16, nib_3)); \
+        nib_0 = nib_1 = nib_2 = nib_3 = (au16){0};                                                         \
         nib_spills = 0;                                                                                    \
     } while (0)
 
@@ -416,49 +409,50 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
      * moments keep their accuracy (tested against the oracle on means that
      * jump and drift between the pieces of one part) */
     const float K = m->cn > 0 ? (float)m->cmean : piece_mean(x, nl);
-    vd8 S1 = {0}, S2 = {0}, S3 = {0}, S4 = {0}, L1 = {0}, XA = {0}, XB = {0}, E2 = {0}, Q2 = {0}, XQ = {0};
-    vf16 mn, mx, mz, me;
-    memcpy(&me, m->maxerr, 64);
-    vu16 qmax = {0};
-    memcpy(&mn, m->mn, 64);
-    memcpy(&mx, m->mx, 64);
+    /* (loop-carried vectors as accumulators: vec_isa.h) */
+    ad8 S1a = {0}, S2a = {0}, S3a = {0}, S4a = {0}, L1a = {0}, XA = {0}, XB = {0}, E2a = {0}, Q2a = {0}, XQa = {0};
+    vf16 mn0, mx0, mz, me0;
+    memcpy(&me0, m->maxerr, 64);
+    memcpy(&mn0, m->mn, 64);
+    memcpy(&mx0, m->mx, 64);
     memcpy(&mz, m->mnz, 64);
+    af16 mna = VA_MAKE(af16, mn0), mxa = VA_MAKE(af16, mx0), me = VA_MAKE(af16, me0);
     /* zmin: the lane minima of nonzero |x| bits (none: all ones) */
-    vu16 czero = {0}, bmax = {0}, zmin = (vu16){0} - 1u;
+    au16 qmaxa = {0}, czeroa = {0}, bmaxa = {0}, zmina = VA_MAKE(au16, (vu16){0} - 1u);
     uint32_t top = hist ? hist->top : 0;
     uint16_t om[16]; /* a block's vectors: nonzero lanes outside the window */
-    vu16 nib_a = {0}, nib_b = {0}, nib_0 = {0}, nib_1 = {0}, nib_2 = {0}, nib_3 = {0};
+    au16 nib_a = {0}, nib_b = {0}, nib_0 = {0}, nib_1 = {0}, nib_2 = {0}, nib_3 = {0};
     unsigned nib_spills = 0;
     const vu16 m4 = (vu16){0} + 0x0F0F0F0Fu;
     size_t i = 0;
     while (i < nl) {
-        vf16 s1 = {0}, s2 = {0}, s3 = {0}, s4 = {0}, l1 = {0}, e2 = {0}, q2 = {0}, xq2 = {0};
+        af16 s1 = {0}, s2 = {0}, s3 = {0}, s4 = {0}, l1 = {0}, e2 = {0}, q2 = {0}, xq2 = {0};
         size_t stop = nl - i >= 256 ? i + 256 : nl, k0 = i;
         unsigned om_any = 0; /* the block's lanes outside the window, any vector */
         for (; i < stop; i += 16) {
             vf16 xv;
             memcpy(&xv, x + i, 64);
             vf16 d = xv - K, d2 = d * d;
-            s1 += d;
-            s2 += d2;
-            FMA16(s3, d2, d);
-            FMA16(s4, d2, d2);
+            VA_OP(s1, +, d);
+            VA_OP(s2, +, d2);
+            VA_FMA(s3, d2, d);
+            VA_FMA(s4, d2, d2);
             vd8 xlo, xhi; /* x^2 exact in double, summed there */
             HALVES_AT(x + i, xlo, xhi);
-            FMA8(XA, xlo, xlo);
-            FMA8(XB, xhi, xhi);
+            VA_FMA8(XA, xlo, xlo);
+            VA_FMA8(XB, xhi, xhi);
             vu16 au = (vu16)xv & FP8_F32_ABS;
             vf16 ax = (vf16)au;
-            l1 += ax;
-            bmax = umax16(bmax, au);
-            mn = VMIN16(mn, xv);
-            mx = VMAX16(mx, xv);
-            unsigned nzb = zeros_and_min(au, &czero, &zmin);
+            VA_OP(l1, +, ax);
+            VA_FN(bmaxa, fp8_pmaxu, au);
+            VA_FN(mna, fp8_pfmin, xv);
+            VA_FN(mxa, fp8_pfmax, xv);
+            unsigned nzb = zeros_and_min(au, &czeroa, &zmina);
             if (xq) {
                 vf16 qv;
                 memcpy(&qv, xq + i, 64);
                 ERR_STEP(xv, qv);
-                qmax = umax16(qmax, (vu16)qv & FP8_F32_ABS);
+                VA_FN(qmaxa, fp8_pmaxu, (vu16)qv & FP8_F32_ABS);
             }
             if (hist) {
                 /* bin e + 1 for normal |x| of exponent field e, code
@@ -481,25 +475,32 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
                 outside_bins(hist, x + k0, om, (stop - k0) / 16);
             /* the window follows the largest bin so far */
             uint32_t mb = 0;
+            vu16 bm = VA_GET(vu16, bmaxa);
             for (int l = 0; l < 16; l++)
-                mb = bmax[l] > mb ? bmax[l] : mb;
+                mb = bm[l] > mb ? bm[l] : mb;
             uint32_t want = (mb >> 23) + (mb != 0);
             if (want > top) {
                 NIB_FLUSH();
                 hist->top = top = want < 16 ? 16 : want;
             }
         }
-        ACC(S1, s1);
-        ACC(S2, s2);
-        ACC(S3, s3);
-        ACC(S4, s4);
-        ACC(L1, l1);
+        ACC(S1a, s1);
+        ACC(S2a, s2);
+        ACC(S3a, s3);
+        ACC(S4a, s4);
+        ACC(L1a, l1);
         if (xq) {
-            ACC(E2, e2);
-            ACC(Q2, q2);
-            ACC(XQ, xq2);
+            ACC(E2a, e2);
+            ACC(Q2a, q2);
+            ACC(XQa, xq2);
         }
     }
+    vd8 S1 = VA_GET(vd8, S1a), S2 = VA_GET(vd8, S2a), S3 = VA_GET(vd8, S3a), S4 = VA_GET(vd8, S4a);
+    vd8 L1 = VA_GET(vd8, L1a), XAv = VA_GET(vd8, XA), XBv = VA_GET(vd8, XB);
+    vd8 E2 = VA_GET(vd8, E2a), Q2 = VA_GET(vd8, Q2a), XQ = VA_GET(vd8, XQa);
+    vf16 mn = VA_GET(vf16, mna), mx = VA_GET(vf16, mxa), mev = VA_GET(vf16, me);
+    vu16 qmax = VA_GET(vu16, qmaxa), czero = VA_GET(vu16, czeroa), bmax = VA_GET(vu16, bmaxa);
+    vu16 zmin = VA_GET(vu16, zmina);
     if (hist) {
         NIB_FLUSH();
         uint32_t nz = 0;
@@ -536,7 +537,7 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
         x_masked(m, x, nl);
     } else {
         for (int l = 0; l < FP8_ML; l++)
-            m->l1[l] += L1[l], m->xx[l] += XA[l] + XB[l];
+            m->l1[l] += L1[l], m->xx[l] += XAv[l] + XBv[l];
         memcpy(m->mn, &mn, 64);
         memcpy(m->mx, &mx, 64);
         memcpy(m->mnz, &mz, 64);
@@ -553,7 +554,7 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
     uint32_t qm = am;
     for (int l = 0; l < 16; l++)
         qm = qmax[l] > qm ? qmax[l] : qm;
-    err_commit(m, x, xq, n, nl, qm, &E2, &Q2, &XQ, &me);
+    err_commit(m, x, xq, n, nl, qm, &E2, &Q2, &XQ, &mev);
 }
 
 void FN(fp8__xmoments_add_)(FP8_XMOMENTS_ARGS) { xm_core(m, x, NULL, n, hist); }
@@ -566,28 +567,32 @@ void FN(fp8__both_add_)(FP8_BOTH_ARGS) { xm_core(m, x, xq, n, hist); }
 void FN(fp8__err_add_)(FP8_MOMENTS_ARGS)
 {
     size_t nl = xq ? n - n % 16 : 0, i = 0;
-    vd8 E2 = {0}, Q2 = {0}, XQ = {0};
-    vf16 me;
-    memcpy(&me, m->maxerr, 64);
-    vu16 bmax = {0};
+    ad8 E2a = {0}, Q2a = {0}, XQa = {0}; /* (accumulators: vec_isa.h) */
+    vf16 me0;
+    memcpy(&me0, m->maxerr, 64);
+    af16 me = VA_MAKE(af16, me0);
+    au16 bmaxa = {0};
     while (i < nl) {
-        vf16 e2 = {0}, q2 = {0}, xq2 = {0};
+        af16 e2 = {0}, q2 = {0}, xq2 = {0};
         size_t stop = nl - i >= 256 ? i + 256 : nl;
         for (; i < stop; i += 16) {
             vf16 xv, qv;
             memcpy(&xv, x + i, 64);
             memcpy(&qv, xq + i, 64);
             ERR_STEP(xv, qv);
-            bmax = umax16(bmax, umax16((vu16)xv & FP8_F32_ABS, (vu16)qv & FP8_F32_ABS));
+            VA_FN(bmaxa, fp8_pmaxu, umax16((vu16)xv & FP8_F32_ABS, (vu16)qv & FP8_F32_ABS));
         }
-        ACC(E2, e2);
-        ACC(Q2, q2);
-        ACC(XQ, xq2);
+        ACC(E2a, e2);
+        ACC(Q2a, q2);
+        ACC(XQa, xq2);
     }
+    vd8 E2 = VA_GET(vd8, E2a), Q2 = VA_GET(vd8, Q2a), XQ = VA_GET(vd8, XQa);
+    vf16 mev = VA_GET(vf16, me);
+    vu16 bmax = VA_GET(vu16, bmaxa);
     uint32_t am = 0;
     for (int l = 0; l < 16; l++)
         am = bmax[l] > am ? bmax[l] : am;
-    err_commit(m, x, xq, n, nl, am, &E2, &Q2, &XQ, &me);
+    err_commit(m, x, xq, n, nl, am, &E2, &Q2, &XQ, &mev);
 }
 
 void FN(fp8__hist_add_)(FP8_HIST_ARGS)

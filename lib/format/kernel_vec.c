@@ -31,9 +31,7 @@ static inline int all_lanes(vi16 m)
     memcpy(&v, &m, sizeof v);
     return _mm512_cmpeq_epi32_mask(v, _mm512_set1_epi32(-1)) == 0xFFFF;
 #elif defined(__AVX2__)
-    __m256i lo, hi;
-    memcpy(&lo, &m, 32);
-    memcpy(&hi, (char *)&m + 32, 32);
+    __m256i lo = (__m256i)FP8_P32(m, 0), hi = (__m256i)FP8_P32(m, 1);
     return _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_and_si256(lo, hi))) == 0xFF;
 #else
     for (int l = 0; l < VL; l++)
@@ -51,11 +49,8 @@ static inline unsigned lane_bits(vi16 m)
     memcpy(&v, &m, sizeof v);
     return _mm512_cmpeq_epi32_mask(v, _mm512_set1_epi32(-1));
 #elif defined(__AVX2__)
-    __m256i lo, hi;
-    memcpy(&lo, &m, 32);
-    memcpy(&hi, (char *)&m + 32, 32);
-    return (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(lo)) |
-           (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(hi)) << 8;
+    return (unsigned)_mm256_movemask_ps((__m256)FP8_P32(m, 0)) |
+           (unsigned)_mm256_movemask_ps((__m256)FP8_P32(m, 1)) << 8;
 #else
     unsigned b = 0;
     for (int l = 0; l < VL; l++)
@@ -65,20 +60,21 @@ static inline unsigned lane_bits(vi16 m)
 }
 
 /* 1 when every lane of a (|y|'s float32 bits) is 0 or in [lo, lo + range]:
- * the hot path's condition (with AVX-512 straight from the compare masks) */
+ * the hot path's condition (with AVX-512 straight from the compare masks;
+ * lo and range scalars there, vectors elsewhere: kernel_body's KV) */
+#if defined(__AVX512F__)
 static inline int all_in_range(vu16 a, uint32_t lo, uint32_t range)
 {
-#if defined(__AVX512F__)
     __m512i v;
     memcpy(&v, &a, sizeof v);
     __mmask16 k = _mm512_cmple_epu32_mask(_mm512_sub_epi32(v, _mm512_set1_epi32((int)lo)),
                                           _mm512_set1_epi32((int)range)) |
                   _mm512_testn_epi32_mask(v, v);
     return k == 0xFFFF;
-#else
-    return all_lanes((vi16)(a - lo <= range) | (vi16)(a == 0));
-#endif
 }
+#else
+static inline int all_in_range(vu16 a, vu16 lo, vu16 range) { return all_lanes(VLE(a - lo, range) | VEQ(a, 0)); }
+#endif
 
 /* how many lanes of v are nonzero */
 static inline unsigned count_nonzero(vu16 v)
@@ -88,7 +84,7 @@ static inline unsigned count_nonzero(vu16 v)
     memcpy(&w, &v, sizeof w);
     return (unsigned)__builtin_popcount(_mm512_test_epi32_mask(w, w));
 #else
-    return (unsigned)__builtin_popcount(~lane_bits((vi16)(v == 0)) & 0xFFFFu);
+    return (unsigned)__builtin_popcount(~lane_bits(VEQ(v, 0)) & 0xFFFFu);
 #endif
 }
 
@@ -149,18 +145,16 @@ static inline void nt_whole(float *d, vf16 o)
 #define NT_WHOLE 32
 static inline void nt_whole(float *d, vf16 o)
 {
-    __m256 h[2];
-    memcpy(h, &o, 64);
-    _mm256_stream_ps(d, h[0]);
-    _mm256_stream_ps(d + 8, h[1]);
+    _mm256_stream_ps(d, (__m256)FP8_P32(o, 0));
+    _mm256_stream_ps(d + 8, (__m256)FP8_P32(o, 1));
 }
 #endif
 static inline void nt_quarters(float *d, vf16 o)
 {
-    __m128 q[4];
-    memcpy(q, &o, 64);
-    for (int k = 0; k < 4; k++)
-        _mm_stream_ps(d + 4 * k, q[k]);
+    _mm_stream_ps(d, (__m128)__builtin_shufflevector(o, o, 0, 1, 2, 3));
+    _mm_stream_ps(d + 4, (__m128)__builtin_shufflevector(o, o, 4, 5, 6, 7));
+    _mm_stream_ps(d + 8, (__m128)__builtin_shufflevector(o, o, 8, 9, 10, 11));
+    _mm_stream_ps(d + 12, (__m128)__builtin_shufflevector(o, o, 12, 13, 14, 15));
 }
 #endif
 
@@ -176,106 +170,155 @@ typedef struct {
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
+/* vparams' fields that the lane-wise paths combine with vectors, as
+ * vectors.  GCC builds a scalar's broadcast lane by lane in memory where no
+ * register holds 16 lanes (vec_isa.h), so the builds without AVX-512 make
+ * them once a kernel call (vk_init) and read them there; with AVX-512 a
+ * broadcast is one instruction, folded into its use, and vk is not made.
+ * KU(f) is field f (a vu16, or with AVX-512 the scalar), KM(f) a mask field
+ * as a vi16, KUV(f) f as a vu16 always, KU2(f, s) field f[s], KF(f) a float
+ * field; KV(f) the same in kernel_body. */
+#define VK_FIELDS(X)                                                                                       \
+    X(round_add) X(round_lsb) X(keep_mask) X(rebias) X(lo_bits) X(range_bits) X(max_bits) X(lowsub)       \
+    X(ovf_sat) X(inf_sat) X(negzero_keep) X(nearest) X(max_mag) X(emin) X(bias) X(mbits)
+#define VK_PAIRS(X) X(ovf_val) X(ovf_code) X(inf_val) X(inf_code) X(nan_val) X(nan_code)
+typedef struct {
+#define VK_DECL(f) vu16 f;
+#define VK_DECL2(f) vu16 f##0, f##1;
+    VK_FIELDS(VK_DECL)
+    VK_PAIRS(VK_DECL2)
+    vf16 inv_q, q;
+#undef VK_DECL
+#undef VK_DECL2
+} vk;
+#if FP8_NPIECE == 1
+#define KU(f) (P->f) /* (a scalar: the operators broadcast it, as one instruction) */
+#define KM(f) (P->f)
+#define KUV(f) ((vu16){0} + (uint32_t)P->f)
+#define KU2(f, s) ((vu16){0} + (uint32_t)P->f[s])
+#define KF(f) (P->f)
+#define KV(f) (P.f) /* (kernel_body's own copy of the parameters) */
+#else
+#define KU(f) (K->f)
+#define KM(f) ((vi16)K->f)
+#define KUV(f) (K->f)
+#define KU2(f, s) (K->f##s)
+#define KF(f) (K->f)
+#define KV(f) (K->f)
+static void vk_init(vk *K, const vparams *P)
+{
+#define VK_SET(f) K->f = VSPLAT(vu16, (uint32_t)P->f);
+#define VK_SET2(f) K->f##0 = VSPLAT(vu16, P->f[0]), K->f##1 = VSPLAT(vu16, P->f[1]);
+    VK_FIELDS(VK_SET)
+    VK_PAIRS(VK_SET2)
+#undef VK_SET
+#undef VK_SET2
+    K->inv_q = VSPLAT(vf16, P->inv_q);
+    K->q = VSPLAT(vf16, P->q);
+}
+#endif
+
 /* A vector whose lanes are all finite (P->medium_ok): normals rounded as in
  * the hot path (a result above max is an overflow: decided after rounding),
  * subnormals and zeros as k = round(|y| / q) in float, exact.  Its codes
  * when CODES, x_hat's bits when XHAT, the group's flags when FLAGS. */
-ALWAYS_INLINE kvec medium_vec(const vparams *P, vu16 a, vu16 neg, vi16 azero, const int FLAGS, const int CODES,
-                              const int XHAT)
+ALWAYS_INLINE kvec medium_vec(const vparams *P, const vk *K, vu16 a, vu16 neg, vi16 azero, const int FLAGS,
+                              const int CODES, const int XHAT)
 {
-    const vu16 uz = {0};
+    (void)K;
     const vi16 zero = {0};
     kvec v = {.nan = zero};
-    vi16 sub = (vi16)(a < P->lo_bits);
-    vu16 r = (a + (P->round_add + ((a >> P->rshift) & P->round_lsb))) & P->keep_mask;
-    vi16 ovf = ~sub & (vi16)(r > P->max_bits);
-    vf16 t = (vf16)a * P->inv_q;
+    vi16 sub = VLT(a, KU(lo_bits));
+    vu16 r = (a + (KU(round_add) + ((a >> P->rshift) & KU(round_lsb)))) & KU(keep_mask);
+    vi16 ovf = ~sub & VGT(r, KU(max_bits));
+    vf16 t = (vf16)a * KF(inv_q);
     vf16 kf = P->nearest ? (t + 0x1p23f) - 0x1p23f : t;
     vu16 ks = (vu16)__builtin_convertvector(kf, vi16);
-    vi16 magzero = sub & (vi16)(ks == 0);
-    vi16 low = (vi16)(ks < (vu16)(zero + P->lowsub));
+    vi16 magzero = sub & VEQ(ks, 0);
+    vi16 low = VLT(ks, KUV(lowsub));
     vi16 flushed = magzero & ~azero;
     v.flush = flushed;
     v.sub = sub & ~magzero & low;
-    v.round = ((sub & ~low) | (~sub & (vi16)((a & ~P->keep_mask) != 0))) & ~ovf;
-    v.sat = ovf & P->ovf_sat;
-    v.ovf = ovf & ~P->ovf_sat;
+    v.round = ((sub & ~low) | (~sub & VNE(a & ~KU(keep_mask), 0))) & ~ovf;
+    v.sat = ovf & KM(ovf_sat);
+    v.ovf = ovf & ~KM(ovf_sat);
     if (FLAGS) /* no branch: whether a vector flushes is a coin toss on FP4 data */
         v.gflags = 2u * (unsigned)!all_lanes(~flushed) + (unsigned)!all_lanes(~ovf);
-    vu16 keep_sign = ~(vu16)magzero | P->negzero_keep;
+    vu16 keep_sign = ~(vu16)magzero | KU(negzero_keep);
     vi16 negm = -(vi16)neg;
     if (CODES) {
-        vu16 c = SEL((vu16)sub, ks, (r >> P->rshift) - P->rebias) | ((neg << P->sign_shift) & keep_sign);
-        v.code = SEL((vu16)ovf, SEL((vu16)negm, uz + P->ovf_code[1], uz + P->ovf_code[0]), c);
+        vu16 c = SEL((vu16)sub, ks, (r >> P->rshift) - KU(rebias)) | ((neg << P->sign_shift) & keep_sign);
+        v.code = SEL((vu16)ovf, SEL((vu16)negm, KU2(ovf_code, 1), KU2(ovf_code, 0)), c);
     }
     if (XHAT) {
-        vu16 mb = SEL((vu16)sub, (vu16)(__builtin_convertvector((vi16)ks, vf16) * P->q), r);
+        vu16 mb = SEL((vu16)sub, (vu16)(__builtin_convertvector((vi16)ks, vf16) * KF(q)), r);
         mb |= (neg << 31) & keep_sign;
-        v.bits = SEL((vu16)ovf, SEL((vu16)negm, uz + P->ovf_val[1], uz + P->ovf_val[0]), mb);
+        v.bits = SEL((vu16)ovf, SEL((vu16)negm, KU2(ovf_val, 1), KU2(ovf_val, 0)), mb);
     }
     return v;
 }
 
 /* Any vector: the lane-wise form of cast_impl.h (NaN, Inf, overflow,
  * subnormals, flushes); as medium_vec. */
-ALWAYS_INLINE kvec general_vec(const vparams *P, vu16 a, vu16 neg, const int FLAGS, const int CODES, const int XHAT)
+ALWAYS_INLINE kvec general_vec(const vparams *P, const vk *K, vu16 a, vu16 neg, const int FLAGS, const int CODES,
+                               const int XHAT)
 {
-    const vu16 uz = {0};
+    (void)K;
     kvec v = {.gflags = 0};
     const vi16 zero = {0}, ones = zero + 1;
-    const vu16 mbits = (vu16)(zero + P->mbits);
+    const vu16 mbits = KUV(mbits);
     vi16 negm = -(vi16)neg;
-    vi16 is_nan = (vi16)(a > FP8_F32_INF);
-    vi16 is_inf = (vi16)(a == FP8_F32_INF);
-    vi16 is_zero = (vi16)(a == 0);
+    vi16 is_nan = VGT(a, FP8_F32_INF);
+    vi16 is_inf = VEQ(a, FP8_F32_INF);
+    vi16 is_zero = VEQ(a, 0);
     vi16 ef = (vi16)(a >> 23);
-    vi16 e = (ef + (ones & (ef == 0))) - 127; /* subnormal: -126 */
-    vu16 sig = (a & 0x7FFFFFu) | ((vu16)(ef != 0) & 0x800000u);
-    vi16 d = P->emin - e;
-    d &= (d > 0);
-    vi16 s = (23 - P->mbits) + d;
-    s = SEL(s > 31, zero + 31, s);
+    vi16 e = (ef + (ones & VEQ(ef, 0))) - 127; /* subnormal: -126 */
+    vu16 sig = (a & 0x7FFFFFu) | ((vu16)VNE(ef, 0) & 0x800000u);
+    vi16 d = KM(emin) - e;
+    d &= VGT(d, 0);
+    vi16 s = ((vi16){0} + 23 - KM(mbits)) + d;
+    s = SEL(VGT(s, 31), zero + 31, s);
     vu16 su = (vu16)s;
     vu16 kk = sig >> su;
     vu16 rem = sig & (((vu16)ones << su) - 1);
     vu16 half = (vu16)ones << (su - 1);
-    vi16 up = (vi16)(rem > half) | ((vi16)(rem == half) & -(vi16)(kk & 1));
-    kk -= (vu16)(up & P->nearest);
-    vi16 biased = e + P->bias;
-    biased = SEL(biased < 1, ones, biased);
+    vi16 up = VGT(rem, half) | (VEQ(rem, half) & -(vi16)(kk & 1));
+    kk -= (vu16)(up & KM(nearest));
+    vi16 biased = e + KM(bias);
+    biased = SEL(VLT(biased, 1), ones, biased);
     vu16 mag = ((vu16)(biased - 1) << mbits) + kk;
     vi16 special = is_nan | is_inf;
-    vi16 ovf = (vi16)(mag > P->max_mag) & ~special;
+    vi16 ovf = VGT(mag, KU(max_mag)) & ~special;
     vi16 normal = ~(special | ovf);
-    vi16 magzero = (vi16)(mag == 0);
+    vi16 magzero = VEQ(mag, 0);
     vi16 flushed = magzero & ~is_zero & normal;
-    vi16 sub = ~magzero & (vi16)(mag < (vu16)(zero + P->lowsub)) & normal;
-    vi16 rounded = (vi16)(rem != 0) & ~magzero & (vi16)(mag >= (vu16)(zero + P->lowsub)) & normal;
+    vi16 sub = ~magzero & VLT(mag, KUV(lowsub)) & normal;
+    vi16 rounded = VNE(rem, 0) & ~magzero & VGE(mag, KUV(lowsub)) & normal;
 
     v.flush = flushed, v.sub = sub, v.round = rounded, v.nan = is_nan;
-    v.sat = (is_inf & P->inf_sat) | (ovf & P->ovf_sat);
-    v.ovf = (is_inf & ~P->inf_sat) | (ovf & ~P->ovf_sat);
+    v.sat = (is_inf & KM(inf_sat)) | (ovf & KM(ovf_sat));
+    v.ovf = (is_inf & ~KM(inf_sat)) | (ovf & ~KM(ovf_sat));
     v.gflags = FLAGS ? (unsigned)!all_lanes(~(is_inf | ovf)) + 2u * (unsigned)!all_lanes(~flushed) : 0;
 
     if (CODES) {
         vu16 sgn = neg << P->sign_shift;
-        sgn &= ~(vu16)magzero | P->negzero_keep;
+        sgn &= ~(vu16)magzero | KU(negzero_keep);
         vu16 c = sgn | mag;
-        c = SEL((vu16)ovf, SEL((vu16)negm, uz + P->ovf_code[1], uz + P->ovf_code[0]), c);
-        c = SEL((vu16)is_inf, SEL((vu16)negm, uz + P->inf_code[1], uz + P->inf_code[0]), c);
-        v.code = SEL((vu16)is_nan, SEL((vu16)negm, uz + P->nan_code[1], uz + P->nan_code[0]), c);
+        c = SEL((vu16)ovf, SEL((vu16)negm, KU2(ovf_code, 1), KU2(ovf_code, 0)), c);
+        c = SEL((vu16)is_inf, SEL((vu16)negm, KU2(inf_code, 1), KU2(inf_code, 0)), c);
+        v.code = SEL((vu16)is_nan, SEL((vu16)negm, KU2(nan_code, 1), KU2(nan_code, 0)), c);
     }
     if (XHAT) {
         /* value = kk * 2^qe, qe = max(e, emin) - mbits >= -136 */
-        vi16 qe = e + d - P->mbits;
-        vu16 p2 = SEL((vu16)(qe >= -126), (vu16)(qe + 127) << 23, (vu16)ones << (vu16)(qe + 149));
-        p2 = SEL((vu16)(qe >= -126), p2, SEL((vu16)(qe >= -149), p2, (vu16)zero));
+        vi16 qe = e + d - KM(mbits);
+        vu16 p2 = SEL((vu16)VGE(qe, -126), (vu16)(qe + 127) << 23, (vu16)ones << (vu16)(qe + 149));
+        p2 = SEL((vu16)VGE(qe, -126), p2, SEL((vu16)VGE(qe, -149), p2, (vu16)zero));
         vf16 mv = __builtin_convertvector((vi16)kk, vf16) * (vf16)p2;
         vu16 b = (vu16)mv;
-        b |= (neg << 31) & (~(vu16)magzero | P->negzero_keep);
-        b = SEL((vu16)ovf, SEL((vu16)negm, uz + P->ovf_val[1], uz + P->ovf_val[0]), b);
-        b = SEL((vu16)is_inf, SEL((vu16)negm, uz + P->inf_val[1], uz + P->inf_val[0]), b);
-        v.bits = SEL((vu16)is_nan, SEL((vu16)negm, uz + P->nan_val[1], uz + P->nan_val[0]), b);
+        b |= (neg << 31) & (~(vu16)magzero | KU(negzero_keep));
+        b = SEL((vu16)ovf, SEL((vu16)negm, KU2(ovf_val, 1), KU2(ovf_val, 0)), b);
+        b = SEL((vu16)is_inf, SEL((vu16)negm, KU2(inf_val, 1), KU2(inf_val, 0)), b);
+        v.bits = SEL((vu16)is_nan, SEL((vu16)negm, KU2(nan_val, 1), KU2(nan_val, 0)), b);
     }
     return v;
 }
@@ -287,29 +330,30 @@ ALWAYS_INLINE kvec general_vec(const vparams *P, vu16 a, vu16 neg, const int FLA
  * saturated) or NaN (overflow), as cast_impl.h.  0 when a lane is neither
  * (the caller casts the vector by its scalar fallback); else *v holds the
  * codes, x_hat's bits and the rounded, saturated and overflow lanes. */
-ALWAYS_INLINE int e8m0_vec(const vparams *P, vu16 u, vu16 a, vu16 rnd, kvec *v)
+ALWAYS_INLINE int e8m0_vec(const vparams *P, const vk *K, vu16 u, vu16 a, vu16 rnd, kvec *v)
 {
+    (void)K;
     const vu16 uz = {0};
-    vi16 hot = (vi16)(u - 0x800000u <= 0x7F000000u - 1 - 0x800000u);
-    vi16 outside = (vi16)(((u >> 31) | (vu16)(vi16)(a == 0)) != 0) & (vi16)(a <= FP8_F32_INF);
+    vi16 hot = VLE(u - 0x800000u, 0x7F000000u - 1 - 0x800000u);
+    vi16 outside = (VGE(u, 0x80000000u) | VEQ(a, 0)) & VLE(a, FP8_F32_INF);
     if (!all_lanes(hot | outside))
         return 0;
     vu16 frac = u & 0x7FFFFFu, up;
     if (P->stochastic)
-        up = (vu16)(vi16)(((frac << 9) + rnd) < (frac << 9));
+        up = (vu16)VLT((frac << 9) + rnd, frac << 9);
     else if (P->nearest)
-        up = (vu16)(vi16)(frac >= 0x400000u);
+        up = (vu16)VGE(frac, 0x400000u);
     else
         up = uz;
     *v = (kvec){.code = (u >> 23) - up}; /* up is -1 or 0 */
     v->bits = v->code << 23;
-    v->round = hot & (vi16)(frac != 0);
+    v->round = hot & VNE(frac, 0);
     if (!all_lanes(hot)) {
-        vu16 sat = (vu16)(outside & P->inf_sat);
+        vu16 sat = (vu16)(outside & KM(inf_sat));
         v->sat = (vi16)sat;
         v->ovf = outside & ~(vi16)sat;
         v->code = SEL((vu16)outside, SEL(sat, uz, uz + 0xFFu), v->code);
-        v->bits = SEL((vu16)outside, SEL(sat, uz + 0x400000u, uz + P->nan_val[0]), v->bits);
+        v->bits = SEL((vu16)outside, SEL(sat, uz + 0x400000u, KU2(nan_val, 0)), v->bits);
     }
     return 1;
 }
@@ -328,13 +372,22 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
     /* the error sums (fp8__err_add's): float32 partials of 16 vectors
      * added into double lanes, the lane maxima of |x - x_hat| and of the
      * |x| and |x_hat| bits */
-    vd8 E2 = {0}, Q2 = {0}, XQ = {0};
-    vf16 e2 = {0}, q2 = {0}, xq2 = {0}, me = {0};
-    vu16 bmax = {0};
+    ad8 E2 = {0}, Q2 = {0}, XQ = {0}; /* (accumulators: vec_isa.h) */
+    af16 e2 = {0}, q2 = {0}, xq2 = {0}, me = {0};
+    au16 bmax = {0};
     int eblk = 0;
     float sinv_hi = 0.0f; /* the largest scale_inv used (a bound on the hot path's |x_hat|) */
-    if (ERR)
-        memcpy(&me, es->me, 64);
+#if FP8_NPIECE == 1
+#define vscale scale
+#define vsinv scale_inv
+#else
+    vf16 vscale = VSPLAT(vf16, scale), vsinv = VSPLAT(vf16, scale_inv); /* (per group where GS) */
+#endif
+    if (ERR) {
+        vf16 me0;
+        memcpy(&me0, es->me, 64);
+        me = VA_MAKE(af16, me0);
+    }
 /* x_hat o of the vector at i: stored where wanted, its error terms summed where wanted */
 #define EMIT(o_, HOT)                                                                                      \
     do {                                                                                                   \
@@ -350,20 +403,27 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
         vf16 qv_ = (o_);                                                                                   \
         ERR_STEP(xv_, qv_);                                                                                \
         if (HOT)                                                                                           \
-            bmax = umax16(bmax, (vu16)(xv_) & FP8_F32_ABS);                                                \
+            VA_FN(bmax, fp8_pmaxu, (vu16)(xv_) & FP8_F32_ABS);                                             \
         else                                                                                               \
-            bmax = umax16(bmax, umax16((vu16)(xv_) & FP8_F32_ABS, (vu16)qv_ & FP8_F32_ABS));               \
+            VA_FN(bmax, fp8_pmaxu, umax16((vu16)(xv_) & FP8_F32_ABS, (vu16)qv_ & FP8_F32_ABS));            \
         if (++eblk == 16) {                                                                                \
             ACC(E2, e2);                                                                                   \
             ACC(Q2, q2);                                                                                   \
             ACC(XQ, xq2);                                                                                  \
-            e2 = q2 = xq2 = (vf16){0};                                                                     \
+            e2 = q2 = xq2 = (af16){0};                                                                     \
             eblk = 0;                                                                                      \
         }                                                                                                  \
     } while (0)
     /* a local copy: the stores through out and codes could alias *p as far
      * as the compiler knows, which would reload every parameter every step */
     const vparams P = *p;
+#if FP8_NPIECE == 1
+    const vk *K = NULL;
+#else
+    vk Kv;
+    vk_init(&Kv, &P);
+    const vk *K = &Kv;
+#endif
     /* x_hat's stores: ordinary, or past the caches (NT, nt_mode) */
 #if defined(__AVX512F__) || defined(__AVX2__)
 #define STORE_OUT(d_, o_)                                                                                  \
@@ -373,14 +433,14 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
         else if (NT == 2)                                                                                  \
             nt_quarters((d_), (o_));                                                                       \
         else                                                                                               \
-            memcpy((d_), &(o_), 64);                                                                       \
+            VSTORE((d_), (o_));                                                                            \
     } while (0)
 #else
-#define STORE_OUT(d_, o_) memcpy((d_), &(o_), 64)
+#define STORE_OUT(d_, o_) VSTORE((d_), (o_))
     (void)NT; /* (nt_mode: always 0 here) */
 #endif
     const vi16 zero = {0};
-    vu16 c_flush = {0}, c_sub = {0}, c_round = {0}, c_sat = {0}, c_ovf = {0}, c_nan = {0};
+    au16 c_flush = {0}, c_sub = {0}, c_round = {0}, c_sat = {0}, c_ovf = {0}, c_nan = {0};
     uint64_t n_round = 0; /* the specialised hot path's rounded lanes (c_round's) */
     const vu16 uz = {0};
     size_t g = 0, gleft = glen;
@@ -406,10 +466,13 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
             gleft -= VL;
             scale = gscale[g];
             scale_inv = ginv[g];
+#if FP8_NPIECE > 1
+            vscale = VSPLAT(vf16, scale), vsinv = VSPLAT(vf16, scale_inv);
+#endif
             if (ERR)
                 sinv_hi = scale_inv > sinv_hi ? scale_inv : sinv_hi;
         }
-        vf16 y = xv * scale;
+        vf16 y = xv * vscale;
         vu16 u = (vu16)y;
         vu16 a = u & FP8_F32_ABS;
         if (SPECIAL && P.e8m0) {
@@ -419,66 +482,68 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
                 rnd = random16(rz, radd);
             }
             kvec v;
-            if (!e8m0_vec(&P, u, a, rnd, &v)) {
+            if (!e8m0_vec(&P, K, u, a, rnd, &v)) {
                 P.sr_fallback(P.sr_ctx, i, VL);
                 continue;
             }
-            c_round -= (vu16)v.round, c_sat -= (vu16)v.sat, c_ovf -= (vu16)v.ovf;
+            VA_OP(c_round, -, (vu16)v.round);
+            VA_OP(c_sat, -, (vu16)v.sat);
+            VA_OP(c_ovf, -, (vu16)v.ovf);
             if (CODES)
                 store_codes(codes, code_bytes, i, v.code);
             if (OUT) {
-                vf16 o = (vf16)v.bits * scale_inv;
+                vf16 o = (vf16)v.bits * vsinv;
                 STORE_OUT(out + i, o);
             }
             continue;
         }
-        int hot = all_in_range(a, P.lo_bits, P.range_bits);
+        int hot = all_in_range(a, KV(lo_bits), KV(range_bits));
         if (!SPECIAL && hot) {
             /* the usual vector, nearest or toward zero on a format with -0
              * (the callers' condition for SPECIAL = 0): the same arithmetic
              * as below with keep_sign all ones and every lane in range
              * (the sign and zero lanes made here only where used) */
-            vu16 r = (a + (P.round_add + ((a >> P.rshift) & P.round_lsb))) & P.keep_mask;
-            n_round += count_nonzero(a & ~P.keep_mask);
+            vu16 r = (a + (KV(round_add) + ((a >> P.rshift) & KV(round_lsb)))) & KV(keep_mask);
+            n_round += count_nonzero(a & ~KV(keep_mask));
             if (CODES) {
-                vu16 code = (((r >> P.rshift) - P.rebias) & (vu16)(vi16)(a != 0)) | (u >> 31 << P.sign_shift);
+                vu16 code = (((r >> P.rshift) - KV(rebias)) & (vu16)VNE(a, 0)) | (u >> 31 << P.sign_shift);
                 store_codes(codes, code_bytes, i, code);
             }
             if (OUT || ERR) {
-                vf16 o = (vf16)(r | (u & 0x80000000u)) * scale_inv;
+                vf16 o = (vf16)(r | (u & 0x80000000u)) * vsinv;
                 EMIT(o, 1);
             }
             continue;
         }
         vu16 neg = u >> 31;
-        vi16 azero = (vi16)(a == 0);
+        vi16 azero = VEQ(a, 0);
         vi16 inrange = ~zero;
         /* stochastic rounding: the lanes outside the hot path (subnormal,
          * overflowing, NaN) are cast one by one by the scalar fallback after
          * the vector's store overwrote them with its hot-path guess */
         int partial = SPECIAL && P.stochastic && !hot;
         if (partial)
-            inrange = (vi16)(a - P.lo_bits <= P.range_bits) | azero;
+            inrange = VLE(a - KV(lo_bits), KV(range_bits)) | azero;
         if (partial || hot) {
             vu16 r;
             if (SPECIAL && P.stochastic) {
                 /* up with probability rem / 2^rshift: the fraction rem, moved
                  * to the top of 32 bits, plus 32 random bits carries out */
-                vu16 frac = (a & ~P.keep_mask) << (32 - P.rshift);
+                vu16 frac = (a & ~KV(keep_mask)) << (32 - P.rshift);
                 RZ_SYNC();
-                vu16 carry = (vu16)(vi16)((frac + random16(rz, radd)) < frac);
-                r = (a & P.keep_mask) + (carry & (1u << P.rshift));
+                vu16 carry = (vu16)VLT(frac + random16(rz, radd), frac);
+                r = (a & KV(keep_mask)) + (carry & (1u << P.rshift));
             } else {
-                r = (a + (P.round_add + ((a >> P.rshift) & P.round_lsb))) & P.keep_mask;
+                r = (a + (KV(round_add) + ((a >> P.rshift) & KV(round_lsb)))) & KV(keep_mask);
             }
-            vu16 keep_sign = ~(vu16)azero | P.negzero_keep; /* fnuz: no -0 */
-            c_round -= (vu16)(inrange & (vi16)((a & ~P.keep_mask) != 0));
+            vu16 keep_sign = ~(vu16)azero | KV(negzero_keep); /* fnuz: no -0 */
+            VA_OP(c_round, -, (vu16)(inrange & VNE(a & ~KV(keep_mask), 0)));
             if (CODES) {
-                vu16 code = (((r >> P.rshift) - P.rebias) & ~(vu16)azero) | ((neg << P.sign_shift) & keep_sign);
+                vu16 code = (((r >> P.rshift) - KV(rebias)) & ~(vu16)azero) | ((neg << P.sign_shift) & keep_sign);
                 store_codes(codes, code_bytes, i, code);
             }
             if (OUT) {
-                vf16 o = (vf16)(r | ((neg << 31) & keep_sign)) * scale_inv;
+                vf16 o = (vf16)(r | ((neg << 31) & keep_sign)) * vsinv;
                 STORE_OUT(out + i, o);
             }
             if (SPECIAL && partial) /* rare: the mask is read lane by lane only here */
@@ -487,22 +552,28 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
             continue;
         }
         /* every lane finite: medium_vec; any other vector: general_vec */
-        kvec v = P.medium_ok && all_lanes((vi16)(a < FP8_F32_INF))
-                     ? medium_vec(&P, a, neg, azero, gflags != NULL, CODES, OUT || ERR)
-                     : general_vec(&P, a, neg, gflags != NULL, CODES, OUT || ERR);
-        c_flush -= (vu16)v.flush, c_sub -= (vu16)v.sub, c_round -= (vu16)v.round;
-        c_sat -= (vu16)v.sat, c_ovf -= (vu16)v.ovf, c_nan -= (vu16)v.nan;
+        kvec v = P.medium_ok && all_lanes(VLT(a, FP8_F32_INF))
+                     ? medium_vec(&P, K, a, neg, azero, gflags != NULL, CODES, OUT || ERR)
+                     : general_vec(&P, K, a, neg, gflags != NULL, CODES, OUT || ERR);
+        VA_OP(c_flush, -, (vu16)v.flush);
+        VA_OP(c_sub, -, (vu16)v.sub);
+        VA_OP(c_round, -, (vu16)v.round);
+        VA_OP(c_sat, -, (vu16)v.sat);
+        VA_OP(c_ovf, -, (vu16)v.ovf);
+        VA_OP(c_nan, -, (vu16)v.nan);
         if (gflags)
             gflags[g] |= (unsigned char)v.gflags;
         if (CODES)
             store_codes(codes, code_bytes, i, v.code);
         if (OUT || ERR) {
-            vf16 o = (vf16)v.bits * scale_inv;
+            vf16 o = (vf16)v.bits * vsinv;
             EMIT(o, 0);
         }
     }
 #undef EMIT
 #undef ERR_ADD
+#undef vscale
+#undef vsinv
 #undef STORE_OUT
 #if defined(__AVX512F__) || defined(__AVX2__)
     if (NT) /* (the stores are weakly ordered: done before another thread reads out) */
@@ -514,16 +585,20 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
             ACC(Q2, q2);
             ACC(XQ, xq2);
         }
+        vd8 e2d = VA_GET(vd8, E2), q2d = VA_GET(vd8, Q2), xqd = VA_GET(vd8, XQ);
         for (int l = 0; l < 8; l++)
-            es->e2[l] += E2[l], es->q2[l] += Q2[l], es->xq[l] += XQ[l];
-        memcpy(es->me, &me, 64);
+            es->e2[l] += e2d[l], es->q2[l] += q2d[l], es->xq[l] += xqd[l];
+        vf16 mev = VA_GET(vf16, me);
+        memcpy(es->me, &mev, 64);
+        vu16 bm = VA_GET(vu16, bmax);
         for (int l = 0; l < VL; l++)
-            es->maxbits = bmax[l] > es->maxbits ? bmax[l] : es->maxbits;
+            es->maxbits = bm[l] > es->maxbits ? bm[l] : es->maxbits;
         /* the hot path's r is at most max, so its |x_hat| at most max * scale_inv */
         uint32_t hb = fp8__float_to_bits(fp8__bits_to_float(P.max_bits) * (GS ? sinv_hi : scale_inv));
         es->hotbound = hb > es->hotbound ? hb : es->hotbound;
     }
-    vu16 cs[6] = {c_flush, c_sub, c_round, c_sat, c_ovf, c_nan};
+    vu16 cs[6] = {VA_GET(vu16, c_flush), VA_GET(vu16, c_sub), VA_GET(vu16, c_round),
+                  VA_GET(vu16, c_sat),   VA_GET(vu16, c_ovf), VA_GET(vu16, c_nan)};
     for (int c = 0; c < 6; c++)
         for (int l = 0; l < VL; l++)
             acc[c] += cs[c][l];

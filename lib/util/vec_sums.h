@@ -17,22 +17,11 @@
 #if defined(__AVX512F__)
 static inline vu16 umax16(vu16 a, vu16 b) { return (vu16)_mm512_max_epu32((__m512i)a, (__m512i)b); }
 static inline vu16 umin16(vu16 a, vu16 b) { return (vu16)_mm512_min_epu32((__m512i)a, (__m512i)b); }
-#elif defined(__AVX2__)
-#define UMINMAX16(name, op)                                                                                \
-    static inline vu16 name(vu16 a, vu16 b)                                                            \
-    {                                                                                                  \
-        __m256i h[2][2], r[2];                                                                         \
-        memcpy(h[0], &a, 64), memcpy(h[1], &b, 64);                                                    \
-        r[0] = op(h[0][0], h[1][0]), r[1] = op(h[0][1], h[1][1]);                                      \
-        vu16 o;                                                                                        \
-        memcpy(&o, r, 64);                                                                             \
-        return o;                                                                                      \
-    }
-UMINMAX16(umax16, _mm256_max_epu32)
-UMINMAX16(umin16, _mm256_min_epu32)
 #else
-static inline vu16 umax16(vu16 a, vu16 b) { return (vu16)(((vi16)(a >= b) & (vi16)a) | (~(vi16)(a >= b) & (vi16)b)); }
-static inline vu16 umin16(vu16 a, vu16 b) { return (vu16)(((vi16)(a <= b) & (vi16)a) | (~(vi16)(a <= b) & (vi16)b)); }
+/* by arithmetic: a select on an unsigned compare (vec_isa.h's), which GCC
+ * keeps in the ISA's registers */
+static inline vu16 umax16(vu16 a, vu16 b) { return a ^ ((a ^ b) & (vu16)FP8_LTU(a, b)); }
+static inline vu16 umin16(vu16 a, vu16 b) { return b ^ ((a ^ b) & (vu16)FP8_LTU(a, b)); }
 #endif
 
 /* lane-wise min / max / fused multiply-add, as macros (no vector-by-value
@@ -70,10 +59,10 @@ static inline vu16 umin16(vu16 a, vu16 b) { return (vu16)(((vi16)(a <= b) & (vi1
 #else
 #define HALVES(v, lo, hi)                                                                                  \
     do {                                                                                                   \
-        vf8 h_[2];                                                                                         \
-        memcpy(h_, &(v), 64);                                                                              \
-        lo = __builtin_convertvector(h_[0], vd8);                                                          \
-        hi = __builtin_convertvector(h_[1], vd8);                                                          \
+        vf8 l_ = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7);                                    \
+        vf8 h_ = __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);                              \
+        lo = __builtin_convertvector(l_, vd8);                                                             \
+        hi = __builtin_convertvector(h_, vd8);                                                             \
     } while (0)
 #define HALVES_AT(p, lo, hi)                                                                               \
     do {                                                                                                   \
@@ -83,21 +72,52 @@ static inline vu16 umin16(vu16 a, vu16 b) { return (vu16)(((vi16)(a <= b) & (vi1
     } while (0)
 #endif
 
-/* a float32 partial v added into the double lanes D */
+/* piece-wise max / min for VA_FN (vec_isa.h): unsigned, and float as
+ * VMAX16 / VMIN16 pick */
+#if FP8_NPIECE == 1
+#define fp8_pmaxu umax16
+#define fp8_pminu umin16
+static inline vf16 fp8_pfmax(vf16 a, vf16 b) { return VMAX16(a, b); }
+static inline vf16 fp8_pfmin(vf16 a, vf16 b) { return VMIN16(a, b); }
+#else
+#define FP8_PSEL(m, a, b) (((m) & (fp8_pi)(a)) | (~(m) & (fp8_pi)(b)))
+#if defined(__AVX2__)
+static inline fp8_pu fp8_pmaxu(fp8_pu a, fp8_pu b) { return (fp8_pu)_mm256_max_epu32((__m256i)a, (__m256i)b); }
+static inline fp8_pu fp8_pminu(fp8_pu a, fp8_pu b) { return (fp8_pu)_mm256_min_epu32((__m256i)a, (__m256i)b); }
+#else
+static inline fp8_pu fp8_pmaxu(fp8_pu a, fp8_pu b) { return (fp8_pu)FP8_PSEL((fp8_pi)(a >= b), a, b); }
+static inline fp8_pu fp8_pminu(fp8_pu a, fp8_pu b) { return (fp8_pu)FP8_PSEL((fp8_pi)(a <= b), a, b); }
+#endif
+static inline fp8_pf fp8_pfmax(fp8_pf a, fp8_pf b) { return (fp8_pf)FP8_PSEL((fp8_pi)(a >= b), a, b); }
+static inline fp8_pf fp8_pfmin(fp8_pf a, fp8_pf b) { return (fp8_pf)FP8_PSEL((fp8_pi)(a <= b), a, b); }
+#endif
+
+/* acc += a * b on accumulators (fused where FMA16 is) */
+#if FP8_NPIECE == 1
+#define VA_FMA(acc, a, b) FMA16(acc, a, b)
+#define VA_FMA8(acc, a, b) FMA8(acc, a, b)
+#else
+#define VA_FMA(acc, a, b) VA_OP(acc, +, (a) * (b))
+#define VA_FMA8(acc, a, b) VA_OPD(acc, +, (a) * (b))
+#endif
+
+/* a float32 partial v (an af16) added into the double lanes D (an ad8) */
 #define ACC(D, v)                                                                                          \
     do {                                                                                                   \
+        vf16 accw_ = VA_GET(vf16, v);                                                                      \
         vd8 lo_, hi_;                                                                                      \
-        HALVES(v, lo_, hi_);                                                                               \
-        D += lo_ + hi_;                                                                                    \
+        HALVES(accw_, lo_, hi_);                                                                              \
+        VA_OPD(D, +, lo_ + hi_);                                                                           \
     } while (0)
-/* one vector's error terms into the partials e2, xq2, q2 and the lane max me */
+/* one vector's error terms into the partials e2, xq2, q2 and the lane max
+ * me (af16 accumulators) */
 #define ERR_STEP(xv, qv)                                                                                   \
     do {                                                                                                   \
         vf16 e_ = (xv) - (qv);                                                                             \
-        FMA16(e2, e_, e_);                                                                                 \
-        FMA16(xq2, xv, qv);                                                                                \
-        FMA16(q2, qv, qv);                                                                                 \
-        me = VMAX16(me, (vf16)((vi16)e_ & 0x7FFFFFFF));                                                    \
+        VA_FMA(e2, e_, e_);                                                                                \
+        VA_FMA(xq2, xv, qv);                                                                               \
+        VA_FMA(q2, qv, qv);                                                                                \
+        VA_FN(me, fp8_pfmax, (vf16)((vi16)e_ & 0x7FFFFFFF));                                               \
     } while (0)
 
 #endif
