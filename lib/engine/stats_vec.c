@@ -297,18 +297,46 @@ static inline vu16 one_shl(vu16 s)
  * spill, so at most 31 spills); nib_flush sums those across lanes into the
  * window's bins of sub[0].  Locals of xm_core, so that they stay in
  * registers. */
+#if FP8_NPIECE == 1
+#define NIB_ADD(s)                                                                                         \
+    do {                                                                                                   \
+        nib_a += one_shl(s);                                                                               \
+        nib_b += one_shl((s) - 32u);                                                                       \
+    } while (0)
+#define NIB_SPILL_PIECES()                                                                                 \
+    do {                                                                                                   \
+        nib_0 += nib_a & m4, nib_1 += nib_a >> 4 & m4;                                                     \
+        nib_2 += nib_b & m4, nib_3 += nib_b >> 4 & m4;                                                     \
+    } while (0)
+#else
+/* (the accumulators piece by piece: vec_isa.h) */
+#if defined(__AVX2__)
+#define NIB_SHL_K(k, acc, s, unused) (acc).p[k] += (fp8_pu)_mm256_sllv_epi32(_mm256_set1_epi32(1), (__m256i)FP8_P32(s, k));
+#define NIB_ADD(s)                                                                                         \
+    do {                                                                                                   \
+        vu16 s_ = (s), t_ = s_ - 32u;                                                                      \
+        FP8_EACH(NIB_SHL_K, nib_a, s_, )                                                                   \
+        FP8_EACH(NIB_SHL_K, nib_b, t_, )                                                                   \
+    } while (0)
+#else
 #define NIB_ADD(s)                                                                                         \
     do {                                                                                                   \
         VA_OP(nib_a, +, one_shl(s));                                                                       \
         VA_OP(nib_b, +, one_shl((s) - 32u));                                                               \
     } while (0)
+#endif
+#define NIB_SPILL_PIECES()                                                                                 \
+    do {                                                                                                   \
+        const fp8_pu m4p_ = FP8_P32(m4, 0);                                                                \
+        for (int k_ = 0; k_ < FP8_NPIECE; k_++) {                                                          \
+            nib_0.p[k_] += nib_a.p[k_] & m4p_, nib_1.p[k_] += nib_a.p[k_] >> 4 & m4p_;                     \
+            nib_2.p[k_] += nib_b.p[k_] & m4p_, nib_3.p[k_] += nib_b.p[k_] >> 4 & m4p_;                     \
+        }                                                                                                  \
+    } while (0)
+#endif
 #define NIB_SPILL()                                                                                        \
     do {                                                                                                   \
-        vu16 na_ = VA_GET(vu16, nib_a), nb_ = VA_GET(vu16, nib_b);                                         \
-        VA_OP(nib_0, +, na_ & m4);                                                                         \
-        VA_OP(nib_1, +, na_ >> 4 & m4);                                                                    \
-        VA_OP(nib_2, +, nb_ & m4);                                                                         \
-        VA_OP(nib_3, +, nb_ >> 4 & m4);                                                                    \
+        NIB_SPILL_PIECES();                                                                                \
         nib_a = nib_b = (au16){0};                                                                         \
         if (++nib_spills == 31)                                                                            \
             NIB_FLUSH();                                                                                   \
