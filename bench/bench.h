@@ -12,6 +12,8 @@ int bench_readers(void);
 int bench_gemm(void);
 int bench_ranks(void);
 int bench_loop(void);
+int bench_isa(void);
+int bench_isa_one(void); /* (isa's child: this process's build) */
 double bench_now(void);
 /* The element rate (Gelem/s) of memcpy on 2^26 float32 (256 MiB, far past
  * the caches: the machine's memory bandwidth), best of 5: the reference of

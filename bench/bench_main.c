@@ -1,7 +1,7 @@
 /*
  * bench_main.c — `make bench`: every section prints its numbers next to a
  * reference measured in the same run.  Optional argument: a section name
- * (formats, stats, probe, loop, train, report, import, readers, gemm, ranks).
+ * (formats, stats, probe, loop, train, report, import, readers, gemm, ranks, isa).
  * Every target is a ratio to a reference measured in the same run (this
  * machine's speed moves 30-60% between hours): bench_target.
  */
@@ -73,8 +73,11 @@ int main(int argc, char **argv)
         int (*run)(void);
     } sections[] = {{"formats", bench_formats}, {"stats", bench_stats}, {"probe", bench_probe},
                     {"loop", bench_loop},       {"train", bench_train},     {"report", bench_report},   {"import", bench_import},
-                    {"readers", bench_readers}, {"gemm", bench_gemm},     {"ranks", bench_ranks}};
+                    {"readers", bench_readers}, {"gemm", bench_gemm},     {"ranks", bench_ranks},
+                    {"isa", bench_isa}};
     const char *only = argc > 1 ? argv[1] : NULL;
+    if (only && strcmp(only, "isa-one") == 0) /* (bench_isa's child, under its FP8PROF_ISA) */
+        return bench_isa_one();
     int rc = 0, ran = 0;
     for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++)
         if (!only || strcmp(only, sections[i].name) == 0) {
@@ -83,7 +86,7 @@ int main(int argc, char **argv)
             rc |= sections[i].run();
         }
     if (!ran) {
-        fprintf(stderr, "bench: no section '%s' (formats, stats, probe, loop, train, report, import, readers, gemm, ranks)\n", only);
+        fprintf(stderr, "bench: no section '%s' (formats, stats, probe, loop, train, report, import, readers, gemm, ranks, isa)\n", only);
         return 2;
     }
     return rc;
