@@ -72,6 +72,17 @@ static inline int all_in_range(vu16 a, uint32_t lo, uint32_t range)
                   _mm512_testn_epi32_mask(v, v);
     return k == 0xFFFF;
 }
+#elif defined(__AVX2__)
+/* (piece by piece: a - lo <= range where min(a - lo, range) is a - lo) */
+static inline int all_in_range(vu16 a, vu16 lo, vu16 range)
+{
+    __m256i r = (__m256i)FP8_P32(range, 0), z = _mm256_setzero_si256();
+    __m256i a0 = (__m256i)FP8_P32(a, 0), a1 = (__m256i)FP8_P32(a, 1);
+    __m256i t0 = _mm256_sub_epi32(a0, (__m256i)FP8_P32(lo, 0)), t1 = _mm256_sub_epi32(a1, (__m256i)FP8_P32(lo, 1));
+    __m256i k0 = _mm256_or_si256(_mm256_cmpeq_epi32(_mm256_min_epu32(t0, r), t0), _mm256_cmpeq_epi32(a0, z));
+    __m256i k1 = _mm256_or_si256(_mm256_cmpeq_epi32(_mm256_min_epu32(t1, r), t1), _mm256_cmpeq_epi32(a1, z));
+    return _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_and_si256(k0, k1))) == 0xFF;
+}
 #else
 static inline int all_in_range(vu16 a, vu16 lo, vu16 range) { return all_lanes(VLE(a - lo, range) | VEQ(a, 0)); }
 #endif
@@ -83,6 +94,11 @@ static inline unsigned count_nonzero(vu16 v)
     __m512i w;
     memcpy(&w, &v, sizeof w);
     return (unsigned)__builtin_popcount(_mm512_test_epi32_mask(w, w));
+#elif defined(__AVX2__)
+    __m256i z = _mm256_setzero_si256();
+    unsigned zero = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32((__m256i)FP8_P32(v, 0), z))) |
+                    (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32((__m256i)FP8_P32(v, 1), z))) << 8;
+    return (unsigned)__builtin_popcount(~zero & 0xFFFFu);
 #else
     return (unsigned)__builtin_popcount(~lane_bits(VEQ(v, 0)) & 0xFFFFu);
 #endif
