@@ -311,7 +311,8 @@ static inline vu16 one_shl(vu16 s)
 #else
 /* (the accumulators piece by piece: vec_isa.h) */
 #if defined(__AVX2__)
-#define NIB_SHL_K(k, acc, s, unused) (acc).p[k] += (fp8_pu)_mm256_sllv_epi32(_mm256_set1_epi32(1), (__m256i)FP8_P32(s, k));
+#define NIB_SHL_K(k, acc, s, unused)                                                                       \
+    (acc).p[k] += (fp8_pu)_mm256_sllv_epi32(_mm256_set1_epi32(1), (__m256i)FP8_P32(s, k));
 #define NIB_ADD(s)                                                                                         \
     do {                                                                                                   \
         vu16 s_ = (s), t_ = s_ - 32u;                                                                      \

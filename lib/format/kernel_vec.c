@@ -96,8 +96,9 @@ static inline unsigned count_nonzero(vu16 v)
     return (unsigned)__builtin_popcount(_mm512_test_epi32_mask(w, w));
 #elif defined(__AVX2__)
     __m256i z = _mm256_setzero_si256();
-    unsigned zero = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32((__m256i)FP8_P32(v, 0), z))) |
-                    (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32((__m256i)FP8_P32(v, 1), z))) << 8;
+    __m256 z0 = _mm256_castsi256_ps(_mm256_cmpeq_epi32((__m256i)FP8_P32(v, 0), z));
+    __m256 z1 = _mm256_castsi256_ps(_mm256_cmpeq_epi32((__m256i)FP8_P32(v, 1), z));
+    unsigned zero = (unsigned)_mm256_movemask_ps(z0) | (unsigned)_mm256_movemask_ps(z1) << 8;
     return (unsigned)__builtin_popcount(~zero & 0xFFFFu);
 #else
     return (unsigned)__builtin_popcount(~lane_bits(VEQ(v, 0)) & 0xFFFFu);
@@ -281,8 +282,8 @@ ALWAYS_INLINE kvec medium_vec(const vparams *P, const vk *K, vu16 a, vu16 neg, v
  * subnormals alike; the classes read off the result (zero from nonzero:
  * flushed; nonzero below min_normal: subnormal; above max: overflow; else
  * rounded when it differs).  As medium_vec, in fewer operations. */
-ALWAYS_INLINE kvec grid_vec(const vparams *P, const vk *K, vu16 a, vu16 neg, vi16 azero, const int FLAGS, const int CODES,
-                            const int XHAT)
+ALWAYS_INLINE kvec grid_vec(const vparams *P, const vk *K, vu16 a, vu16 neg, vi16 azero, const int FLAGS,
+                            const int CODES, const int XHAT)
 {
     (void)K;
     const vu16 uz = {0};

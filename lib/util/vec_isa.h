@@ -27,16 +27,19 @@ typedef float vf8 __attribute__((vector_size(32)));
 typedef double vd8 __attribute__((vector_size(64)));
 typedef int64_t vl8 __attribute__((vector_size(64)));
 
-/* GCC 12 and the 512-bit vectors above without AVX-512 (AVX2, SSE2, NEON:
- * no register holds one).  It does lower their arithmetic to the pieces the
- * ISA has, but compares one lane at a time in scalar code (70-100
- * instructions for one compare), and keeps a vector that lives across loop
- * iterations in memory, moved through general registers every iteration —
- * the loops ran 20-40x slower on AVX2 than on AVX-512.  Hence, for the
- * vector loops: comparisons through VEQ .. VGE, stores through VSTORE, and
- * loop-carried vectors (sums, maxima, counters) as accumulators af16 / au16
- * / ad8 held in native pieces, updated through VA_*.  With AVX-512 all of
- * these are the plain operators and vectors. */
+/* GCC 12 and the 512-bit vectors above without AVX-512 (no register holds
+ * one: AVX2 and SSE2 measured here, NEON built the same way).  It lowers
+ * their arithmetic to the pieces the ISA has, but compares one lane at a
+ * time in scalar code (70-100 instructions for one compare), builds a
+ * scalar's broadcast by sixteen stores, and keeps a vector that lives
+ * across loop iterations, or passes through a union or memcpy, in memory,
+ * moved through general registers — the loops ran 20-40x slower on AVX2
+ * than on AVX-512.  Hence, in the vector loops: comparisons through VEQ ..
+ * VGE, pieces through FP8_P32 / FP8_P64, stores through VSTORE, broadcasts
+ * made once through VSPLAT, and loop-carried vectors (sums, maxima,
+ * counters) as accumulators af16 / au16 / ad8 held in native pieces,
+ * updated through VA_*.  With AVX-512 these are the plain operators and
+ * vectors. */
 #if defined(__AVX512F__)
 #define FP8_VPIECE 64
 #elif defined(__AVX__)

@@ -24,19 +24,14 @@ static inline vu16 umax16(vu16 a, vu16 b) { return a ^ ((a ^ b) & (vu16)FP8_LTU(
 static inline vu16 umin16(vu16 a, vu16 b) { return b ^ ((a ^ b) & (vu16)FP8_LTU(a, b)); }
 #endif
 
-/* lane-wise min / max / fused multiply-add, as macros (no vector-by-value
- * calls); FMA(acc, a, b) is acc += a * b, fused where the ISA has it. */
+/* AVX-512's lane-wise min / max / fused multiply-add, as macros (no
+ * vector-by-value calls); FMA16(acc, a, b) is acc += a * b, fused.  The
+ * other builds make these piece by piece (fp8_pfmax, VA_FMA below). */
 #if defined(__AVX512F__)
 #define VMIN16(a, b) ((vf16)_mm512_min_ps((__m512)(a), (__m512)(b)))
 #define VMAX16(a, b) ((vf16)_mm512_max_ps((__m512)(a), (__m512)(b)))
 #define FMA16(acc, a, b) ((acc) = (vf16)_mm512_fmadd_ps((__m512)(a), (__m512)(b), (__m512)(acc)))
 #define FMA8(acc, a, b) ((acc) = (vd8)_mm512_fmadd_pd((__m512d)(a), (__m512d)(b), (__m512d)(acc)))
-#else
-#define FMA8(acc, a, b) ((acc) += (a) * (b))
-#define FMA16(acc, a, b) ((acc) += (a) * (b))
-#define VSEL16(m, a, b) ((vf16)(((vi16)(a) & (m)) | ((vi16)(b) & ~(m))))
-#define VMIN16(a, b) VSEL16((vi16)((a) <= (b)), a, b)
-#define VMAX16(a, b) VSEL16((vi16)((a) >= (b)), a, b)
 #endif
 /* v's two halves of 8 floats, each widened to 8 doubles (with AVX-512 in
  * one instruction each: GCC lowers the generic conversion in 256-bit
@@ -73,7 +68,7 @@ static inline vu16 umin16(vu16 a, vu16 b) { return b ^ ((a ^ b) & (vu16)FP8_LTU(
 #endif
 
 /* piece-wise max / min for VA_FN (vec_isa.h): unsigned, and float as
- * VMAX16 / VMIN16 pick */
+ * a >= b ? a : b (VMAX16 with AVX-512: the second where either is NaN) */
 #if FP8_NPIECE == 1
 #define fp8_pmaxu umax16
 #define fp8_pminu umin16
@@ -92,7 +87,8 @@ static inline fp8_pf fp8_pfmax(fp8_pf a, fp8_pf b) { return (fp8_pf)FP8_PSEL((fp
 static inline fp8_pf fp8_pfmin(fp8_pf a, fp8_pf b) { return (fp8_pf)FP8_PSEL((fp8_pi)(a <= b), a, b); }
 #endif
 
-/* acc += a * b on accumulators (fused where FMA16 is) */
+/* acc += a * b on accumulators (fused with AVX-512 only: the error sums'
+ * last bits differ between builds, within docs/statistics.md's bounds) */
 #if FP8_NPIECE == 1
 #define VA_FMA(acc, a, b) FMA16(acc, a, b)
 #define VA_FMA8(acc, a, b) FMA8(acc, a, b)
@@ -106,7 +102,7 @@ static inline fp8_pf fp8_pfmin(fp8_pf a, fp8_pf b) { return (fp8_pf)FP8_PSEL((fp
     do {                                                                                                   \
         vf16 accw_ = VA_GET(vf16, v);                                                                      \
         vd8 lo_, hi_;                                                                                      \
-        HALVES(accw_, lo_, hi_);                                                                              \
+        HALVES(accw_, lo_, hi_);                                                                           \
         VA_OPD(D, +, lo_ + hi_);                                                                           \
     } while (0)
 /* one vector's error terms into the partials e2, xq2, q2 and the lane max
