@@ -132,10 +132,6 @@ static void vparams_init(vparams *p, const fp8_format *f, const fp8_cast_mode *m
         p->inv_q = ldexpf(1.0f, f->mbits - f->emin);
         p->q = ldexpf(1.0f, f->emin - f->mbits);
     }
-    p->emin_bits = (uint32_t)(f->emin + 127) << 23;
-    p->emax_bits = hi_bits & 0x7F800000u;
-    p->grid_add = p->rshift << 23;
-    p->grid_ok = p->medium_ok && p->nearest && p->rshift >= 1 && (p->emax_bits >> 23) + p->rshift <= 254;
 }
 
 static vec_kernel_fn pick_kernel(void)

@@ -197,8 +197,7 @@ typedef struct {
  * field; KV(f) the same in kernel_body. */
 #define VK_FIELDS(X)                                                                                       \
     X(round_add) X(round_lsb) X(keep_mask) X(rebias) X(lo_bits) X(range_bits) X(max_bits) X(lowsub)       \
-    X(ovf_sat) X(inf_sat) X(negzero_keep) X(nearest) X(emin_bits) X(emax_bits) X(grid_add) X(max_mag)     \
-    X(emin) X(bias) X(mbits)
+    X(ovf_sat) X(inf_sat) X(negzero_keep) X(nearest) X(max_mag) X(emin) X(bias) X(mbits)
 #define VK_PAIRS(X) X(ovf_val) X(ovf_code) X(inf_val) X(inf_code) X(nan_val) X(nan_code)
 typedef struct {
 #define VK_DECL(f) vu16 f;
@@ -271,45 +270,6 @@ ALWAYS_INLINE kvec medium_vec(const vparams *P, const vk *K, vu16 a, vu16 neg, v
     if (XHAT) {
         vu16 mb = SEL((vu16)sub, (vu16)(__builtin_convertvector((vi16)ks, vf16) * KF(q)), r);
         mb |= (neg << 31) & keep_sign;
-        v.bits = SEL((vu16)ovf, SEL((vu16)negm, KU2(ovf_val, 1), KU2(ovf_val, 0)), mb);
-    }
-    return v;
-}
-
-/* A vector whose lanes are all finite, nearest rounding (P->grid_ok): each
- * |y| rounded to the format's grid in float32, (|y| + m) - m with m's ulp
- * the format's step at |y|'s exponent (vparams.grid_ok), for normals and
- * subnormals alike; the classes read off the result (zero from nonzero:
- * flushed; nonzero below min_normal: subnormal; above max: overflow; else
- * rounded when it differs).  As medium_vec, in fewer operations. */
-ALWAYS_INLINE kvec grid_vec(const vparams *P, const vk *K, vu16 a, vu16 neg, vi16 azero, const int FLAGS,
-                            const int CODES, const int XHAT)
-{
-    (void)K;
-    const vu16 uz = {0};
-    kvec v = {.nan = (vi16)uz};
-    vu16 eb = umin16(umax16(a & 0x7F800000u, KUV(emin_bits)), KUV(emax_bits));
-    vf16 m = (vf16)(eb + KU(grid_add));
-    vu16 rb = (vu16)(((vf16)a + m) - m);
-    vi16 ovf = VGT(rb, KU(max_bits));
-    vi16 rzero = VEQ(rb, 0);
-    v.flush = rzero & ~azero;
-    v.sub = VLT(rb - 1, KU(lo_bits) - 1);
-    v.round = VLE(rb - KU(lo_bits), KU(range_bits)) & VNE(rb, a);
-    v.sat = ovf & KM(ovf_sat);
-    v.ovf = ovf & ~KM(ovf_sat);
-    if (FLAGS)
-        v.gflags = 2u * (unsigned)!all_lanes(~v.flush) + (unsigned)!all_lanes(~ovf);
-    vu16 keep_sign = ~(vu16)rzero | KU(negzero_keep);
-    vi16 negm = -(vi16)neg;
-    if (CODES) {
-        vu16 ks = (vu16)__builtin_convertvector((vf16)rb * KF(inv_q), vi16);
-        vu16 c = SEL((vu16)VLT(rb, KU(lo_bits)), ks, (rb >> P->rshift) - KU(rebias)) |
-                 ((neg << P->sign_shift) & keep_sign);
-        v.code = SEL((vu16)ovf, SEL((vu16)negm, KU2(ovf_code, 1), KU2(ovf_code, 0)), c);
-    }
-    if (XHAT) {
-        vu16 mb = rb | ((neg << 31) & keep_sign);
         v.bits = SEL((vu16)ovf, SEL((vu16)negm, KU2(ovf_val, 1), KU2(ovf_val, 0)), mb);
     }
     return v;
@@ -608,15 +568,10 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
                     P.sr_fallback(P.sr_ctx, i + (size_t)__builtin_ctz(miss), 1);
             continue;
         }
-        /* every lane finite: grid_vec (nearest) or medium_vec; any other
-         * vector: general_vec */
-        kvec v;
-        if (!P.medium_ok || !all_lanes(VLT(a, FP8_F32_INF)))
-            v = general_vec(&P, K, a, neg, gflags != NULL, CODES, OUT || ERR);
-        else if (P.grid_ok)
-            v = grid_vec(&P, K, a, neg, azero, gflags != NULL, CODES, OUT || ERR);
-        else
-            v = medium_vec(&P, K, a, neg, azero, gflags != NULL, CODES, OUT || ERR);
+        /* every lane finite: medium_vec; any other vector: general_vec */
+        kvec v = P.medium_ok && all_lanes(VLT(a, FP8_F32_INF))
+                     ? medium_vec(&P, K, a, neg, azero, gflags != NULL, CODES, OUT || ERR)
+                     : general_vec(&P, K, a, neg, gflags != NULL, CODES, OUT || ERR);
         VA_OP(c_flush, -, (vu16)v.flush);
         VA_OP(c_sub, -, (vu16)v.sub);
         VA_OP(c_round, -, (vu16)v.round);

@@ -28,13 +28,6 @@ typedef struct {
     int32_t medium_ok;   /* 2^(mbits - emin) fits float32                   */
     uint32_t max_bits;   /* float32 bits of max                             */
     float inv_q, q;      /* 2^(mbits - emin), 2^(emin - mbits): subnormal step */
-    /* grid path (nearest rounding, grid_ok): |y| rounded to the format's
-     * grid as (|y| + m) - m in float32, m = 2^(E + rshift) with E = |y|'s
-     * exponent clamped to [emin, the exponent of max]: m's ulp is the
-     * format's step at E, subnormals and normals alike */
-    int32_t grid_ok;     /* medium_ok, rshift >= 1, 2^(emax + rshift) finite */
-    uint32_t emin_bits, emax_bits; /* float32 exponent fields of 2^emin, of max */
-    uint32_t grid_add;   /* rshift << 23: m's bits = clamped exponent field + grid_add */
     /* stochastic rounding: the hot path adds 2^rshift when the discarded
      * bits, as a 32-bit fraction, plus 32 random bits (fp8__random32 of
      * seed and the element's index, index0 + i) carry out.  e8m0: positive
