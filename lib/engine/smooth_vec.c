@@ -42,8 +42,8 @@ void FN(fp8__colmax_)(FP8_COLMAX_ARGS)
             memcpy(&a, r + j, 64);
             memcpy(&o, m + j, 64);
             a &= FP8_F32_ABS;
-            a = (vu16)((vi16)(a < FP8_F32_INF) & (vi16)a);
-            o = (vu16)(((vi16)(a > o) & (vi16)a) | (~(vi16)(a > o) & (vi16)o));
+            a = (vu16)(VLT(a, FP8_F32_INF) & (vi16)a); /* (VLT .. VGT: vec_isa.h) */
+            o = (vu16)((VGT(a, o) & (vi16)a) | (~VGT(a, o) & (vi16)o));
             memcpy(m + j, &o, 64);
         }
         for (; j < cols; j++) {
@@ -87,7 +87,7 @@ static inline __attribute__((always_inline)) void err8(err_lanes *L, const float
     memcpy(&qf, xh, 32);
     vd8 xd = __builtin_convertvector(xf, vd8), qd = __builtin_convertvector(qf, vd8);
     vd8 ad = __builtin_convertvector(xf - qf, vd8); /* |x - x_hat| in float, as the scalar rule */
-    vl8 fin = ((vl8)xd & absm) < infb, qfin = fin & (((vl8)qd & absm) < infb);
+    vl8 fin = VLT((vl8)xd & absm, infb), qfin = fin & VLT((vl8)qd & absm, infb);
     vd8 xz = (vd8)((vl8)xd & fin), xq = (vd8)((vl8)xd & qfin), qz = (vd8)((vl8)qd & qfin);
     L->x2 += xz * xz;
     vd8 e = xq - qz;
@@ -95,7 +95,7 @@ static inline __attribute__((always_inline)) void err8(err_lanes *L, const float
     L->q2 += qz * qz;
     L->xq += xq * qz;
     ad = (vd8)((vl8)ad & absm & qfin);
-    vl8 up = (vl8)(ad > L->me);
+    vl8 up = (vl8)VGT(ad, L->me);
     L->me = (vd8)((up & (vl8)ad) | (~up & (vl8)L->me));
     L->bad -= fin & ~qfin;
 }
