@@ -106,16 +106,33 @@ static inline unsigned count_nonzero(vu16 v)
 }
 
 /* Narrow 16 codes to the format's storage width and store them at codes[i]. */
+#if defined(__AVX2__) && !defined(__AVX512F__)
+/* (AVX2: the narrowing packs each piece's 32-bit lanes, which hold codes
+ * below 2^16, to 16 bits and, for 1-byte codes, to 8; GCC's generic
+ * conversion of 16 lanes went lane by lane there, vec_isa.h) */
+#define store_codes(codes, code_bytes, i, code)                                                              \
+    do {                                                                                                   \
+        __m256i h_ = _mm256_permute4x64_epi64(                                                             \
+            _mm256_packus_epi32((__m256i)FP8_P32(code, 0), (__m256i)FP8_P32(code, 1)), 0xD8);              \
+        if ((code_bytes) == 1) {                                                                           \
+            __m128i b_ = _mm_packus_epi16(_mm256_castsi256_si128(h_), _mm256_extracti128_si256(h_, 1));    \
+            _mm_storeu_si128((__m128i *)(void *)((uint8_t *)(codes) + (i)), b_);                           \
+        } else {                                                                                           \
+            _mm256_storeu_si256((__m256i *)(void *)((uint16_t *)(codes) + (i)), h_);                       \
+        }                                                                                                  \
+    } while (0)
+#else
 #define store_codes(codes, code_bytes, i, code)                                                              \
     do {                                                                                                   \
         if ((code_bytes) == 1) {                                                                           \
             vb cb_ = __builtin_convertvector((code), vb);                                                  \
             memcpy((uint8_t *)(codes) + (i), &cb_, sizeof cb_);                                            \
         } else {                                                                                           \
-            vh16 ch_ = __builtin_convertvector((code), vh16);                                                  \
+            vh16 ch_ = __builtin_convertvector((code), vh16);                                              \
             memcpy((uint16_t *)(codes) + (i), &ch_, sizeof ch_);                                           \
         }                                                                                                  \
     } while (0)
+#endif
 
 #define SEL(m, a, b) (((a) & (m)) | ((b) & ~(m))) /* m ? a : b, lane-wise */
 
