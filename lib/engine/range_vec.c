@@ -181,19 +181,18 @@ static inline void group_lanes(const float *x, size_t glen, vu16 *amax, vu16 *mi
 /* (without AVX-512 the 64-byte shuffles below go lane by lane through
  * memory: each group's vector is reduced on its own, its native pieces
  * first) */
+static inline fp8_pu fold_pieces(fp8_pu a, fp8_pu b, int max) { return max ? fp8_pmaxu(a, b) : fp8_pminu(a, b); }
 static inline vu16 fold16(vu16 *v, vu16 (*op)(vu16, vu16))
 {
     const int max = op == umax16;
     vu16 r;
     for (int g = 0; g < 16; g++) {
-        fp8_pu p = FP8_P32(v[g], 0);
 #if FP8_NPIECE == 4
-        p = max ? fp8_pmaxu(p, FP8_P32(v[g], 2)) : fp8_pminu(p, FP8_P32(v[g], 2));
-        fp8_pu q = max ? fp8_pmaxu(FP8_P32(v[g], 1), FP8_P32(v[g], 3)) : fp8_pminu(FP8_P32(v[g], 1), FP8_P32(v[g], 3));
+        fp8_pu p = fold_pieces(fold_pieces(FP8_P32(v[g], 0), FP8_P32(v[g], 2), max),
+                               fold_pieces(FP8_P32(v[g], 1), FP8_P32(v[g], 3), max), max);
 #else
-        fp8_pu q = FP8_P32(v[g], 1);
+        fp8_pu p = fold_pieces(FP8_P32(v[g], 0), FP8_P32(v[g], 1), max);
 #endif
-        p = max ? fp8_pmaxu(p, q) : fp8_pminu(p, q);
         uint32_t m = p[0];
         for (int l = 1; l < FP8_VPIECE / 4; l++)
             m = max ? (p[l] > m ? p[l] : m) : (p[l] < m ? p[l] : m);
