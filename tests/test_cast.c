@@ -246,6 +246,71 @@ static void test_broken_oracle_disagrees(void)
     free(x);
 }
 
+/* The band just past the largest finite value, where the vector kernel's
+ * hot path ends (kernel_vec.h): whole vectors of float32 bit patterns from
+ * a little below max to past the next binade step (every pattern near the
+ * tie and the step, a sampled stride between), both signs, every format,
+ * the three deterministic modes and stochastic rounding with and without
+ * saturation, bulk encode and qdq against the reference lane by lane. */
+static void test_band_past_max(void)
+{
+    size_t nf;
+    const fp8_format *const *list = fp8_format_list(&nf);
+    const fp8_cast_mode STOCH_SAT = {FP8_ROUND_STOCHASTIC, FP8_SATURATE, 7, 0};
+    const fp8_cast_mode STOCH_NOSAT = {FP8_ROUND_STOCHASTIC, FP8_NO_SATURATE, 7, 0};
+    const fp8_cast_mode *bm[] = {&NEAR_NOSAT, &NEAR_SAT, &ZERO_NOSAT, &STOCH_SAT, &STOCH_NOSAT};
+    const size_t N = 1 << 15;
+    float *x = malloc(N * sizeof *x), *q = malloc(N * sizeof *q);
+    uint32_t *codes = malloc(N * sizeof *codes);
+    CU_ASSERT_FATAL(x && q && codes);
+    for (size_t fi = 0; fi < nf; fi++) {
+        const fp8_format *f = list[fi];
+        if (f->kind == FP8_KIND_E8M0 || f->mbits > 22)
+            continue;
+        ref_format r;
+        CU_ASSERT_FATAL(ref_init(&r, f) == 0);
+        uint32_t mb = bits_of((float)f->max), step = 1u << (23 - f->mbits), half = step / 2;
+        uint32_t stride = step / 1024 ? step / 1024 : 1;
+        size_t k = 0;
+        for (uint32_t b = mb - 48; b < mb + step + 48 && k < N / 2; b += stride)
+            x[k++] = f_from_bits(b);
+        k -= k % 16;
+        /* near the tie and the step, each pattern alone in a vector of max:
+         * the vector's other lanes never take it off the hot path */
+        for (int w = 0; w < 2; w++)
+            for (uint32_t b = mb + (w ? step : half) - 48; b < mb + (w ? step : half) + 48 && k + 16 <= N / 2; b++)
+                for (uint32_t l = 0; l < 16; l++)
+                    x[k++] = l == b % 16 ? f_from_bits(b) : (float)f->max;
+        for (size_t i = 0; i < k; i++)
+            x[k + i] = -x[i];
+        size_t n = 2 * k;
+        for (int mi = 0; mi < 5; mi++) {
+            const fp8_cast_mode *m = bm[mi];
+            fp8_counts cnt, want = {{0}};
+            CU_ASSERT_EQUAL(fp8_format_encode_array(f, m, 1.0f, x, n, codes, &cnt), FP8_OK);
+            CU_ASSERT_EQUAL(fp8_format_qdq_array(f, m, 1.0f, x, n, q, NULL), FP8_OK);
+            size_t bad = 0;
+            for (size_t i = 0; i < n; i++) {
+                fp8_class rc;
+                uint32_t rnd = m->round == FP8_ROUND_STOCHASTIC ? fp8__random32(m->seed, i) : 0;
+                uint32_t rcode = ref_encode(&r, m->round, m->overflow == FP8_SATURATE, x[i], rnd, &rc);
+                uint32_t bcode = f->code_bytes == 1 ? ((uint8_t *)codes)[i] : ((uint16_t *)codes)[i];
+                want.n[rc]++;
+                if ((bcode != rcode || bits_of(q[i]) != bits_of(fp8_format_decode(f, rcode))) && bad++ < 3)
+                    fprintf(stderr, "\n  %s mode %d x=%a: ref 0x%X %s bulk 0x%X qdq %a\n", f->name, mi, (double)x[i],
+                            rcode, fp8_class_name(rc), bcode, (double)q[i]);
+            }
+            CU_ASSERT_EQUAL(bad, 0);
+            for (int c = 0; c < FP8_NCLASS; c++)
+                CU_ASSERT_EQUAL(cnt.n[c], want.n[c]);
+        }
+        ref_free(&r);
+    }
+    free(x);
+    free(q);
+    free(codes);
+}
+
 /* The vector kernel against the portable one, with a non-trivial scale,
  * on random bit patterns and odd lengths. */
 static void test_vector_vs_portable(void)
@@ -449,6 +514,7 @@ void register_cast_tests(void)
         {"hand-worked boundaries", test_hand_cases},
         {"sampled inputs vs reference, 3 modes", test_sampled_vs_reference},
         {"a broken kernel and a broken reference disagree (the comparison can fail)", test_broken_oracle_disagrees},
+        {"the band past max, where the hot path ends: bulk vs reference, 5 modes", test_band_past_max},
         {"vector kernel vs portable kernel", test_vector_vs_portable},
         {"a qdq of 2^22 elements into its own out (non-temporal stores) equals the portable kernel's", test_large_qdq},
         {"decode_array", test_decode_array},

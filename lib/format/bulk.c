@@ -115,16 +115,25 @@ static void vparams_init(vparams *p, const fp8_format *f, const fp8_cast_mode *m
     p->e8m0 = f->kind == FP8_KIND_E8M0;
     p->seed = mode->seed;
     p->sr_fallback = sr_fallback;
-    /* hot path range: float32 bits of min_normal .. max */
     float lo = (float)f->min_normal, hi = (float)f->max;
     memcpy(&p->lo_bits, &lo, 4);
     uint32_t hi_bits;
     memcpy(&hi_bits, &hi, 4);
-    p->range_bits = hi_bits - p->lo_bits;
     p->rshift = (uint32_t)(23 - f->mbits);
     p->round_add = mode->round == FP8_ROUND_NEAREST ? (1u << (p->rshift - 1)) - 1 : 0;
     p->round_lsb = mode->round == FP8_ROUND_NEAREST ? 1 : 0;
     p->keep_mask = ~((1u << p->rshift) - 1);
+    /* hot path range: float32 bits of min_normal up to the largest |y| that
+     * the hot path's add-and-mask rounds to max, not above it (E4M3 nearest:
+     * 464, the tie, rounds down to 448's even code; E5M2: below the tie
+     * 61440; toward zero: below max plus one step of the grid).  Such a lane is
+     * class rounded, as in medium_vec; data cast once before (an in-place
+     * active cast) and scaled again puts many lanes there, one float32
+     * rounding above max.  Stochastic rounding may round them past max:
+     * its range ends at max. */
+    uint32_t past_max = p->stochastic ? 0
+                                      : (1u << p->rshift) - 1 - p->round_add - p->round_lsb * ((hi_bits >> p->rshift) & 1);
+    p->range_bits = hi_bits + past_max - p->lo_bits;
     p->rebias = (uint32_t)(127 - f->bias) << f->mbits;
     p->max_bits = hi_bits;
     p->medium_ok = f->mbits - f->emin <= 127 && f->emin - f->mbits >= -126;

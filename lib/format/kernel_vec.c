@@ -3,8 +3,9 @@
  * builds it three times (AVX-512, AVX2, baseline), defining FP8_ISA and
  * the instruction-set flags; GCC vector extensions keep one source for all.
  *
- * Hot path: when every lane's |x*scale| lies in [min_normal, max] (the usual
- * case), the result is a normal of the format and rounding is the classic
+ * Hot path: when every lane's |x*scale| lies in [min_normal, max], or just
+ * past max where it rounds down to max (the usual case; range_bits, set in
+ * bulk.c), the result is a normal of the format and rounding is the classic
  * add-and-mask on the float32 bits: r = a + (2^(s-1) - 1 + lsb) for nearest
  * even (0 for toward zero), cleared below bit s = 23 - mbits.  r is then the
  * float32 of the rounded value, and its exponent field rebiased is the code.

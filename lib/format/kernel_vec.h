@@ -17,7 +17,8 @@ typedef struct {
     uint32_t inf_code[2], ovf_code[2], nan_code[2]; /* [sign]           */
     uint32_t inf_val[2], ovf_val[2], nan_val[2];    /* decoded bits      */
     int32_t inf_sat, ovf_sat, nearest;              /* -1 or 0 masks     */
-    /* hot path: lanes with lo_bits <= |y| bits <= lo_bits + range_bits */
+    /* hot path: lanes with lo_bits <= |y| bits <= lo_bits + range_bits
+     * (min_normal up to the largest |y| that rounds to max) */
     uint32_t lo_bits, range_bits;
     uint32_t rshift;     /* 23 - mbits                                     */
     uint32_t round_add;  /* nearest: 2^(rshift-1) - 1; toward zero: 0      */
