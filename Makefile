@@ -50,7 +50,7 @@ else
 ISAS     := base
 endif
 VEC_OBJ  := $(foreach s,$(VEC_SRC:%.c=%),$(foreach i,$(ISAS),$(BUILD)/$(s)_$(i).o))
-ISA_FLAGS_avx512 := -mavx512f -mavx512bw -mavx512vl -mavx512dq
+ISA_FLAGS_avx512 := -mavx512f -mavx512bw -mavx512vl -mavx512dq -Wno-psabi
 ISA_FLAGS_avx2   := -mavx2 -Wno-psabi
 ISA_FLAGS_base   := -Wno-psabi
 CLI_SRC  := $(wildcard cli/*.c)
