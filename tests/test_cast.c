@@ -311,6 +311,81 @@ static void test_band_past_max(void)
     free(codes);
 }
 
+/* Data wider than the format, where most vectors hold a lane below
+ * min_normal (a Gaussian beside outliers, gradients): the vector kernel
+ * then takes its wide path (kernel_vec.c) block after block.  Lanes a
+ * quarter in the subnormal range (multiples of the step, ties, a float32
+ * ulp either side, values that round up to min_normal or flush, zeros,
+ * -0), the rest normal; one block in four with a lane past max, NaN or
+ * Inf now and then (taken off the wide path); every format, every mode,
+ * scales 1 and 0.75, bulk encode and qdq against the reference. */
+static void test_wide_data(void)
+{
+    size_t nf;
+    const fp8_format *const *list = fp8_format_list(&nf);
+    const size_t N = 1 << 14;
+    float *x = malloc(N * sizeof *x), *q = malloc(N * sizeof *q);
+    uint32_t *codes = malloc(N * sizeof *codes);
+    CU_ASSERT_FATAL(x && q && codes);
+    const float scales[] = {1.0f, 0.75f};
+    for (size_t fi = 0; fi < nf; fi++) {
+        const fp8_format *f = list[fi];
+        if (f->kind == FP8_KIND_E8M0)
+            continue;
+        ref_format r;
+        CU_ASSERT_FATAL(ref_init(&r, f) == 0);
+        uint64_t st = 777 + fi;
+        double step = ldexp(1.0, f->emin - f->mbits);
+        for (size_t i = 0; i < N; i++) {
+            uint64_t u = test_rand(&st);
+            double v;
+            if ((u & 3) == 0) { /* the subnormal range */
+                double k = (double)((u >> 8) % ((1u << f->mbits) + 1)), fr[4] = {0.0, 0.5, 0.25, 0.999};
+                v = (k + fr[(u >> 4) & 3]) * step;
+                float fv = (float)v;
+                v = (u >> 6 & 3) == 1 ? nextafterf(fv, 0.0f) : (u >> 6 & 3) == 2 ? nextafterf(fv, INFINITY) : fv;
+            } else {
+                int e = (int)((u >> 20) % (unsigned)(ilogb(f->max) - f->emin + 1)) + f->emin;
+                v = ldexp(1.0 + (double)(u >> 40) * 0x1p-24, e);
+                v = v > f->max ? f->max : v;
+            }
+            if ((i / 256) % 4 == 3 && (u >> 32) % 64 == 0) {
+                const double odd[] = {f->max * 1.5, INFINITY, NAN, f->max * 1.0625};
+                v = odd[(u >> 12) & 3];
+            }
+            x[i] = (float)(u & 4 ? -v : v);
+        }
+        for (int mi = 0; mi < 3; mi++)
+            for (int si = 0; si < 2; si++) {
+                const fp8_cast_mode *m = modes[mi];
+                float sc = scales[si];
+                fp8_counts cnt, want = {{0}};
+                CU_ASSERT_EQUAL(fp8_format_encode_array(f, m, sc, x, N, codes, &cnt), FP8_OK);
+                CU_ASSERT_EQUAL(fp8_format_qdq_array(f, m, sc, x, N, q, NULL), FP8_OK);
+                size_t bad = 0;
+                for (size_t i = 0; i < N; i++) {
+                    fp8_class rc;
+                    uint32_t rcode = ref_encode(&r, m->round, m->overflow == FP8_SATURATE, x[i] * sc, 0, &rc);
+                    uint32_t bcode = f->code_bytes == 1 ? ((uint8_t *)codes)[i] : ((uint16_t *)codes)[i];
+                    float want_q = (float)fp8_format_decode(f, rcode) * (1.0f / sc);
+                    want.n[rc]++;
+                    if ((bcode != rcode || (bits_of(q[i]) != bits_of(want_q) && !(isnan(q[i]) && isnan(want_q)))) &&
+                        bad++ < 3)
+                        fprintf(stderr, "\n  %s mode %d scale %g x=%a: ref 0x%X %s bulk 0x%X qdq %a want %a\n", f->name,
+                                mi, (double)sc, (double)x[i], rcode, fp8_class_name(rc), bcode, (double)q[i],
+                                (double)want_q);
+                }
+                CU_ASSERT_EQUAL(bad, 0);
+                for (int c = 0; c < FP8_NCLASS; c++)
+                    CU_ASSERT_EQUAL(cnt.n[c], want.n[c]);
+            }
+        ref_free(&r);
+    }
+    free(x);
+    free(q);
+    free(codes);
+}
+
 /* The vector kernel against the portable one, with a non-trivial scale,
  * on random bit patterns and odd lengths. */
 static void test_vector_vs_portable(void)
@@ -515,6 +590,7 @@ void register_cast_tests(void)
         {"sampled inputs vs reference, 3 modes", test_sampled_vs_reference},
         {"a broken kernel and a broken reference disagree (the comparison can fail)", test_broken_oracle_disagrees},
         {"the band past max, where the hot path ends: bulk vs reference, 5 modes", test_band_past_max},
+        {"data wider than the format (the kernel's wide path): bulk vs reference, 3 modes, 2 scales", test_wide_data},
         {"vector kernel vs portable kernel", test_vector_vs_portable},
         {"a qdq of 2^22 elements into its own out (non-temporal stores) equals the portable kernel's", test_large_qdq},
         {"decode_array", test_decode_array},

@@ -131,8 +131,8 @@ static void vparams_init(vparams *p, const fp8_format *f, const fp8_cast_mode *m
      * active cast) and scaled again puts many lanes there, one float32
      * rounding above max.  Stochastic rounding may round them past max:
      * its range ends at max. */
-    uint32_t past_max = p->stochastic ? 0
-                                      : (1u << p->rshift) - 1 - p->round_add - p->round_lsb * ((hi_bits >> p->rshift) & 1);
+    uint32_t max_lsb = (hi_bits >> p->rshift) & 1;
+    uint32_t past_max = p->stochastic ? 0 : (1u << p->rshift) - 1 - p->round_add - p->round_lsb * max_lsb;
     p->range_bits = hi_bits + past_max - p->lo_bits;
     p->rebias = (uint32_t)(127 - f->bias) << f->mbits;
     p->max_bits = hi_bits;
@@ -140,6 +140,12 @@ static void vparams_init(vparams *p, const fp8_format *f, const fp8_cast_mode *m
     if (p->medium_ok) {
         p->inv_q = ldexpf(1.0f, f->mbits - f->emin);
         p->q = ldexpf(1.0f, f->emin - f->mbits);
+    }
+    p->top_bits = p->lo_bits + p->range_bits;
+    p->wide_ok = p->medium_ok && mode->round == FP8_ROUND_NEAREST && f->emin - f->mbits + 23 <= 127;
+    if (p->wide_ok) {
+        float c = ldexpf(1.0f, f->emin - f->mbits + 23);
+        memcpy(&p->sub_add, &c, 4);
     }
 }
 

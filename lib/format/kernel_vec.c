@@ -205,6 +205,16 @@ typedef struct {
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
+/* kernel_body's wide path: decided every WIDE_BLOCK elements (a power of
+ * two), taken when WIDE_MIN or more of the last block's vectors left the
+ * hot path for subnormal or flushed lanes, where the hot path's branch
+ * would be a coin toss */
+#define WIDE_BLOCK 256
+#define WIDE_MIN 3u
+/* (not in the baseline build: its sixteen 128-bit registers hold the hot
+ * path's vectors only, the wide path made its plain encode 10% slower) */
+#define WIDE_PATH (FP8_NPIECE <= 2)
+
 /* vparams' fields that the lane-wise paths combine with vectors, as
  * vectors.  GCC builds a scalar's broadcast lane by lane in memory where no
  * register holds 16 lanes (vec_isa.h), so the builds without AVX-512 make
@@ -215,7 +225,8 @@ typedef struct {
  * field; KV(f) the same in kernel_body. */
 #define VK_FIELDS(X)                                                                                       \
     X(round_add) X(round_lsb) X(keep_mask) X(rebias) X(lo_bits) X(range_bits) X(max_bits) X(lowsub)       \
-    X(ovf_sat) X(inf_sat) X(negzero_keep) X(nearest) X(max_mag) X(emin) X(bias) X(mbits)
+    X(ovf_sat) X(inf_sat) X(negzero_keep) X(nearest) X(max_mag) X(emin) X(bias) X(mbits) X(top_bits)      \
+    X(sub_add)
 #define VK_PAIRS(X) X(ovf_val) X(ovf_code) X(inf_val) X(inf_code) X(nan_val) X(nan_code)
 typedef struct {
 #define VK_DECL(f) vu16 f;
@@ -479,6 +490,11 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
     uint64_t n_round = 0; /* the specialised hot path's rounded lanes (c_round's) */
     const vu16 uz = {0};
     size_t g = 0, gleft = glen;
+    /* the wide path for the next WIDE_BLOCK elements when at least
+     * WIDE_MIN vectors of the last block left the hot path that the wide
+     * path would take (nothot) */
+    int wide = 0;
+    unsigned nothot = 0;
     /* stochastic rounding's keyed counters (random16) */
     const vq lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
     const uint64_t kmul = 0x9E3779B97F4A7C15ull;
@@ -529,6 +545,38 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
             if (OUT) {
                 vf16 o = (vf16)v.bits * vsinv;
                 STORE_OUT(out + i, o);
+            }
+            continue;
+        }
+        if (WIDE_PATH && !SPECIAL && (i & (WIDE_BLOCK - 1)) == 0) {
+            wide = P.wide_ok && nothot >= WIDE_MIN;
+            nothot = 0;
+        }
+        if (WIDE_PATH && !SPECIAL && wide && all_lanes(VLE(a, KV(top_bits)))) {
+            /* the wide path: every lane finite and none past max; normals
+             * as on the hot path, subnormal lanes rounded to the step q by
+             * one float32 add of sub_add (nearest even: its ulp is q), k =
+             * the sum's bits - sub_add's (2^mbits: rounded up to
+             * min_normal, whose code that is); classes as medium_vec's */
+            const vu16 cb = (vu16){0} + KV(sub_add);
+            vf16 t = (vf16)a + (vf16)cb;
+            vu16 k = (vu16)t - cb;
+            vu16 r = (a + (KV(round_add) + ((a >> P.rshift) & KV(round_lsb)))) & KV(keep_mask);
+            vi16 sub = VLT(a, KV(lo_bits)), azero = VEQ(a, 0), kzero = VEQ(k, 0), low = VLT(k, KV(lowsub));
+            vi16 flushed = sub & kzero & ~azero;
+            VA_OP(c_flush, -, (vu16)flushed);
+            VA_OP(c_sub, -, (vu16)(sub & ~kzero & low));
+            VA_OP(c_round, -, (vu16)((sub & ~low) | (~sub & VNE(a & ~KV(keep_mask), 0))));
+            nothot += !all_lanes(~sub | azero);
+            if (GS && gflags)
+                gflags[g] |= (unsigned char)(2u * !all_lanes(~flushed));
+            if (CODES) {
+                vu16 code = SEL((vu16)sub, k, (r >> P.rshift) - KV(rebias)) | (u >> 31 << P.sign_shift);
+                store_codes(codes, code_bytes, i, code);
+            }
+            if (OUT || ERR) {
+                vf16 o = (vf16)(SEL((vu16)sub, (vu16)(t - (vf16)cb), r) | (u & 0x80000000u)) * vsinv;
+                EMIT(o, 1);
             }
             continue;
         }
@@ -586,6 +634,10 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
                     P.sr_fallback(P.sr_ctx, i + (size_t)__builtin_ctz(miss), 1);
             continue;
         }
+        /* (counted where the wide path would have taken it: a lane past
+         * max, as MX blocks' saturating maxima, gains nothing there) */
+        if (WIDE_PATH)
+            nothot += (unsigned)all_lanes(VLE(a, KV(top_bits)));
         /* every lane finite: medium_vec; any other vector: general_vec */
         kvec v = P.medium_ok && all_lanes(VLT(a, FP8_F32_INF))
                      ? medium_vec(&P, K, a, neg, azero, gflags != NULL, CODES, OUT || ERR)

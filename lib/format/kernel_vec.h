@@ -29,6 +29,12 @@ typedef struct {
     int32_t medium_ok;   /* 2^(mbits - emin) fits float32                   */
     uint32_t max_bits;   /* float32 bits of max                             */
     float inv_q, q;      /* 2^(mbits - emin), 2^(emin - mbits): subnormal step */
+    /* the wide path (kernel_vec.c): nearest rounding with medium_ok, on
+     * blocks where many vectors left the hot path; lanes up to top_bits
+     * (lo_bits + range_bits), subnormals rounded by adding sub_add, the
+     * float32 2^(emin - mbits + 23), whose ulp is the subnormal step */
+    int32_t wide_ok;
+    uint32_t top_bits, sub_add;
     /* stochastic rounding: the hot path adds 2^rshift when the discarded
      * bits, as a 32-bit fraction, plus 32 random bits (fp8__random32 of
      * seed and the element's index, index0 + i) carry out.  e8m0: positive
