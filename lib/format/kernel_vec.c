@@ -205,15 +205,19 @@ typedef struct {
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
-/* kernel_body's wide path: decided every WIDE_BLOCK elements (a power of
- * two), taken when WIDE_MIN or more of the last block's vectors left the
- * hot path for subnormal or flushed lanes, where the hot path's branch
- * would be a coin toss */
+/* kernel_body's wide path: taken from the vector on which WIDE_MIN
+ * vectors of one block of WIDE_BLOCK elements (a power of two) have left
+ * the hot path for subnormal or flushed lanes, where the hot path's branch
+ * would be a coin toss, and kept while each block has as many such
+ * vectors (the count and the block noted only off the hot path, which
+ * itself tests one flag) */
 #define WIDE_BLOCK 256
 #define WIDE_MIN 3u
-/* (not in the baseline build: its sixteen 128-bit registers hold the hot
- * path's vectors only, the wide path made its plain encode 10% slower) */
-#define WIDE_PATH (FP8_NPIECE <= 2)
+/* (not in the baseline build, whose sixteen 128-bit registers hold the
+ * hot path's vectors only: the wide path made its plain encode 10%
+ * slower; in the AVX2 build only where the error sums are made, ERR, as
+ * the statistics' casts: its plain quantize-dequantize lost 12% with it) */
+#define WIDE_PATH (FP8_NPIECE == 1 || (FP8_NPIECE == 2 && ERR))
 
 /* vparams' fields that the lane-wise paths combine with vectors, as
  * vectors.  GCC builds a scalar's broadcast lane by lane in memory where no
@@ -490,11 +494,19 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
     uint64_t n_round = 0; /* the specialised hot path's rounded lanes (c_round's) */
     const vu16 uz = {0};
     size_t g = 0, gleft = glen;
-    /* the wide path for the next WIDE_BLOCK elements when at least
-     * WIDE_MIN vectors of the last block left the hot path that the wide
-     * path would take (nothot) */
+    /* the wide path's state: nothot vectors of the block ending before
+     * element blk_end would take it */
     int wide = 0;
     unsigned nothot = 0;
+    size_t blk_end = 0;
+#define WIDE_BLOCK_AT()                                                                                    \
+    do {                                                                                                   \
+        if (i >= blk_end) {                                                                                \
+            wide = wide && nothot >= WIDE_MIN;                                                             \
+            nothot = 0;                                                                                    \
+            blk_end = (i | (WIDE_BLOCK - 1)) + 1;                                                          \
+        }                                                                                                  \
+    } while (0)
     /* stochastic rounding's keyed counters (random16) */
     const vq lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
     const uint64_t kmul = 0x9E3779B97F4A7C15ull;
@@ -548,10 +560,6 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
             }
             continue;
         }
-        if (WIDE_PATH && !SPECIAL && (i & (WIDE_BLOCK - 1)) == 0) {
-            wide = P.wide_ok && nothot >= WIDE_MIN;
-            nothot = 0;
-        }
         if (WIDE_PATH && !SPECIAL && wide && all_lanes(VLE(a, KV(top_bits)))) {
             /* the wide path: every lane finite and none past max; normals
              * as on the hot path, subnormal lanes rounded to the step q by
@@ -567,7 +575,8 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
             VA_OP(c_flush, -, (vu16)flushed);
             VA_OP(c_sub, -, (vu16)(sub & ~kzero & low));
             VA_OP(c_round, -, (vu16)((sub & ~low) | (~sub & VNE(a & ~KV(keep_mask), 0))));
-            nothot += !all_lanes(~sub | azero);
+            WIDE_BLOCK_AT();
+            nothot += (unsigned)!all_lanes(~sub | azero);
             if (GS && gflags)
                 gflags[g] |= (unsigned char)(2u * !all_lanes(~flushed));
             if (CODES) {
@@ -636,8 +645,12 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
         }
         /* (counted where the wide path would have taken it: a lane past
          * max, as MX blocks' saturating maxima, gains nothing there) */
-        if (WIDE_PATH)
+        if (WIDE_PATH && !SPECIAL) {
+            WIDE_BLOCK_AT();
             nothot += (unsigned)all_lanes(VLE(a, KV(top_bits)));
+            if (nothot >= WIDE_MIN)
+                wide = P.wide_ok;
+        }
         /* every lane finite: medium_vec; any other vector: general_vec */
         kvec v = P.medium_ok && all_lanes(VLT(a, FP8_F32_INF))
                      ? medium_vec(&P, K, a, neg, azero, gflags != NULL, CODES, OUT || ERR)
@@ -659,6 +672,7 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
     }
 #undef EMIT
 #undef ERR_ADD
+#undef WIDE_BLOCK_AT
 #undef vscale
 #undef vsinv
 #undef STORE_OUT
