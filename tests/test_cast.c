@@ -246,6 +246,32 @@ static void test_broken_oracle_disagrees(void)
     free(x);
 }
 
+/* Bulk encode and qdq of x[0..n) at scale sc against the reference lane by
+ * lane (stochastic rounding fed fp8__random32(seed, i)), class counts
+ * included; the first disagreements on stderr under label */
+static void bulk_vs_ref(const fp8_format *f, const ref_format *r, const fp8_cast_mode *m, float sc, const float *x,
+                        size_t n, uint32_t *codes, float *q, const char *label)
+{
+    fp8_counts cnt, want = {{0}};
+    CU_ASSERT_EQUAL(fp8_format_encode_array(f, m, sc, x, n, codes, &cnt), FP8_OK);
+    CU_ASSERT_EQUAL(fp8_format_qdq_array(f, m, sc, x, n, q, NULL), FP8_OK);
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        fp8_class rc;
+        uint32_t rnd = m->round == FP8_ROUND_STOCHASTIC ? fp8__random32(m->seed, i) : 0;
+        uint32_t rcode = ref_encode(r, m->round, m->overflow == FP8_SATURATE, x[i] * sc, rnd, &rc);
+        uint32_t bcode = f->code_bytes == 1 ? ((uint8_t *)codes)[i] : ((uint16_t *)codes)[i];
+        float want_q = (float)fp8_format_decode(f, rcode) * (1.0f / sc);
+        want.n[rc]++;
+        if ((bcode != rcode || (bits_of(q[i]) != bits_of(want_q) && !(isnan(q[i]) && isnan(want_q)))) && bad++ < 3)
+            fprintf(stderr, "\n  %s %s scale %g x=%a: ref 0x%X %s bulk 0x%X qdq %a want %a\n", label, f->name,
+                    (double)sc, (double)x[i], rcode, fp8_class_name(rc), bcode, (double)q[i], (double)want_q);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    for (int c = 0; c < FP8_NCLASS; c++)
+        CU_ASSERT_EQUAL(cnt.n[c], want.n[c]);
+}
+
 /* The band just past the largest finite value, where the vector kernel's
  * hot path ends (kernel_vec.h): whole vectors of float32 bit patterns from
  * a little below max to past the next binade step (every pattern near the
@@ -284,26 +310,8 @@ static void test_band_past_max(void)
         for (size_t i = 0; i < k; i++)
             x[k + i] = -x[i];
         size_t n = 2 * k;
-        for (int mi = 0; mi < 5; mi++) {
-            const fp8_cast_mode *m = bm[mi];
-            fp8_counts cnt, want = {{0}};
-            CU_ASSERT_EQUAL(fp8_format_encode_array(f, m, 1.0f, x, n, codes, &cnt), FP8_OK);
-            CU_ASSERT_EQUAL(fp8_format_qdq_array(f, m, 1.0f, x, n, q, NULL), FP8_OK);
-            size_t bad = 0;
-            for (size_t i = 0; i < n; i++) {
-                fp8_class rc;
-                uint32_t rnd = m->round == FP8_ROUND_STOCHASTIC ? fp8__random32(m->seed, i) : 0;
-                uint32_t rcode = ref_encode(&r, m->round, m->overflow == FP8_SATURATE, x[i], rnd, &rc);
-                uint32_t bcode = f->code_bytes == 1 ? ((uint8_t *)codes)[i] : ((uint16_t *)codes)[i];
-                want.n[rc]++;
-                if ((bcode != rcode || bits_of(q[i]) != bits_of(fp8_format_decode(f, rcode))) && bad++ < 3)
-                    fprintf(stderr, "\n  %s mode %d x=%a: ref 0x%X %s bulk 0x%X qdq %a\n", f->name, mi, (double)x[i],
-                            rcode, fp8_class_name(rc), bcode, (double)q[i]);
-            }
-            CU_ASSERT_EQUAL(bad, 0);
-            for (int c = 0; c < FP8_NCLASS; c++)
-                CU_ASSERT_EQUAL(cnt.n[c], want.n[c]);
-        }
+        for (int mi = 0; mi < 5; mi++)
+            bulk_vs_ref(f, &r, bm[mi], 1.0f, x, n, codes, q, "band past max");
         ref_free(&r);
     }
     free(x);
@@ -356,29 +364,8 @@ static void test_wide_data(void)
             x[i] = (float)(u & 4 ? -v : v);
         }
         for (int mi = 0; mi < 3; mi++)
-            for (int si = 0; si < 2; si++) {
-                const fp8_cast_mode *m = modes[mi];
-                float sc = scales[si];
-                fp8_counts cnt, want = {{0}};
-                CU_ASSERT_EQUAL(fp8_format_encode_array(f, m, sc, x, N, codes, &cnt), FP8_OK);
-                CU_ASSERT_EQUAL(fp8_format_qdq_array(f, m, sc, x, N, q, NULL), FP8_OK);
-                size_t bad = 0;
-                for (size_t i = 0; i < N; i++) {
-                    fp8_class rc;
-                    uint32_t rcode = ref_encode(&r, m->round, m->overflow == FP8_SATURATE, x[i] * sc, 0, &rc);
-                    uint32_t bcode = f->code_bytes == 1 ? ((uint8_t *)codes)[i] : ((uint16_t *)codes)[i];
-                    float want_q = (float)fp8_format_decode(f, rcode) * (1.0f / sc);
-                    want.n[rc]++;
-                    if ((bcode != rcode || (bits_of(q[i]) != bits_of(want_q) && !(isnan(q[i]) && isnan(want_q)))) &&
-                        bad++ < 3)
-                        fprintf(stderr, "\n  %s mode %d scale %g x=%a: ref 0x%X %s bulk 0x%X qdq %a want %a\n", f->name,
-                                mi, (double)sc, (double)x[i], rcode, fp8_class_name(rc), bcode, (double)q[i],
-                                (double)want_q);
-                }
-                CU_ASSERT_EQUAL(bad, 0);
-                for (int c = 0; c < FP8_NCLASS; c++)
-                    CU_ASSERT_EQUAL(cnt.n[c], want.n[c]);
-            }
+            for (int si = 0; si < 2; si++)
+                bulk_vs_ref(f, &r, modes[mi], scales[si], x, N, codes, q, "wide data");
         ref_free(&r);
     }
     free(x);
