@@ -2,6 +2,7 @@
 #ifndef FP8_BENCH_H
 #define FP8_BENCH_H
 #include <stddef.h>
+#include <stdint.h>
 int bench_formats(void);
 int bench_stats(void);
 int bench_probe(void);
@@ -15,6 +16,10 @@ int bench_loop(void);
 int bench_isa(void);
 int bench_isa_one(void); /* (isa's child: this process's build) */
 double bench_now(void);
+/* x[0..n) a Gaussian (Box-Muller on xorshift64 from state s) with every
+ * element i % 4096 == 7 set to 1000: the spikes beside ordinary values that
+ * break FP8 recipes.  Returns the generator's state after it. */
+uint64_t bench_fill_spiky(float *x, size_t n, uint64_t s);
 /* The element rate (Gelem/s) of memcpy on 2^26 float32 (256 MiB, far past
  * the caches: the machine's memory bandwidth), best of 5: the reference of
  * every rate target.  Measured at each call: a section measures its own,

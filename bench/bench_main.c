@@ -20,6 +20,18 @@ double bench_now(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+uint64_t bench_fill_spiky(float *x, size_t n, uint64_t s)
+{
+    for (size_t i = 0; i < n; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        double u1 = ((double)(s >> 11) + 0.5) * 0x1p-53;
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        double u2 = (double)(s >> 11) * 0x1p-53;
+        x[i] = i % 4096 == 7 ? 1000.0f : (float)(sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2));
+    }
+    return s;
+}
+
 double bench_memcpy_rate(void)
 {
     double rate = 0;

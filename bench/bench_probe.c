@@ -185,11 +185,8 @@ static void bench_spiky(void)
     for (size_t i = 0; i < n; i++) {
         z ^= z << 13, z ^= z >> 7, z ^= z << 17;
         u[i] = (float)(((double)(z >> 11) * 0x1p-53 - 0.5) * 3.0);
-        double u1 = ((double)(z >> 11) + 0.5) * 0x1p-53;
-        z ^= z << 13, z ^= z >> 7, z ^= z << 17;
-        double u2 = (double)(z >> 11) * 0x1p-53;
-        g[i] = i % 4096 == 7 ? 1000.0f : (float)(sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2));
     }
+    bench_fill_spiky(g, n, z);
     double ru = 0, rg = 0;
     for (int rep = 0; rep < 3; rep++) {
         ru = fmax(ru, record_only_rate(u, rows, cols, 30));

@@ -64,14 +64,7 @@ static void wide_row(const char *spec, const char *what, const float *x, const f
 static void bench_stats_wide(const float *x, float *w, size_t n)
 {
     printf("\ndata wider than the format (all statistics, best of 3, interleaved with the section's x):\n");
-    uint64_t s = 0x9E3779B97F4A7C15ull;
-    for (size_t i = 0; i < n; i++) {
-        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-        double u1 = ((double)(s >> 11) + 0.5) * 0x1p-53;
-        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-        double u2 = (double)(s >> 11) * 0x1p-53;
-        w[i] = i % 4096 == 7 ? 1000.0f : (float)(sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2));
-    }
+    uint64_t s = bench_fill_spiky(w, n, 0x9E3779B97F4A7C15ull);
     wide_row("e4m3:current", "Gaussian, 1 in 4096 at 1000", x, w);
     wide_row("e4m3:block=1x128", "Gaussian, 1 in 4096 at 1000", x, w);
     wide_row("mxfp8", "Gaussian, 1 in 4096 at 1000", x, w);

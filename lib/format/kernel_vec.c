@@ -205,6 +205,11 @@ typedef struct {
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
+/* A normal lane's rounding: the float32 bits a of |y| to the format's grid
+ * by add-and-mask (the file's head), the vparams fields read through F
+ * (KU in the lane-wise paths, KV in kernel_body) and the shift rs */
+#define ROUND_BITS(a, F, rs) (((a) + (F(round_add) + (((a) >> (rs)) & F(round_lsb)))) & F(keep_mask))
+
 /* kernel_body's wide path: taken from the vector on which WIDE_MIN
  * vectors of one block of WIDE_BLOCK elements (a power of two) have left
  * the hot path for subnormal or flushed lanes, where the hot path's branch
@@ -279,7 +284,7 @@ ALWAYS_INLINE kvec medium_vec(const vparams *P, const vk *K, vu16 a, vu16 neg, v
     const vi16 zero = {0};
     kvec v = {.nan = zero};
     vi16 sub = VLT(a, KU(lo_bits));
-    vu16 r = (a + (KU(round_add) + ((a >> P->rshift) & KU(round_lsb)))) & KU(keep_mask);
+    vu16 r = ROUND_BITS(a, KU, P->rshift);
     vi16 ovf = ~sub & VGT(r, KU(max_bits));
     vf16 t = (vf16)a * KF(inv_q);
     vf16 kf = P->nearest ? (t + 0x1p23f) - 0x1p23f : t;
@@ -569,7 +574,7 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
             const vu16 cb = (vu16){0} + KV(sub_add);
             vf16 t = (vf16)a + (vf16)cb;
             vu16 k = (vu16)t - cb;
-            vu16 r = (a + (KV(round_add) + ((a >> P.rshift) & KV(round_lsb)))) & KV(keep_mask);
+            vu16 r = ROUND_BITS(a, KV, P.rshift);
             vi16 sub = VLT(a, KV(lo_bits)), azero = VEQ(a, 0), kzero = VEQ(k, 0), low = VLT(k, KV(lowsub));
             vi16 flushed = sub & kzero & ~azero;
             VA_OP(c_flush, -, (vu16)flushed);
@@ -595,7 +600,7 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
              * (the callers' condition for SPECIAL = 0): the same arithmetic
              * as below with keep_sign all ones and every lane in range
              * (the sign and zero lanes made here only where used) */
-            vu16 r = (a + (KV(round_add) + ((a >> P.rshift) & KV(round_lsb)))) & KV(keep_mask);
+            vu16 r = ROUND_BITS(a, KV, P.rshift);
             n_round += count_nonzero(a & ~KV(keep_mask));
             if (CODES) {
                 vu16 code = (((r >> P.rshift) - KV(rebias)) & (vu16)VNE(a, 0)) | (u >> 31 << P.sign_shift);
@@ -626,7 +631,7 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
                 vu16 carry = (vu16)VLT(frac + random16(rz, radd), frac);
                 r = (a & KV(keep_mask)) + (carry & (1u << P.rshift));
             } else {
-                r = (a + (KV(round_add) + ((a >> P.rshift) & KV(round_lsb)))) & KV(keep_mask);
+                r = ROUND_BITS(a, KV, P.rshift);
             }
             vu16 keep_sign = ~(vu16)azero | KV(negzero_keep); /* fnuz: no -0 */
             VA_OP(c_round, -, (vu16)(inrange & VNE(a & ~KV(keep_mask), 0)));
