@@ -16,7 +16,7 @@ typedef struct {
     double e2[FP8_ML];                              /* sum (x - x_hat)^2     */
     double q2[FP8_ML];                              /* sum x_hat^2           */
     double xq[FP8_ML];                              /* sum x * x_hat         */
-    double xx[FP8_ML];                              /* sum x^2 over finite x, in double: sqnr's and rel_err's denominator */
+    double xx[FP8_ML];                              /* sum x^2 over finite x: sqnr's and rel_err's denominator */
     float mn[16], mx[16], maxerr[16], mnz[16];      /* lane min, max, max|e|, min nonzero |x| */
     uint64_t nan, inf, zero, qbad;                  /* counts                */
 } fp8__moments;

@@ -430,7 +430,11 @@ static void outside_bins(fp8__hist_state *hist, const float *x, const uint16_t *
  * of the exact sum of its terms; the range condition keeps terms away from
  * overflow, and a piece whose spread is too small for its fourth powers
  * (variance below 2^-60) is redone in double.  sum x^2 (the denominator of
- * the error ratios) is summed in double lanes, where each square is exact.
+ * the error ratios, and l2) is such a sum too, of the squares themselves
+ * (not about the shift: a piece far from the running mean would cancel
+ * there); summed exactly in double lanes it cost 5-7 % of a cast with all
+ * statistics, for no tolerance the error ratios could use (their other
+ * sums are float32 partials).
  *
  * x's statistics with the exponent bins of the piece (when hist) computed
  * from the same |x| bits and counted into eight sub-histograms, and with xq
@@ -454,7 +458,7 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
      * jump and drift between the pieces of one part) */
     const float K = m->cn > 0 ? (float)m->cmean : piece_mean(x, nl);
     /* (loop-carried vectors as accumulators: vec_isa.h) */
-    ad8 S1a = {0}, S2a = {0}, S3a = {0}, S4a = {0}, L1a = {0}, XA = {0}, XB = {0}, E2a = {0}, Q2a = {0}, XQa = {0};
+    ad8 S1a = {0}, S2a = {0}, S3a = {0}, S4a = {0}, L1a = {0}, X2a = {0}, E2a = {0}, Q2a = {0}, XQa = {0};
     vf16 mn0, mx0, mz, me0;
     memcpy(&me0, m->maxerr, 64);
     memcpy(&mn0, m->mn, 64);
@@ -470,7 +474,7 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
     const vu16 m4 = (vu16){0} + 0x0F0F0F0Fu;
     size_t i = 0;
     while (i < nl) {
-        af16 s1 = {0}, s2 = {0}, s3 = {0}, s4 = {0}, l1 = {0}, e2 = {0}, q2 = {0}, xq2 = {0};
+        af16 s1 = {0}, s2 = {0}, s3 = {0}, s4 = {0}, l1 = {0}, x2 = {0}, e2 = {0}, q2 = {0}, xq2 = {0};
         size_t stop = nl - i >= 256 ? i + 256 : nl, k0 = i;
         unsigned om_any = 0; /* the block's lanes outside the window, any vector */
         for (; i < stop; i += 16) {
@@ -481,10 +485,7 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
             VA_OP(s2, +, d2);
             VA_FMA(s3, d2, d);
             VA_FMA(s4, d2, d2);
-            vd8 xlo, xhi; /* x^2 exact in double, summed there */
-            HALVES_AT(x + i, xlo, xhi);
-            VA_FMA8(XA, xlo, xlo);
-            VA_FMA8(XB, xhi, xhi);
+            VA_FMA(x2, xv, xv);
             vu16 au = (vu16)xv & FP8_F32_ABS;
             vf16 ax = (vf16)au;
             VA_OP(l1, +, ax);
@@ -533,6 +534,7 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
         ACC(S3a, s3);
         ACC(S4a, s4);
         ACC(L1a, l1);
+        ACC(X2a, x2);
         if (xq) {
             ACC(E2a, e2);
             ACC(Q2a, q2);
@@ -540,7 +542,7 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
         }
     }
     vd8 S1 = VA_GET(vd8, S1a), S2 = VA_GET(vd8, S2a), S3 = VA_GET(vd8, S3a), S4 = VA_GET(vd8, S4a);
-    vd8 L1 = VA_GET(vd8, L1a), XAv = VA_GET(vd8, XA), XBv = VA_GET(vd8, XB);
+    vd8 L1 = VA_GET(vd8, L1a), X2 = VA_GET(vd8, X2a);
     vd8 E2 = VA_GET(vd8, E2a), Q2 = VA_GET(vd8, Q2a), XQ = VA_GET(vd8, XQa);
     vf16 mn = VA_GET(vf16, mna), mx = VA_GET(vf16, mxa), mev = VA_GET(vf16, me);
     vu16 qmax = VA_GET(vu16, qmaxa), czero = VA_GET(vu16, czeroa), bmax = VA_GET(vu16, bmaxa);
@@ -581,7 +583,7 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
         x_masked(m, x, nl);
     } else {
         for (int l = 0; l < FP8_ML; l++)
-            m->l1[l] += L1[l], m->xx[l] += XAv[l] + XBv[l];
+            m->l1[l] += L1[l], m->xx[l] += X2[l];
         memcpy(m->mn, &mn, 64);
         memcpy(m->mx, &mx, 64);
         memcpy(m->mnz, &mz, 64);

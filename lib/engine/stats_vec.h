@@ -6,7 +6,7 @@
  * Each call (a piece of at most a few thousand elements) sums (x - K)^p,
  * p = 1..4, about K = the piece's own mean, then merges the piece's central
  * moments into the running ones with Pebay's pairwise update: stable for any
- * offset of the data.  sum x^2 is summed on its own, in double.  Two
+ * offset of the data.  sum x^2 is summed on its own (not about K).  Two
  * entry points: x's own statistics (once per tensor, however many recipes
  * cast it) and a recipe's error sums against its x_hat.
  */
