@@ -368,6 +368,23 @@ static inline __attribute__((always_inline)) void nib_flush(fp8__hist_state *his
     }
 }
 
+/* Bit v set when om[v] (v < nv <= 16) has a lane: made at once, without a
+ * branch per vector (such a branch mispredicts on most blocks that have
+ * any: x's statistics of the bench's x, a few lanes a block below the
+ * window, 5.9 -> 6.15 Gelem/s) */
+static inline unsigned vectors_with(const uint16_t *om, size_t nv)
+{
+#if defined(__AVX512F__)
+    __m256i o = _mm256_loadu_si256((const void *)om);
+    return (unsigned)_mm256_cmpneq_epi16_mask(o, _mm256_setzero_si256()) & ((1u << nv) - 1u);
+#else
+    unsigned vs = 0;
+    for (size_t v = 0; v < nv; v++)
+        vs |= (unsigned)(om[v] != 0) << v;
+    return vs;
+#endif
+}
+
 /* The nonzero elements outside the register window of a block of nv
  * vectors at x (om[v]: vector v's lanes; zeros: bin 0's count is x's zero
  * count) counted into the sub-histograms one by one, the bins touched
@@ -400,9 +417,8 @@ static void outside_bins(fp8__hist_state *hist, const float *x, const uint16_t *
         for (size_t v = 0; v < nv; v++)
             OUTSIDE_VEC(v);
     else
-        for (size_t v = 0; v < nv; v++)
-            if (om[v])
-                OUTSIDE_VEC(v);
+        for (unsigned vs = vectors_with(om, nv); vs; vs &= vs - 1)
+            OUTSIDE_VEC((size_t)__builtin_ctz(vs));
 #undef OUTSIDE_VEC
     for (size_t j = 0; j < nb; j++)
         hist->sub[j & 7][bins[j]]++;
@@ -410,7 +426,8 @@ static void outside_bins(fp8__hist_state *hist, const float *x, const uint16_t *
         blo = (uint32_t)_mm512_reduce_min_epu32(lo), bhi = (uint32_t)_mm512_reduce_max_epu32(hi);
 #else
     (void)om_any;
-    for (size_t v = 0; v < nv; v++)
+    for (unsigned vs = vectors_with(om, nv); vs; vs &= vs - 1) {
+        size_t v = (size_t)__builtin_ctz(vs);
         for (unsigned b = om[v]; b; b &= b - 1) {
             int l = __builtin_ctz(b);
             uint32_t u;
@@ -419,6 +436,7 @@ static void outside_bins(fp8__hist_state *hist, const float *x, const uint16_t *
             hist->sub[l & 7][bin]++;
             blo = bin < blo ? bin : blo, bhi = bin > bhi ? bin : bhi;
         }
+    }
 #endif
     if (bhi)
         fp8__hist_touch(hist, blo, bhi);
