@@ -16,7 +16,10 @@ static void decide(void)
     int cpu = FP8_ISA_BASE;
 #if defined(__x86_64__)
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f"))
+    /* (the AVX-512 objects are built with F, BW, VL and DQ: a CPU with
+     * AVX-512F alone, such as Knights Landing, takes the AVX2 kernels) */
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
         cpu = FP8_ISA_AVX512;
     else if (__builtin_cpu_supports("avx2"))
         cpu = FP8_ISA_AVX2;
