@@ -387,45 +387,39 @@ static inline unsigned vectors_with(const uint16_t *om, size_t nv)
 
 /* The nonzero elements outside the register window of a block of nv
  * vectors at x (om[v]: vector v's lanes; zeros: bin 0's count is x's zero
- * count) counted into the sub-histograms one by one, the bins touched
- * noted once.  With AVX-512 each such vector's bins are made at once and
- * packed (a compress in registers), then counted in a tight loop; when
- * om_any (the block's lanes outside, any vector) has more than two lanes,
- * every vector is packed, without a branch on its om (on data wider than
- * the window, such as a Gaussian beside outliers 1000x larger, that branch
- * is a coin toss: x's statistics 2.6 -> 4.0 Gelem/s there). */
+ * count) counted into the sub-histograms, the bins touched noted once.
+ * Few lanes outside (om_any, the block's lanes outside in any vector, has
+ * at most two: ordinary data, a value or two a block below the window) are
+ * taken one by one from the vectors that have some.  Many (data wider than
+ * the window, such as a Gaussian beside outliers 1000x larger): with
+ * AVX-512 every vector's bins are made at once and packed (a compress in
+ * registers), without a branch on its om (a coin toss there: x's
+ * statistics 2.6 -> 4.0 Gelem/s), then counted in a tight loop. */
 static void outside_bins(fp8__hist_state *hist, const float *x, const uint16_t *om, size_t nv, unsigned om_any)
 {
     uint32_t blo = UINT32_MAX, bhi = 0;
 #if defined(__AVX512F__)
-    uint32_t bins[256 + 16]; /* (each store writes 16, the first popcount of them kept) */
-    size_t nb = 0;
-    __m512i lo = _mm512_set1_epi32(-1), hi = _mm512_setzero_si512();
-    /* many lanes outside (wide data): every vector, no branch on om[v]
-     * (a coin toss there); few: only those with some */
-#define OUTSIDE_VEC(v)                                                                                     \
-    do {                                                                                                   \
-        __m512i a_ = _mm512_loadu_si512((const void *)(x + 16 * (v)));                                     \
-        __m512i bin_ = _mm512_add_epi32(                                                                   \
-            _mm512_srli_epi32(_mm512_and_si512(a_, _mm512_set1_epi32(FP8_F32_ABS)), 23), _mm512_set1_epi32(1)); \
-        lo = _mm512_mask_min_epu32(lo, om[v], lo, bin_);                                                   \
-        hi = _mm512_mask_max_epu32(hi, om[v], hi, bin_);                                                   \
-        _mm512_storeu_si512((void *)(bins + nb), _mm512_maskz_compress_epi32(om[v], bin_));                \
-        nb += (size_t)__builtin_popcount(om[v]);                                                           \
-    } while (0)
-    if (__builtin_popcount(om_any) > 2)
-        for (size_t v = 0; v < nv; v++)
-            OUTSIDE_VEC(v);
-    else
-        for (unsigned vs = vectors_with(om, nv); vs; vs &= vs - 1)
-            OUTSIDE_VEC((size_t)__builtin_ctz(vs));
-#undef OUTSIDE_VEC
-    for (size_t j = 0; j < nb; j++)
-        hist->sub[j & 7][bins[j]]++;
-    if (nb)
-        blo = (uint32_t)_mm512_reduce_min_epu32(lo), bhi = (uint32_t)_mm512_reduce_max_epu32(hi);
+    if (__builtin_popcount(om_any) > 2) {
+        uint32_t bins[256 + 16]; /* (each store writes 16, the first popcount of them kept) */
+        size_t nb = 0;
+        __m512i lo = _mm512_set1_epi32(-1), hi = _mm512_setzero_si512();
+        for (size_t v = 0; v < nv; v++) {
+            __m512i a = _mm512_loadu_si512((const void *)(x + 16 * v));
+            __m512i bin = _mm512_add_epi32(_mm512_srli_epi32(_mm512_and_si512(a, _mm512_set1_epi32(FP8_F32_ABS)), 23),
+                                           _mm512_set1_epi32(1));
+            lo = _mm512_mask_min_epu32(lo, om[v], lo, bin);
+            hi = _mm512_mask_max_epu32(hi, om[v], hi, bin);
+            _mm512_storeu_si512((void *)(bins + nb), _mm512_maskz_compress_epi32(om[v], bin));
+            nb += (size_t)__builtin_popcount(om[v]);
+        }
+        for (size_t j = 0; j < nb; j++)
+            hist->sub[j & 7][bins[j]]++;
+        fp8__hist_touch(hist, (uint32_t)_mm512_reduce_min_epu32(lo), (uint32_t)_mm512_reduce_max_epu32(hi));
+        return;
+    }
 #else
     (void)om_any;
+#endif
     for (unsigned vs = vectors_with(om, nv); vs; vs &= vs - 1) {
         size_t v = (size_t)__builtin_ctz(vs);
         for (unsigned b = om[v]; b; b &= b - 1) {
@@ -437,7 +431,6 @@ static void outside_bins(fp8__hist_state *hist, const float *x, const uint16_t *
             blo = bin < blo ? bin : blo, bhi = bin > bhi ? bin : bhi;
         }
     }
-#endif
     if (bhi)
         fp8__hist_touch(hist, blo, bhi);
 }
