@@ -170,14 +170,21 @@ static int cmp_double(const void *a, const void *b)
 /* the median over ROUNDS of each kind's mean step (plain, every=10,
  * every=1), the probes on probe_threads (OpenBLAS's are set by the caller),
  * or made by the run's background thread (background = 1).  In the
- * background the kinds take turns a block of BLOCK steps at a time, each
- * probed block timed until the thread has made all of the block's records
- * (fp8_probe_dropped waits for it): the records cannot hide in the next
- * plain block's time. */
-#define BLOCK 10
-static int measure(int probe_threads, int background, double out[3])
+ * background the kinds take turns a block of BLOCK steps at a time (the
+ * first block of each warm-up), each probed block timed until the thread
+ * has made all of the block's records (fp8_probe_dropped waits for it):
+ * the records cannot hide in the next plain block's time.  That wait, the
+ * thread's lag behind the loop, is a run's once at its close but a
+ * block's every block: with every=1 about one step's records (10-12 ms on
+ * A), so blocks of 10 steps charged each step a tenth of a step more than
+ * a run pays (1.16x against 1.08x with blocks of 30, the same build);
+ * blocks of 30 still charge a thirtieth.  tail[k]: the mean wait a block,
+ * printed beside the figure. */
+#define BLOCK 30
+#define BG_BLOCKS 3 /* the first one warm-up */
+static int measure(int probe_threads, int background, double out[3], double tail[3])
 {
-    double mean[3][ROUNDS];
+    double mean[3][ROUNDS], tails[3][ROUNDS];
     for (int r = 0; r < ROUNDS; r++) {
         net m[3];
         fp8_probe_run *run[3] = {NULL, NULL, NULL};
@@ -198,28 +205,31 @@ static int measure(int probe_threads, int background, double out[3])
             if (!run[k] || net_declare(&m[k], run[k]) != 0)
                 bad = 1;
         }
-        double sum[3] = {0, 0, 0};
+        double sum[3] = {0, 0, 0}, wait[3] = {0, 0, 0};
         for (int s = 0; !bad && !background && s < STEPS; s++)
             for (int k = 0; k < 3; k++) { /* interleaved: the machine's drift falls on all three alike */
                 double t = step(&m[k], run[k], s);
                 if (s >= WARM)
                     sum[k] += t;
             }
-        for (int s0 = 0; !bad && background && s0 < STEPS; s0 += BLOCK)
+        for (int b = 0; !bad && background && b < BG_BLOCKS; b++)
             for (int k = 0; k < 3; k++) {
                 double t0 = bench_now();
-                for (int s = s0; s < s0 + BLOCK; s++)
+                for (int s = b * BLOCK; s < (b + 1) * BLOCK; s++)
                     step(&m[k], run[k], s);
+                double t1 = bench_now();
                 if (run[k])
                     (void)fp8_probe_dropped(run[k]); /* (waits for the thread) */
-                if (s0 >= WARM)
-                    sum[k] += bench_now() - t0;
+                if (b > 0)
+                    sum[k] += bench_now() - t0, wait[k] += bench_now() - t1;
             }
+        const double measured = background ? (double)(BG_BLOCKS - 1) * BLOCK : (double)(STEPS - WARM);
         for (int k = 0; k < 3; k++) {
             if (run[k] && fp8_probe_close(run[k]) != FP8_OK)
                 bad = 1;
             free(m[k].buf);
-            mean[k][r] = sum[k] / (STEPS - WARM);
+            mean[k][r] = sum[k] / measured;
+            tails[k][r] = wait[k] / (BG_BLOCKS - 1);
         }
         if (bad) {
             fprintf(stderr, "bench: %s\n", fp8_error_message());
@@ -228,7 +238,9 @@ static int measure(int probe_threads, int background, double out[3])
     }
     for (int k = 0; k < 3; k++) {
         qsort(mean[k], ROUNDS, sizeof mean[k][0], cmp_double);
+        qsort(tails[k], ROUNDS, sizeof tails[k][0], cmp_double);
         out[k] = mean[k][ROUNDS / 2];
+        tail[k] = tails[k][ROUNDS / 2];
     }
     return 0;
 }
@@ -314,13 +326,15 @@ int bench_loop(void)
     for (int c = 0; c < 4; c++) {
         int threads = conf[c][0], pt = conf[c][1], bg = conf[c][2];
         openblas_set_num_threads(threads);
-        double t[3];
-        if (measure(pt, bg, t) != 0)
+        double t[3], tail[3];
+        if (measure(pt, bg, t, tail) != 0)
             return 1;
         if (bg)
-            printf("OpenBLAS threads %d, records in the background (blocks of %d steps, each until its records are made): "
+            printf("OpenBLAS threads %d, records in the background (blocks of %d steps, each until its records are made; "
+                   "the wait for them at a block's end, included: every=10 %.2f ms, every=1 %.2f ms): "
                    "plain step %.2f ms; probed every=10 %.2f ms (%.3fx), every=1 %.2f ms (%.3fx)\n",
-                   threads, BLOCK, t[0] * 1e3, t[1] * 1e3, t[1] / t[0], t[2] * 1e3, t[2] / t[0]);
+                   threads, BLOCK, tail[1] * 1e3, tail[2] * 1e3, t[0] * 1e3, t[1] * 1e3, t[1] / t[0], t[2] * 1e3,
+                   t[2] / t[0]);
         else
             printf("OpenBLAS threads %d, probe threads %d: plain step %.2f ms (sgemm %.1f GFLOP/s); probed every=10 "
                    "%.2f ms (%.3fx), every=1 %.2f ms (%.3fx; the probes %.2f Gelem/s)\n",
