@@ -277,6 +277,79 @@ static void test_exp_hist_bottom(void)
     free(x);
 }
 
+/* The exponent histogram of data wider than its register window, over
+ * 24 pieces of 32768, 3 in each of a tensor's 8 parts (stats_vec.c: a
+ * part's later pieces switch to a wide window of 31 bins after a block
+ * with many values outside the narrow one of 15; the broken wide window's
+ * flush, or its reach one code too far, fail this test): magnitudes
+ * log-uniform over 2^-45 .. 2^5 (50 binades,
+ * some below even the wide window), zeros and subnormals among them, and a
+ * piece whose largest value moves the window up mid-tensor (2^12 in the
+ * third piece) or not (v = 0); every bin equal to a count by the
+ * definition, by fp8_tensor_stats and by casts (per tensor, 1x128 blocks),
+ * on one thread and two.  Pieces whose values span 25 binades only (v = 2)
+ * stay within the wide window. */
+static void test_exp_hist_wide(void)
+{
+    const size_t n = 24 * 32768 + 77;
+    float *x = malloc(n * sizeof *x);
+    CU_ASSERT_FATAL(x != NULL);
+    for (int v = 0; v < 3; v++) {
+        uint64_t z = 0x9E3779B97F4A7C15ull + (uint64_t)v;
+        for (size_t i = 0; i < n; i++) {
+            z ^= z << 13, z ^= z >> 7, z ^= z << 17;
+            double u = (double)(z >> 11) * 0x1p-53;
+            float m = v == 2 ? ldexpf(1.0f, -20) * exp2f((float)(25.0 * u)) : exp2f((float)(-45.0 + 50.0 * u));
+            x[i] = (z & 1 ? -1.0f : 1.0f) * m;
+            if (i % 97 == 5)
+                x[i] = 0.0f;
+            if (i % 211 == 9)
+                x[i] = ldexpf(1.0f, -130); /* a float32 subnormal */
+        }
+        if (v == 1)
+            x[10 * 32768 + 1000] = 4096.0f; /* (the second piece of part 3) */
+        uint64_t want[FP8_EXP_BINS] = {0};
+        for (size_t i = 0; i < n; i++) {
+            uint32_t u;
+            memcpy(&u, &x[i], 4);
+            u &= 0x7FFFFFFFu;
+            want[(u >> 23) + (u != 0)]++;
+        }
+        const char *specs[] = {"e4m3:none", "e4m3:current", "e4m3:block=1x128"};
+        fp8_stats a;
+        CU_ASSERT_EQUAL(fp8_tensor_stats(x, n, &a, 0), FP8_OK);
+        int wrong = 0;
+        for (int k = 0; k < FP8_EXP_BINS; k++)
+            wrong += a.exp_hist[k] != want[k];
+        for (int r = 0; r < 3; r++)
+            for (int th = 1; th <= 2; th++) {
+                fp8_recipe rc;
+                CU_ASSERT_EQUAL_FATAL(fp8_recipe_parse(specs[r], &rc), FP8_OK);
+                fp8_recipe_state *st = fp8_recipe_state_alloc(&rc, FP8_ROLE_OTHER);
+                CU_ASSERT_FATAL(st != NULL);
+                fp8_recipe_state_set_threads(st, th);
+                fp8_stats b;
+                CU_ASSERT_EQUAL(fp8_quantize(st, x, n / 128, 128, NULL, &b), FP8_OK); /* (the rows before the tail) */
+                uint64_t w2[FP8_EXP_BINS] = {0};
+                for (size_t i = 0; i < n / 128 * 128; i++) {
+                    uint32_t u;
+                    memcpy(&u, &x[i], 4);
+                    u &= 0x7FFFFFFFu;
+                    w2[(u >> 23) + (u != 0)]++;
+                }
+                for (int k = 0; k < FP8_EXP_BINS; k++)
+                    wrong += b.exp_hist[k] != w2[k];
+                CU_ASSERT_EQUAL(b.zero_count, w2[0]);
+                fp8_recipe_state_free(st);
+            }
+        CU_ASSERT_EQUAL(wrong, 0);
+        CU_ASSERT_EQUAL(a.zero_count, want[0]);
+        CU_ASSERT(want[1] > 500); /* (the data are what the test says) */
+        CU_ASSERT(v == 2 || want[127 - 40] > 1000);
+    }
+    free(x);
+}
+
 /* x's moments in small pieces far from the running mean: NVFP4 casts a
  * block whose scale rounds to zero (its amax far below the tensor's) in
  * segments of 16 elements, each merged into the running moments.  One block
@@ -929,6 +1002,7 @@ void register_stats_tests(void)
         {"transpose (16 x 16 tiles) equals the plain loop, partial tiles included", test_transpose},
         {"a delayed recipe that casts nothing notes its caller's amax, no pass over x", test_known_amax_no_pass},
         {"exponent histogram: zeros, subnormals, a window below bin 16", test_exp_hist_bottom},
+        {"exponent histogram: data wider than the window, over pieces, threads", test_exp_hist_wide},
         {"x's moments in small pieces far from the running mean (NVFP4 zero-scale blocks)", test_moments_far_shift},
         {"TE's overflow count of a cast in place is of x", test_te_overflows_in_place},
         {"TE's overflow count over pieces, in place, given, threads, in a sweep", test_te_overflows_pieces},

@@ -75,6 +75,7 @@ static void hist_clear(hist_acc *h)
 {
     hist_flush(h, NULL);
     h->s.top = 0;
+    h->s.wide = 0;
 }
 
 /* n more elements counted in h's 32-bit sub-histograms: flushed into out

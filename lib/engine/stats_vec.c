@@ -296,7 +296,44 @@ static inline vu16 one_shl(vu16 s)
  * 0,2,4,6 / 1,3,5,7 / 8,10,12,14 / 9,11,13,15 in nib_0 .. nib_3; at most 8 a
  * spill, so at most 31 spills); nib_flush sums those across lanes into the
  * window's bins of sub[0].  Locals of xm_core, so that they stay in
- * registers. */
+ * registers.
+ *
+ * Data wider than the window (gradients over many binades: half the values
+ * of a log-uniform spread over 35 binades fell below it and were counted
+ * one by one, x's statistics at a third of plain data's rate) switch the
+ * later pieces of a tensor's part to a wide window (hist->wide; XM_WIDE
+ * builds): bins top - 30 .. top, codes 16-31 in two more words (nib_c:
+ * shift 4c - 64, nib_d: 4c - 96; c = 15 counted, c = 31 the unread one),
+ * spilled into nib_4 .. nib_7.  It needs top >= 32 (a largest |x| of
+ * 2^-96 or more), so that its lowest bin is a normal one: zeros and
+ * subnormals stay outside.  Two more shifts and adds a vector, in a copy
+ * of the loop of its own (xm_wide), so that the narrow loop's registers
+ * are as they were (switching within a piece, both loops in one function,
+ * cost plain data 2 %); a piece turns the next ones wide after a block
+ * with WIDE_AFTER or more lanes outside the window (3 %: never on the
+ * bench's uniform x, 0.3 a block on average; a Gaussian beside outliers
+ * 1000x larger 13 a block, 35 binades 146).  A part's first piece stays
+ * narrow: a tensor of up to 8 pieces (2^18 elements), one piece a part,
+ * never turns wide. */
+#define WIDE_AFTER 8
+#if FP8_NPIECE == 1
+#define XM_WIDE 1
+#define NIB_ADD_HI(s)                                                                                      \
+    do {                                                                                                   \
+        nib_c += one_shl((s) - 64u);                                                                       \
+        nib_d += one_shl((s) - 96u);                                                                       \
+    } while (0)
+#define NIB_SPILL_HI()                                                                                     \
+    do {                                                                                                   \
+        nib_4 += nib_c & m4, nib_5 += nib_c >> 4 & m4;                                                     \
+        nib_6 += nib_d & m4, nib_7 += nib_d >> 4 & m4;                                                     \
+        nib_c = nib_d = (au16){0};                                                                         \
+    } while (0)
+#else
+#define XM_WIDE 0 /* (AVX2 and the baseline: 16 registers, none to spare) */
+#define NIB_ADD_HI(s) ((void)0)
+#define NIB_SPILL_HI() ((void)0)
+#endif
 #if FP8_NPIECE == 1
 #define NIB_ADD(s)                                                                                         \
     do {                                                                                                   \
@@ -339,28 +376,38 @@ static inline vu16 one_shl(vu16 s)
     do {                                                                                                   \
         NIB_SPILL_PIECES();                                                                                \
         nib_a = nib_b = (au16){0};                                                                         \
+        if (WIDE)                                                                                          \
+            NIB_SPILL_HI();                                                                                \
         if (++nib_spills == 31)                                                                            \
             NIB_FLUSH();                                                                                   \
     } while (0)
 #define NIB_FLUSH()                                                                                        \
     do {                                                                                                   \
-        nib_flush(hist, VA_GET(vu16, nib_0), VA_GET(vu16, nib_1), VA_GET(vu16, nib_2), VA_GET(vu16, nib_3)); \
+        nib_flush(hist, VA_GET(vu16, nib_0), VA_GET(vu16, nib_1), VA_GET(vu16, nib_2), VA_GET(vu16, nib_3), 0, \
+                  WIDE ? 32u : 15u);                                                                       \
         nib_0 = nib_1 = nib_2 = nib_3 = (au16){0};                                                         \
+        if (WIDE) {                                                                                        \
+            nib_flush(hist, VA_GET(vu16, nib_4), VA_GET(vu16, nib_5), VA_GET(vu16, nib_6),                 \
+                      VA_GET(vu16, nib_7), 16u, 31u);                                                      \
+            nib_4 = nib_5 = nib_6 = nib_7 = (au16){0};                                                     \
+        }                                                                                                  \
         nib_spills = 0;                                                                                    \
     } while (0)
 
+/* (codes base + ...; the code skip, a word's unread top nibble, left out) */
 static inline __attribute__((always_inline)) void nib_flush(fp8__hist_state *hist, vu16 n0, vu16 n1, vu16 n2,
-                                                            vu16 n3)
+                                                            vu16 n3, uint32_t base, uint32_t skip)
 {
-    /* byte j of n0 / n1 / n2 / n3: codes 2j / 2j + 1 / 8 + 2j / 9 + 2j */
+    /* byte j of n0 / n1 / n2 / n3: codes 2j / 2j + 1 / 8 + 2j / 9 + 2j past base */
     const vu16 acc[4] = {n0, n1, n2, n3};
     for (int k = 0; k < 4; k++) {
         uint32_t w[2] = {0, 0}; /* 16-bit sums: bytes 0, 2 / 1, 3 */
         for (int l = 0; l < 16; l++)
             w[0] += acc[k][l] & 0x00FF00FFu, w[1] += acc[k][l] >> 8 & 0x00FF00FFu;
         for (uint32_t j = 0; j < 4; j++) {
-            uint32_t c = 8 * (uint32_t)(k >> 1) + 2 * j + (uint32_t)(k & 1), cnt = w[j & 1] >> 16 * (j >> 1) & 0xFFFF;
-            if (c != 15 && cnt) {
+            uint32_t c = base + 8 * (uint32_t)(k >> 1) + 2 * j + (uint32_t)(k & 1);
+            uint32_t cnt = w[j & 1] >> 16 * (j >> 1) & 0xFFFF;
+            if (c != skip && cnt) {
                 hist->sub[0][hist->top - c] += cnt;
                 fp8__hist_touch(hist, hist->top - c, hist->top - c);
             }
@@ -395,8 +442,9 @@ static inline unsigned vectors_with(const uint16_t *om, size_t nv)
  * AVX-512 every vector's bins are made at once and packed (a compress in
  * registers), without a branch on its om (a coin toss there: x's
  * statistics 2.6 -> 4.0 Gelem/s), then counted in a tight loop. */
-static void outside_bins(fp8__hist_state *hist, const float *x, const uint16_t *om, size_t nv, unsigned om_any)
+static unsigned outside_bins(fp8__hist_state *hist, const float *x, const uint16_t *om, size_t nv, unsigned om_any)
 {
+    unsigned counted = 0;
     uint32_t blo = UINT32_MAX, bhi = 0;
 #if defined(__AVX512F__)
     if (__builtin_popcount(om_any) > 2) {
@@ -415,7 +463,7 @@ static void outside_bins(fp8__hist_state *hist, const float *x, const uint16_t *
         for (size_t j = 0; j < nb; j++)
             hist->sub[j & 7][bins[j]]++;
         fp8__hist_touch(hist, (uint32_t)_mm512_reduce_min_epu32(lo), (uint32_t)_mm512_reduce_max_epu32(hi));
-        return;
+        return (unsigned)nb;
     }
 #else
     (void)om_any;
@@ -429,10 +477,12 @@ static void outside_bins(fp8__hist_state *hist, const float *x, const uint16_t *
             uint32_t bin = ((u & FP8_F32_ABS) >> 23) + 1;
             hist->sub[l & 7][bin]++;
             blo = bin < blo ? bin : blo, bhi = bin > bhi ? bin : bhi;
+            counted++;
         }
     }
     if (bhi)
         fp8__hist_touch(hist, blo, bhi);
+    return counted;
 }
 
 /* The lean paths: 16 float32 lanes; every power and product is a float32
@@ -458,7 +508,7 @@ static void outside_bins(fp8__hist_state *hist, const float *x, const uint16_t *
  * redone by the masked path.  The bins need no condition.  xq is a
  * constant NULL or not at each call: the compiler builds both loops. */
 static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const float *x, const float *xq,
-                                                          size_t n, fp8__hist_state *hist)
+                                                          size_t n, fp8__hist_state *hist, const int WIDE)
 {
     size_t nl = n - n % 16;
     /* the shift: the running mean of the sums so far, else this piece's own
@@ -481,6 +531,8 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
     uint32_t top = hist ? hist->top : 0;
     uint16_t om[16]; /* a block's vectors: nonzero lanes outside the window */
     au16 nib_a = {0}, nib_b = {0}, nib_0 = {0}, nib_1 = {0}, nib_2 = {0}, nib_3 = {0};
+    au16 nib_c = {0}, nib_d = {0}, nib_4 = {0}, nib_5 = {0}, nib_6 = {0}, nib_7 = {0}; /* (WIDE) */
+    (void)nib_c, (void)nib_d; /* (the builds without XM_WIDE) */
     unsigned nib_spills = 0;
     const vu16 m4 = (vu16){0} + 0x0F0F0F0Fu;
     size_t i = 0;
@@ -513,13 +565,16 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
             if (hist) {
                 /* bin e + 1 for normal |x| of exponent field e, code
                  * c = top - 1 - e, as the shift s = 4c; zeros and
-                 * subnormals (e = 0) fall outside the window (top >= 16),
-                 * as does a bin above top (c wraps): s >= 60 */
+                 * subnormals (e = 0) fall outside the window (top >= 16;
+                 * wide: top >= 32), as does a bin above top (c wraps):
+                 * s >= 60 (wide: 124) */
                 vu16 s = ((vu16){0} + 4 * (top - 1)) - (au >> 21 & 0x3FCu);
-                unsigned o = ge_bits16(s, 60u) & nzb;
+                unsigned o = ge_bits16(s, WIDE ? 124u : 60u) & nzb;
                 om[(i - k0) / 16] = (uint16_t)o;
                 om_any |= o;
                 NIB_ADD(s);
+                if (WIDE)
+                    NIB_ADD_HI(s);
                 if (((i - k0) / 16 & 7) == 7)
                     NIB_SPILL();
             }
@@ -527,8 +582,9 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
         if (hist) {
             if (((stop - k0) / 16 & 7) != 0)
                 NIB_SPILL();
+            unsigned nout = 0; /* the lanes outside the window */
             if (om_any) /* (most blocks of ordinary data have none: no pass over om) */
-                outside_bins(hist, x + k0, om, (stop - k0) / 16, om_any);
+                nout = outside_bins(hist, x + k0, om, (stop - k0) / 16, om_any);
             /* the window follows the largest bin so far */
             uint32_t mb = 0;
             vu16 bm = VA_GET(vu16, bmaxa);
@@ -538,6 +594,9 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
             if (want > top) {
                 NIB_FLUSH();
                 hist->top = top = want < 16 ? 16 : want;
+            } else if (XM_WIDE && !WIDE && nout >= WIDE_AFTER && top >= 32) {
+                hist->wide = 1; /* (from the next piece on; not after a block that moved the window,
+                                   whose lanes were placed against the old one) */
             }
         }
         ACC(S1a, s1);
@@ -614,9 +673,38 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
     err_commit(m, x, xq, n, nl, qm, &E2, &Q2, &XQ, &mev);
 }
 
-void FN(fp8__xmoments_add_)(FP8_XMOMENTS_ARGS) { xm_core(m, x, NULL, n, hist); }
+/* the wide window's copies of the loop (hist->wide, top >= 32: see above),
+ * functions of their own so that the narrow loop's registers are its own */
+#if XM_WIDE
+static __attribute__((noinline)) void xm_wide(fp8__moments *m, const float *x, const float *xq, size_t n,
+                                              fp8__hist_state *hist)
+{
+    if (xq)
+        xm_core(m, x, xq, n, hist, 1);
+    else
+        xm_core(m, x, NULL, n, hist, 1);
+}
+#define WIDE_HERE(hist) ((hist) && (hist)->wide && (hist)->top >= 32)
+#else
+#define xm_wide(m, x, xq, n, hist) ((void)0)
+#define WIDE_HERE(hist) 0
+#endif
 
-void FN(fp8__both_add_)(FP8_BOTH_ARGS) { xm_core(m, x, xq, n, hist); }
+void FN(fp8__xmoments_add_)(FP8_XMOMENTS_ARGS)
+{
+    if (WIDE_HERE(hist))
+        xm_wide(m, x, NULL, n, hist);
+    else
+        xm_core(m, x, NULL, n, hist, 0);
+}
+
+void FN(fp8__both_add_)(FP8_BOTH_ARGS)
+{
+    if (WIDE_HERE(hist))
+        xm_wide(m, x, xq, n, hist);
+    else
+        xm_core(m, x, xq, n, hist, 0);
+}
 
 /* The error sums alone (x's statistics given).  Lean (float32 partials of
  * 16 terms) when every x and x_hat is finite and both maxima lie in
