@@ -312,9 +312,8 @@ static inline vu16 one_shl(vu16 s)
  * cost plain data 2 %); a piece turns the next ones wide after a block
  * with WIDE_AFTER or more lanes outside the window (3 %: never on the
  * bench's uniform x, 0.3 a block on average; a Gaussian beside outliers
- * 1000x larger 13 a block, 35 binades 146).  A part's first piece stays
- * narrow: a tensor of up to 8 pieces (2^18 elements), one piece a part,
- * never turns wide. */
+ * 1000x larger 13 a block, 35 binades 146); a part's first piece from its
+ * first block (wide_first). */
 #define WIDE_AFTER 8
 #if FP8_NPIECE == 1
 #define XM_WIDE 1
@@ -685,13 +684,48 @@ static __attribute__((noinline)) void xm_wide(fp8__moments *m, const float *x, c
         xm_core(m, x, NULL, n, hist, 1);
 }
 #define WIDE_HERE(hist) ((hist) && (hist)->wide && (hist)->top >= 32)
+
+/* A part's first piece (the window not placed yet: top 0) decides from its
+ * first block alone: wide where that block's largest |x| puts the window's
+ * top at 32 or more and WIDE_AFTER of its values lie below the narrow
+ * window (or are subnormal), as a narrow block's outside lanes would; the
+ * window then starts at that top.  Without it a part's first piece was
+ * narrow, and a tensor of 8 pieces or fewer (one a part) never wide. */
+static void wide_first(const float *x, size_t n, fp8__hist_state *hist)
+{
+    if (n < 256)
+        return;
+    vu16 mb = {0}, v;
+    for (size_t i = 0; i < 256; i += 16) {
+        memcpy(&v, x + i, 64);
+        mb = umax16(mb, v & FP8_F32_ABS);
+    }
+    uint32_t m = 0;
+    for (int l = 0; l < 16; l++)
+        m = mb[l] > m ? mb[l] : m;
+    uint32_t top = (m >> 23) + 1;
+    if (m >= FP8_F32_INF || top < 32)
+        return;
+    const uint32_t below = (top - 15) << 23; /* |x| bits under the narrow window's lowest bin, top - 14 */
+    unsigned count = 0;
+    for (size_t i = 0; i < 256; i += 16) {
+        memcpy(&v, x + i, 64);
+        vu16 a = v & FP8_F32_ABS;
+        count += (unsigned)__builtin_popcount(ge_bits16(a, 1u) & ~ge_bits16(a, below) & 0xFFFFu);
+    }
+    if (count >= WIDE_AFTER)
+        hist->wide = 1, hist->top = top;
+}
 #else
 #define xm_wide(m, x, xq, n, hist) ((void)0)
 #define WIDE_HERE(hist) 0
+#define wide_first(x, n, hist) ((void)0)
 #endif
 
 void FN(fp8__xmoments_add_)(FP8_XMOMENTS_ARGS)
 {
+    if (XM_WIDE && hist && hist->top == 0)
+        wide_first(x, n, hist);
     if (WIDE_HERE(hist))
         xm_wide(m, x, NULL, n, hist);
     else
@@ -700,6 +734,8 @@ void FN(fp8__xmoments_add_)(FP8_XMOMENTS_ARGS)
 
 void FN(fp8__both_add_)(FP8_BOTH_ARGS)
 {
+    if (XM_WIDE && hist && hist->top == 0)
+        wide_first(x, n, hist);
     if (WIDE_HERE(hist))
         xm_wide(m, x, xq, n, hist);
     else
