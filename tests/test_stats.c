@@ -223,6 +223,19 @@ static void test_known_values(void)
     fp8_recipe_state_free(st);
 }
 
+/* x's exponent histogram by its definition (docs/statistics.md): bin 0
+ * zeros, bin 1 float32 subnormals, bin e + 1 a normal of exponent field e */
+static void bins_by_definition(const float *x, size_t n, uint64_t want[FP8_EXP_BINS])
+{
+    memset(want, 0, FP8_EXP_BINS * sizeof want[0]);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &x[i], 4);
+        u &= 0x7FFFFFFFu;
+        want[(u >> 23) + (u != 0)]++;
+    }
+}
+
 /* The exponent histogram where its register window cannot reach (docs:
  * bin 0 zeros, bin 1 subnormals, bin e + 1 a normal of exponent field e):
  * half zeros (as after a ReLU), subnormals, and normals no larger than
@@ -243,13 +256,8 @@ static void test_exp_hist_bottom(void)
         x[7] = ldexpf(1.0f, -120);
         if (v == 1)
             x[n - 2] = 1.0f, x[n - 1] = 3.0f;
-        uint64_t want[FP8_EXP_BINS] = {0};
-        for (size_t i = 0; i < n; i++) {
-            uint32_t u;
-            memcpy(&u, &x[i], 4);
-            u &= 0x7FFFFFFFu;
-            want[(u >> 23) + (u != 0)]++;
-        }
+        uint64_t want[FP8_EXP_BINS];
+        bins_by_definition(x, n, want);
         /* by hand: 2050 even i (one fewer with 3.0 at i = 4098); i = 1 mod 6
          * up to 4093 but 7: 682; i = 3 mod 6: 683; i = 5 mod 6 up to 4097:
          * 683 (one fewer with 1.0 at i = 4097) */
@@ -313,13 +321,8 @@ static void test_exp_hist_wide(void)
         }
         if (v % 4 == 1) /* (the second piece of part 3; the small tensors' second half) */
             x[n > 10 * 32768 ? 10 * 32768 + 1000 : n / 2 + 300] = 4096.0f;
-        uint64_t want[FP8_EXP_BINS] = {0};
-        for (size_t i = 0; i < n; i++) {
-            uint32_t u;
-            memcpy(&u, &x[i], 4);
-            u &= 0x7FFFFFFFu;
-            want[(u >> 23) + (u != 0)]++;
-        }
+        uint64_t want[FP8_EXP_BINS];
+        bins_by_definition(x, n, want);
         const char *specs[] = {"e4m3:none", "e4m3:current", "e4m3:block=1x128"};
         fp8_stats a;
         CU_ASSERT_EQUAL(fp8_tensor_stats(x, n, &a, 0), FP8_OK);
@@ -335,13 +338,8 @@ static void test_exp_hist_wide(void)
                 fp8_recipe_state_set_threads(st, th);
                 fp8_stats b;
                 CU_ASSERT_EQUAL(fp8_quantize(st, x, n / 128, 128, NULL, &b), FP8_OK); /* (the rows before the tail) */
-                uint64_t w2[FP8_EXP_BINS] = {0};
-                for (size_t i = 0; i < n / 128 * 128; i++) {
-                    uint32_t u;
-                    memcpy(&u, &x[i], 4);
-                    u &= 0x7FFFFFFFu;
-                    w2[(u >> 23) + (u != 0)]++;
-                }
+                uint64_t w2[FP8_EXP_BINS];
+                bins_by_definition(x, n / 128 * 128, w2);
                 for (int k = 0; k < FP8_EXP_BINS; k++)
                     wrong += b.exp_hist[k] != w2[k];
                 CU_ASSERT_EQUAL(b.zero_count, w2[0]);

@@ -322,12 +322,6 @@ static inline vu16 one_shl(vu16 s)
         nib_c += one_shl((s) - 64u);                                                                       \
         nib_d += one_shl((s) - 96u);                                                                       \
     } while (0)
-#define NIB_SPILL_HI()                                                                                     \
-    do {                                                                                                   \
-        nib_4 += nib_c & m4, nib_5 += nib_c >> 4 & m4;                                                     \
-        nib_6 += nib_d & m4, nib_7 += nib_d >> 4 & m4;                                                     \
-        nib_c = nib_d = (au16){0};                                                                         \
-    } while (0)
 #elif defined(__AVX2__) /* (the accumulators piece by piece: vec_isa.h) */
 #define XM_WIDE 1
 #define NIB_ADD_HI(s)                                                                                      \
@@ -336,20 +330,19 @@ static inline vu16 one_shl(vu16 s)
         FP8_EACH(NIB_SHL_K, nib_c, c_, )                                                                   \
         FP8_EACH(NIB_SHL_K, nib_d, d_, )                                                                   \
     } while (0)
-#define NIB_SPILL_HI()                                                                                     \
-    do {                                                                                                   \
-        const fp8_pu m4q_ = FP8_P32(m4, 0);                                                                \
-        for (int k_ = 0; k_ < FP8_NPIECE; k_++) {                                                          \
-            nib_4.p[k_] += nib_c.p[k_] & m4q_, nib_5.p[k_] += nib_c.p[k_] >> 4 & m4q_;                     \
-            nib_6.p[k_] += nib_d.p[k_] & m4q_, nib_7.p[k_] += nib_d.p[k_] >> 4 & m4q_;                     \
-        }                                                                                                  \
-        nib_c = nib_d = (au16){0};                                                                         \
-    } while (0)
 #else
 /* (the baseline: 16 registers of 4 lanes, a vector in four; the wide loop
  * measured 0.29 -> 0.26 Gelem/s on 35 binades there) */
 #define XM_WIDE 0
 #define NIB_ADD_HI(s) ((void)0)
+#endif
+#if XM_WIDE
+#define NIB_SPILL_HI()                                                                                     \
+    do {                                                                                                   \
+        NIB_SPILL_PAIR(nib_c, nib_d, nib_4, nib_5, nib_6, nib_7);                                          \
+        nib_c = nib_d = (au16){0};                                                                         \
+    } while (0)
+#else
 #define NIB_SPILL_HI() ((void)0)
 #endif
 #if FP8_NPIECE == 1
@@ -358,10 +351,11 @@ static inline vu16 one_shl(vu16 s)
         nib_a += one_shl(s);                                                                               \
         nib_b += one_shl((s) - 32u);                                                                       \
     } while (0)
-#define NIB_SPILL_PIECES()                                                                                 \
+/* words a and b's 4-bit counters into the 8-bit ones n0 .. n3 */
+#define NIB_SPILL_PAIR(a, b, n0, n1, n2, n3)                                                               \
     do {                                                                                                   \
-        nib_0 += nib_a & m4, nib_1 += nib_a >> 4 & m4;                                                     \
-        nib_2 += nib_b & m4, nib_3 += nib_b >> 4 & m4;                                                     \
+        n0 += (a) & m4, n1 += (a) >> 4 & m4;                                                               \
+        n2 += (b) & m4, n3 += (b) >> 4 & m4;                                                               \
     } while (0)
 #else
 /* (the accumulators piece by piece: vec_isa.h) */
@@ -381,15 +375,16 @@ static inline vu16 one_shl(vu16 s)
         VA_OP(nib_b, +, one_shl((s) - 32u));                                                               \
     } while (0)
 #endif
-#define NIB_SPILL_PIECES()                                                                                 \
+#define NIB_SPILL_PAIR(a, b, n0, n1, n2, n3)                                                               \
     do {                                                                                                   \
         const fp8_pu m4p_ = FP8_P32(m4, 0);                                                                \
         for (int k_ = 0; k_ < FP8_NPIECE; k_++) {                                                          \
-            nib_0.p[k_] += nib_a.p[k_] & m4p_, nib_1.p[k_] += nib_a.p[k_] >> 4 & m4p_;                     \
-            nib_2.p[k_] += nib_b.p[k_] & m4p_, nib_3.p[k_] += nib_b.p[k_] >> 4 & m4p_;                     \
+            (n0).p[k_] += (a).p[k_] & m4p_, (n1).p[k_] += (a).p[k_] >> 4 & m4p_;                           \
+            (n2).p[k_] += (b).p[k_] & m4p_, (n3).p[k_] += (b).p[k_] >> 4 & m4p_;                           \
         }                                                                                                  \
     } while (0)
 #endif
+#define NIB_SPILL_PIECES() NIB_SPILL_PAIR(nib_a, nib_b, nib_0, nib_1, nib_2, nib_3)
 #define NIB_SPILL()                                                                                        \
     do {                                                                                                   \
         NIB_SPILL_PIECES();                                                                                \
@@ -741,17 +736,10 @@ static void wide_first(const float *x, size_t n, fp8__hist_state *hist)
 #define wide_first(x, n, hist) ((void)0)
 #endif
 
-void FN(fp8__xmoments_add_)(FP8_XMOMENTS_ARGS)
-{
-    if (XM_WIDE && hist && hist->top == 0)
-        wide_first(x, n, hist);
-    if (WIDE_HERE(hist))
-        xm_wide(m, x, NULL, n, hist);
-    else
-        xm_core(m, x, NULL, n, hist, 0);
-}
-
-void FN(fp8__both_add_)(FP8_BOTH_ARGS)
+/* x's statistics (with xq: and the error sums) in the narrow or the wide
+ * window's loop (xq a constant NULL or not at each call, as xm_core's) */
+static inline __attribute__((always_inline)) void xm_any(fp8__moments *m, const float *x, const float *xq,
+                                                         size_t n, fp8__hist_state *hist)
 {
     if (XM_WIDE && hist && hist->top == 0)
         wide_first(x, n, hist);
@@ -760,6 +748,10 @@ void FN(fp8__both_add_)(FP8_BOTH_ARGS)
     else
         xm_core(m, x, xq, n, hist, 0);
 }
+
+void FN(fp8__xmoments_add_)(FP8_XMOMENTS_ARGS) { xm_any(m, x, NULL, n, hist); }
+
+void FN(fp8__both_add_)(FP8_BOTH_ARGS) { xm_any(m, x, xq, n, hist); }
 
 /* The error sums alone (x's statistics given).  Lean (float32 partials of
  * 16 terms) when every x and x_hat is finite and both maxima lie in
