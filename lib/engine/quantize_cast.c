@@ -304,8 +304,17 @@ static void cast_parts(fp8__cast *c, const fp8_amax_info *known)
          * MXFP8 +12 % in make bench's cast of 4096^2).  Where the kernel is
          * the first to read a piece, the hardware's own stream does as
          * well.  In a sweep the first cast of each piece fetches the next
-         * one (fp8__cast_prefetch, set by the sweep piece by piece) */
-        pc->caster.p.prefetch = F->late && !c->shared ? PIECE * sizeof(float) : 0;
+         * one (fp8__cast_prefetch, set by the sweep piece by piece).  A
+         * cast on its own whose x is larger than this machine's L3 (32 MB,
+         * FP8_PREFETCH_MIN), where the kernel reads x first from memory:
+         * the kernel fetches 8 KB ahead of its reads (make bench's e4m3
+         * delayed, all statistics of 4096^2, 3.09-3.13 -> 3.26-3.28
+         * Gelem/s; current 2.77-2.90 -> 2.82-3.02; without x_hat +9 %), the
+         * hardware's stream alone falling behind; on x in the L3 (2^18 to
+         * 2^22 elements) it measured 1-3 % slower, so not there */
+        pc->caster.p.prefetch = F->late && !c->shared                        ? PIECE * sizeof(float)
+                                : !c->shared && c->numel >= FP8_PREFETCH_MIN ? 8192u
+                                                                             : 0;
         /* x_hat straight to the caller's out, too large for a cache to
          * keep for its reader: non-temporal stores (fp8__nt_wanted; no
          * read of each line before it is written over).  Not through a

@@ -65,6 +65,9 @@ typedef struct {
  * FP6 elements mostly take the kernel's slower subnormal-aware path, a
  * cast that waits on arithmetic, not memory (MXFP4 measured 0.93x). */
 #define FP8_NT_MIN ((size_t)1 << 22)
+/* the elements from which a per-tensor cast on its own prefetches x ahead
+ * of its kernel (x of 32 MB: past this machine's L3; quantize_cast.c) */
+#define FP8_PREFETCH_MIN ((size_t)1 << 23)
 
 
 /* Processes n (a multiple of VL) elements; codes or out may be NULL.
