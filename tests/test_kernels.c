@@ -341,15 +341,18 @@ static void hist_case(const isa *I, float *x, size_t n)
 static void test_hist(void) { every_case(0, hist_case); }
 
 /* the exponent histogram as x's pass keeps it (its window counted in
- * registers, added to sub[0] before the pass returns) */
+ * registers, added to sub[0] before the pass returns); with and without
+ * the pass's prefetch ahead of x (which reads nothing it counts) */
 static void xmoments_hist_case(const isa *I, float *x, size_t n)
 {
     static fp8__hist_state h;
-    memset(&h, 0, sizeof h);
-    fp8__moments m;
-    fp8__moments_init(&m);
-    I->xmoments(&m, x, n, &h);
-    CU_ASSERT(bins_agree(h.sub, x, n));
+    for (uint32_t pf = 0; pf <= 8192; pf += 8192) {
+        memset(&h, 0, sizeof h);
+        fp8__moments m;
+        fp8__moments_init(&m);
+        I->xmoments(&m, x, n, &h, pf);
+        CU_ASSERT(bins_agree(h.sub, x, n));
+    }
 }
 
 static void test_xmoments_hist(void) { every_case(0, xmoments_hist_case); }
@@ -450,7 +453,7 @@ static void moments_case(const isa *I, float *x, size_t n)
         q[i] = fabsf(x[i]) > 0x1p100f ? INFINITY : from_bits(bits(x[i]) & 0xFFF80000u);
     fp8__moments v, r;
     fp8__moments_init(&v), fp8__moments_init(&r);
-    I->xmoments(&v, x, n, NULL), isas[0].xmoments(&r, x, n, NULL);
+    I->xmoments(&v, x, n, NULL, 8192), isas[0].xmoments(&r, x, n, NULL, 0); /* (the prefetch changes nothing) */
     moments_close(&v, &r);
     fp8__moments_init(&v), fp8__moments_init(&r);
     I->err(&v, x, q, n), isas[0].err(&r, x, q, n);

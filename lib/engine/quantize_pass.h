@@ -53,6 +53,7 @@ typedef struct {
     int stats;          /* error sums wanted     */
     int xstats;         /* x's statistics wanted (not given by the caller) */
     int scan;           /* x's amax, Inf and NaN counts wanted, piece by piece while hot */
+    uint32_t xprefetch; /* x's own pass (fp8__xpass): bytes ahead of x it fetches, 0 none */
     uint32_t amax_bits;
     uint64_t ninf, nnan;
     int te_on;          /* TE's overflow count, |x| > te_thr, taken after each piece's cast */

@@ -293,7 +293,8 @@ static float piece_mean(const float *x, size_t n)
  * redone by the masked path.  The bins need no condition.  xq is a
  * constant NULL or not at each call: the compiler builds both loops. */
 static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const float *x, const float *xq,
-                                                          size_t n, fp8__hist_state *hist, const int WIDE)
+                                                          size_t n, fp8__hist_state *hist, const int WIDE,
+                                                          uint32_t pf)
 {
     size_t nl = n - n % 16;
     /* the shift: the running mean of the sums so far, else this piece's own
@@ -324,6 +325,9 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
     while (i < nl) {
         af16 s1 = {0}, s2 = {0}, s3 = {0}, s4 = {0}, l1 = {0}, x2 = {0}, e2 = {0}, q2 = {0}, xq2 = {0};
         size_t stop = nl - i >= 256 ? i + 256 : nl, k0 = i;
+        if (pf) /* (x's own pass over a tensor larger than the caches: the block pf bytes ahead) */
+            for (size_t k = 0; k < 256 * sizeof(float); k += 64)
+                __builtin_prefetch((const char *)(x + i) + pf + k, 0, 1);
         unsigned om_any = 0; /* the block's lanes outside the window, any vector */
         for (; i < stop; i += 16) {
             vf16 xv;
@@ -462,12 +466,12 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
  * functions of their own so that the narrow loop's registers are its own */
 #if XM_WIDE
 static __attribute__((noinline)) void xm_wide(fp8__moments *m, const float *x, const float *xq, size_t n,
-                                              fp8__hist_state *hist)
+                                              fp8__hist_state *hist, uint32_t pf)
 {
     if (xq)
-        xm_core(m, x, xq, n, hist, 1);
+        xm_core(m, x, xq, n, hist, 1, 0);
     else
-        xm_core(m, x, NULL, n, hist, 1);
+        xm_core(m, x, NULL, n, hist, 1, pf);
 }
 #define WIDE_HERE(hist) ((hist) && (hist)->wide && (hist)->top >= 32)
 
@@ -503,7 +507,7 @@ static void wide_first(const float *x, size_t n, fp8__hist_state *hist)
         hist->wide = 1, hist->top = top;
 }
 #else
-#define xm_wide(m, x, xq, n, hist) ((void)0)
+#define xm_wide(m, x, xq, n, hist, pf) ((void)0)
 #define WIDE_HERE(hist) 0
 #define wide_first(x, n, hist) ((void)0)
 #endif
@@ -511,19 +515,19 @@ static void wide_first(const float *x, size_t n, fp8__hist_state *hist)
 /* x's statistics (with xq: and the error sums) in the narrow or the wide
  * window's loop (xq a constant NULL or not at each call, as xm_core's) */
 static inline __attribute__((always_inline)) void xm_any(fp8__moments *m, const float *x, const float *xq,
-                                                         size_t n, fp8__hist_state *hist)
+                                                         size_t n, fp8__hist_state *hist, uint32_t pf)
 {
     if (XM_WIDE && hist && hist->top == 0)
         wide_first(x, n, hist);
     if (WIDE_HERE(hist))
-        xm_wide(m, x, xq, n, hist);
+        xm_wide(m, x, xq, n, hist, pf);
     else
-        xm_core(m, x, xq, n, hist, 0);
+        xm_core(m, x, xq, n, hist, 0, pf);
 }
 
-void FN(fp8__xmoments_add_)(FP8_XMOMENTS_ARGS) { xm_any(m, x, NULL, n, hist); }
+void FN(fp8__xmoments_add_)(FP8_XMOMENTS_ARGS) { xm_any(m, x, NULL, n, hist, prefetch); }
 
-void FN(fp8__both_add_)(FP8_BOTH_ARGS) { xm_any(m, x, xq, n, hist); }
+void FN(fp8__both_add_)(FP8_BOTH_ARGS) { xm_any(m, x, xq, n, hist, 0); }
 
 /* The error sums alone (x's statistics given).  Lean (float32 partials of
  * 16 terms) when every x and x_hat is finite and both maxima lie in

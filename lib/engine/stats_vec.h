@@ -28,7 +28,9 @@
  * hist is not NULL, its exponent-histogram bins (as fp8__hist_add) in the
  * same pass; fp8__err_add the error sums of x against x_hat (e2, q2, xq,
  * maxerr, qbad).  Each leaves the other's fields alone. */
-#define FP8_XMOMENTS_ARGS fp8__moments *m, const float *x, size_t n, fp8__hist_state *hist
+/* (prefetch: bytes ahead of x to fetch, 0 none: x's own pass over a
+ * tensor larger than the caches, quantize.c) */
+#define FP8_XMOMENTS_ARGS fp8__moments *m, const float *x, size_t n, fp8__hist_state *hist, uint32_t prefetch
 void fp8__xmoments_add_avx512(FP8_XMOMENTS_ARGS);
 void fp8__xmoments_add_avx2(FP8_XMOMENTS_ARGS);
 void fp8__xmoments_add_base(FP8_XMOMENTS_ARGS);
