@@ -31,7 +31,6 @@ static inline vu16 umin16(vu16 a, vu16 b) { return b ^ ((a ^ b) & (vu16)FP8_LTU(
 #define VMIN16(a, b) ((vf16)_mm512_min_ps((__m512)(a), (__m512)(b)))
 #define VMAX16(a, b) ((vf16)_mm512_max_ps((__m512)(a), (__m512)(b)))
 #define FMA16(acc, a, b) ((acc) = (vf16)_mm512_fmadd_ps((__m512)(a), (__m512)(b), (__m512)(acc)))
-#define FMA8(acc, a, b) ((acc) = (vd8)_mm512_fmadd_pd((__m512d)(a), (__m512d)(b), (__m512d)(acc)))
 #endif
 /* v's two halves of 8 floats, each widened to 8 doubles (with AVX-512 in
  * one instruction each: GCC lowers the generic conversion in 256-bit
@@ -44,13 +43,6 @@ static inline vu16 umin16(vu16 a, vu16 b) { return b ^ ((a ^ b) & (vu16)FP8_LTU(
         lo = (vd8)_mm512_cvtps_pd(_mm512_castps512_ps256(w_));                                             \
         hi = (vd8)_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(w_), 1)));      \
     } while (0)
-/* the same of the 16 floats at p, each half converted straight from memory
- * (no shuffle to take the upper half out of a register) */
-#define HALVES_AT(p, lo, hi)                                                                               \
-    do {                                                                                                   \
-        lo = (vd8)_mm512_cvtps_pd(_mm256_loadu_ps(p));                                                     \
-        hi = (vd8)_mm512_cvtps_pd(_mm256_loadu_ps((p) + 8));                                               \
-    } while (0)
 #else
 #define HALVES(v, lo, hi)                                                                                  \
     do {                                                                                                   \
@@ -58,12 +50,6 @@ static inline vu16 umin16(vu16 a, vu16 b) { return b ^ ((a ^ b) & (vu16)FP8_LTU(
         vf8 h_ = __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);                              \
         lo = __builtin_convertvector(l_, vd8);                                                             \
         hi = __builtin_convertvector(h_, vd8);                                                             \
-    } while (0)
-#define HALVES_AT(p, lo, hi)                                                                               \
-    do {                                                                                                   \
-        vf16 a_;                                                                                           \
-        memcpy(&a_, (p), 64);                                                                              \
-        HALVES(a_, lo, hi);                                                                                \
     } while (0)
 #endif
 
@@ -91,10 +77,8 @@ static inline fp8_pf fp8_pfmin(fp8_pf a, fp8_pf b) { return (fp8_pf)FP8_PSEL((fp
  * last bits differ between builds, within docs/statistics.md's bounds) */
 #if FP8_NPIECE == 1
 #define VA_FMA(acc, a, b) FMA16(acc, a, b)
-#define VA_FMA8(acc, a, b) FMA8(acc, a, b)
 #else
 #define VA_FMA(acc, a, b) VA_OP(acc, +, (a) * (b))
-#define VA_FMA8(acc, a, b) VA_OPD(acc, +, (a) * (b))
 #endif
 
 /* a float32 partial v (an af16) added into the double lanes D (an ad8) */
