@@ -220,8 +220,9 @@ static int measure(int probe_threads, int background, double out[3], double tail
                 double t1 = bench_now();
                 if (run[k])
                     (void)fp8_probe_dropped(run[k]); /* (waits for the thread) */
+                double t2 = bench_now();
                 if (b > 0)
-                    sum[k] += bench_now() - t0, wait[k] += bench_now() - t1;
+                    sum[k] += t2 - t0, wait[k] += t2 - t1;
             }
         const double measured = background ? (double)(BG_BLOCKS - 1) * BLOCK : (double)(STEPS - WARM);
         for (int k = 0; k < 3; k++) {
