@@ -40,7 +40,7 @@ typedef struct {
     uint32_t sub[8][257];
     uint32_t top;
     uint32_t lo, hi;
-    int wide; /* the window of 31 bins top-30 .. top, from the next piece on (stats_vec.c) */
+    int wide; /* the window of 31 bins top-30 .. top (stats_vec.c): set only where top >= 32 */
 } fp8__hist_state;
 
 /* bins [lo, hi] may now hold counts */

@@ -473,7 +473,7 @@ static __attribute__((noinline)) void xm_wide(fp8__moments *m, const float *x, c
     else
         xm_core(m, x, NULL, n, hist, 1, pf);
 }
-#define WIDE_HERE(hist) ((hist) && (hist)->wide && (hist)->top >= 32)
+#define WIDE_HERE(hist) ((hist) && (hist)->wide) /* (set only with top >= 32; top only grows) */
 
 /* A part's first piece (the window not placed yet: top 0) decides from its
  * first block alone: wide where that block's largest |x| puts the window's
