@@ -413,6 +413,27 @@ ALWAYS_INLINE int e8m0_vec(const vparams *P, const vk *K, vu16 u, vu16 a, vu16 r
     return 1;
 }
 
+/* the largest of v[0 .. n-1] (n >= 1, none NaN): sixteen running maxima
+ * (one alone is a chain of 4-cycle maxima, a group's worth of a cast of
+ * 16-element groups) */
+static float largest(const float *v, size_t n)
+{
+    vf16 m = (vf16){0} + v[0];
+    size_t k = 0;
+    if (n >= VL)
+        for (memcpy(&m, v, sizeof m), k = VL; k + VL <= n; k += VL) {
+            vf16 w;
+            memcpy(&w, v + k, sizeof w);
+            m = (vf16)SEL((vu16)(w > m), (vu16)w, (vu16)m);
+        }
+    float r = m[0];
+    for (int l = 1; l < VL; l++)
+        r = m[l] > r ? m[l] : r;
+    for (; k < n; k++)
+        r = v[k] > r ? v[k] : r;
+    return r;
+}
+
 /* The kernel's body, built for the cases the loop can be specialised on:
  * GS whether scales come per group, SPECIAL whether the rounding may be
  * stochastic or the format e8m0 (read from P; 0: neither), CODES and OUT
@@ -537,8 +558,6 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
 #if FP8_NPIECE > 1
             vscale = VSPLAT(vf16, scale), vsinv = VSPLAT(vf16, scale_inv);
 #endif
-            if (ERR)
-                sinv_hi = scale_inv > sinv_hi ? scale_inv : sinv_hi;
         }
         vf16 y = xv * vscale;
         vu16 u = (vu16)y;
@@ -699,6 +718,11 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
         vu16 bm = VA_GET(vu16, bmax);
         for (int l = 0; l < VL; l++)
             es->maxbits = bm[l] > es->maxbits ? bm[l] : es->maxbits;
+        /* the largest scale_inv used: groups 0 .. g (after the loop, not
+         * in it: a running maximum there was a chain through the stack, a
+         * store and a load every vector, 20 % of a group-scaled cast) */
+        if (GS && n)
+            sinv_hi = largest(ginv, g + 1);
         /* the hot path's r is at most max, so its |x_hat| at most max * scale_inv */
         uint32_t hb = fp8__float_to_bits(fp8__bits_to_float(P.max_bits) * (GS ? sinv_hi : scale_inv));
         es->hotbound = hb > es->hotbound ? hb : es->hotbound;
