@@ -88,21 +88,23 @@ static inline int all_in_range(vu16 a, vu16 lo, vu16 range)
 static inline int all_in_range(vu16 a, vu16 lo, vu16 range) { return all_lanes(VLE(a - lo, range) | VEQ(a, 0)); }
 #endif
 
-/* how many lanes of v are nonzero */
-static inline unsigned count_nonzero(vu16 v)
+/* how many lanes of v & m are nonzero (AVX-512: one test of v against m) */
+static inline unsigned count_nonzero(vu16 v, vu16 m)
 {
 #if defined(__AVX512F__)
-    __m512i w;
+    __m512i w, k;
     memcpy(&w, &v, sizeof w);
-    return (unsigned)__builtin_popcount(_mm512_test_epi32_mask(w, w));
+    memcpy(&k, &m, sizeof k);
+    return (unsigned)__builtin_popcount(_mm512_test_epi32_mask(w, k));
 #elif defined(__AVX2__)
+    v &= m;
     __m256i z = _mm256_setzero_si256();
     __m256 z0 = _mm256_castsi256_ps(_mm256_cmpeq_epi32((__m256i)FP8_P32(v, 0), z));
     __m256 z1 = _mm256_castsi256_ps(_mm256_cmpeq_epi32((__m256i)FP8_P32(v, 1), z));
     unsigned zero = (unsigned)_mm256_movemask_ps(z0) | (unsigned)_mm256_movemask_ps(z1) << 8;
     return (unsigned)__builtin_popcount(~zero & 0xFFFFu);
 #else
-    return (unsigned)__builtin_popcount(~lane_bits(VEQ(v, 0)) & 0xFFFFu);
+    return (unsigned)__builtin_popcount(~lane_bits(VEQ(v & m, 0)) & 0xFFFFu);
 #endif
 }
 
@@ -472,6 +474,19 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
         if (ERR)                                                                                           \
             ERR_ADD(xv, o_, HOT);                                                                          \
     } while (0)
+/* x_hat of a vector on the hot or the wide path from its magnitude's bits
+ * m_ (in y's units) and x's sign; without OUT the error terms are made from
+ * |x| and |x_hat| (the same bits: x and x_hat share their sign) */
+#define EMIT_MAG(m_)                                                                                       \
+    do {                                                                                                   \
+        if (OUT) {                                                                                         \
+            vf16 o_ = (vf16)((m_) | (u & 0x80000000u)) * vsinv;                                           \
+            EMIT(o_, 1);                                                                                   \
+        } else if (ERR) {                                                                                  \
+            vf16 xa_ = (vf16)((vu16)xv & FP8_F32_ABS);                                                     \
+            ERR_ADD(xa_, (vf16)(m_) * vsinv, 1);                                                           \
+        }                                                                                                  \
+    } while (0)
 /* (HOT: a hot-path vector, whose |x_hat| is at most max * scale_inv:
  * es->hotbound covers it, only |x| enters bmax) */
 #define ERR_ADD(xv_, o_, HOT)                                                                              \
@@ -607,10 +622,7 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
                 vu16 code = SEL((vu16)sub, k, (r >> P.rshift) - KV(rebias)) | (u >> 31 << P.sign_shift);
                 store_codes(codes, code_bytes, i, code);
             }
-            if (OUT || ERR) {
-                vf16 o = (vf16)(SEL((vu16)sub, (vu16)(t - (vf16)cb), r) | (u & 0x80000000u)) * vsinv;
-                EMIT(o, 1);
-            }
+            EMIT_MAG(SEL((vu16)sub, (vu16)(t - (vf16)cb), r));
             continue;
         }
         int hot = all_in_range(a, KV(lo_bits), KV(range_bits));
@@ -620,15 +632,12 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
              * as below with keep_sign all ones and every lane in range
              * (the sign and zero lanes made here only where used) */
             vu16 r = ROUND_BITS(a, KV, P.rshift);
-            n_round += count_nonzero(a & ~KV(keep_mask));
+            n_round += count_nonzero(a, (vu16){0} + ~KV(keep_mask));
             if (CODES) {
                 vu16 code = (((r >> P.rshift) - KV(rebias)) & (vu16)VNE(a, 0)) | (u >> 31 << P.sign_shift);
                 store_codes(codes, code_bytes, i, code);
             }
-            if (OUT || ERR) {
-                vf16 o = (vf16)(r | (u & 0x80000000u)) * vsinv;
-                EMIT(o, 1);
-            }
+            EMIT_MAG(r);
             continue;
         }
         vu16 neg = u >> 31;
@@ -695,6 +704,7 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
         }
     }
 #undef EMIT
+#undef EMIT_MAG
 #undef ERR_ADD
 #undef WIDE_BLOCK_AT
 #undef vscale
