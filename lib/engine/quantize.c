@@ -353,6 +353,31 @@ static int scales_positive(const float *s, size_t g0, size_t g1)
     return all != 0;
 }
 
+/* the largest of a[g0 .. g1) (amax bits of finite values, below 2^31: a
+ * signed compare orders them), 0 when empty: eight running maxima (one is
+ * a chain of a compare and a move a group, 3 % of NVFP4's statistics) */
+static uint32_t top_bits(const uint32_t *a, size_t g0, size_t g1)
+{
+    typedef int32_t v4i __attribute__((vector_size(16)));
+    v4i m0 = {0, 0, 0, 0}, m1 = m0;
+    size_t g = g0;
+    for (; g + 8 <= g1; g += 8) {
+        v4i v0, v1;
+        memcpy(&v0, a + g, 16);
+        memcpy(&v1, a + g + 4, 16);
+        v4i k0 = v0 > m0, k1 = v1 > m1;
+        m0 = (v0 & k0) | (m0 & ~k0), m1 = (v1 & k1) | (m1 & ~k1);
+    }
+    uint32_t top = 0;
+    for (int l = 0; l < 4; l++) {
+        top = (uint32_t)m0[l] > top ? (uint32_t)m0[l] : top;
+        top = (uint32_t)m1[l] > top ? (uint32_t)m1[l] : top;
+    }
+    for (; g < g1; g++)
+        top = a[g] > top ? a[g] : top;
+    return top;
+}
+
 /* F->late: the ranges and scales of the groups of the unit at off (m
  * elements, whole groups one row high), as the amax pass and the scales
  * jobs would make them; 0 when a group's scale is not > 0 (the unit then
@@ -459,9 +484,8 @@ static void group_scales_range(fused *F, size_t g0, size_t g1, int p)
     fp8__group_scales(F->st, g0, F->gamax + g0, g1 - g0, fp8__bits_to_float(F->tot_amax), F->scale + g0,
                       F->scale_inv + g0, &sg);
     fp8__fenv_leave(&env);
-    for (size_t g = g0; g < g1; g++)
-        if (!(F->scale[g] > 0.0f))
-            F->zero_scale[p] = 1; /* such groups take the per-segment path */
+    if (!scales_positive(F->scale, g0, g1))
+        F->zero_scale[p] = 1; /* such groups take the per-segment path */
     if (g0 == 0)
         F->s_global = sg; /* NVFP4's, the same from every range */
 }
@@ -551,10 +575,7 @@ void fp8__amax_job(void *ctx, int p)
             r0 *= L->br, r1 = r1 * L->br < L->R ? r1 * L->br : L->R;
         fp8__amax_rows(L, F->X, r0, r1, F->gamax, F->minnz ? F->gminnz : NULL);
     }
-    uint32_t top = 0; /* the part's largest amax, for the tensor's */
-    for (size_t g = g0; g < g1; g++)
-        top = F->gamax[g] > top ? F->gamax[g] : top;
-    F->pam[p] = top;
+    F->pam[p] = top_bits(F->gamax, g0, g1); /* the part's largest amax, for the tensor's */
     if (F->early && g1 > g0) /* scales that need only their group's amax: here, while it is hot */
         group_scales_range(F, g0, g1, p);
 }
