@@ -26,8 +26,13 @@ def uint(value, what, bits=64):
     return v
 
 
+_STEP_MAX = 1 << 62
+
+
 def step(value, what="step"):
     """A step: 0 .. 2^62 (what a run file holds)."""
+    if type(value) is int and 0 <= value <= _STEP_MAX:  # (the usual case, once a call per probed tensor)
+        return value
     v = uint(value, what, 63)
     if v > (1 << 62):
         raise ValueError("%s %d is outside 0..2^62" % (what, v))

@@ -38,7 +38,7 @@ class Probe:
     def _call(self, what, fn, *args):
         """fn(handle, *args) while the run is open; the run cannot close
         until the call returns."""
-        self._run._enter("%s %s" % (what, self.name))
+        self._run._enter(what, self.name)
         try:
             check(fn(self._p, *args), what + " " + self.name)
         finally:
@@ -116,7 +116,7 @@ class Probe:
         amaxes, per-block or smoothed delayed recipes); False when note_amax
         is all the step needs (fp8_probe_needs_tensor)."""
         step = _check.step(step)
-        self._run._enter("needs_tensor %s" % self.name)
+        self._run._enter("needs_tensor", self.name)
         try:
             r = lib.fp8_probe_needs_tensor(self._p, step)
         finally:
@@ -140,7 +140,7 @@ class Probe:
     def recipes(self):
         """The probe's recipes' canonical specs, the active one first when it has one."""
         arr = (ctypes.c_char_p * 16)()
-        self._run._enter("recipes %s" % self.name)
+        self._run._enter("recipes", self.name)
         try:
             n = lib.fp8_probe_recipes(self._p, arr, 16)
         finally:
@@ -191,9 +191,12 @@ class Run:
         self._h = h
         self._probes = {}
 
-    def _enter(self, what):
+    def _enter(self, what, name=None):
+        """A call begins (what, and the probe's name: the message, made
+        only when the run is closed)."""
         with self._cv:
             if self._h is None:
+                what = what if name is None else "%s %s" % (what, name)
                 raise _lib.Error("%s: the run %s is closed" % (what, self.path))
             self._active += 1
 
