@@ -9,6 +9,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "parallel.h"
 #include "kernels.h"
@@ -25,8 +28,34 @@
  * ranges' results merged in range order. */
 #define RANGE 4096
 
-typedef float v4f __attribute__((vector_size(16)));
 typedef double v2d __attribute__((vector_size(16)));
+
+/* four floats: loaded, widened to doubles two at a time, lane-wise v < m ?
+ * v : m and v > m ? v : m (SSE2's minps / maxps; GCC's generic vectors
+ * made these through the stack there) */
+#if defined(__SSE2__)
+typedef __m128 f4;
+static inline f4 f4_load(const float *p) { return _mm_loadu_ps(p); }
+static inline f4 f4_fill(float v) { return _mm_set1_ps(v); }
+static inline v2d f4_lo(f4 v) { return (v2d)_mm_cvtps_pd(v); }
+static inline v2d f4_hi(f4 v) { return (v2d)_mm_cvtps_pd(_mm_movehl_ps(v, v)); }
+static inline f4 f4_min(f4 v, f4 m) { return _mm_min_ps(v, m); }
+static inline f4 f4_max(f4 v, f4 m) { return _mm_max_ps(v, m); }
+#else
+typedef float f4 __attribute__((vector_size(16)));
+typedef int32_t i4 __attribute__((vector_size(16)));
+static inline f4 f4_load(const float *p)
+{
+    f4 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline f4 f4_fill(float v) { return (f4){v, v, v, v}; }
+static inline v2d f4_lo(f4 v) { return (v2d){v[0], v[1]}; }
+static inline v2d f4_hi(f4 v) { return (v2d){v[2], v[3]}; }
+static inline f4 f4_min(f4 v, f4 m) { return (f4)(((i4)v & (v < m)) | ((i4)m & ~(v < m))); }
+static inline f4 f4_max(f4 v, f4 m) { return (f4)(((i4)v & (v > m)) | ((i4)m & ~(v > m))); }
+#endif
 
 /* the sum of the four bytes of w */
 static inline uint64_t byte_sum(uint32_t w) { return (w & 0xFF) + (w >> 8 & 0xFF) + (w >> 16 & 0xFF) + (w >> 24); }
@@ -90,10 +119,8 @@ static void gsum_range(const gsum_work *W, int p, gsum *r)
         const double mean = W->mean;
         v2d m01 = {0, 0}, m23 = {0, 0}; /* lane k: groups k mod 4, as pass 0 */
         for (; g + 4 <= g1; g += 4) {
-            v4f v;
-            memcpy(&v, si + g, 16);
-            v2d d01 = __builtin_convertvector(__builtin_shufflevector(v, v, 0, 1), v2d) - mean;
-            v2d d23 = __builtin_convertvector(__builtin_shufflevector(v, v, 2, 3), v2d) - mean;
+            f4 v = f4_load(si + g);
+            v2d d01 = f4_lo(v) - mean, d23 = f4_hi(v) - mean;
             m01 += d01 * d01, m23 += d23 * d23;
         }
         double m2[4] = {m01[0], m01[1], m23[0], m23[1]};
@@ -104,28 +131,18 @@ static void gsum_range(const gsum_work *W, int p, gsum *r)
         memcpy(r->m2, m2, sizeof m2);
         return;
     }
-    /* four lanes, lane k taking the range's groups k mod 4, each in
-     * scalars of its own (arrays indexed in the loop ended up on the stack,
-     * a store and a load in every lane's chain); the flag bits counted in
-     * the bytes of two words */
-    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    float n0 = INFINITY, n1 = INFINITY, n2 = INFINITY, n3 = INFINITY;
-    float x0 = -INFINITY, x1 = -INFINITY, x2 = -INFINITY, x3 = -INFINITY;
+    /* four lanes, lane k taking the range's groups k mod 4 (a single
+     * running sum is a chain of dependent adds), as vectors (sums in
+     * doubles); the flag bits counted in the bytes of two words */
+    v2d s01 = {0, 0}, s23 = {0, 0};
+    f4 vn = f4_fill(INFINITY), vx = f4_fill(-INFINITY);
     uint64_t fo = 0, fu = 0;
     uint32_t fwo = 0, fwu = 0; /* flag bits of each byte position, summed in bytes */
     unsigned fspill = 0;
-#define LANE(k)                                                                                            \
-    do {                                                                                                   \
-        float v = si[g + k];                                                                               \
-        s##k += v;                                                                                         \
-        n##k = v < n##k ? v : n##k;                                                                        \
-        x##k = v > x##k ? v : x##k;                                                                        \
-    } while (0)
     for (; g + 4 <= g1; g += 4) {
-        LANE(0);
-        LANE(1);
-        LANE(2);
-        LANE(3);
+        f4 v = f4_load(si + g);
+        s01 += f4_lo(v), s23 += f4_hi(v);
+        vn = f4_min(v, vn), vx = f4_max(v, vx);
         uint32_t w;
         memcpy(&w, fl + g, 4);
         fwo += w & 0x01010101u, fwu += w >> 1 & 0x01010101u;
@@ -134,18 +151,21 @@ static void gsum_range(const gsum_work *W, int p, gsum *r)
             fwo = fwu = 0, fspill = 0;
         }
     }
-#undef LANE
     fo += byte_sum(fwo), fu += byte_sum(fwu);
-    double sum[4] = {s0, s1, s2, s3};
-    float mnl[4] = {n0, n1, n2, n3}, mxl[4] = {x0, x1, x2, x3};
+    /* the rest into lane 0, in scalars (an array indexed here would hold
+     * the vectors above on the stack) */
+    double s0 = s01[0];
+    float n0 = vn[0], x0 = vx[0];
     for (; g < g1; g++) {
         float v = si[g];
-        sum[0] += v;
-        mnl[0] = v < mnl[0] ? v : mnl[0];
-        mxl[0] = v > mxl[0] ? v : mxl[0];
+        s0 += v;
+        n0 = v < n0 ? v : n0;
+        x0 = v > x0 ? v : x0;
         fo += fl[g] & 1;
         fu += (fl[g] >> 1) & 1;
     }
+    double sum[4] = {s0, s01[1], s23[0], s23[1]};
+    float mnl[4] = {n0, vn[1], vn[2], vn[3]}, mxl[4] = {x0, vx[1], vx[2], vx[3]};
     scale_bins(W->scale_hist, (const uint32_t *)(const void *)(si + g0), g1 - g0);
     memcpy(r->sum, sum, sizeof sum), memcpy(r->mn, mnl, sizeof mnl), memcpy(r->mx, mxl, sizeof mxl);
     r->fo = fo, r->fu = fu, r->best = SIZE_MAX;
