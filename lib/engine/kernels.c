@@ -24,6 +24,7 @@ fp8__kernel_table fp8__k;
         fp8__k.amax_scan = fp8__amax_scan_##ISA;         \
         fp8__k.count_above = fp8__count_above_##ISA;     \
         fp8__k.best_ratio = fp8__best_ratio_##ISA;       \
+        fp8__k.nvfp4_scales = fp8__nvfp4_scales_##ISA;   \
         fp8__k.colmax = fp8__colmax_##ISA;               \
         fp8__k.colscale = fp8__colscale_##ISA;           \
         fp8__k.err_double = fp8__err_double_##ISA;       \

@@ -19,6 +19,7 @@ typedef struct {
     void (*amax_scan)(FP8_AMAX_SCAN_ARGS);
     uint64_t (*count_above)(FP8_COUNT_ABOVE_ARGS);
     size_t (*best_ratio)(FP8_BEST_RATIO_ARGS);
+    size_t (*nvfp4_scales)(FP8_NVFP4_SCALES_ARGS);
     void (*colmax)(FP8_COLMAX_ARGS);
     void (*colscale)(FP8_COLSCALE_ARGS);
     void (*err_double)(FP8_ERR_DOUBLE_ARGS);

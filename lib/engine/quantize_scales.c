@@ -1,7 +1,8 @@
 /*
  * quantize_scales.c — the scale of every group from its amax, by the
  * reference system's rule for each recipe (recipe.c holds the per-value
- * rules; NVFP4's two-level scales are set here, four blocks at a time, and
+ * rules; NVFP4's two-level scales are set here, sixteen blocks at a time
+ * by range_vec.c's loop, and
  * MX scales under the OCP rule and block scales four groups at a time
  * where the rule's ordinary case holds for all four).
  */
@@ -12,6 +13,7 @@
 
 #include "cast_impl.h"
 #include "cast_internal.h"
+#include "kernels.h"
 #include "quantize_scales.h"
 #include "recipe_internal.h"
 #include "recipe_state.h"
@@ -39,39 +41,10 @@ static void nvfp4_scales(float gamax, const uint32_t *amax, size_t ng, float *sc
     }
     *s_global = 1.0f / S_enc;
     const float sg = *s_global;
-    size_t g = 0;
-    /* 4 blocks at a time (the baseline's vector width: wider vectors are
-     * split, and their compares done lane by lane, by the compiler): the
-     * e4m3 cast of the decode scale by the same rules as fp8__encode_bits
-     * (nearest-even on the float32 bits for normals, an exact float
-     * rounding for subnormals; dec <= 448 always, since block amax <= global
-     * amax).  Integer compares are signed: the bits are of values >= 0. */
-    typedef float v4f __attribute__((vector_size(16)));
-    typedef uint32_t v4u __attribute__((vector_size(16)));
-    typedef int32_t v4i __attribute__((vector_size(16)));
-    for (; g + 4 <= ng; g += 4) {
-        v4u ab;
-        memcpy(&ab, amax + g, 16);
-        v4f dec = ((v4f)ab / 6.0f) * S_enc;
-        v4u db = (v4u)dec;
-        v4u rn = (db + (0x7FFFFu + ((db >> 20) & 1u))) & 0xFFF00000u; /* normal: 3 mantissa bits */
-        const v4i b448 = (v4i){0} + 0x43E00000;
-        v4i over = (v4i)rn > b448;
-        rn = (v4u)((over & b448) | (~over & (v4i)rn));                 /* saturate at 448 */
-        v4f ksub = ((dec * 512.0f) + 0x1p23f) - 0x1p23f;               /* subnormal: step 2^-9 */
-        v4u rs = (v4u)(ksub * (1.0f / 512.0f));
-        v4i sub = (v4i)db < 0x3C800000;                                 /* below 2^-6 */
-        v4f sb = (v4f)(((v4u)sub & rs) | ((v4u)~sub & rn));
-        v4i pos = sb > 0.0f;
-        v4f sc = S_enc / sb;
-        v4i fin = sc <= 3.4028235e38f;
-        const v4i fltmax = (v4i){0} + (int32_t)0x7F7FFFFF;
-        sc = (v4f)(((v4i)sc & fin) | (fltmax & ~fin)); /* Inf -> FLT_MAX */
-        sc = (v4f)((v4i)sc & pos);
-        v4f si = (v4f)((v4i)(sb * sg) & pos);
-        memcpy(scale + g, &sc, 16);
-        memcpy(scale_inv + g, &si, 16);
-    }
+    /* sixteen blocks at a time in the machine's vectors (range_vec.c),
+     * the rest here one by one */
+    fp8__kernels_pick();
+    size_t g = fp8__k.nvfp4_scales(amax, ng, S_enc, sg, scale, scale_inv);
     for (; g < ng; g++) {
         float dec = (fp8__bits_to_float(amax[g]) / 6.0f) * S_enc;
         uint32_t db;

@@ -406,3 +406,37 @@ size_t FN(fp8__best_ratio_)(FP8_BEST_RATIO_ARGS)
             ratio_try(amax, minnz, g, &ba, &bm, &best);
     return best;
 }
+
+/* NVFP4's block scales, sixteen blocks at a time, the rest left to the
+ * caller (quantize_scales.c: the rule, and its scalar form): the decode
+ * scale (amax / 6) * S_enc cast to e4m3 by fp8__encode_bits' rules
+ * (nearest-even on the float32 bits for normals, an exact float rounding
+ * for subnormals, saturating at 448); scale S_enc / decode (Inf: FLT_MAX),
+ * scale_inv decode * sg, both 0 where the decode scale is 0.  Integer
+ * compares are signed: the bits are of values >= 0.  The blocks done. */
+size_t FN(fp8__nvfp4_scales_)(FP8_NVFP4_SCALES_ARGS)
+{
+    size_t g = 0;
+    for (; g + 16 <= ng; g += 16) {
+        vu16 ab;
+        memcpy(&ab, amax + g, 64);
+        vf16 dec = ((vf16)ab / 6.0f) * S_enc;
+        vu16 db = (vu16)dec;
+        vu16 rn = (db + (0x7FFFFu + ((db >> 20) & 1u))) & 0xFFF00000u; /* normal: 3 mantissa bits */
+        vi16 over = VGT((vi16)rn, 0x43E00000);
+        rn = (vu16)((over & 0x43E00000) | (~over & (vi16)rn)); /* saturate at 448 */
+        vf16 ksub = ((dec * 512.0f) + 0x1p23f) - 0x1p23f;     /* subnormal: step 2^-9 */
+        vu16 rs = (vu16)(ksub * (1.0f / 512.0f));
+        vi16 sub = VLT((vi16)db, 0x3C800000); /* below 2^-6 */
+        vf16 sb = (vf16)(((vu16)sub & rs) | (~(vu16)sub & rn));
+        vi16 pos = VGT(sb, 0.0f);
+        vf16 sc = S_enc / sb;
+        vi16 fin = VLE(sc, 3.4028235e38f);
+        sc = (vf16)(((vi16)sc & fin) | ((int32_t)0x7F7FFFFF & ~fin)); /* Inf -> FLT_MAX */
+        sc = (vf16)((vi16)sc & pos);
+        vf16 si = (vf16)((vi16)(sb * sg) & pos);
+        VSTORE(scale + g, sc);
+        VSTORE(scale_inv + g, si);
+    }
+    return g;
+}

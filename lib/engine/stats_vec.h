@@ -77,6 +77,12 @@ uint64_t fp8__count_above_base(FP8_COUNT_ABOVE_ARGS);
 size_t fp8__best_ratio_avx512(FP8_BEST_RATIO_ARGS);
 size_t fp8__best_ratio_avx2(FP8_BEST_RATIO_ARGS);
 size_t fp8__best_ratio_base(FP8_BEST_RATIO_ARGS);
+/* NVFP4's block scales of amax[0 .. ng) (float32 bits), sixteen at a
+ * time: the blocks done (a multiple of 16); quantize_scales.c does the rest */
+#define FP8_NVFP4_SCALES_ARGS const uint32_t *amax, size_t ng, float S_enc, float sg, float *scale, float *scale_inv
+size_t fp8__nvfp4_scales_avx512(FP8_NVFP4_SCALES_ARGS);
+size_t fp8__nvfp4_scales_avx2(FP8_NVFP4_SCALES_ARGS);
+size_t fp8__nvfp4_scales_base(FP8_NVFP4_SCALES_ARGS);
 void fp8__range_avx512(FP8_RANGE_ARGS);
 void fp8__range_avx2(FP8_RANGE_ARGS);
 void fp8__range_base(FP8_RANGE_ARGS);
