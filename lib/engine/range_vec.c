@@ -351,6 +351,23 @@ static inline void ratio_try(const uint32_t *amax, const uint32_t *minnz, size_t
         *ba = a, *bm = m, *best = g;
 }
 
+/* Whether any lane of (a, m) (float32 bits) beats the best so far by
+ * ratio_try's comparison (the same exact products): a filter before the
+ * lanes are tried one by one, in order (data on a coarse grid, x_hat cast
+ * back into x, holds many groups tied at the largest ratio) */
+static inline int any_beats(vu16 a, vu16 m, double ba, double bm)
+{
+    vf16 af = (vf16)a, mf = (vf16)m;
+    vd8 alo, ahi, mlo, mhi;
+    HALVES(af, alo, ahi);
+    HALVES(mf, mlo, mhi);
+    vl8 w = VGT(alo * bm, mlo * ba) | VGT(ahi * bm, mhi * ba);
+    int any = 0;
+    for (int l = 0; l < 8; l++)
+        any |= w[l] != 0;
+    return any;
+}
+
 /* Two passes.  The float32 bits of a positive normal v = 2^e (1 + f), as a
  * number, are 2^23 (log2 v + 127 - c(v)) with c(v) = log2(1 + f) - f in
  * [0, 0.086072] (largest at f = 1/ln 2 - 1), so the difference of bits a - m
@@ -395,7 +412,7 @@ size_t FN(fp8__best_ratio_)(FP8_BEST_RATIO_ARGS)
         memcpy(&m, minnz + g, 64);
         vu16 valid = (vu16)VLT(m, FP8_F32_INF) & (vu16)VNE(a, 0);
         vu16 cand = valid & ((vu16)VGE(a - m, thr) | (vu16)VLT(m, 0x00800000u));
-        if (!any16(cand))
+        if (!any16(cand) || !any_beats(a, m, ba, bm))
             continue;
         for (int l = 0; l < 16; l++)
             if (cand[l])
