@@ -43,19 +43,21 @@ typedef struct {
     void (*colscale)(FP8_COLSCALE_ARGS);
     void (*err_double)(FP8_ERR_DOUBLE_ARGS);
     uint64_t (*count_above)(FP8_COUNT_ABOVE_ARGS);
+    size_t (*nvfp4_scales)(FP8_NVFP4_SCALES_ARGS);
     int runs_here;
 } isa;
 
 static isa isas[3] = {
     {"base", fp8__amax_scan_base, fp8__range_base, fp8__range_groups_base, fp8__hist_add_base,
      fp8__best_ratio_base, fp8__xmoments_add_base, fp8__err_add_base, fp8__both_add_base, fp8__colmax_base,
-     fp8__colscale_base, fp8__err_double_base, fp8__count_above_base, 1},
+     fp8__colscale_base, fp8__err_double_base, fp8__count_above_base, fp8__nvfp4_scales_base, 1},
     {"avx2", fp8__amax_scan_avx2, fp8__range_avx2, fp8__range_groups_avx2, fp8__hist_add_avx2,
      fp8__best_ratio_avx2, fp8__xmoments_add_avx2, fp8__err_add_avx2, fp8__both_add_avx2, fp8__colmax_avx2,
-     fp8__colscale_avx2, fp8__err_double_avx2, fp8__count_above_avx2, 0},
+     fp8__colscale_avx2, fp8__err_double_avx2, fp8__count_above_avx2, fp8__nvfp4_scales_avx2, 0},
     {"avx512", fp8__amax_scan_avx512, fp8__range_avx512, fp8__range_groups_avx512, fp8__hist_add_avx512,
      fp8__best_ratio_avx512, fp8__xmoments_add_avx512, fp8__err_add_avx512, fp8__both_add_avx512,
-     fp8__colmax_avx512, fp8__colscale_avx512, fp8__err_double_avx512, fp8__count_above_avx512, 0},
+     fp8__colmax_avx512, fp8__colscale_avx512, fp8__err_double_avx512, fp8__count_above_avx512,
+     fp8__nvfp4_scales_avx512, 0},
 };
 
 static void find_isas(void)
@@ -409,6 +411,91 @@ static void test_best_ratio(void)
     }
 }
 
+/* Ties: groups drawn from a few (amax, min nonzero) pairs, several with
+ * the same ratio (as on data already cast to a grid), the largest held by
+ * many groups: the first of them, by exact cross products. */
+static void test_best_ratio_ties(void)
+{
+    find_isas();
+    enum { NG = 517 };
+    uint32_t a[NG], m[NG];
+    const float pa[] = {448.0f, 224.0f, 6.0f, 3.0f, 448.0f, 1.5f, 0.75f}, pm[] = {2.0f, 1.0f, 0.5f, 0.25f, 4.0f, 1.0f, 0.5f};
+    for (int k = 0; k < 3; k++) {
+        if (!isas[k].runs_here)
+            continue;
+        for (int trial = 0; trial < 60; trial++) {
+            for (int g = 0; g < NG; g++) {
+                int j = (int)(next() % 7);
+                a[g] = bits(pa[j]), m[g] = bits(pm[j]); /* 224, 224, 12, 12, 112, 1.5, 1.5 */
+                if (trial % 3 == 0 && j == 0)
+                    a[g] = bits(3.0f); /* (the largest ratio then rarer; amax >= min nonzero, as always) */
+            }
+            size_t ref = SIZE_MAX;
+            double ba = 0, bm = 1;
+            for (int g = 0; g < NG; g++) {
+                double av = from_bits(a[g]), mv = from_bits(m[g]);
+                if (av * bm > ba * mv)
+                    ba = av, bm = mv, ref = (size_t)g;
+            }
+            CU_ASSERT_EQUAL(isas[k].best_ratio(a, m, NG), ref);
+        }
+    }
+}
+
+/* NVFP4's block scales of every ISA against the rule one block at a time
+ * through the format's own scalar cast: decode = e4m3((amax / 6) * S_enc,
+ * nearest, saturating), scale S_enc / decode (Inf: FLT_MAX), scale_inv
+ * decode * s_global, both 0 where the decode scale is 0.  Amaxes from 0 and
+ * subnormal decode scales to the global amax itself. */
+static void test_nvfp4_scales(void)
+{
+    find_isas();
+    enum { NG = 16 * 40 + 7 };
+    const fp8_format *e4m3 = fp8_format_find("e4m3", NULL);
+    const fp8_cast_mode mode = {FP8_ROUND_NEAREST, FP8_SATURATE, 0, 0};
+    uint32_t a[NG];
+    float sc[NG], si[NG];
+    for (int k = 0; k < 3; k++) {
+        if (!isas[k].runs_here)
+            continue;
+        for (int trial = 0; trial < 20; trial++) {
+            /* (every fifth a subnormal global amax: S_enc then FLT_MAX, as
+             * quantize_scales.c clamps it, and scales past it FLT_MAX) */
+            float gamax = ldexpf(1.0f + (float)(next() % 1000) / 1000.0f,
+                                 trial % 5 == 4 ? -135 : (int)(next() % 60) - 30);
+            for (int g = 0; g < NG; g++) {
+                /* the global amax's fraction down to 2^-24 of it (decode
+                 * scales below e4m3's subnormals), zeros, the amax itself */
+                float v = gamax * ldexpf((float)(next() % 1000000) / 1e6f, -(int)(next() % 25));
+                a[g] = bits(g % 37 == 0 ? 0.0f : g % 41 == 0 ? gamax : v);
+            }
+            float S_enc = (448.0f * 6.0f) / gamax;
+            S_enc = isinf(S_enc) ? 3.4028235e38f : S_enc;
+            float sg = 1.0f / S_enc;
+            int clamped = 0;
+            size_t done = isas[k].nvfp4_scales(a, NG, S_enc, sg, sc, si);
+            CU_ASSERT_EQUAL(done, (size_t)NG / 16 * 16);
+            int bad = 0, subs = 0;
+            for (size_t g = 0; g < done; g++) {
+                float dec = (from_bits(a[g]) / 6.0f) * S_enc;
+                float sb = fp8_format_decode(e4m3, fp8_format_encode(e4m3, &mode, dec, 0, NULL));
+                float rs = 0.0f, ri = 0.0f;
+                if (sb > 0.0f) {
+                    rs = S_enc / sb, ri = sb * sg;
+                    if (isinf(rs))
+                        rs = 3.4028235e38f, clamped++;
+                }
+                subs += sb > 0.0f && sb < 0x1p-6f;
+                bad += bits(sc[g]) != bits(rs) || bits(si[g]) != bits(ri);
+            }
+            CU_ASSERT_EQUAL(bad, 0);
+            CU_ASSERT(subs > 0); /* (the subnormal decode scales were exercised) */
+            if (trial % 5 == 4)
+                CU_ASSERT(clamped > 0); /* (and the scales past FLT_MAX) */
+        }
+    }
+}
+
 static double rel(double a, double b)
 {
     double d = fabs(a - b), s = fmax(fabs(a), fabs(b));
@@ -599,10 +686,12 @@ static void test_cast_err_sums(void)
                         for (int grouped = 0; grouped < 2; grouped++) {
                             size_t n = ns[li];
                             fill(x, n, kind);
-                            /* the last group's scale the smallest (its scale_inv
-                             * the largest: the kernel finds it after the loop) */
+                            /* one group's scale the smallest (its scale_inv the
+                             * largest, which the kernel finds after the loop):
+                             * the last group, one in the middle, or the first */
+                            size_t gbig = si == 0 ? n / 32 - 1 : si == 1 ? n / 64 : 0;
                             for (size_t g = 0; g < 128; g++)
-                                gs[g] = scales[si] * (g + 1 == n / 32 ? 0.75f : (float)(1 + g % 3)),
+                                gs[g] = scales[si] * (g == gbig ? 0.75f : (float)(1 + g % 3)),
                                 gi[g] = 1.0f / gs[g], gf[g] = 0;
                             const float *G = grouped ? gs : NULL, *GI = grouped ? gi : NULL;
                             uint64_t a1[6] = {0}, a2[6] = {0};
@@ -802,6 +891,8 @@ void register_kernels_tests(void)
         {"exponent histogram of every ISA equals plain binning", test_hist},
         {"exponent histogram inside x's pass equals plain binning", test_xmoments_hist},
         {"largest group dynamic range of every ISA equals the plain rule", test_best_ratio},
+        {"largest group dynamic range with many tied groups: the first of them, every ISA", test_best_ratio_ties},
+        {"NVFP4's block scales of every ISA equal the rule through the format's scalar cast", test_nvfp4_scales},
         {"running sums of AVX2 and AVX-512 against the portable loops", test_moments},
         {"smooth: column maxima and column scaling of every ISA equal plain loops", test_smooth_cols},
         {"smooth: error sums in double of every ISA equal plain loops", test_err_double},
