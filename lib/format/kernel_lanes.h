@@ -1,0 +1,213 @@
+/*
+ * kernel_lanes.h — internal to kernel_vec.c (included there once, built
+ * with it per instruction set): the cast kernel's lane-wise helpers — whole
+ * masks as one test, the hot path's range test, the rounded lanes' count,
+ * the codes' narrowing stores, stochastic rounding's counters, x_hat's
+ * non-temporal stores, the largest of a scale array.
+ */
+#ifndef FP8_KERNEL_LANES_H
+#define FP8_KERNEL_LANES_H
+#include <stdint.h>
+#include <string.h>
+#if defined(__AVX512F__) || defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+#include "f32bits.h"
+#include "vec_isa.h"
+
+typedef uint8_t vb __attribute__((vector_size(16)));
+
+/* 1 when every lane of mask m (-1/0 lanes) is set. */
+static inline int all_lanes(vi16 m)
+{
+#if defined(__AVX512F__)
+    __m512i v;
+    memcpy(&v, &m, sizeof v);
+    return _mm512_cmpeq_epi32_mask(v, _mm512_set1_epi32(-1)) == 0xFFFF;
+#elif defined(__AVX2__)
+    __m256i lo = (__m256i)FP8_P32(m, 0), hi = (__m256i)FP8_P32(m, 1);
+    return _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_and_si256(lo, hi))) == 0xFF;
+#else
+    for (int l = 0; l < VL; l++)
+        if (!m[l])
+            return 0;
+    return 1;
+#endif
+}
+
+/* Bit l set when lane l of mask m (-1/0 lanes) is set. */
+static inline unsigned lane_bits(vi16 m)
+{
+#if defined(__AVX512F__)
+    __m512i v;
+    memcpy(&v, &m, sizeof v);
+    return _mm512_cmpeq_epi32_mask(v, _mm512_set1_epi32(-1));
+#elif defined(__AVX2__)
+    return (unsigned)_mm256_movemask_ps((__m256)FP8_P32(m, 0)) |
+           (unsigned)_mm256_movemask_ps((__m256)FP8_P32(m, 1)) << 8;
+#else
+    unsigned b = 0;
+    for (int l = 0; l < VL; l++)
+        b |= (m[l] != 0) << l;
+    return b;
+#endif
+}
+
+/* 1 when every lane of a (|y|'s float32 bits) is 0 or in [lo, lo + range]:
+ * the hot path's condition (with AVX-512 straight from the compare masks;
+ * lo and range scalars there, vectors elsewhere: kernel_body's KV) */
+#if defined(__AVX512F__)
+static inline int all_in_range(vu16 a, uint32_t lo, uint32_t range)
+{
+    __m512i v;
+    memcpy(&v, &a, sizeof v);
+    __mmask16 k = _mm512_cmple_epu32_mask(_mm512_sub_epi32(v, _mm512_set1_epi32((int)lo)),
+                                          _mm512_set1_epi32((int)range)) |
+                  _mm512_testn_epi32_mask(v, v);
+    return k == 0xFFFF;
+}
+#elif defined(__AVX2__)
+/* (piece by piece: a - lo <= range where min(a - lo, range) is a - lo) */
+static inline int all_in_range(vu16 a, vu16 lo, vu16 range)
+{
+    __m256i r = (__m256i)FP8_P32(range, 0), z = _mm256_setzero_si256();
+    __m256i a0 = (__m256i)FP8_P32(a, 0), a1 = (__m256i)FP8_P32(a, 1);
+    __m256i t0 = _mm256_sub_epi32(a0, (__m256i)FP8_P32(lo, 0)), t1 = _mm256_sub_epi32(a1, (__m256i)FP8_P32(lo, 1));
+    __m256i k0 = _mm256_or_si256(_mm256_cmpeq_epi32(_mm256_min_epu32(t0, r), t0), _mm256_cmpeq_epi32(a0, z));
+    __m256i k1 = _mm256_or_si256(_mm256_cmpeq_epi32(_mm256_min_epu32(t1, r), t1), _mm256_cmpeq_epi32(a1, z));
+    return _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_and_si256(k0, k1))) == 0xFF;
+}
+#else
+static inline int all_in_range(vu16 a, vu16 lo, vu16 range) { return all_lanes(VLE(a - lo, range) | VEQ(a, 0)); }
+#endif
+
+/* how many lanes of v & m are nonzero (AVX-512: one test of v against m) */
+static inline unsigned count_nonzero(vu16 v, vu16 m)
+{
+#if defined(__AVX512F__)
+    __m512i w, k;
+    memcpy(&w, &v, sizeof w);
+    memcpy(&k, &m, sizeof k);
+    return (unsigned)__builtin_popcount(_mm512_test_epi32_mask(w, k));
+#elif defined(__AVX2__)
+    v &= m;
+    __m256i z = _mm256_setzero_si256();
+    __m256 z0 = _mm256_castsi256_ps(_mm256_cmpeq_epi32((__m256i)FP8_P32(v, 0), z));
+    __m256 z1 = _mm256_castsi256_ps(_mm256_cmpeq_epi32((__m256i)FP8_P32(v, 1), z));
+    unsigned zero = (unsigned)_mm256_movemask_ps(z0) | (unsigned)_mm256_movemask_ps(z1) << 8;
+    return (unsigned)__builtin_popcount(~zero & 0xFFFFu);
+#else
+    return (unsigned)__builtin_popcount(~lane_bits(VEQ(v & m, 0)) & 0xFFFFu);
+#endif
+}
+
+/* Narrow 16 codes to the format's storage width and store them at codes[i]. */
+#if defined(__AVX2__) && !defined(__AVX512F__)
+/* (AVX2: the narrowing packs each piece's 32-bit lanes, which hold codes
+ * below 2^16, to 16 bits and, for 1-byte codes, to 8; GCC's generic
+ * conversion of 16 lanes went lane by lane there, vec_isa.h) */
+#define store_codes(codes, code_bytes, i, code)                                                              \
+    do {                                                                                                   \
+        __m256i h_ = _mm256_permute4x64_epi64(                                                             \
+            _mm256_packus_epi32((__m256i)FP8_P32(code, 0), (__m256i)FP8_P32(code, 1)), 0xD8);              \
+        if ((code_bytes) == 1) {                                                                           \
+            __m128i b_ = _mm_packus_epi16(_mm256_castsi256_si128(h_), _mm256_extracti128_si256(h_, 1));    \
+            _mm_storeu_si128((__m128i *)(void *)((uint8_t *)(codes) + (i)), b_);                           \
+        } else {                                                                                           \
+            _mm256_storeu_si256((__m256i *)(void *)((uint16_t *)(codes) + (i)), h_);                       \
+        }                                                                                                  \
+    } while (0)
+#else
+#define store_codes(codes, code_bytes, i, code)                                                              \
+    do {                                                                                                   \
+        if ((code_bytes) == 1) {                                                                           \
+            vb cb_ = __builtin_convertvector((code), vb);                                                  \
+            memcpy((uint8_t *)(codes) + (i), &cb_, sizeof cb_);                                            \
+        } else {                                                                                           \
+            vh16 ch_ = __builtin_convertvector((code), vh16);                                              \
+            memcpy((uint16_t *)(codes) + (i), &ch_, sizeof ch_);                                           \
+        }                                                                                                  \
+    } while (0)
+#endif
+
+#define SEL(m, a, b) (((a) & (m)) | ((b) & ~(m))) /* m ? a : b, lane-wise */
+
+typedef uint64_t vq __attribute__((vector_size(128)));
+
+/* fp8__random32 (cast_impl.h) of the 16 keyed counters z = index *
+ * 0x9E3779B97F4A7C15 + (seed ^ 0xD1B54A32D192ED03) (kept by the caller, one
+ * vector add a step) and add = seed * 0x94D049BB133111EB broadcast: the same
+ * bits lane by lane.  (Keys built once per call: GCC lowers a 64-bit scalar
+ * broadcast into a 1024-bit vector through the stack.) */
+static inline vu16 random16(vq z, vq add)
+{
+    for (int r = 0; r < 2; r++) {
+        z ^= z >> 33;
+        z *= 0xFF51AFD7ED558CCDull;
+        z ^= z >> 33;
+        z *= 0xC4CEB9FE1A85EC53ull;
+        z ^= z >> 33;
+        z += add;
+    }
+    return __builtin_convertvector(z >> 32, vu16);
+}
+
+static inline vq vq_fill(uint64_t v)
+{
+    vq r;
+    for (int l = 0; l < VL; l++)
+        r[l] = v;
+    return r;
+}
+
+#if defined(__AVX512F__) || defined(__AVX2__)
+/* 16 floats to d with non-temporal stores: nt_whole for d aligned to
+ * NT_WHOLE bytes, nt_quarters for d 16-byte aligned */
+#if defined(__AVX512F__)
+#define NT_WHOLE 64
+static inline void nt_whole(float *d, vf16 o)
+{
+    __m512 w;
+    memcpy(&w, &o, 64);
+    _mm512_stream_ps(d, w);
+}
+#else
+#define NT_WHOLE 32
+static inline void nt_whole(float *d, vf16 o)
+{
+    _mm256_stream_ps(d, (__m256)FP8_P32(o, 0));
+    _mm256_stream_ps(d + 8, (__m256)FP8_P32(o, 1));
+}
+#endif
+static inline void nt_quarters(float *d, vf16 o)
+{
+    _mm_stream_ps(d, (__m128)__builtin_shufflevector(o, o, 0, 1, 2, 3));
+    _mm_stream_ps(d + 4, (__m128)__builtin_shufflevector(o, o, 4, 5, 6, 7));
+    _mm_stream_ps(d + 8, (__m128)__builtin_shufflevector(o, o, 8, 9, 10, 11));
+    _mm_stream_ps(d + 12, (__m128)__builtin_shufflevector(o, o, 12, 13, 14, 15));
+}
+#endif
+
+/* the largest of v[0 .. n-1] (n >= 1, none NaN): sixteen running maxima
+ * (one alone is a chain of 4-cycle maxima, a group's worth of a cast of
+ * 16-element groups) */
+static float largest(const float *v, size_t n)
+{
+    vf16 m = (vf16){0} + v[0];
+    size_t k = 0;
+    if (n >= VL)
+        for (memcpy(&m, v, sizeof m), k = VL; k + VL <= n; k += VL) {
+            vf16 w;
+            memcpy(&w, v + k, sizeof w);
+            m = (vf16)SEL((vu16)(w > m), (vu16)w, (vu16)m);
+        }
+    float r = m[0];
+    for (int l = 1; l < VL; l++)
+        r = m[l] > r ? m[l] : r;
+    for (; k < n; k++)
+        r = v[k] > r ? v[k] : r;
+    return r;
+}
+
+#endif
