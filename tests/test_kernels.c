@@ -1,7 +1,8 @@
 /*
  * test_kernels.c — suite kernels: the statistics engine's vector loops
- * (lib/engine/stats_vec.c, range_vec.c; the cast kernel's error sums) of
- * every instruction set this CPU runs, each against a plain scalar loop
+ * (lib/engine/stats_vec.c, range_vec.c, smooth_vec.c; the cast kernel's in
+ * test_kernels_cast.c) of every instruction set this CPU runs, each
+ * against a plain scalar loop
  * written here, or, for the running sums whose last bits depend on fused
  * multiply-adds, against the portable build or the separate loop.
  *
@@ -21,7 +22,6 @@
 #include <pthread.h>
 #include <sched.h>
 
-#include "cast_internal.h"
 #include "f32bits.h"
 #include "fp8_format.h"
 #include "parallel.h"
@@ -29,120 +29,7 @@
 #include "stats_vec.h"
 #include "tests.h"
 
-typedef struct {
-    const char *name;
-    void (*amax_scan)(FP8_AMAX_SCAN_ARGS);
-    void (*range)(FP8_RANGE_ARGS);
-    void (*range_groups)(FP8_RANGE_GROUPS_ARGS);
-    void (*hist)(FP8_HIST_ARGS);
-    size_t (*best_ratio)(FP8_BEST_RATIO_ARGS);
-    void (*xmoments)(FP8_XMOMENTS_ARGS);
-    void (*err)(FP8_MOMENTS_ARGS);
-    void (*both)(FP8_BOTH_ARGS);
-    void (*colmax)(FP8_COLMAX_ARGS);
-    void (*colscale)(FP8_COLSCALE_ARGS);
-    void (*err_double)(FP8_ERR_DOUBLE_ARGS);
-    uint64_t (*count_above)(FP8_COUNT_ABOVE_ARGS);
-    size_t (*nvfp4_scales)(FP8_NVFP4_SCALES_ARGS);
-    int runs_here;
-} isa;
-
-static isa isas[3] = {
-    {"base", fp8__amax_scan_base, fp8__range_base, fp8__range_groups_base, fp8__hist_add_base,
-     fp8__best_ratio_base, fp8__xmoments_add_base, fp8__err_add_base, fp8__both_add_base, fp8__colmax_base,
-     fp8__colscale_base, fp8__err_double_base, fp8__count_above_base, fp8__nvfp4_scales_base, 1},
-    {"avx2", fp8__amax_scan_avx2, fp8__range_avx2, fp8__range_groups_avx2, fp8__hist_add_avx2,
-     fp8__best_ratio_avx2, fp8__xmoments_add_avx2, fp8__err_add_avx2, fp8__both_add_avx2, fp8__colmax_avx2,
-     fp8__colscale_avx2, fp8__err_double_avx2, fp8__count_above_avx2, fp8__nvfp4_scales_avx2, 0},
-    {"avx512", fp8__amax_scan_avx512, fp8__range_avx512, fp8__range_groups_avx512, fp8__hist_add_avx512,
-     fp8__best_ratio_avx512, fp8__xmoments_add_avx512, fp8__err_add_avx512, fp8__both_add_avx512,
-     fp8__colmax_avx512, fp8__colscale_avx512, fp8__err_double_avx512, fp8__count_above_avx512,
-     fp8__nvfp4_scales_avx512, 0},
-};
-
-static void find_isas(void)
-{
-    static int done;
-    if (done)
-        return;
-    done = 1;
-#if defined(__x86_64__)
-    __builtin_cpu_init();
-    isas[1].runs_here = __builtin_cpu_supports("avx2");
-    isas[2].runs_here = __builtin_cpu_supports("avx512f");
-#endif
-    for (int k = 1; k < 3; k++)
-        if (!isas[k].runs_here) {
-            char why[96];
-            snprintf(why, sizeof why, "kernels: this CPU has no %s; its loops were not run", isas[k].name);
-            test_skip(why);
-        }
-}
-
-static uint32_t bits(float f)
-{
-    uint32_t b;
-    memcpy(&b, &f, 4);
-    return b;
-}
-
-static float from_bits(uint32_t b)
-{
-    float f;
-    memcpy(&f, &b, 4);
-    return f;
-}
-
-/* xorshift64: the tests' inputs, reproducible */
-static uint64_t rng = 0x9D2C5680u;
-static uint64_t next(void)
-{
-    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-    return rng;
-}
-
-/* Kind k of input, n elements: 0 Gaussian-like of scale 2.385, 1 the same
- * with zeros, -0 and subnormals, 2 with +-Inf, 3 with NaN, 4 one outlier of
- * FLT_MAX, 5 every binade from subnormal to 2^127, 6 one binade only (+-1.5
- * and +-1.25: counters that fill fastest), 7 magnitudes rising a binade
- * every 100 elements (the largest bin moves on while counts are pending) */
-#define NKINDS 8
-static void fill(float *x, size_t n, int kind)
-{
-    for (size_t i = 0; i < n; i++) {
-        double u = 0;
-        for (int k = 0; k < 4; k++)
-            u += (double)(next() >> 11) * 0x1p-53;
-        x[i] = (float)((u - 2.0) * 2.385);
-        if (kind == 5)
-            x[i] = ldexpf(1.0f + (float)(next() % 1000) / 1000.0f, (int)(next() % 276) - 149) *
-                   (next() & 1 ? 1.0f : -1.0f);
-        if (kind == 6)
-            x[i] = (next() & 1 ? 1.5f : 1.25f) * (next() & 1 ? 1.0f : -1.0f);
-        if (kind == 7)
-            x[i] = ldexpf(x[i], (int)(i / 100) - 20);
-    }
-    for (size_t i = 0; n && i < 1 + n / 37; i++) {
-        size_t at = (size_t)(next() % n);
-        switch (kind) {
-        case 1:
-            x[at] = i % 3 == 0 ? 0.0f : i % 3 == 1 ? -0.0f : from_bits(1u + (uint32_t)(next() % 0x7FFFFFu));
-            break;
-        case 2:
-            x[at] = i % 2 ? INFINITY : -INFINITY;
-            break;
-        case 3:
-            x[at] = from_bits(0x7FC00000u | (uint32_t)(next() % 0x3FFFFFu)) * (i % 2 ? 1.0f : -1.0f);
-            break;
-        case 4:
-            if (i == 0)
-                x[at] = -3.4028235e38f;
-            break;
-        default:
-            break;
-        }
-    }
-}
+#include "kernels_isas.h"
 
 static const size_t lengths[] = {0, 1, 15, 16, 17, 63, 64, 65, 255, 256, 257, 1000, 4099};
 #define NLEN (sizeof lengths / sizeof lengths[0])
@@ -655,167 +542,6 @@ static void count_above_case(const isa *I, float *x, size_t n)
 
 static void test_count_above(void) { every_case(0, count_above_case); }
 
-/* The cast kernel's error sums made on its way (kernel_vec.h) equal, bit
- * for bit, the same ISA's err_add on x and the x_hat the kernel writes,
- * per tensor and in groups of 32, on every kind of input (x_hat through
- * the hot, medium and general paths: scales that put x in range, push it
- * to subnormals or past max), for e4m3 and e5m2; where the sums left the
- * lean range the caller redoes them, so only maxbits is compared there. */
-static void test_cast_err_sums(void)
-{
-    find_isas();
-    static void (*const kern[3])(FP8_VEC_KERNEL_ARGS) = {fp8__vec_kernel_base, fp8__vec_kernel_avx2,
-                                                          fp8__vec_kernel_avx512};
-    const char *fmts[] = {"e4m3", "e5m2"};
-    const float scales[] = {1.0f, 96.0f, 1.0f / 4096.0f};
-    const size_t ns[] = {16, 256, 272, 4096};
-    float *x = malloc(4099 * sizeof *x), *q = malloc(4096 * sizeof *q), *q2 = malloc(4096 * sizeof *q2);
-    float gs[128], gi[128];
-    unsigned char gf[128];
-    CU_ASSERT_FATAL(x && q && q2);
-    int compared = 0, differ = 0;
-    for (int k = 0; k < 3; k++) {
-        if (!isas[k].runs_here)
-            continue;
-        for (int fi = 0; fi < 2; fi++) {
-            fp8__caster c;
-            fp8__caster_init(&c, fp8_format_find(fmts[fi], NULL), NULL);
-            for (int kind = 0; kind < NKINDS; kind++)
-                for (size_t li = 0; li < 4; li++)
-                    for (int si = 0; si < 3; si++)
-                        for (int grouped = 0; grouped < 2; grouped++) {
-                            size_t n = ns[li];
-                            fill(x, n, kind);
-                            /* one group's scale the smallest (its scale_inv the
-                             * largest, which the kernel finds after the loop):
-                             * the last group, one in the middle, or the first */
-                            size_t gbig = si == 0 ? n / 32 - 1 : si == 1 ? n / 64 : 0;
-                            for (size_t g = 0; g < 128; g++)
-                                gs[g] = scales[si] * (g == gbig ? 0.75f : (float)(1 + g % 3)),
-                                gi[g] = 1.0f / gs[g], gf[g] = 0;
-                            const float *G = grouped ? gs : NULL, *GI = grouped ? gi : NULL;
-                            uint64_t a1[6] = {0}, a2[6] = {0};
-                            fp8__errsums es;
-                            memset(&es, 0, sizeof es);
-                            for (int l = 0; l < 16; l++)
-                                es.me[l] = (float)l * 0.25f; /* a running maximum from earlier pieces */
-                            fp8__moments m;
-                            fp8__moments_init(&m);
-                            memcpy(m.maxerr, es.me, sizeof es.me);
-                            kern[k](&c.p, 1, scales[si], 1.0f / scales[si], x, n, NULL, q, a1, G, GI, 32, gf, &es);
-                            kern[k](&c.p, 1, scales[si], 1.0f / scales[si], x, n, NULL, q2, a2, G, GI, 32, gf, NULL);
-                            isas[k].err(&m, x, q2, n);
-                            int same_cast = !memcmp(q, q2, n * 4) && !memcmp(a1, a2, sizeof a1);
-                            CU_ASSERT(same_cast);
-                            /* maxbits: |x|'s maximum or more, up to x_hat's; with
-                             * hotbound (max * the largest scale_inv) the larger */
-                            uint32_t mb = 0, mx = 0;
-                            float sinv = grouped ? 0.0f : 1.0f / scales[si];
-                            for (size_t i = 0; i < n; i++) {
-                                uint32_t bx = bits(x[i]) & FP8_F32_ABS, bq = bits(q2[i]) & FP8_F32_ABS;
-                                mx = bx > mx ? bx : mx, mb = bx > mb ? bx : mb, mb = bq > mb ? bq : mb;
-                                if (grouped)
-                                    sinv = gi[i / 32] > sinv ? gi[i / 32] : sinv;
-                            }
-                            CU_ASSERT(es.maxbits >= mx && es.maxbits <= mb);
-                            CU_ASSERT_EQUAL(es.hotbound, bits((float)fp8_format_find(fmts[fi], NULL)->max * sinv));
-                            CU_ASSERT((es.maxbits > es.hotbound ? es.maxbits : es.hotbound) >= mb);
-                            if (mb < FP8_LEAN_LO || mb > FP8_LEAN_HI)
-                                continue;
-                            compared++;
-                            int same = !memcmp(es.e2, m.e2, sizeof es.e2) && !memcmp(es.q2, m.q2, sizeof es.q2) &&
-                                       !memcmp(es.xq, m.xq, sizeof es.xq) && !memcmp(es.me, m.maxerr, sizeof es.me);
-                            differ += !same;
-                            CU_ASSERT(same);
-                        }
-        }
-    }
-    CU_ASSERT(compared > 100); /* (the lean case is the common one) */
-    if (differ)
-        fprintf(stderr, "\n  cast error sums: %d of %d cases differ from err_add", differ, compared);
-    free(x), free(q), free(q2);
-}
-
-/* Non-temporal stores of x_hat (vparams.nt, large casts into the caller's
- * out) write what ordinary stores write, and nothing else: every ISA, out
- * aligned to a line, to 32 and to 16 bytes (each vector then in four
- * stores) and to 4 (ordinary stores), per tensor and in groups, with and
- * without codes and error sums, nearest and stochastic rounding, every
- * kind of input through the hot, medium and general paths; the elements
- * around out untouched. */
-static void no_fallback(void *ctx, size_t i, size_t k) { (void)ctx, (void)i, (void)k; }
-
-static void test_cast_nt_stores(void)
-{
-    find_isas();
-    static void (*const kern[3])(FP8_VEC_KERNEL_ARGS) = {fp8__vec_kernel_base, fp8__vec_kernel_avx2,
-                                                          fp8__vec_kernel_avx512};
-    const char *fmts[] = {"e4m3", "e5m2", "e2m1"};
-    const float scales[] = {1.0f, 96.0f, 1.0f / 4096.0f};
-    const size_t offs[] = {0, 8, 4, 1}, n = 272, pad = 32;
-    float *x = malloc(n * sizeof *x), *ref = aligned_alloc(64, (n + 2 * pad) * sizeof(float)),
-          *got = aligned_alloc(64, (n + 2 * pad) * sizeof(float));
-    uint8_t cref[272], cgot[272];
-    float gs[16], gi[16];
-    unsigned char gf1[16], gf2[16];
-    CU_ASSERT_FATAL(x && ref && got);
-    int cases = 0, wrong = 0;
-    for (int k = 0; k < 3; k++) {
-        if (!isas[k].runs_here)
-            continue;
-        for (int fi = 0; fi < 3; fi++)
-            for (int sr = 0; sr < 2; sr++) {
-                fp8_cast_mode mode = {.round = sr ? FP8_ROUND_STOCHASTIC : FP8_ROUND_NEAREST, .seed = 7};
-                fp8__caster c;
-                fp8__caster_init(&c, fp8_format_find(fmts[fi], NULL), &mode);
-                if (!c.vec)
-                    continue;
-                for (int kind = 0; kind < NKINDS; kind++)
-                    for (int si = 0; si < 3; si++)
-                        for (int v = 0; v < 8; v++) { /* bit 0 grouped, bit 1 codes, bit 2 error sums */
-                            const int grouped = v & 1, codes = (v >> 1) & 1, err = (v >> 2) & 1;
-                            if (err && (codes || sr))
-                                continue; /* (the kernel's error sums: plain case only) */
-                            fill(x, n, kind);
-                            for (size_t g = 0; g < 16; g++)
-                                gs[g] = scales[si] * (float)(1 + g % 3), gi[g] = 1.0f / gs[g], gf1[g] = gf2[g] = 0;
-                            for (size_t oi = 0; oi < 4; oi++) {
-                                float *r = ref + pad + offs[oi], *o = got + pad + offs[oi];
-                                for (size_t i = 0; i < n + 2 * pad; i++)
-                                    ref[i] = got[i] = -1234.5f;
-                                uint64_t a1[6] = {0}, a2[6] = {0};
-                                fp8__errsums e1, e2;
-                                memset(&e1, 0, sizeof e1), memset(&e2, 0, sizeof e2);
-                                vparams P = c.p;
-                                P.sr_fallback = no_fallback; /* (the lanes it would cast stay as the vector left them) */
-                                P.nt = 0;
-                                kern[k](&P, 1, scales[si], 1.0f / scales[si], x, n, codes ? cref : NULL, r, a1,
-                                        grouped ? gs : NULL, grouped ? gi : NULL, 32, gf1, err ? &e1 : NULL);
-                                P.nt = 1;
-                                kern[k](&P, 1, scales[si], 1.0f / scales[si], x, n, codes ? cgot : NULL, o, a2,
-                                        grouped ? gs : NULL, grouped ? gi : NULL, 32, gf2, err ? &e2 : NULL);
-                                /* (the error sums as the engine keeps them: where they
-                                 * left the lean range, a NaN's payload in them may
-                                 * differ with the compiled code, and they are redone) */
-                                int lean = e1.maxbits >= FP8_LEAN_LO && e1.maxbits <= FP8_LEAN_HI &&
-                                           e1.hotbound <= FP8_LEAN_HI;
-                                int same = !memcmp(ref, got, (n + 2 * pad) * sizeof(float)) &&
-                                           !memcmp(a1, a2, sizeof a1) && !memcmp(gf1, gf2, sizeof gf1) &&
-                                           (!codes || !memcmp(cref, cgot, n)) && e1.maxbits == e2.maxbits &&
-                                           e1.hotbound == e2.hotbound && (!lean || !memcmp(&e1, &e2, sizeof e1));
-                                cases++;
-                                wrong += !same;
-                                CU_ASSERT(same);
-                            }
-                        }
-            }
-    }
-    CU_ASSERT(cases > 1000);
-    if (wrong)
-        fprintf(stderr, "\n  non-temporal stores: %d of %d cases differ from ordinary stores", wrong, cases);
-    free(x), free(ref), free(got);
-}
-
 /* The worker pool (lib/util/parallel.c): every job of every call runs
  * exactly once and none after the call returns, also while other threads
  * spin on the cores with sched_yield as OpenBLAS's idle threads do (the
@@ -897,8 +623,6 @@ void register_kernels_tests(void)
         {"smooth: column maxima and column scaling of every ISA equal plain loops", test_smooth_cols},
         {"smooth: error sums in double of every ISA equal plain loops", test_err_double},
         {"TE's overflow count of every ISA equals the plain comparison", test_count_above},
-        {"the cast kernel's error sums on its way equal err_add's, every ISA", test_cast_err_sums},
-        {"non-temporal stores of x_hat write what ordinary stores write, every ISA and alignment", test_cast_nt_stores},
         {"the worker pool runs every job once, none after its call returns (also beside yielding threads)", test_pool},
         CU_TEST_INFO_NULL,
     };

@@ -49,6 +49,7 @@ int main(int argc, char **argv)
     register_shadows_tests();
     register_stats_tests();
     register_kernels_tests();
+    register_kernels_cast_tests();
     register_npy_tests();
     register_store_tests();
     register_probe_tests();
