@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "f32bits.h"
 #include "kernel_vec.h"
 #include "smooth_vec.h"
 #include "stats_vec.h"
@@ -66,19 +67,8 @@ static inline void find_isas(void)
         }
 }
 
-static inline uint32_t bits(float f)
-{
-    uint32_t b;
-    memcpy(&b, &f, 4);
-    return b;
-}
-
-static inline float from_bits(uint32_t b)
-{
-    float f;
-    memcpy(&f, &b, 4);
-    return f;
-}
+static inline uint32_t bits(float f) { return fp8__float_to_bits(f); }
+static inline float from_bits(uint32_t b) { return fp8__bits_to_float(b); }
 
 /* xorshift64: the tests' inputs, reproducible */
 static uint64_t rng __attribute__((unused)) = 0x9D2C5680u;
