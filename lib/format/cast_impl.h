@@ -18,20 +18,28 @@
 #include "f32bits.h"
 #include "fp8_format.h"
 
+/* The generator's two rounds of the murmur3 64-bit finaliser on z (a
+ * uint64_t, or a vector of them: the vector kernel's lanes), add added
+ * after each */
+#define FP8_RANDOM_ROUNDS(z, add)                                                                          \
+    do {                                                                                                   \
+        for (int r_ = 0; r_ < 2; r_++) {                                                                   \
+            (z) ^= (z) >> 33;                                                                              \
+            (z) *= 0xFF51AFD7ED558CCDull;                                                                  \
+            (z) ^= (z) >> 33;                                                                              \
+            (z) *= 0xC4CEB9FE1A85EC53ull;                                                                  \
+            (z) ^= (z) >> 33;                                                                              \
+            (z) += (add);                                                                                  \
+        }                                                                                                  \
+    } while (0)
+
 /* Counter-based generator: 32 uniform bits for (seed, index).  Two rounds of
  * the murmur3 64-bit finaliser over a keyed counter; no state, so any
  * chunking or thread count gives the same bits for the same element. */
 static inline uint32_t fp8__random32(uint64_t seed, uint64_t index)
 {
     uint64_t z = index * 0x9E3779B97F4A7C15ull + (seed ^ 0xD1B54A32D192ED03ull);
-    for (int r = 0; r < 2; r++) {
-        z ^= z >> 33;
-        z *= 0xFF51AFD7ED558CCDull;
-        z ^= z >> 33;
-        z *= 0xC4CEB9FE1A85EC53ull;
-        z ^= z >> 33;
-        z += seed * 0x94D049BB133111EBull;
-    }
+    FP8_RANDOM_ROUNDS(z, seed * 0x94D049BB133111EBull);
     return (uint32_t)(z >> 32);
 }
 

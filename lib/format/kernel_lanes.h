@@ -13,6 +13,7 @@
 #include <immintrin.h>
 #endif
 
+#include "cast_impl.h"
 #include "f32bits.h"
 #include "vec_isa.h"
 
@@ -142,14 +143,7 @@ typedef uint64_t vq __attribute__((vector_size(128)));
  * broadcast into a 1024-bit vector through the stack.) */
 static inline vu16 random16(vq z, vq add)
 {
-    for (int r = 0; r < 2; r++) {
-        z ^= z >> 33;
-        z *= 0xFF51AFD7ED558CCDull;
-        z ^= z >> 33;
-        z *= 0xC4CEB9FE1A85EC53ull;
-        z ^= z >> 33;
-        z += add;
-    }
+    FP8_RANDOM_ROUNDS(z, add);
     return __builtin_convertvector(z >> 32, vu16);
 }
 
