@@ -173,13 +173,15 @@ static int cmp_double(const void *a, const void *b)
  * background the kinds take turns a block of BLOCK steps at a time (the
  * first block of each warm-up), each probed block timed until the thread
  * has made all of the block's records (fp8_probe_dropped waits for it):
- * the records cannot hide in the next plain block's time.  That wait, the
- * thread's lag behind the loop, is a run's once at its close but a
- * block's every block: with every=1 about one step's records (10-12 ms on
- * A), so blocks of 10 steps charged each step a tenth of a step more than
- * a run pays (1.16x against 1.08x with blocks of 30, the same build);
- * blocks of 30 still charge a thirtieth.  tail[k]: the mean wait a block,
- * printed beside the figure. */
+ * the records cannot hide in the next plain block's time.  That wait is
+ * the run's flush of the last ten steps (flush_steps = 10: a block's last
+ * step is a tenth step end), which the thread makes after the loop has
+ * moved on and a run waits for only at its close: 10-11 ms with every=1
+ * on A, 1.7 ms with every=10; with flushes off (flush_steps 10^9, tried)
+ * 0.1 ms both ways, so the thread keeps up with the records themselves.
+ * Blocks of 10 steps charged each step a tenth of that (1.16x against
+ * 1.08x with blocks of 30, the same build); blocks of 30 still charge a
+ * thirtieth.  tail[k]: the mean wait a block, printed beside the figure. */
 #define BLOCK 30
 #define BG_BLOCKS 3 /* the first one warm-up */
 static int measure(int probe_threads, int background, double out[3], double tail[3])
@@ -332,7 +334,7 @@ int bench_loop(void)
             return 1;
         if (bg)
             printf("OpenBLAS threads %d, records in the background (blocks of %d steps, each until its records are made; "
-                   "the wait for them at a block's end, included: every=10 %.2f ms, every=1 %.2f ms): "
+                   "the wait at a block's end, the thread's flush of its last ten steps, included: every=10 %.2f ms, every=1 %.2f ms): "
                    "plain step %.2f ms; probed every=10 %.2f ms (%.3fx), every=1 %.2f ms (%.3fx)\n",
                    threads, BLOCK, tail[1] * 1e3, tail[2] * 1e3, t[0] * 1e3, t[1] * 1e3, t[1] / t[0], t[2] * 1e3,
                    t[2] / t[0]);
