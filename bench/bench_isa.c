@@ -24,6 +24,7 @@
 #include "bench.h"
 #include "fp8.h"
 #include "fp8_format.h"
+#include "isa.h"
 
 #define NQ ((size_t)1 << 24)
 #define ROWS 4096
@@ -107,14 +108,8 @@ int bench_isa(void)
     static const char *const isas[] = {"avx512", "avx2", "base"};
     int rc = 0;
     for (int k = 0; k < 3; k++) {
-#if defined(__x86_64__)
-        __builtin_cpu_init();
-        if ((k == 0 && !__builtin_cpu_supports("avx512f")) || (k == 1 && !__builtin_cpu_supports("avx2")))
+        if (fp8__isa_cpu() < FP8_ISA_AVX512 - k) /* (k: 0 avx512, 1 avx2, 2 base) */
             continue;
-#else
-        if (k < 2)
-            continue;
-#endif
         fflush(stdout);
         pid_t pid = fork();
         if (pid == 0) {

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "f32bits.h"
+#include "isa.h"
 #include "kernel_vec.h"
 #include "smooth_vec.h"
 #include "stats_vec.h"
@@ -54,11 +55,8 @@ static inline void find_isas(void)
     if (done)
         return;
     done = 1;
-#if defined(__x86_64__)
-    __builtin_cpu_init();
-    isas[1].runs_here = __builtin_cpu_supports("avx2");
-    isas[2].runs_here = __builtin_cpu_supports("avx512f");
-#endif
+    isas[1].runs_here = fp8__isa_cpu() >= FP8_ISA_AVX2;
+    isas[2].runs_here = fp8__isa_cpu() >= FP8_ISA_AVX512;
     for (int k = 1; k < 3; k++)
         if (!isas[k].runs_here) {
             char why[96];

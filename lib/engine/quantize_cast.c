@@ -312,9 +312,7 @@ static void cast_parts(fp8__cast *c, const fp8_amax_info *known)
          * Gelem/s; current 2.77-2.90 -> 2.82-3.02; without x_hat +9 %), the
          * hardware's stream alone falling behind; on x in the L3 (2^18 to
          * 2^22 elements) it measured 1-3 % slower, so not there */
-        pc->caster.p.prefetch = F->late && !c->shared                        ? PIECE * sizeof(float)
-                                : !c->shared && c->numel >= FP8_PREFETCH_MIN ? 8192u
-                                                                             : 0;
+        pc->caster.p.prefetch = c->shared ? 0 : F->late ? PIECE * sizeof(float) : fp8__prefetch_far(c->numel);
         /* x_hat straight to the caller's out, too large for a cache to
          * keep for its reader: non-temporal stores (fp8__nt_wanted; no
          * read of each line before it is written over).  Not through a

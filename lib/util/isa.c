@@ -1,5 +1,5 @@
 /*
- * isa.c — fp8__isa_pick (isa.h).
+ * isa.c — fp8__isa_cpu and fp8__isa_pick (isa.h).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -11,7 +11,7 @@
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int level;
 
-static void decide(void)
+int fp8__isa_cpu(void)
 {
     int cpu = FP8_ISA_BASE;
 #if defined(__x86_64__)
@@ -24,6 +24,12 @@ static void decide(void)
     else if (__builtin_cpu_supports("avx2"))
         cpu = FP8_ISA_AVX2;
 #endif
+    return cpu;
+}
+
+static void decide(void)
+{
+    int cpu = fp8__isa_cpu();
     level = cpu;
     const char *want = getenv("FP8PROF_ISA");
     if (!want || !*want)

@@ -10,6 +10,10 @@
 
 enum { FP8_ISA_BASE = 0, FP8_ISA_AVX2 = 1, FP8_ISA_AVX512 = 2 };
 
+/* FP8_ISA_*: the widest set this CPU runs, FP8PROF_ISA aside (the tests
+ * and the bench that run every set ask it) */
+int fp8__isa_cpu(void);
+
 /* FP8_ISA_*, decided once per process.  An FP8PROF_ISA it does not know,
  * or one this CPU lacks, is named on stderr once and not used. */
 int fp8__isa_pick(void);
