@@ -38,4 +38,15 @@ double bench_memcpy_once(float *dst, const float *src, size_t n);
  * factor.  Returns 1 when met; a NAN value (not measurable) is MISSED. */
 int bench_target(const char *name, double value, const char *unit, double ref, const char *ref_name, double goal,
                  int at_most);
+/* Vector work like the engine's (bench_vec.c): 1,024 floats in L1, each
+ * squared and added into one of eight independent sums, 1,000,000 times
+ * (1.024e9 multiply-adds a call), in 128-bit vectors (any machine), 256-bit
+ * (x86 with AVX2 and FMA) or 512-bit (x86 with AVX-512), each only where
+ * the CPU has it; arg non-NULL works on a second buffer (for a second
+ * thread).  Returns arg, as a thread's function. */
+void *bench_fma_base(void *arg);
+#if defined(__x86_64__)
+void *bench_fma_avx2(void *arg);
+void *bench_fma_avx512(void *arg);
+#endif
 #endif

@@ -102,30 +102,12 @@ int bench_isa_one(void)
 }
 
 /* Whether this core runs a 512-bit operation at twice the work of a 256-bit
- * one: eight independent chains of float multiply-adds over 4 KB in L1, in
- * 512-bit and in 256-bit vectors (the same elements a call), best of 3
- * each.  A core with a full 512-bit datapath gives about 2x; one that
- * executes each 512-bit operation as two 256-bit halves about 1x, and there
- * the statistics, bound by their vector operations rather than by memory,
- * reach a smaller share of memcpy than on the former. */
-#if defined(__x86_64__)
-typedef float vw16 __attribute__((vector_size(64)));
-typedef float vw8 __attribute__((vector_size(32)));
-#define WIDTH_BODY(V, NV)                                                                                  \
-    static V b[NV];                                                                                        \
-    V s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0}, s4 = {0}, s5 = {0}, s6 = {0}, s7 = {0};                      \
-    for (long r = 0; r < 1000000; r++)                                                                     \
-        for (int i = 0; i < (NV); i += 8) {                                                                \
-            s0 += b[i] * b[i], s1 += b[i + 1] * b[i + 1], s2 += b[i + 2] * b[i + 2];                       \
-            s3 += b[i + 3] * b[i + 3], s4 += b[i + 4] * b[i + 4], s5 += b[i + 5] * b[i + 5];               \
-            s6 += b[i + 6] * b[i + 6], s7 += b[i + 7] * b[i + 7];                                          \
-        }                                                                                                  \
-    b[0] = s0 + s1 + s2 + s3 + s4 + s5 + s6 + s7;
-__attribute__((target("avx512f"))) static void width512(void) { WIDTH_BODY(vw16, 64) }
-__attribute__((target("avx2,fma"))) static void width256(void) { WIDTH_BODY(vw8, 128) }
-#undef WIDTH_BODY
-#endif
-
+ * one: the same multiply-adds (bench_fma_*) in 512-bit and in 256-bit
+ * vectors, best of 3 each.  A core with a full 512-bit datapath gives
+ * about 2x; one that executes each 512-bit operation as two 256-bit halves
+ * about 1x, and there the statistics, bound by their vector operations
+ * rather than by memory, reach a smaller share of memcpy than on the
+ * former. */
 static void vector_width(void)
 {
 #if defined(__x86_64__)
@@ -135,13 +117,13 @@ static void vector_width(void)
     double t512 = INFINITY, t256 = INFINITY;
     for (int rep = 0; rep < 3; rep++) {
         double t0 = bench_now();
-        width512();
+        bench_fma_avx512(NULL);
         double t1 = bench_now();
-        width256();
+        bench_fma_avx2(NULL);
         double t2 = bench_now();
         t512 = fmin(t512, t1 - t0), t256 = fmin(t256, t2 - t1);
     }
-    const double fma = 1e6 * 64 * 16; /* multiply-adds of one call */
+    const double fma = 1.024e9; /* multiply-adds of one call */
     printf("vector width: float multiply-adds in L1, 512-bit %.1f G/s, 256-bit %.1f G/s (%.2fx: %s)\n",
            fma / t512 / 1e9, fma / t256 / 1e9, t256 / t512,
            t256 / t512 > 1.5 ? "a full 512-bit datapath" : "512-bit operations at about the 256-bit rate");

@@ -49,42 +49,22 @@ static void *spin(void *arg)
     return arg;
 }
 
-/* Vector work like the engine's: independent 16-lane float FMA chains on
- * data in L1, in the widest instruction set the machine has.  Two threads
- * of it show what the second CPU adds to vector code (two hardware threads
- * of one core share its vector units; an integer chain barely uses them). */
-typedef float vf16b __attribute__((vector_size(64)));
-#define SPIN_VEC_BODY                                                                                      \
-    static vf16b buf[2][64];                                                                               \
-    vf16b *b = buf[arg != NULL];                                                                           \
-    vf16b s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0}, s4 = {0}, s5 = {0}, s6 = {0}, s7 = {0};                  \
-    for (long r = 0; r < 1000000; r++)                                                                     \
-        for (int i = 0; i < 64; i += 8) { /* eight independent chains: throughput, not latency */         \
-            s0 += b[i] * b[i], s1 += b[i + 1] * b[i + 1], s2 += b[i + 2] * b[i + 2];                       \
-            s3 += b[i + 3] * b[i + 3], s4 += b[i + 4] * b[i + 4], s5 += b[i + 5] * b[i + 5];               \
-            s6 += b[i + 6] * b[i + 6], s7 += b[i + 7] * b[i + 7];                                          \
-        }                                                                                                  \
-    b[0] = s0 + s1 + s2 + s3 + s4 + s5 + s6 + s7;                                                          \
-    return arg;
-#if defined(__x86_64__)
-__attribute__((target("avx512f"))) static void *spin_vec512(void *arg) { SPIN_VEC_BODY }
-__attribute__((target("avx2,fma"))) static void *spin_vec256(void *arg) { SPIN_VEC_BODY }
-#endif
-static void *spin_vec_plain(void *arg) { SPIN_VEC_BODY }
-
 /* what two threads give on this machine for perfectly parallel work, of
  * the integer kind (vec = 0) or the vector kind (vec = 1) */
 static double ref_speedup(int vec)
 {
     void *(*fn)(void *) = spin;
     if (vec) {
-        fn = spin_vec_plain;
+        /* (vector work like the engine's, in the widest set the machine
+         * has: two hardware threads of one core share its vector units, an
+         * integer chain barely uses them) */
+        fn = bench_fma_base;
 #if defined(__x86_64__)
         __builtin_cpu_init();
         if (__builtin_cpu_supports("avx512f"))
-            fn = spin_vec512;
+            fn = bench_fma_avx512;
         else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-            fn = spin_vec256;
+            fn = bench_fma_avx2;
 #endif
     }
     double one = 1e30, two = 1e30;
