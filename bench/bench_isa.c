@@ -103,7 +103,7 @@ int bench_isa_one(void)
 
 /* Whether this core runs a 512-bit operation at twice the work of a 256-bit
  * one: the same multiply-adds (bench_fma_*) in 512-bit and in 256-bit
- * vectors, best of 3 each.  A core with a full 512-bit datapath gives
+ * vectors, best of 5 each.  A core with a full 512-bit datapath gives
  * about 2x; one that executes each 512-bit operation as two 256-bit halves
  * about 1x, and there the statistics, bound by their vector operations
  * rather than by memory, reach a smaller share of memcpy than on the
@@ -115,7 +115,7 @@ static void vector_width(void)
     if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
         return;
     double t512 = INFINITY, t256 = INFINITY;
-    for (int rep = 0; rep < 3; rep++) {
+    for (int rep = 0; rep < 5; rep++) { /* (interleaved: a busy neighbour slows both alike) */
         double t0 = bench_now();
         bench_fma_avx512(NULL);
         double t1 = bench_now();
