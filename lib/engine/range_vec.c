@@ -182,7 +182,9 @@ static inline void group_lanes(const float *x, size_t glen, vu16 *amax, vu16 *mi
  * pair held until its second: at most four vectors wait, where the sixteen
  * of a block held before the fold went through the stack (its stores and
  * loads 14 % of the pass's profile on NVFP4's groups; the pass 1.4-1.5x
- * faster on them without).  fold_result: group g in lane g.
+ * faster on them without).  fold_result: group g in lane g.  The four
+ * levels are written out: as a loop over them, their patterns taken from
+ * arrays, the pass ran 0.7x as fast (GCC 12).
  * Maxima and minima are the same whatever the order of the folds. */
 typedef struct {
     vu16 s[4]; /* (without AVX-512: s[3] the result, filled lane by lane) */
