@@ -2,9 +2,8 @@
  * quantize_scales.c — the scale of every group from its amax, by the
  * reference system's rule for each recipe (recipe.c holds the per-value
  * rules; NVFP4's two-level scales are set here, sixteen blocks at a time
- * by range_vec.c's loop, and
- * MX scales under the OCP rule and block scales four groups at a time
- * where the rule's ordinary case holds for all four).
+ * by range_vec.c's loop, and MX scales under the OCP rule and block scales
+ * four groups at a time where the rule's ordinary case holds for all four).
  */
 #include <float.h>
 #include <math.h>

@@ -183,8 +183,8 @@ static inline void group_lanes(const float *x, size_t glen, vu16 *amax, vu16 *mi
  * of a block held before the fold went through the stack (its stores and
  * loads 14 % of the pass's profile on NVFP4's groups; the pass 1.4-1.5x
  * faster on them without).  fold_result: group g in lane g.  The four
- * levels are written out: as a loop over them, their patterns taken from
- * arrays, the pass ran 0.7x as fast (GCC 12).
+ * levels are spelled out (LEVEL): as a loop over them, their patterns
+ * taken from arrays, the pass ran 0.7x as fast (GCC 12).
  * Maxima and minima are the same whatever the order of the folds. */
 typedef struct {
     vu16 s[4]; /* (without AVX-512: s[3] the result, filled lane by lane) */
@@ -221,26 +221,22 @@ static inline __attribute__((always_inline)) void fold_push(fold16 *f, int k, vu
                       p4 = {0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30},
                       q4 = {1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31},
                       rev = {0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15};
-    if (!(k & 1)) {
-        f->s[0] = v;
-        return;
-    }
-    v = FOLD(f->s[0], v, p1, q1, op);
-    if (!(k & 2)) {
-        f->s[1] = v;
-        return;
-    }
-    v = FOLD(f->s[1], v, p2, q2, op);
-    if (!(k & 4)) {
-        f->s[2] = v;
-        return;
-    }
-    v = FOLD(f->s[2], v, p3, q3, op);
-    if (!(k & 8)) {
-        f->s[3] = v;
-        return;
-    }
-    f->s[3] = __builtin_shuffle(FOLD(f->s[3], v, p4, q4, op), rev);
+/* level L: v the first of a pair (bit L of k clear), held; else folded
+ * with the held one by the patterns P, Q */
+#define LEVEL(L, P, Q)                                                                                     \
+    do {                                                                                                   \
+        if (!(k >> (L) & 1)) {                                                                             \
+            f->s[L] = v;                                                                                   \
+            return;                                                                                        \
+        }                                                                                                  \
+        v = FOLD(f->s[L], v, P, Q, op);                                                                    \
+    } while (0)
+    LEVEL(0, p1, q1);
+    LEVEL(1, p2, q2);
+    LEVEL(2, p3, q3);
+    LEVEL(3, p4, q4);
+    f->s[3] = __builtin_shuffle(v, rev); /* (k = 15: the sixteen folded) */
+#undef LEVEL
 }
 #undef FOLD
 #endif
