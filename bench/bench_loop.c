@@ -16,7 +16,9 @@
  * (gradient), output (output) — 68 probes, each with 1 active recipe + 3
  * shadows (the probe bench's).  Plain and probed steps run interleaved,
  * each probed kind in its own run file; the figure is the mean step of
- * each kind (steps WARM.. of a round), the median of ROUNDS rounds.
+ * each kind (steps WARM.. of a round), the median of ROUNDS rounds; beside
+ * each target the range of the rounds' own ratios (probed over plain in
+ * the same round), and a note where the goal lies within it.
  *
  * Targets, ratios to the plain step measured in the same run: every=10
  * within 2%, every=1 within 15%, with one thread and with two (OpenBLAS's
@@ -186,7 +188,7 @@ static int cmp_double(const void *a, const void *b)
  * thirtieth.  tail[k]: the mean wait a block, printed beside the figure. */
 #define BLOCK 30
 #define BG_BLOCKS 3 /* the first one warm-up */
-static int measure(int probe_threads, int background, double out[3], double tail[3])
+static int measure(int probe_threads, int background, double out[3], double tail[3], double lo[3], double hi[3])
 {
     double mean[3][ROUNDS], tails[3][ROUNDS];
     for (int r = 0; r < ROUNDS; r++) {
@@ -241,6 +243,14 @@ static int measure(int probe_threads, int background, double out[3], double tail
             return -1;
         }
     }
+    /* each round's ratio to its own plain step: their range, the run's noise */
+    for (int k = 0; k < 3; k++) {
+        lo[k] = INFINITY, hi[k] = -INFINITY;
+        for (int r = 0; r < ROUNDS; r++) {
+            double q = mean[k][r] / mean[0][r];
+            lo[k] = fmin(lo[k], q), hi[k] = fmax(hi[k], q);
+        }
+    }
     for (int k = 0; k < 3; k++) {
         qsort(mean[k], ROUNDS, sizeof mean[k][0], cmp_double);
         qsort(tails[k], ROUNDS, sizeof tails[k][0], cmp_double);
@@ -248,6 +258,17 @@ static int measure(int probe_threads, int background, double out[3], double tail
         tail[k] = tails[k][ROUNDS / 2];
     }
     return 0;
+}
+
+/* A loop target (bench_target) with the range of its rounds' ratios
+ * beside it, and whether the goal lies inside that range: a verdict this
+ * run's noise could turn */
+static int loop_target(const char *name, double t, double plain, double lo, double hi, double goal)
+{
+    int met = bench_target(name, t * 1e3, "ms", plain * 1e3, "the plain step", goal, 1);
+    printf("  (the %d rounds' ratios %.3f-%.3fx%s)\n", ROUNDS, lo, hi,
+           lo <= goal && goal <= hi ? ": the goal lies within them, a verdict this run's noise could turn" : "");
+    return met;
 }
 
 /* The floors under any probe of this step on one thread, measured on the
@@ -343,8 +364,8 @@ int bench_loop(void)
     for (int c = 0; c < 4; c++) {
         int threads = conf[c][0], pt = conf[c][1], bg = conf[c][2];
         openblas_set_num_threads(threads);
-        double t[3], tail[3];
-        if (measure(pt, bg, t, tail) != 0)
+        double t[3], tail[3], lo[3], hi[3];
+        if (measure(pt, bg, t, tail, lo, hi) != 0)
             return 1;
         if (bg)
             printf("OpenBLAS threads %d, records in the background (blocks of %d steps, each until its records are made; "
@@ -362,15 +383,12 @@ int bench_loop(void)
         if (threads != pt)
             continue;
         char name[64];
-        if (bg) {
-            ok &= bench_target("loop_every10_background", t[1] * 1e3, "ms", t[0] * 1e3, "the plain step", GOAL_EVERY10, 1);
-            ok &= bench_target("loop_every1_background", t[2] * 1e3, "ms", t[0] * 1e3, "the plain step", GOAL_EVERY1, 1);
-            continue;
-        }
-        snprintf(name, sizeof name, "loop_every10_threads%d", threads);
-        ok &= bench_target(name, t[1] * 1e3, "ms", t[0] * 1e3, "the plain step", GOAL_EVERY10, 1);
-        snprintf(name, sizeof name, "loop_every1_threads%d", threads);
-        ok &= bench_target(name, t[2] * 1e3, "ms", t[0] * 1e3, "the plain step", GOAL_EVERY1, 1);
+        char how[16];
+        snprintf(how, sizeof how, bg ? "background" : "threads%d", threads);
+        snprintf(name, sizeof name, "loop_every10_%s", how);
+        ok &= loop_target(name, t[1], t[0], lo[1], hi[1], GOAL_EVERY10);
+        snprintf(name, sizeof name, "loop_every1_%s", how);
+        ok &= loop_target(name, t[2], t[0], lo[2], hi[2], GOAL_EVERY1);
     }
     openblas_set_num_threads(1);
     floors(plain1);
