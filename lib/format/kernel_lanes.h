@@ -103,6 +103,47 @@ static inline unsigned count_nonzero(vu16 v, vu16 m)
 #endif
 }
 
+#if defined(__AVX512F__)
+/* The classes of a vector on kernel_body's wide path as lane bits, from
+ * the compare masks (counted by popcount: as vectors of -1/0 lanes
+ * subtracted into counters they took a sixth of a per-tensor cast of spiky
+ * data, which takes that path): a the bits of |y|, k its subnormal steps
+ * (the path's round(|y| / q)); sub the lanes below min normal, flush those
+ * rounded to 0 from nonzero, subres those rounded to a subnormal (k below
+ * lowsub), round those rounded up to min normal or normal with bits below
+ * the format's (low_mask), subnz the nonzero lanes below min normal. */
+typedef struct {
+    unsigned sub, flush, subres, round, subnz;
+} wide_lanes;
+static inline wide_lanes wide_classes(vu16 a, vu16 k, uint32_t lo_bits, uint32_t lowsub, uint32_t low_mask)
+{
+    __m512i va, vk;
+    memcpy(&va, &a, sizeof va);
+    memcpy(&vk, &k, sizeof vk);
+    unsigned sub = _mm512_cmplt_epu32_mask(va, _mm512_set1_epi32((int)lo_bits));
+    unsigned az = _mm512_testn_epi32_mask(va, va), kz = _mm512_testn_epi32_mask(vk, vk);
+    unsigned low = _mm512_cmplt_epu32_mask(vk, _mm512_set1_epi32((int)lowsub));
+    unsigned inexact = _mm512_test_epi32_mask(va, _mm512_set1_epi32((int)low_mask));
+    return (wide_lanes){.sub = sub,
+                        .flush = sub & kz & ~az,
+                        .subres = sub & ~kz & low,
+                        .round = ((sub & ~low) | (~sub & inexact)) & 0xFFFFu,
+                        .subnz = sub & ~az};
+}
+
+/* lane-wise m ? a : b, m lane bits */
+static inline vu16 sel_bits(unsigned m, vu16 a, vu16 b)
+{
+    __m512i wa, wb;
+    memcpy(&wa, &a, sizeof wa);
+    memcpy(&wb, &b, sizeof wb);
+    __m512i r = _mm512_mask_blend_epi32((__mmask16)m, wb, wa);
+    vu16 o;
+    memcpy(&o, &r, sizeof o);
+    return o;
+}
+#endif
+
 /* Narrow 16 codes to the format's storage width and store them at codes[i]. */
 #if defined(__AVX2__) && !defined(__AVX512F__)
 /* (AVX2: the narrowing packs each piece's 32-bit lanes, which hold codes

@@ -341,6 +341,7 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
     const vi16 zero = {0};
     au16 c_flush = {0}, c_sub = {0}, c_round = {0}, c_sat = {0}, c_ovf = {0}, c_nan = {0};
     uint64_t n_round = 0; /* the specialised hot path's rounded lanes (c_round's) */
+    uint64_t n_flush = 0, n_sub = 0; /* (AVX-512) the wide path's flushed and subnormal lanes */
     const vu16 uz = {0};
     size_t g = 0, gleft = glen;
     /* the wide path's state: nothot vectors of the block ending before
@@ -417,6 +418,18 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
             vf16 t = (vf16)a + (vf16)cb;
             vu16 k = (vu16)t - cb;
             vu16 r = ROUND_BITS(a, KV, P.rshift);
+#if defined(__AVX512F__)
+            /* (the classes from the compare masks, counted by popcount) */
+            wide_lanes w = wide_classes(a, k, KV(lo_bits), KV(lowsub), ~KV(keep_mask));
+            n_flush += (unsigned)__builtin_popcount(w.flush);
+            n_sub += (unsigned)__builtin_popcount(w.subres);
+            n_round += (unsigned)__builtin_popcount(w.round);
+            WIDE_BLOCK_AT();
+            nothot += w.subnz != 0;
+            if (GS && gflags)
+                gflags[g] |= (unsigned char)(2u * (w.flush != 0));
+#define WIDE_SEL(x_, y_) sel_bits(w.sub, (x_), (y_))
+#else
             vi16 sub = VLT(a, KV(lo_bits)), azero = VEQ(a, 0), kzero = VEQ(k, 0), low = VLT(k, KV(lowsub));
             vi16 flushed = sub & kzero & ~azero;
             VA_OP(c_flush, -, (vu16)flushed);
@@ -426,11 +439,14 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
             nothot += (unsigned)!all_lanes(~sub | azero);
             if (GS && gflags)
                 gflags[g] |= (unsigned char)(2u * !all_lanes(~flushed));
+#define WIDE_SEL(x_, y_) SEL((vu16)sub, (x_), (y_))
+#endif
             if (CODES) {
-                vu16 code = SEL((vu16)sub, k, (r >> P.rshift) - KV(rebias)) | (u >> 31 << P.sign_shift);
+                vu16 code = WIDE_SEL(k, (r >> P.rshift) - KV(rebias)) | (u >> 31 << P.sign_shift);
                 store_codes(codes, code_bytes, i, code);
             }
-            EMIT_MAG(SEL((vu16)sub, (vu16)(t - (vf16)cb), r));
+            EMIT_MAG(WIDE_SEL((vu16)(t - (vf16)cb), r));
+#undef WIDE_SEL
             continue;
         }
         int hot = all_in_range(a, KV(lo_bits), KV(range_bits));
@@ -550,7 +566,7 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
     for (int c = 0; c < 6; c++)
         for (int l = 0; l < VL; l++)
             acc[c] += cs[c][l];
-    acc[2] += n_round;
+    acc[0] += n_flush, acc[1] += n_sub, acc[2] += n_round;
 }
 
 #define KERNEL_BODY(GS, SPECIAL, CODES, OUT, ERR, NT)                                                      \
