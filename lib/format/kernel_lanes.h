@@ -103,34 +103,49 @@ static inline unsigned count_nonzero(vu16 v, vu16 m)
 #endif
 }
 
-#if defined(__AVX512F__)
 /* The classes of a vector on kernel_body's wide path as lane bits, from
- * the compare masks (counted by popcount: as vectors of -1/0 lanes
+ * the compares' lane bits (counted by popcount: as vectors of -1/0 lanes
  * subtracted into counters they took a sixth of a per-tensor cast of spiky
- * data, which takes that path): a the bits of |y|, k its subnormal steps
- * (the path's round(|y| / q)); sub the lanes below min normal, flush those
- * rounded to 0 from nonzero, subres those rounded to a subnormal (k below
- * lowsub), round those rounded up to min normal or normal with bits below
- * the format's (low_mask), subnz the nonzero lanes below min normal. */
+ * data, which takes that path): sub the lanes below min normal, flush
+ * those rounded to 0 from nonzero, subres those rounded to a subnormal (k,
+ * the path's round(|y| / q), below lowsub), round those rounded up to min
+ * normal or normal with bits below the format's, subnz the nonzero lanes
+ * below min normal.  From the lanes below min normal, the zero lanes of
+ * |y| and of k, those of k below lowsub and the inexact normal ones. */
 typedef struct {
     unsigned sub, flush, subres, round, subnz;
 } wide_lanes;
-static inline wide_lanes wide_classes(vu16 a, vu16 k, uint32_t lo_bits, uint32_t lowsub, uint32_t low_mask)
+static inline wide_lanes wide_of(unsigned sub, unsigned az, unsigned kz, unsigned low, unsigned inexact)
 {
-    __m512i va, vk;
-    memcpy(&va, &a, sizeof va);
-    memcpy(&vk, &k, sizeof vk);
-    unsigned sub = _mm512_cmplt_epu32_mask(va, _mm512_set1_epi32((int)lo_bits));
-    unsigned az = _mm512_testn_epi32_mask(va, va), kz = _mm512_testn_epi32_mask(vk, vk);
-    unsigned low = _mm512_cmplt_epu32_mask(vk, _mm512_set1_epi32((int)lowsub));
-    unsigned inexact = _mm512_test_epi32_mask(va, _mm512_set1_epi32((int)low_mask));
     return (wide_lanes){.sub = sub,
                         .flush = sub & kz & ~az,
                         .subres = sub & ~kz & low,
                         .round = ((sub & ~low) | (~sub & inexact)) & 0xFFFFu,
                         .subnz = sub & ~az};
 }
+#if defined(__AVX512F__)
+/* (a: |y|'s bits; the compare masks straight) */
+static inline wide_lanes wide_classes(vu16 a, vu16 k, uint32_t lo_bits, uint32_t lowsub, uint32_t low_mask)
+{
+    __m512i va, vk;
+    memcpy(&va, &a, sizeof va);
+    memcpy(&vk, &k, sizeof vk);
+    return wide_of(_mm512_cmplt_epu32_mask(va, _mm512_set1_epi32((int)lo_bits)), _mm512_testn_epi32_mask(va, va),
+                   _mm512_testn_epi32_mask(vk, vk), _mm512_cmplt_epu32_mask(vk, _mm512_set1_epi32((int)lowsub)),
+                   _mm512_test_epi32_mask(va, _mm512_set1_epi32((int)low_mask)));
+}
+#else
+/* (subv: the lanes below min normal as a -1/0 vector, which the path's
+ * selects use; lane_bits of each compare.  The baseline build, which has
+ * no wide path, compiles it unused) */
+static inline wide_lanes wide_classes(vi16 subv, vu16 a, vu16 k, vu16 lowsub, vu16 low_mask)
+{
+    return wide_of(lane_bits(subv), lane_bits(VEQ(a, 0)), lane_bits(VEQ(k, 0)), lane_bits(VLT(k, lowsub)),
+                   ~lane_bits(VEQ(a & low_mask, 0)));
+}
+#endif
 
+#if defined(__AVX512F__)
 /* lane-wise m ? a : b, m lane bits */
 static inline vu16 sel_bits(unsigned m, vu16 a, vu16 b)
 {

@@ -341,7 +341,7 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
     const vi16 zero = {0};
     au16 c_flush = {0}, c_sub = {0}, c_round = {0}, c_sat = {0}, c_ovf = {0}, c_nan = {0};
     uint64_t n_round = 0; /* the specialised hot path's rounded lanes (c_round's) */
-    uint64_t n_flush = 0, n_sub = 0; /* (AVX-512) the wide path's flushed and subnormal lanes */
+    uint64_t n_flush = 0, n_sub = 0; /* the wide path's flushed and subnormal lanes (AVX-512, AVX2) */
     const vu16 uz = {0};
     size_t g = 0, gleft = glen;
     /* the wide path's state: nothot vectors of the block ending before
@@ -418,9 +418,15 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
             vf16 t = (vf16)a + (vf16)cb;
             vu16 k = (vu16)t - cb;
             vu16 r = ROUND_BITS(a, KV, P.rshift);
+            /* (the classes as lane bits, counted by popcount: wide_classes) */
 #if defined(__AVX512F__)
-            /* (the classes from the compare masks, counted by popcount) */
             wide_lanes w = wide_classes(a, k, KV(lo_bits), KV(lowsub), ~KV(keep_mask));
+#define WIDE_SEL(x_, y_) sel_bits(w.sub, (x_), (y_))
+#else
+            vi16 sub = VLT(a, KV(lo_bits));
+            wide_lanes w = wide_classes(sub, a, k, KV(lowsub), ~KV(keep_mask));
+#define WIDE_SEL(x_, y_) SEL((vu16)sub, (x_), (y_))
+#endif
             n_flush += (unsigned)__builtin_popcount(w.flush);
             n_sub += (unsigned)__builtin_popcount(w.subres);
             n_round += (unsigned)__builtin_popcount(w.round);
@@ -428,19 +434,6 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
             nothot += w.subnz != 0;
             if (GS && gflags)
                 gflags[g] |= (unsigned char)(2u * (w.flush != 0));
-#define WIDE_SEL(x_, y_) sel_bits(w.sub, (x_), (y_))
-#else
-            vi16 sub = VLT(a, KV(lo_bits)), azero = VEQ(a, 0), kzero = VEQ(k, 0), low = VLT(k, KV(lowsub));
-            vi16 flushed = sub & kzero & ~azero;
-            VA_OP(c_flush, -, (vu16)flushed);
-            VA_OP(c_sub, -, (vu16)(sub & ~kzero & low));
-            VA_OP(c_round, -, (vu16)((sub & ~low) | (~sub & VNE(a & ~KV(keep_mask), 0))));
-            WIDE_BLOCK_AT();
-            nothot += (unsigned)!all_lanes(~sub | azero);
-            if (GS && gflags)
-                gflags[g] |= (unsigned char)(2u * !all_lanes(~flushed));
-#define WIDE_SEL(x_, y_) SEL((vu16)sub, (x_), (y_))
-#endif
             if (CODES) {
                 vu16 code = WIDE_SEL(k, (r >> P.rshift) - KV(rebias)) | (u >> 31 << P.sign_shift);
                 store_codes(codes, code_bytes, i, code);
