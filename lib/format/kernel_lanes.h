@@ -2,8 +2,9 @@
  * kernel_lanes.h — internal to kernel_vec.c (included there once, built
  * with it per instruction set): the cast kernel's lane-wise helpers — whole
  * masks as one test, the hot path's range test, the rounded lanes' count,
- * the codes' narrowing stores, stochastic rounding's counters, x_hat's
- * non-temporal stores, the largest of a scale array.
+ * the wide path's classes as lane bits, the codes' narrowing stores,
+ * stochastic rounding's counters, x_hat's non-temporal stores, the largest
+ * of a scale array.
  */
 #ifndef FP8_KERNEL_LANES_H
 #define FP8_KERNEL_LANES_H
@@ -103,15 +104,16 @@ static inline unsigned count_nonzero(vu16 v, vu16 m)
 #endif
 }
 
-/* The classes of a vector on kernel_body's wide path as lane bits, from
- * the compares' lane bits (counted by popcount: as vectors of -1/0 lanes
- * subtracted into counters they took a sixth of a per-tensor cast of spiky
- * data, which takes that path): sub the lanes below min normal, flush
- * those rounded to 0 from nonzero, subres those rounded to a subnormal (k,
- * the path's round(|y| / q), below lowsub), round those rounded up to min
- * normal or normal with bits below the format's, subnz the nonzero lanes
- * below min normal.  From the lanes below min normal, the zero lanes of
- * |y| and of k, those of k below lowsub and the inexact normal ones. */
+/* The classes of a vector on kernel_body's wide path as lane bits (lane l:
+ * bit l), for popcount to count (as vectors of -1/0 lanes subtracted into
+ * counters they took a sixth of a per-tensor cast of spiky data, which
+ * takes that path): sub the lanes below min normal, flush those rounded to
+ * 0 from nonzero, subres those rounded to a subnormal (k, the path's
+ * round(|y| / q), below lowsub), round those rounded up to min normal or
+ * normal with bits below the format's, subnz the nonzero lanes below min
+ * normal.  wide_of makes them from the compares: the lanes below min
+ * normal, the zero lanes of |y| and of k, those of k below lowsub and the
+ * lanes with bits below the format's. */
 typedef struct {
     unsigned sub, flush, subres, round, subnz;
 } wide_lanes;

@@ -340,8 +340,9 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
 #endif
     const vi16 zero = {0};
     au16 c_flush = {0}, c_sub = {0}, c_round = {0}, c_sat = {0}, c_ovf = {0}, c_nan = {0};
-    uint64_t n_round = 0; /* the specialised hot path's rounded lanes (c_round's) */
-    uint64_t n_flush = 0, n_sub = 0; /* the wide path's flushed and subnormal lanes (AVX-512, AVX2) */
+    /* the rounded lanes of the specialised hot path and of the wide path,
+     * the wide path's flushed and subnormal ones (c_round's, c_flush's, c_sub's) */
+    uint64_t n_round = 0, n_flush = 0, n_sub = 0;
     const vu16 uz = {0};
     size_t g = 0, gleft = glen;
     /* the wide path's state: nothot vectors of the block ending before
