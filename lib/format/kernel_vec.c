@@ -601,6 +601,37 @@ static int nt_mode(const vparams *p, const float *out)
 #endif
 }
 
+
+#if FP8_NPIECE == 2
+static __attribute__((noinline)) void kernel_all(FP8_VEC_KERNEL_ARGS) /* (the entry below) */
+#else
+void FN(fp8__vec_kernel_)(FP8_VEC_KERNEL_ARGS)
+#endif
+{
+    const int nt = nt_mode(p, out);
+    if (es) { /* the caller's condition: the plain case, no codes */
+        switch ((gscale ? 2 : 0) | (out ? 1 : 0)) {
+        case 0: KERNEL_CALL(0, 0, 0, 0, 1); break;
+        case 1: KERNEL_CALL_NT(0, 1); break;
+        case 2: KERNEL_CALL(1, 0, 0, 0, 1); break;
+        default: KERNEL_CALL_NT(1, 1); break;
+        }
+        return;
+    }
+    if (p->e8m0 || p->stochastic || !p->negzero_keep || !(codes || out)) { /* not specialised further */
+        KERNEL_CALL(gscale != NULL, 1, codes != NULL, out != NULL, 0);
+        return;
+    }
+    switch ((gscale ? 4 : 0) | (codes ? 2 : 0) | (out ? 1 : 0)) {
+    case 1: KERNEL_CALL_NT(0, 0); break;
+    case 2: KERNEL_CALL(0, 0, 1, 0, 0); break;
+    case 3: KERNEL_CALL(0, 0, 1, 1, 0); break;
+    case 5: KERNEL_CALL_NT(1, 0); break;
+    case 6: KERNEL_CALL(1, 0, 1, 0, 0); break;
+    default: KERNEL_CALL(1, 0, 1, 1, 0); break;
+    }
+}
+
 #if FP8_NPIECE == 2
 /* 1 when a plain cast per tensor looks like one that keeps the wide path
  * on: in x's first WIDE_LOOK blocks (or fewer, x being shorter) half
@@ -626,9 +657,7 @@ static int wide_look(const vparams *p, const float *x, size_t n, float scale)
     return nv && 2 * nothot * (WIDE_BLOCK / VL) >= WIDE_MIN * nv;
 }
 
-/* a plain cast per tensor with the wide path (WIDE_FOR), a function of its
- * own: inlined beside the others it made them 4 % slower (their code's
- * placement) */
+/* a plain cast per tensor with the wide path (WIDE_FOR) */
 static __attribute__((noinline)) void wide_plain(FP8_VEC_KERNEL_ARGS)
 {
     const int nt = nt_mode(p, out);
@@ -638,36 +667,18 @@ static __attribute__((noinline)) void wide_plain(FP8_VEC_KERNEL_ARGS)
     default: KERNEL_BODY_W(0, 0, 1, 1, 0, 0, 1); break;
     }
 }
-#endif
 
+/* The AVX2 build's entry: a plain cast per tensor (the one specialised
+ * below SPECIAL) whose x's first blocks look wide goes to wide_plain, any
+ * other cast to kernel_all, whose loops stay as they were.  (Chosen inside
+ * kernel_all, the choice made its plain loops 4-15 % slower: the code's
+ * placement.) */
 void FN(fp8__vec_kernel_)(FP8_VEC_KERNEL_ARGS)
 {
-    const int nt = nt_mode(p, out);
-    if (es) { /* the caller's condition: the plain case, no codes */
-        switch ((gscale ? 2 : 0) | (out ? 1 : 0)) {
-        case 0: KERNEL_CALL(0, 0, 0, 0, 1); break;
-        case 1: KERNEL_CALL_NT(0, 1); break;
-        case 2: KERNEL_CALL(1, 0, 0, 0, 1); break;
-        default: KERNEL_CALL_NT(1, 1); break;
-        }
-        return;
-    }
-    if (p->e8m0 || p->stochastic || !p->negzero_keep || !(codes || out)) { /* not specialised further */
-        KERNEL_CALL(gscale != NULL, 1, codes != NULL, out != NULL, 0);
-        return;
-    }
-#if FP8_NPIECE == 2
-    if (!gscale && wide_look(p, x, n, scale)) {
+    if (!es && !gscale && !p->e8m0 && !p->stochastic && p->negzero_keep && (codes || out) &&
+        wide_look(p, x, n, scale))
         wide_plain(p, code_bytes, scale, scale_inv, x, n, codes, out, acc, gscale, ginv, glen, gflags, es);
-        return;
-    }
-#endif
-    switch ((gscale ? 4 : 0) | (codes ? 2 : 0) | (out ? 1 : 0)) {
-    case 1: KERNEL_CALL_NT(0, 0); break;
-    case 2: KERNEL_CALL(0, 0, 1, 0, 0); break;
-    case 3: KERNEL_CALL(0, 0, 1, 1, 0); break;
-    case 5: KERNEL_CALL_NT(1, 0); break;
-    case 6: KERNEL_CALL(1, 0, 1, 0, 0); break;
-    default: KERNEL_CALL(1, 0, 1, 1, 0); break;
-    }
+    else
+        kernel_all(p, code_bytes, scale, scale_inv, x, n, codes, out, acc, gscale, ginv, glen, gflags, es);
 }
+#endif
