@@ -584,7 +584,6 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
     } while (0)
 #define KERNEL_CALL_NT(GS, ERR) KERNEL_CALL_NT_W(GS, ERR, WIDE_FOR(ERR))
 
-
 /* How x_hat goes to out (vparams.nt asks for non-temporal stores): 1 a
  * whole vector a store where out is aligned to it, 2 four 16-byte stores
  * where it is 16-byte aligned (as malloc gives), else 0, ordinary stores;
@@ -600,7 +599,6 @@ static int nt_mode(const vparams *p, const float *out)
     return 0;
 #endif
 }
-
 
 #if FP8_NPIECE == 2
 static __attribute__((noinline)) void kernel_all(FP8_VEC_KERNEL_ARGS) /* (the entry below) */
