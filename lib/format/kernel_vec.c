@@ -584,6 +584,12 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
     } while (0)
 #define KERNEL_CALL_NT(GS, ERR) KERNEL_CALL_NT_W(GS, ERR, WIDE_FOR(ERR))
 
+/* 1 when a plain cast (no error sums) goes to the loops specialised below
+ * SPECIAL: nearest or toward zero, not e8m0, a format with -0, codes or
+ * x_hat wanted.  (A macro: as a static function it changed the register
+ * allocation of the whole entry, whose loops are sensitive to placement.) */
+#define PLAIN_SPECIALISED(p, codes, out) (!((p)->e8m0 || (p)->stochastic || !(p)->negzero_keep || !((codes) || (out))))
+
 /* How x_hat goes to out (vparams.nt asks for non-temporal stores): 1 a
  * whole vector a store where out is aligned to it, 2 four 16-byte stores
  * where it is 16-byte aligned (as malloc gives), else 0, ordinary stores;
@@ -616,7 +622,7 @@ void FN(fp8__vec_kernel_)(FP8_VEC_KERNEL_ARGS)
         }
         return;
     }
-    if (p->e8m0 || p->stochastic || !p->negzero_keep || !(codes || out)) { /* not specialised further */
+    if (!PLAIN_SPECIALISED(p, codes, out)) { /* not specialised further */
         KERNEL_CALL(gscale != NULL, 1, codes != NULL, out != NULL, 0);
         return;
     }
@@ -666,15 +672,14 @@ static __attribute__((noinline)) void wide_plain(FP8_VEC_KERNEL_ARGS)
     }
 }
 
-/* The AVX2 build's entry: a plain cast per tensor (the one specialised
- * below SPECIAL) whose x's first blocks look wide goes to wide_plain, any
+/* The AVX2 build's entry: a plain cast per tensor (PLAIN_SPECIALISED)
+ * whose x's first blocks look wide goes to wide_plain, any
  * other cast to kernel_all, whose loops stay as they were.  (Chosen inside
  * kernel_all, the choice made its plain loops 4-15 % slower: the code's
  * placement.) */
 void FN(fp8__vec_kernel_)(FP8_VEC_KERNEL_ARGS)
 {
-    if (!es && !gscale && !p->e8m0 && !p->stochastic && p->negzero_keep && (codes || out) &&
-        wide_look(p, x, n, scale))
+    if (!es && !gscale && PLAIN_SPECIALISED(p, codes, out) && wide_look(p, x, n, scale))
         wide_plain(p, code_bytes, scale, scale_inv, x, n, codes, out, acc, gscale, ginv, glen, gflags, es);
     else
         kernel_all(p, code_bytes, scale, scale_inv, x, n, codes, out, acc, gscale, ginv, glen, gflags, es);
