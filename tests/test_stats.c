@@ -427,6 +427,63 @@ static void test_codes(void)
     }
 }
 
+/* Codes with statistics (the plain cast, then the statistics of its
+ * x_hat) of data wider than the format: |x| log-uniform over 2^-30 ..
+ * 2^5, random signs, where most vectors of every recipe hold subnormal or
+ * flushed lanes (the kernel's wide path, per tensor and per group).  The
+ * statistics (the groups' flush and overflow flags among them), x_hat and
+ * the codes against the oracle, for every recipe. */
+static void test_codes_wide(void)
+{
+    const size_t shapes[][2] = {{64, 512}, {130, 260}};
+    for (size_t si = 0; si < 2; si++) {
+        size_t rows = shapes[si][0], cols = shapes[si][1], n = rows * cols;
+        float *x = malloc(n * 4), *q = malloc(n * 4), *qb = malloc(n * 4);
+        uint16_t *codes = malloc(n * 2);
+        CU_ASSERT_FATAL(x && q && qb && codes);
+        uint64_t rs = 4242 + si;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t u = test_rand(&rs);
+            double m = ldexp(1.0 + (double)(u >> 40) * 0x1p-24, (int)((u >> 8) % 35) - 30);
+            x[i] = (float)(u & 1 ? -m : m);
+        }
+        for (size_t ri = 0; ri < NRECIPES; ri++) {
+            fp8_recipe r;
+            CU_ASSERT_EQUAL_FATAL(fp8_recipe_parse(recipes[ri], &r), FP8_OK);
+            size_t ng = fp8_quantize_ngroups(&r, rows, cols);
+            float *gsi = malloc(ng * sizeof *gsi);
+            fp8_recipe_state *st = fp8_recipe_state_alloc(&r, FP8_ROLE_GRADIENT);
+            fp8_recipe_state *so = fp8_recipe_state_alloc(&r, FP8_ROLE_GRADIENT);
+            CU_ASSERT_FATAL(gsi && st && so);
+            fp8_stats a, b;
+            CU_ASSERT_EQUAL_FATAL(fp8_quantize_codes(st, x, rows, cols, codes, gsi, q, &a, 0), FP8_OK);
+            CU_ASSERT_EQUAL_FATAL(ref_quantize(so, x, rows, cols, qb, &b), FP8_OK);
+            char what[160];
+            snprintf(what, sizeof what, "codes, wide data: %s %zux%zu", recipes[ri], rows, cols);
+            stats_compare(what, &a, &b, 0);
+            size_t bad = 0, badq = 0;
+            for (size_t i = 0; i < rows; i++)
+                for (size_t j = 0; j < cols; j++) {
+                    size_t k = i * cols + j;
+                    uint32_t code = st->format->code_bytes == 1 ? ((uint8_t *)codes)[k] : codes[k];
+                    float v = fp8_format_decode(st->format, code) * gsi[fp8_quantize_group_of(&r, rows, cols, i, j)];
+                    bad += bits_of(v) != bits_of(q[k]) && !(isnan(v) && isnan(q[k]));
+                    badq += bits_of(q[k]) != bits_of(qb[k]);
+                }
+            if (bad || badq)
+                fprintf(stderr, "\n  %s: %zu codes off x_hat, %zu x_hat off the oracle's", what, bad, badq);
+            CU_ASSERT_EQUAL(bad, 0);
+            CU_ASSERT_EQUAL(badq, 0);
+            /* the data is wide: the statistics say so (a test of the test) */
+            CU_ASSERT(a.underflows + a.subnormals > n / 10);
+            fp8_recipe_state_free(st);
+            fp8_recipe_state_free(so);
+            free(gsi);
+        }
+        free(x), free(q), free(qb), free(codes);
+    }
+}
+
 /* fp8_tensor_amax (vector pass) against a plain loop: lengths around the
  * lane width, Inf and NaN of both signs, subnormals, a zero tensor. */
 static void test_tensor_amax(void)
@@ -724,6 +781,7 @@ void register_stats_tests(void)
         {"engine under FTZ/DAZ equals the default environment", test_vs_oracle_ftz},
         {"apply-only and no-histogram paths agree", test_options},
         {"codes and group scales reproduce x_hat", test_codes},
+        {"codes with statistics of data wider than the format vs the oracle", test_codes_wide},
         {"tensor amax, Inf and NaN counts vs a plain loop", test_tensor_amax},
         {"x's statistics given once equal the engine's own", test_x_given},
         {"largest group ratio: exact where the bits mislead, subnormal minimum", test_block_range},
