@@ -52,11 +52,12 @@ typedef struct {
 /* Which casts have the path (kernel_body's WIDE): not the baseline build,
  * whose sixteen 128-bit registers hold the hot path's vectors only (the
  * wide path made its plain encode 10% slower); the AVX2 build where the
- * error sums are made (ERR: the statistics' casts), and in a plain cast
- * per tensor whose x's first blocks look wide (wide_look: the loop with
- * the path in it ran a quantize-dequantize of uniform x 7 % slower, 4.63-
- * 4.72 -> 4.32-4.37 Gelem/s, and of a Gaussian beside 1 in 4096 at 1000
- * 2-2.7x faster, 0.53-0.64 -> 1.22-1.72) */
+ * error sums are made (ERR: the statistics' casts), and in a plain cast,
+ * per tensor or per group, whose x's first blocks look wide (wide_look:
+ * the loop with the path in it ran a quantize-dequantize of uniform x 7 %
+ * slower, 4.63-4.72 -> 4.32-4.37 Gelem/s, and of a Gaussian beside 1 in
+ * 4096 at 1000 2-2.7x faster, 0.53-0.64 -> 1.22-1.72; 1x128 blocks of
+ * log-uniform |x| 4x faster) */
 #define WIDE_FOR(ERR) (FP8_NPIECE == 1 || (FP8_NPIECE == 2 && (ERR)))
 
 /* vparams' fields that the lane-wise paths combine with vectors, as
@@ -637,49 +638,59 @@ void FN(fp8__vec_kernel_)(FP8_VEC_KERNEL_ARGS)
 }
 
 #if FP8_NPIECE == 2
-/* 1 when a plain cast per tensor looks like one that keeps the wide path
- * on: in x's first WIDE_LOOK blocks (or fewer, x being shorter) half
- * kernel_body's rate of vectors neither on the hot path nor past top_bits
- * or more (WIDE_MIN a block turns the path on; a single block of a
- * Gaussian beside outliers, 36 % of whose vectors have a subnormal lane,
- * held 2) */
+/* 1 when a plain cast looks like one that keeps the wide path on: in x's
+ * first WIDE_LOOK blocks (or fewer, x being shorter) half kernel_body's
+ * rate of vectors neither on the hot path nor past top_bits or more
+ * (WIDE_MIN a block turns the path on; a single block of a Gaussian beside
+ * outliers, 36 % of whose vectors have a subnormal lane, held 2).  Each
+ * vector scaled as the kernel scales it: by scale, or where gscale by its
+ * group's (glen elements a group, a multiple of the vector) */
 #define WIDE_LOOK 4
-static int wide_look(const vparams *p, const float *x, size_t n, float scale)
+static int wide_look(const vparams *p, const float *x, size_t n, float scale, const float *gscale, size_t glen)
 {
     if (!p->wide_ok)
         return 0;
     const vu16 lo = VSPLAT(vu16, p->lo_bits), range = VSPLAT(vu16, p->range_bits);
     const vu16 top = VSPLAT(vu16, p->top_bits);
-    const vf16 s = VSPLAT(vf16, scale);
     unsigned nothot = 0, nv = 0;
+    size_t g = 0, gleft = glen; /* (the group, as the kernel steps it: no division) */
     for (size_t i = 0; i + VL <= n && i < WIDE_LOOK * WIDE_BLOCK; i += VL, nv++) {
+        if (gscale) {
+            if (gleft == 0)
+                g++, gleft = glen;
+            gleft -= VL;
+            scale = gscale[g];
+        }
         vf16 xv;
         memcpy(&xv, x + i, sizeof xv);
-        vu16 a = (vu16)(xv * s) & FP8_F32_ABS;
+        vu16 a = (vu16)(xv * VSPLAT(vf16, scale)) & FP8_F32_ABS;
         nothot += (unsigned)(!all_in_range(a, lo, range) && all_lanes(VLE(a, top)));
     }
     return nv && 2 * nothot * (WIDE_BLOCK / VL) >= WIDE_MIN * nv;
 }
 
-/* a plain cast per tensor with the wide path (WIDE_FOR) */
+/* a plain cast with the wide path (WIDE_FOR) */
 static __attribute__((noinline)) void wide_plain(FP8_VEC_KERNEL_ARGS)
 {
     const int nt = nt_mode(p, out);
-    switch ((codes ? 2 : 0) | (out ? 1 : 0)) {
+    switch ((gscale ? 4 : 0) | (codes ? 2 : 0) | (out ? 1 : 0)) {
     case 1: KERNEL_CALL_NT_W(0, 0, 1); break;
     case 2: KERNEL_BODY_W(0, 0, 1, 0, 0, 0, 1); break;
-    default: KERNEL_BODY_W(0, 0, 1, 1, 0, 0, 1); break;
+    case 3: KERNEL_BODY_W(0, 0, 1, 1, 0, 0, 1); break;
+    case 5: KERNEL_CALL_NT_W(1, 0, 1); break;
+    case 6: KERNEL_BODY_W(1, 0, 1, 0, 0, 0, 1); break;
+    default: KERNEL_BODY_W(1, 0, 1, 1, 0, 0, 1); break;
     }
 }
 
-/* The AVX2 build's entry: a plain cast per tensor (PLAIN_SPECIALISED)
- * whose x's first blocks look wide goes to wide_plain, any
+/* The AVX2 build's entry: a plain cast (PLAIN_SPECIALISED), per tensor or
+ * per group, whose x's first blocks look wide goes to wide_plain, any
  * other cast to kernel_all, whose loops stay as they were.  (Chosen inside
  * kernel_all, the choice made its plain loops 4-15 % slower: the code's
  * placement.) */
 void FN(fp8__vec_kernel_)(FP8_VEC_KERNEL_ARGS)
 {
-    if (!es && !gscale && PLAIN_SPECIALISED(p, codes, out) && wide_look(p, x, n, scale))
+    if (!es && PLAIN_SPECIALISED(p, codes, out) && wide_look(p, x, n, scale, gscale, glen))
         wide_plain(p, code_bytes, scale, scale_inv, x, n, codes, out, acc, gscale, ginv, glen, gflags, es);
     else
         kernel_all(p, code_bytes, scale, scale_inv, x, n, codes, out, acc, gscale, ginv, glen, gflags, es);
