@@ -12,7 +12,11 @@
  * floats), a tensor's amax read (what a step without statistics costs a
  * probe), and the engine's all-statistics casts of a 4096 x 4096 tensor
  * with x_hat written: e4m3 delayed and current, 1x128 blocks, MXFP8, NVFP4
- * (the statistics section's shape).
+ * (the statistics section's shape); then the same shape's casts without
+ * statistics (a probe's apply at a step without them) by 1x128 blocks and
+ * MXFP8, of x and of data wider than the format (|x| log-uniform over
+ * 2^-30 .. 2^5, as gradients: most vectors hold subnormal or flushed
+ * lanes, the kernel's wide path).
  */
 #include <math.h>
 #include <stdio.h>
@@ -32,11 +36,12 @@
 
 typedef struct {
     const char *spec; /* a recipe, or NULL for the rows below */
-    int kind;         /* 0 engine cast, 1 qdq, 2 encode, 3 amax */
+    int kind;         /* 0 engine cast, 1 qdq, 2 encode, 3 amax, 4 engine cast without statistics, 5 the same of w */
     const char *name;
 } row;
 
-static double run_row(const row *r, const float *x, float *y, uint8_t *codes, size_t n, fp8_recipe_state *st)
+static double run_row(const row *r, const float *x, const float *w, float *y, uint8_t *codes, size_t n,
+                      fp8_recipe_state *st)
 {
     double t0 = bench_now();
     static const fp8_cast_mode mode = {FP8_ROUND_NEAREST, FP8_SATURATE, 0, 0};
@@ -47,6 +52,8 @@ static double run_row(const row *r, const float *x, float *y, uint8_t *codes, si
     case 0: fp8_quantize(st, x, ROWS, COLS, y, &s); break;
     case 1: fp8_format_qdq_array(f, &mode, 2.385f, x, n, y, NULL); break;
     case 2: fp8_format_encode_array(f, &mode, 2.385f, x, n, codes, NULL); break;
+    case 4: fp8_quantize(st, x, ROWS, COLS, y, NULL); break;
+    case 5: fp8_quantize(st, w, ROWS, COLS, y, NULL); break;
     default: fp8_tensor_amax(x, n, &ai); break;
     }
     return (double)n / (bench_now() - t0) / 1e9;
@@ -55,10 +62,10 @@ static double run_row(const row *r, const float *x, float *y, uint8_t *codes, si
 /* this process's build: one line per row */
 int bench_isa_one(void)
 {
-    float *x = malloc(NQ * 4), *y = malloc(NQ * 4);
+    float *x = malloc(NQ * 4), *y = malloc(NQ * 4), *w = malloc(NQ * 4);
     uint8_t *codes = malloc(NQ);
-    if (!x || !y || !codes) {
-        free(x), free(y), free(codes);
+    if (!x || !y || !w || !codes) {
+        free(x), free(y), free(w), free(codes);
         fprintf(stderr, "bench: out of memory\n");
         return 1;
     }
@@ -68,6 +75,9 @@ int bench_isa_one(void)
         double u = (double)(s >> 11) * 0x1p-53;
         x[i] = (float)((u - 0.5) * 3.4 + ((s & 0xFF) == 0 ? 40.0 : 0.0));
         y[i] = 0, codes[i] = 0;
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        double m = ldexp(1.0 + (double)(s >> 40) * 0x1p-24, (int)((s >> 8) % 35) - 30);
+        w[i] = (float)(s & 1 ? -m : m);
     }
     static const row rows[] = {
         {NULL, 1, "e4m3 quantize-dequantize (format)"}, {NULL, 2, "e4m3 encode (format)"},
@@ -75,6 +85,9 @@ int bench_isa_one(void)
         {"e4m3:delayed", 0, "e4m3:delayed, all statistics"},       {"e4m3:current", 0, "e4m3:current, all statistics"},
         {"e4m3:block=1x128", 0, "e4m3:block=1x128, all statistics"}, {"mxfp8", 0, "mxfp8, all statistics"},
         {"nvfp4", 0, "nvfp4, all statistics"},
+        {"e4m3:block=1x128", 4, "e4m3:block=1x128, no statistics"},
+        {"e4m3:block=1x128", 5, "... of log-uniform |x|, 2^-30 .. 2^5"},
+        {"mxfp8", 4, "mxfp8, no statistics"}, {"mxfp8", 5, "... of log-uniform |x|, 2^-30 .. 2^5"},
     };
     const char *isa = fp8_format_kernel_name();
     for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) {
@@ -85,19 +98,19 @@ int bench_isa_one(void)
             st = fp8_recipe_state_new(r->spec, "activation");
             if (!st)
                 continue;
-            fp8_quantize(st, x, ROWS, COLS, NULL, NULL);
+            fp8_quantize(st, r->kind == 5 ? w : x, ROWS, COLS, NULL, NULL);
             fp8_recipe_state_step(st);
         }
         double best = 0, ref = 0;
         for (int rep = 0; rep < 5; rep++) {
             ref = fmax(ref, bench_memcpy_once(y, x, n));
-            best = fmax(best, run_row(r, x, y, codes, n, st));
+            best = fmax(best, run_row(r, x, w, y, codes, n, st));
         }
         printf("%-7s %-40s %7.3f Gelem/s %6.1f%% of memcpy beside it (%.3f)\n", isa, r->name, best, 100 * best / ref,
                ref);
         fp8_recipe_state_free(st);
     }
-    free(x), free(y), free(codes);
+    free(x), free(y), free(w), free(codes);
     return 0;
 }
 
