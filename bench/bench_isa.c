@@ -75,10 +75,8 @@ int bench_isa_one(void)
         double u = (double)(s >> 11) * 0x1p-53;
         x[i] = (float)((u - 0.5) * 3.4 + ((s & 0xFF) == 0 ? 40.0 : 0.0));
         y[i] = 0, codes[i] = 0;
-        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-        double m = ldexp(1.0 + (double)(s >> 40) * 0x1p-24, (int)((s >> 8) % 35) - 30);
-        w[i] = (float)(s & 1 ? -m : m);
     }
+    bench_fill_logu(w, NQ, s);
     static const row rows[] = {
         {NULL, 1, "e4m3 quantize-dequantize (format)"}, {NULL, 2, "e4m3 encode (format)"},
         {NULL, 3, "amax read (a step without statistics)"},

@@ -32,6 +32,16 @@ uint64_t bench_fill_spiky(float *x, size_t n, uint64_t s)
     return s;
 }
 
+uint64_t bench_fill_logu(float *x, size_t n, uint64_t s)
+{
+    for (size_t i = 0; i < n; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        double u = (double)(s >> 11) * 0x1p-53;
+        x[i] = (float)((s & 1 ? -1 : 1) * exp2(-30 + 35 * u));
+    }
+    return s;
+}
+
 double bench_memcpy_rate(void)
 {
     double rate = 0;

@@ -68,11 +68,7 @@ static void bench_stats_wide(const float *x, float *w, size_t n)
     wide_row("e4m3:current", "Gaussian, 1 in 4096 at 1000", x, w);
     wide_row("e4m3:block=1x128", "Gaussian, 1 in 4096 at 1000", x, w);
     wide_row("mxfp8", "Gaussian, 1 in 4096 at 1000", x, w);
-    for (size_t i = 0; i < n; i++) {
-        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-        double u = (double)(s >> 11) * 0x1p-53;
-        w[i] = (float)((s & 1 ? -1 : 1) * exp2(-30 + 35 * u));
-    }
+    bench_fill_logu(w, n, s);
     wide_row("e4m3:current", "log-uniform |x|, 2^-30 .. 2^5", x, w);
     wide_row("e4m3:block=1x128", "log-uniform |x|, 2^-30 .. 2^5", x, w);
     wide_row("mxfp8", "log-uniform |x|, 2^-30 .. 2^5", x, w);
