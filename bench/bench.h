@@ -41,6 +41,10 @@ double bench_memcpy_once(float *dst, const float *src, size_t n);
  * factor.  Returns 1 when met; a NAN value (not measurable) is MISSED. */
 int bench_target(const char *name, double value, const char *unit, double ref, const char *ref_name, double goal,
                  int at_most);
+/* A target kept for the summary main prints at the end of the run: its
+ * name, what it measured and its goal as printed, whether it was met
+ * (bench_target keeps each of its own) */
+void bench_tally(const char *name, const char *got, const char *goal, int met);
 /* Vector work like the engine's (bench_vec.c): 1,024 floats in L1, each
  * squared and added into one of eight independent sums, 1,000,000 times
  * (1.024e9 multiply-adds a call), in 128-bit vectors (any machine), 256-bit

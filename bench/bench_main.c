@@ -70,6 +70,41 @@ double bench_memcpy_once(float *dst, const float *src, size_t n)
     return (double)n / (bench_now() - t0) / 1e9;
 }
 
+/* the run's targets, in the order they were measured */
+#define TALLY_MAX 96
+static struct {
+    char name[48], got[16], goal[16];
+    int met;
+} tally[TALLY_MAX];
+static int ntally, tally_lost;
+
+void bench_tally(const char *name, const char *got, const char *goal, int met)
+{
+    if (ntally == TALLY_MAX) {
+        tally_lost++;
+        return;
+    }
+    snprintf(tally[ntally].name, sizeof tally[ntally].name, "%s", name);
+    snprintf(tally[ntally].got, sizeof tally[ntally].got, "%s", got);
+    snprintf(tally[ntally].goal, sizeof tally[ntally].goal, "%s", goal);
+    tally[ntally++].met = met;
+}
+
+/* The end of the run: how many targets were met, and each one missed with
+ * what it measured (the lines above give their references and spreads) */
+static void tally_print(void)
+{
+    int met = 0;
+    for (int i = 0; i < ntally; i++)
+        met += tally[i].met;
+    printf("\nsummary: %d of %d targets met%s\n", met, ntally, met < ntally ? "; missed:" : "");
+    for (int i = 0; i < ntally; i++)
+        if (!tally[i].met)
+            printf("  %-36s %-10s goal %s\n", tally[i].name, tally[i].got, tally[i].goal);
+    if (tally_lost)
+        printf("  (%d more targets not kept for this summary: see their lines above)\n", tally_lost);
+}
+
 int bench_target(const char *name, double value, const char *unit, double ref, const char *ref_name, double goal,
                  int at_most)
 {
@@ -85,6 +120,7 @@ int bench_target(const char *name, double value, const char *unit, double ref, c
                unit, g, met ? "met" : "MISSED");
     else
         printf("target %s: not measured (goal %s of %s) MISSED\n", name, g, ref_name);
+    bench_tally(name, ratio == ratio ? r : "not measured", g, met);
     return met;
 }
 
@@ -106,6 +142,8 @@ int main(int argc, char **argv)
                 printf("\n");
             rc |= sections[i].run();
         }
+    if (ntally)
+        tally_print();
     if (!ran) {
         fprintf(stderr, "bench: no section '%s' (formats, stats, probe, loop, train, report, import, readers, gemm, ranks, isa)\n", only);
         return 2;

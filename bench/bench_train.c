@@ -126,6 +126,11 @@ int bench_train(void)
            tfull * 1e3, tg * 1e3, 100 * tg / tfull, emu * 1e3, 100 * emu / tfull, emu <= 0.35 * tfull ? "met" : "MISSED",
            probes * 1e3, 100 * probes / tfull, probes <= 0.10 * tfull ? "met" : "MISSED", rest * 1e3,
            100 * rest / tfull);
+    char share[16];
+    snprintf(share, sizeof share, "%.0f%%", 100 * emu / tfull);
+    bench_tally("train_fp8_emulation_share", share, "<= 35%", emu <= 0.35 * tfull);
+    snprintf(share, sizeof share, "%.0f%%", 100 * probes / tfull);
+    bench_tally("train_probes_share", share, "<= 10%", probes <= 0.10 * tfull);
     printf("(fp32 step %.1f ms; fp8 casts without recording %.1f ms)\n", t32 * 1e3, tcast * 1e3);
     printf("fp8prof train's defaults add the GEMM-output error (every FP8 GEMM against FP32, at the recorded steps): "
            "%.1f ms a step (%.0f%% of the probed step; %.1f ms with it)\n",
