@@ -18,7 +18,9 @@ interception of gemms="all" alone (its module hooks and TorchFunctionMode,
 nothing probed), which no probe with gemms="all" can go below.  The same
 record-only steps with the option background (records made by the run's own thread), timed a
 block of 10 steps at a time until that thread has made the block's records
-(reading Run.dropped waits)."""
+(reading Run.dropped waits).  Last, record-only with every=10^9 (each
+tensor's amax alone at every step), which splits every=10's ratio into its
+amax steps' part and its statistics step's."""
 import copy
 import os
 import statistics
@@ -187,6 +189,8 @@ def main():
                                          (1, False, 1.25, True)):
             p, q, nb, nt, blocks = measure(every, apply, 60 if bg else 51 if every == 10 else 31, tmp, bg)
             r = statistics.median(blocks)
+            if every == 10 and not apply and not bg:
+                r10 = r
             print("  %-11s every=%-2d  plain %6.1f ms  profiled %6.1f ms  ratio %.3f (target <= %.2f: %s; "
                   "median of %d blocks of %d steps, %.3f-%.3f)%s"
                   % ("apply" if apply else "background" if bg else "record-only", every, p * 1e3, q * 1e3, r, target,
@@ -201,6 +205,16 @@ def main():
         print("  floor: gemms=\"all\"'s interception alone (a hook before and after every module's forward, a "
               "TorchFunctionMode passing every call through; nothing probed) %.3f the plain step's time (median of "
               "%d blocks of %d steps, %.3f-%.3f): %s" % (r, len(blocks), BLOCK, min(blocks), max(blocks), verdict))
+        # record-only with no statistics step after the first (every=10^9):
+        # what every=10 pays on its nine steps of ten (the interception, the
+        # GEMM wrapper, each tensor's amax); the rest of every=10's ratio is
+        # its statistics step's
+        p, q, nb, nt, blocks = measure(10 ** 9, False, 51, tmp)
+        r = statistics.median(blocks)
+        print("  split: record-only with every=10^9 (no statistics step: each tensor's amax alone at every step) %.3f "
+              "the plain step's time (median of %d blocks of %d steps, %.3f-%.3f); of record-only every=10's %.3f "
+              "about %.3f is its amax steps' and %.3f its statistics step's (a tenth of a step that records)"
+              % (r, len(blocks), BLOCK, min(blocks), max(blocks), r10, r - 1, r10 - r))
 
 
 if __name__ == "__main__":
