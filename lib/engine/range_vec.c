@@ -12,6 +12,9 @@
 #include "stats_vec.h"
 #include "vec_isa.h"
 #include "vec_sums.h"
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 static inline void group_lanes(const float *x, size_t glen, vu16 *amax, vu16 *minnz);
 
@@ -186,11 +189,75 @@ static inline void group_lanes(const float *x, size_t glen, vu16 *amax, vu16 *mi
  * levels are spelled out (LEVEL): as a loop over them, their patterns
  * taken from arrays, the pass ran 0.7x as fast (GCC 12).
  * Maxima and minima are the same whatever the order of the folds. */
+#if FP8_NPIECE == 2 && defined(__AVX2__)
+/* (AVX2: the same folds on 8-lane pieces, a group's two pieces folded
+ * first: levels 1-3 fold pairs of groups (the 128-bit halves, the 64-bit
+ * pairs, the odd and even lanes), h[L] the held first of a pair; eight
+ * groups end in one piece, in lanes 0 2 4 6 1 3 5 7, which a last
+ * permute orders.  As the 64-byte shuffles below, GCC 12 moved the lanes
+ * one at a time through memory: the pass ran at half the rate.) */
 typedef struct {
-    vu16 s[4]; /* (without AVX-512: s[3] the result, filled lane by lane) */
+    __m256i h[3];
+    vu16 r; /* groups 0-7, then 8-15 */
 } fold16;
-#if FP8_NPIECE > 1
-/* (without AVX-512 the 64-byte shuffles below go lane by lane through
+static inline __m256i fold_op(__m256i a, __m256i b, int max)
+{
+    return max ? _mm256_max_epu32(a, b) : _mm256_min_epu32(a, b);
+}
+/* group k's 8 lanes p (its pieces folded) */
+static inline __attribute__((always_inline)) void fold_piece(fold16 *f, int k, __m256i p, int max)
+{
+    if (!(k & 1)) {
+        f->h[0] = p;
+        return;
+    }
+    p = fold_op(_mm256_permute2x128_si256(f->h[0], p, 0x20), _mm256_permute2x128_si256(f->h[0], p, 0x31), max);
+    if (!(k >> 1 & 1)) {
+        f->h[1] = p;
+        return;
+    }
+    p = fold_op(_mm256_unpacklo_epi64(f->h[1], p), _mm256_unpackhi_epi64(f->h[1], p), max);
+    if (!(k >> 2 & 1)) {
+        f->h[2] = p;
+        return;
+    }
+    __m256 a = _mm256_castsi256_ps(f->h[2]), b = _mm256_castsi256_ps(p);
+    p = fold_op(_mm256_castps_si256(_mm256_shuffle_ps(a, b, 0x88)), _mm256_castps_si256(_mm256_shuffle_ps(a, b, 0xDD)),
+                max);
+    p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    memcpy((char *)&f->r + (k >> 3) * 32, &p, 32);
+}
+static inline __attribute__((always_inline)) void fold_push(fold16 *f, int k, vu16 v, vu16 (*op)(vu16, vu16))
+{
+    const int max = op == umax16;
+    fold_piece(f, k, fold_op((__m256i)FP8_P32(v, 0), (__m256i)FP8_P32(v, 1), max), max);
+}
+static inline vu16 fold_result(const fold16 *f) { return f->r; }
+/* lean_lanes (below) on the pieces, each group's folded to its 8 lanes
+ * (through a 64-byte vector the pieces went through memory a lane at a
+ * time) */
+static inline void lean_pieces(const float *x, size_t glen, __m256i *am, __m256i *mn)
+{
+    const __m256i abs = _mm256_set1_epi32((int)FP8_F32_ABS), one = _mm256_set1_epi32(1);
+    __m256i m0 = _mm256_setzero_si256(), m1 = m0, z0 = _mm256_set1_epi32(-1), z1 = z0;
+    for (size_t k = 0; k < glen; k += 16) {
+        __m256i a0 = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(x + k)), abs);
+        __m256i a1 = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(x + k + 8)), abs);
+        m0 = _mm256_max_epu32(m0, a0), m1 = _mm256_max_epu32(m1, a1);
+        if (mn) {
+            z0 = _mm256_min_epu32(z0, _mm256_sub_epi32(a0, one));
+            z1 = _mm256_min_epu32(z1, _mm256_sub_epi32(a1, one));
+        }
+    }
+    *am = _mm256_max_epu32(m0, m1);
+    if (mn)
+        *mn = _mm256_min_epu32(z0, z1);
+}
+#elif FP8_NPIECE > 1
+typedef struct {
+    vu16 s[4]; /* (s[3] the result, filled lane by lane) */
+} fold16;
+/* (without AVX2 the 64-byte shuffles below go lane by lane through
  * memory: each group's vector is reduced on its own, its native pieces
  * first) */
 static inline fp8_pu fold_pieces(fp8_pu a, fp8_pu b, int max) { return max ? fp8_pmaxu(a, b) : fp8_pminu(a, b); }
@@ -208,7 +275,11 @@ static inline void fold_push(fold16 *f, int k, vu16 v, vu16 (*op)(vu16, vu16))
         m = max ? (p[l] > m ? p[l] : m) : (p[l] < m ? p[l] : m);
     f->s[3][k] = m;
 }
+static inline vu16 fold_result(const fold16 *f) { return f->s[3]; }
 #else
+typedef struct {
+    vu16 s[4];
+} fold16;
 #define FOLD(A, B, P, Q, OP) OP(__builtin_shuffle(A, B, P), __builtin_shuffle(A, B, Q))
 static inline __attribute__((always_inline)) void fold_push(fold16 *f, int k, vu16 v, vu16 (*op)(vu16, vu16))
 {
@@ -239,8 +310,8 @@ static inline __attribute__((always_inline)) void fold_push(fold16 *f, int k, vu
 #undef LEVEL
 }
 #undef FOLD
-#endif
 static inline vu16 fold_result(const fold16 *f) { return f->s[3]; }
+#endif
 
 /* A group's lanes, lean: the maxima of all |x| bits (Inf and NaN among
  * them: the caller checks the folded maxima and redoes a block that holds
@@ -279,7 +350,7 @@ static inline int any_nonfinite(vu16 ra)
 /* 16 groups from x on, Inf and NaN masked out (group_lanes) */
 static inline void masked_block(const float *x, size_t glen, uint32_t *amax_bits, uint32_t *minnz_bits)
 {
-    fold16 fa = {{{0}}}, fm = {{{0}}};
+    fold16 fa = {0}, fm = {0};
 #pragma GCC unroll 16
     for (int k = 0; k < 16; k++) {
         vu16 am, mn;
@@ -304,14 +375,22 @@ static inline __attribute__((always_inline)) size_t range_runs(const float *x, s
     size_t g = 0;
     for (; g + 16 <= ng; g += 16) {
         const float *xg = x + g * glen;
-        fold16 fa = {{{0}}}, fm = {{{0}}}; /* (every lane written before it is read) */
+        fold16 fa = {0}, fm = {0}; /* (every lane written before it is read) */
 #pragma GCC unroll 16
         for (int k = 0; k < 16; k++) {
+#if FP8_NPIECE == 2 && defined(__AVX2__)
+            __m256i am, mn = _mm256_setzero_si256();
+            lean_pieces(xg + (size_t)k * glen, glen, &am, minnz_bits ? &mn : NULL);
+            fold_piece(&fa, k, am, 1);
+            if (minnz_bits)
+                fold_piece(&fm, k, mn, 0);
+#else
             vu16 am, mn = {0};
             lean_lanes(xg + (size_t)k * glen, glen, &am, minnz_bits ? &mn : NULL);
             fold_push(&fa, k, am, umax16);
             if (minnz_bits)
                 fold_push(&fm, k, mn, umin16);
+#endif
         }
         vu16 ra = fold_result(&fa);
         if (any_nonfinite(ra)) { /* (rare) these 16 groups again, masked */
