@@ -97,12 +97,16 @@ void FN(fp8__amax_scan_)(FP8_AMAX_SCAN_ARGS)
     au16 m0a = {0}, m1a = {0}, m2a = {0}, m3a = {0}; /* (accumulators: vec_isa.h) */
     size_t i = 0;
     for (; i + 64 <= n; i += 64) {
-        vu16 a[4];
-        memcpy(a, x + i, sizeof a);
-        VA_FN(m0a, fp8_pmaxu, a[0] & FP8_F32_ABS);
-        VA_FN(m1a, fp8_pmaxu, a[1] & FP8_F32_ABS);
-        VA_FN(m2a, fp8_pmaxu, a[2] & FP8_F32_ABS);
-        VA_FN(m3a, fp8_pmaxu, a[3] & FP8_F32_ABS);
+        vu16 a0, a1, a2, a3; /* (a load each: copied as one array of 256 bytes, the AVX2 build's went
+                                through the stack in 16-byte pieces that its 32-byte loads then waited on) */
+        memcpy(&a0, x + i, 64);
+        memcpy(&a1, x + i + 16, 64);
+        memcpy(&a2, x + i + 32, 64);
+        memcpy(&a3, x + i + 48, 64);
+        VA_FN(m0a, fp8_pmaxu, a0 & FP8_F32_ABS);
+        VA_FN(m1a, fp8_pmaxu, a1 & FP8_F32_ABS);
+        VA_FN(m2a, fp8_pmaxu, a2 & FP8_F32_ABS);
+        VA_FN(m3a, fp8_pmaxu, a3 & FP8_F32_ABS);
     }
     for (; i + 16 <= n; i += 16) {
         vu16 a;
