@@ -264,25 +264,44 @@ static void err_commit(fp8__moments *m, const float *x, const float *xq, size_t 
 /* the mean of x[0..n) (n a multiple of 16), as float: a shift.  Four
  * partial sums, so that the adds do not wait for each other (one chain of
  * adds made this loop latency-bound: 2 % of a small record) */
+/* acc += the 16 floats at src, an af16 accumulator: where it is pieces,
+ * each piece loaded as a piece (a piece taken from a 64-byte vector, GCC 12
+ * loaded a lane at a time) */
+#if FP8_NPIECE == 1
+#define VA_ADD_AT(acc, src)                                                                                \
+    do {                                                                                                   \
+        vf16 v_;                                                                                           \
+        memcpy(&v_, (src), 64);                                                                            \
+        (acc) += v_;                                                                                       \
+    } while (0)
+#else
+#define VA_ADD_AT(acc, src)                                                                                \
+    do {                                                                                                   \
+        for (int k_ = 0; k_ < FP8_NPIECE; k_++) {                                                          \
+            fp8_pf v_;                                                                                     \
+            memcpy(&v_, (src) + k_ * (16 / FP8_NPIECE), sizeof v_);                                        \
+            (acc).p[k_] += v_;                                                                             \
+        }                                                                                                  \
+    } while (0)
+#endif
 static float piece_mean(const float *x, size_t n)
 {
-    vf16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, v0, v1, v2, v3;
+    /* (accumulators: vec_isa.h; as 64-byte vectors the AVX2 build kept
+     * them on the stack, moved 8 bytes at a time) */
+    af16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
     size_t k = 0;
     for (; k + 64 <= n; k += 64) {
-        memcpy(&v0, x + k, 64);
-        memcpy(&v1, x + k + 16, 64);
-        memcpy(&v2, x + k + 32, 64);
-        memcpy(&v3, x + k + 48, 64);
-        a0 += v0, a1 += v1, a2 += v2, a3 += v3;
+        VA_ADD_AT(a0, x + k);
+        VA_ADD_AT(a1, x + k + 16);
+        VA_ADD_AT(a2, x + k + 32);
+        VA_ADD_AT(a3, x + k + 48);
     }
-    for (; k < n; k += 16) {
-        memcpy(&v0, x + k, 64);
-        a0 += v0;
-    }
-    a0 = (a0 + a1) + (a2 + a3);
+    for (; k < n; k += 16)
+        VA_ADD_AT(a0, x + k);
+    vf16 s = (VA_GET(vf16, a0) + VA_GET(vf16, a1)) + (VA_GET(vf16, a2) + VA_GET(vf16, a3));
     double ksum = 0;
     for (int l = 0; l < 16; l++)
-        ksum += a0[l];
+        ksum += s[l];
     return n ? (float)(ksum / (double)n) : 0.0f;
 }
 
