@@ -193,6 +193,9 @@ static inline void group_lanes(const float *x, size_t glen, vu16 *amax, vu16 *mi
  * levels are spelled out (LEVEL): as a loop over them, their patterns
  * taken from arrays, the pass ran 0.7x as fast (GCC 12).
  * Maxima and minima are the same whatever the order of the folds. */
+#if FP8_NPIECE > 1
+static inline fp8_pu fold_pieces(fp8_pu a, fp8_pu b, int max) { return max ? fp8_pmaxu(a, b) : fp8_pminu(a, b); }
+#endif
 #if FP8_NPIECE == 2 && defined(__AVX2__)
 /* (AVX2: the same folds on 8-lane pieces, a group's two pieces folded
  * first, then three levels of pairs of groups (by their 128-bit halves,
@@ -202,61 +205,57 @@ static inline void group_lanes(const float *x, size_t glen, vu16 *amax, vu16 *mi
  * the SSE2 build below does, and through 64-byte vectors that GCC 12 moved
  * a lane at a time, NVFP4's all statistics ran 1.2-1.3x as long.) */
 typedef struct {
-    __m256i h[3];
+    fp8_pu h[3];
     vu16 r; /* groups 0-7, then 8-15 */
 } fold16;
-static inline __m256i fold_op(__m256i a, __m256i b, int max)
-{
-    return max ? _mm256_max_epu32(a, b) : _mm256_min_epu32(a, b);
-}
 /* group k's 8 lanes p (its pieces folded) */
-static inline __attribute__((always_inline)) void fold_piece(fold16 *f, int k, __m256i p, int max)
+static inline __attribute__((always_inline)) void fold_piece(fold16 *f, int k, fp8_pu p, int max)
 {
     if (!(k & 1)) {
         f->h[0] = p;
         return;
     }
-    p = fold_op(_mm256_permute2x128_si256(f->h[0], p, 0x20), _mm256_permute2x128_si256(f->h[0], p, 0x31), max);
+    __m256i a = (__m256i)f->h[0], b = (__m256i)p;
+    p = fold_pieces((fp8_pu)_mm256_permute2x128_si256(a, b, 0x20), (fp8_pu)_mm256_permute2x128_si256(a, b, 0x31), max);
     if (!(k >> 1 & 1)) {
         f->h[1] = p;
         return;
     }
-    p = fold_op(_mm256_unpacklo_epi64(f->h[1], p), _mm256_unpackhi_epi64(f->h[1], p), max);
+    a = (__m256i)f->h[1], b = (__m256i)p;
+    p = fold_pieces((fp8_pu)_mm256_unpacklo_epi64(a, b), (fp8_pu)_mm256_unpackhi_epi64(a, b), max);
     if (!(k >> 2 & 1)) {
         f->h[2] = p;
         return;
     }
-    __m256 a = _mm256_castsi256_ps(f->h[2]), b = _mm256_castsi256_ps(p);
-    p = fold_op(_mm256_castps_si256(_mm256_shuffle_ps(a, b, 0x88)), _mm256_castps_si256(_mm256_shuffle_ps(a, b, 0xDD)),
-                max);
-    p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    __m256 af = (__m256)f->h[2], bf = (__m256)p;
+    p = fold_pieces((fp8_pu)_mm256_shuffle_ps(af, bf, 0x88), (fp8_pu)_mm256_shuffle_ps(af, bf, 0xDD), max);
+    p = (fp8_pu)_mm256_permutevar8x32_epi32((__m256i)p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     memcpy((char *)&f->r + (k >> 3) * 32, &p, 32);
 }
 static inline __attribute__((always_inline)) void fold_push(fold16 *f, int k, vu16 v, vu16 (*op)(vu16, vu16))
 {
     const int max = op == umax16;
-    fold_piece(f, k, fold_op((__m256i)FP8_P32(v, 0), (__m256i)FP8_P32(v, 1), max), max);
+    fold_piece(f, k, fold_pieces(FP8_P32(v, 0), FP8_P32(v, 1), max), max);
 }
 static inline vu16 fold_result(const fold16 *f) { return f->r; }
 /* lean_lanes (below) on the pieces, each group's folded to its 8 lanes
  * (through a 64-byte vector the pieces went through memory a lane at a
  * time) */
-static inline void lean_pieces(const float *x, size_t glen, __m256i *am, __m256i *mn)
+static inline void lean_pieces(const float *x, size_t glen, fp8_pu *am, fp8_pu *mn)
 {
-    const __m256i abs = _mm256_set1_epi32((int)FP8_F32_ABS), one = _mm256_set1_epi32(1);
-    __m256i m0 = _mm256_setzero_si256(), m1 = m0, z0 = _mm256_set1_epi32(-1), z1 = z0;
+    fp8_pu m0 = {0}, m1 = {0}, z0 = (fp8_pu){0} - 1u, z1 = z0;
     for (size_t k = 0; k < glen; k += 16) {
-        __m256i a0 = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(x + k)), abs);
-        __m256i a1 = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(x + k + 8)), abs);
-        m0 = _mm256_max_epu32(m0, a0), m1 = _mm256_max_epu32(m1, a1);
-        if (mn) {
-            z0 = _mm256_min_epu32(z0, _mm256_sub_epi32(a0, one));
-            z1 = _mm256_min_epu32(z1, _mm256_sub_epi32(a1, one));
-        }
+        fp8_pu a0, a1;
+        memcpy(&a0, x + k, sizeof a0);
+        memcpy(&a1, x + k + 8, sizeof a1);
+        a0 &= FP8_F32_ABS, a1 &= FP8_F32_ABS;
+        m0 = fp8_pmaxu(m0, a0), m1 = fp8_pmaxu(m1, a1);
+        if (mn)
+            z0 = fp8_pminu(z0, a0 - 1u), z1 = fp8_pminu(z1, a1 - 1u);
     }
-    *am = _mm256_max_epu32(m0, m1);
+    *am = fp8_pmaxu(m0, m1);
     if (mn)
-        *mn = _mm256_min_epu32(z0, z1);
+        *mn = fp8_pminu(z0, z1);
 }
 #elif FP8_NPIECE > 1
 typedef struct {
@@ -265,7 +264,6 @@ typedef struct {
 /* (without AVX2 the 64-byte shuffles below go lane by lane through
  * memory: each group's vector is reduced on its own, its native pieces
  * first) */
-static inline fp8_pu fold_pieces(fp8_pu a, fp8_pu b, int max) { return max ? fp8_pmaxu(a, b) : fp8_pminu(a, b); }
 static inline void fold_push(fold16 *f, int k, vu16 v, vu16 (*op)(vu16, vu16))
 {
     const int max = op == umax16;
@@ -384,7 +382,7 @@ static inline __attribute__((always_inline)) size_t range_runs(const float *x, s
 #pragma GCC unroll 16
         for (int k = 0; k < 16; k++) {
 #if FP8_NPIECE == 2 && defined(__AVX2__)
-            __m256i am, mn = _mm256_setzero_si256();
+            fp8_pu am, mn = {0};
             lean_pieces(xg + (size_t)k * glen, glen, &am, minnz_bits ? &mn : NULL);
             fold_piece(&fa, k, am, 1);
             if (minnz_bits)

@@ -67,7 +67,7 @@ static inline unsigned zeros_and_min(vu16 au, au16 *cz, au16 *zm)
     do {                                                                                                   \
         __m256i a_ = (__m256i)FP8_P32(au, k), isz_ = _mm256_cmpeq_epi32(a_, _mm256_setzero_si256());      \
         cz->p[k] = (fp8_pu)_mm256_sub_epi32((__m256i)cz->p[k], isz_);                                      \
-        zm->p[k] = (fp8_pu)_mm256_min_epu32((__m256i)zm->p[k], _mm256_or_si256(a_, isz_));                 \
+        zm->p[k] = fp8_pminu(zm->p[k], (fp8_pu)_mm256_or_si256(a_, isz_));                                 \
         zb |= (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(isz_)) << (8 * (k));                        \
     } while (0)
     ZM_PIECE(0);
