@@ -400,6 +400,8 @@ static int probe_run(fp8_probe *p, int64_t step, const float *x, size_t rows, si
      * recipe reducing its amax over ranks needs it before any cast) */
     int fused = !rec && !bam && out && p->has_active && !reduces(p);
     const int shape_ok = rows && cols && rows <= SIZE_MAX / cols;
+    if (xs && shape_ok)
+        fp8__quantize_many_warm(rows * cols, o->threads, p->nrec, out == x && p->has_active);
     if (xs && (!shape_ok || fp8_tensor_stats_ex(x, rows * cols, xs, flags, o->threads) != FP8_OK)) {
         free(xs); /* (out of memory: each recipe computes them itself) */
         xs = NULL;

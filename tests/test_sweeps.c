@@ -217,6 +217,86 @@ static void test_random_sweeps(void)
     CU_ASSERT_EQUAL(differ, 0);
 }
 
+/* A tensor of one or two pieces (20 to 48 rows of 1024) on more threads
+ * than it has parts: from 25 rows on the sweep hands its casts out side by
+ * side (each cast a job, the ones whose group ranges come from the first
+ * cast's piece with it; 20 rows, below quantize_many.c's GROUPS_MIN, and
+ * 48 rows on two threads go as before).  Each cast's x_hat and statistics
+ * are the oracle's, and the same bits as the sweep on one thread; twenty
+ * rounds a case, so that a job order that depends on the other thread's
+ * timing gets its chances. */
+static void test_side_by_side(void)
+{
+    static const char *sets[3][5] = {{"mxfp8", "e4m3:block=1x128", "e4m3:current", "e4m3:delayed:history=4", "nvfp4"},
+                                     {"e4m3:block=1x32:ue8m0", "mxfp8:rceil", "e4m3:block=1x64:pow2", NULL, NULL},
+                                     {"e4m3:current", "e4m3:rowwise", "mxfp4", "e4m3:block=128x128", NULL}};
+    static const size_t rows_of[4] = {20, 25, 32, 48};
+    uint64_t s = 4242;
+    int compared = 0, differ = 0;
+    for (int ci = 0; ci < 12; ci++) {
+        const char *const *set = sets[ci % 3];
+        const size_t rows = rows_of[ci / 3], cols = 1024, n = rows * cols;
+        const int threads = 2 + ci % 2, given = ci % 4 < 2;
+        int m = 0;
+        while (m < 5 && set[m])
+            m++;
+        float *x = random_x(&s, rows, cols, ci % 3, 10), *out[2][5], *want[5];
+        fp8_recipe_state *st[2][5], *ref[5];
+        for (int k = 0; k < m; k++) {
+            for (int t = 0; t < 2; t++) {
+                st[t][k] = fp8_recipe_state_new(set[k], "activation");
+                out[t][k] = malloc(n * 4);
+                CU_ASSERT_FATAL(st[t][k] && out[t][k]);
+            }
+            ref[k] = fp8_recipe_state_new(set[k], "activation");
+            want[k] = malloc(n * 4);
+            CU_ASSERT_FATAL(ref[k] && want[k]);
+        }
+        for (int round = 0; round < 20; round++) {
+            fp8_stats got[2][5], rs, xs[2];
+            for (int t = 0; t < 2; t++) {
+                fp8__cast_req q[5];
+                for (int k = 0; k < m; k++)
+                    q[k] = (fp8__cast_req){.st = st[t][k], .out = out[t][k], .stats = &got[t][k]};
+                unsigned fl = 0;
+                if (given) {
+                    CU_ASSERT_EQUAL(fp8_tensor_stats_ex(x, n, &xs[t], 0, t ? threads : 1), FP8_OK);
+                    fl = FP8_STATS_X_GIVEN;
+                }
+                CU_ASSERT_EQUAL(fp8__quantize_many(x, rows, cols, fl, t ? threads : 1, &xs[t], NULL, q, m), FP8_OK);
+                for (int k = 0; k < m; k++)
+                    CU_ASSERT_EQUAL(q[k].status, FP8_OK);
+            }
+            for (int k = 0; k < m; k++) {
+                CU_ASSERT_EQUAL(ref_quantize(ref[k], x, rows, cols, want[k], &rs), FP8_OK);
+                char what[160];
+                snprintf(what, sizeof what, "%s of %zux%zu beside %d others, %d threads, x given %d, round %d",
+                         set[k], rows, cols, m - 1, threads, given, round);
+                got[1][k].format = got[0][k].format; /* (each state holds its own copy) */
+                int same = same_as_oracle(what, out[1][k], want[k], n, &got[1][k], &rs) &&
+                           memcmp(out[0][k], out[1][k], n * 4) == 0 &&
+                           memcmp(&got[0][k], &got[1][k], sizeof got[0][k]) == 0;
+                compared++;
+                if (!same) {
+                    differ++;
+                    fprintf(stderr, "\n  %s: not the oracle's or not one thread's", what);
+                }
+                for (int t = 0; t < 2; t++)
+                    fp8_recipe_state_step(st[t][k]);
+                fp8_recipe_state_step(ref[k]);
+            }
+        }
+        for (int k = 0; k < m; k++) {
+            for (int t = 0; t < 2; t++)
+                fp8_recipe_state_free(st[t][k]), free(out[t][k]);
+            fp8_recipe_state_free(ref[k]), free(want[k]);
+        }
+        free(x);
+    }
+    CU_ASSERT_EQUAL(compared, 20 * (4 * 5 + 4 * 3 + 4 * 4));
+    CU_ASSERT_EQUAL(differ, 0);
+}
+
 void register_sweeps_tests(void)
 {
     static CU_TestInfo tests[] = {
@@ -226,6 +306,8 @@ void register_sweeps_tests(void)
          test_random_sweeps},
         {"casts of 2^22 elements into out (non-temporal stores), aligned or not, 1-2 threads: the oracle's",
          test_large_out},
+        {"casts side by side on a tensor of one or two pieces, 2-3 threads: the oracle's, one thread's bits",
+         test_side_by_side},
         CU_TEST_INFO_NULL,
     };
     add_suite("sweeps", tests);

@@ -422,6 +422,8 @@ void fp8__cast_units(fp8__cast *c, int p, size_t u0, size_t u1, float *buf)
 
 void fp8__cast_prefetch(fp8__cast *c, int p, uint32_t bytes) { c->F.parts[p].c.caster.p.prefetch = bytes; }
 
+int fp8__cast_leans(const fp8__cast *c) { return c->F.late && c->F.fine; }
+
 void fp8__cast_run(fp8__cast *c)
 {
     fused *F = &c->F;

@@ -44,7 +44,10 @@ int fp8__quantize_core(fp8_recipe_state *st, const float *x, size_t rows, size_t
  * fp8_tensor_stats splits them); fp8__cast_units casts pieces [u0, u1) of
  * part p (buf: a thread's fp8__piece_buf); fp8__cast_run the whole pass;
  * fp8__cast_prefetch: part p's kernel fetches x `bytes` ahead of where it
- * reads (0: nothing);
+ * reads (0: nothing); fp8__cast_leans: 1 when c's pieces take their
+ * group ranges from the sweep's first cast of the same piece (a late cast
+ * whose groups nest in that one's: it must follow that cast piece by
+ * piece, on the same thread);
  * fp8__cast_end the statistics and the state's step, and frees c. */
 #define FP8__STATS_X_LATER 0x100u
 typedef struct fp8__cast fp8__cast;
@@ -59,6 +62,7 @@ int fp8__cast_joins(const fp8__cast *c, size_t *U, int *P);
 void fp8__cast_units(fp8__cast *c, int p, size_t u0, size_t u1, float *buf);
 void fp8__cast_run(fp8__cast *c);
 void fp8__cast_prefetch(fp8__cast *c, int p, uint32_t bytes);
+int fp8__cast_leans(const fp8__cast *c);
 int fp8__cast_end(fp8__cast *c);
 
 #endif

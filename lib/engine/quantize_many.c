@@ -24,10 +24,12 @@
  * a divisor of a piece, a smoothed or Hadamard-transformed tensor), each on
  * its own with x's statistics given.  A cast in place (out == x) comes
  * last: within the sweep, last on each piece; after the others, when some
- * cast on their own.
+ * cast on their own.  On more threads than x has parts (a tensor of a few
+ * pieces), the sweep's casts go side by side (sweep_groups).
  */
 
 #include <stdint.h>
+#include <string.h>
 
 #include "fp8_stats.h"
 #include "fpenv.h"
@@ -45,16 +47,22 @@ typedef struct {
     size_t U;
     int P;
     int pf; /* the first cast fetches the next piece (parts of more than one) */
-    unsigned char failed[64]; /* (parts: at most MAX_PARTS) */
+    int G;  /* groups of casts, each a job of its own on every part (sweep_groups) */
+    unsigned char grp[MANY_MAX + 1]; /* each cast's group */
+    unsigned char failed[64];        /* (jobs: parts x groups, at most MAX_PARTS x GROUPS_MAX) */
 } sweep;
 
-static void sweep_part(sweep *S, int p, float *buf)
+#define GROUPS_MAX 8
+#define GROUPS_MIN (PIECE / 4 * 3 + 1)
+
+/* part p's pieces: x's statistics (with group G - 1) and group g's casts */
+static void sweep_part(sweep *S, int p, int g, float *buf)
 {
     size_t u0 = S->U * (size_t)p / (size_t)S->P, u1 = S->U * (size_t)(p + 1) / (size_t)S->P;
     fp8__fenv env;
     fp8__fenv_enter(&env);
     for (size_t u = u0; u < u1; u++) {
-        if (S->xp)
+        if (S->xp && g == S->G - 1)
             fp8__xpass_units(S->xp, p, u, u + 1);
         /* the first cast of a piece fetches the next piece of the part
          * (from memory while the casts' work is in cache: +5-8 % for a
@@ -62,20 +70,66 @@ static void sweep_part(sweep *S, int p, float *buf)
         if (S->pf)
             fp8__cast_prefetch(S->cast[0], p, u + 1 < u1 ? PIECE * sizeof(float) : 0);
         for (int k = 0; k < S->n; k++)
-            fp8__cast_units(S->cast[k], p, u, u + 1, buf);
+            if (S->grp[k] == g)
+                fp8__cast_units(S->cast[k], p, u, u + 1, buf);
     }
     fp8__fenv_leave(&env);
 }
 
-static void sweep_job(void *ctx, int p)
+static void sweep_job(void *ctx, int j)
 {
     sweep *S = ctx;
     float *buf = fp8__piece_buf();
     if (!buf) {
-        S->failed[p] = 1; /* redone on the caller's thread */
+        S->failed[j] = 1; /* redone on the caller's thread */
         return;
     }
-    sweep_part(S, p, buf);
+    sweep_part(S, j / S->G, j % S->G, buf);
+}
+
+/* The casts of a sweep with fewer parts than threads (a tensor of a few
+ * pieces, each part one piece), which would leave threads idle, in groups
+ * that cast each part side by side: S->G jobs a part.  Each cast still
+ * sees its pieces in the same order, on one thread at a time: the same
+ * sums.  The casts that take their ranges from the first cast's piece
+ * (fp8__cast_leans) stay in its group, after it; x's statistics, when
+ * summed here, go with that group too.  The rest go one by one to the
+ * group with the fewest casts, counting x's statistics as one; group G - 1
+ * is the largest, the first job the calling thread takes (a worker that
+ * wakes late then finds the smaller one).  Not with a cast in place, which
+ * must come after every other cast of its piece. */
+static void sweep_groups(sweep *S, size_t numel, int threads, int in_place, int fine_first)
+{
+    S->G = 1;
+    memset(S->grp, 0, sizeof S->grp);
+    if (in_place || S->U != (size_t)S->P || S->P >= threads || S->n < 2 || numel < GROUPS_MIN)
+        return;
+    unsigned char chained[MANY_MAX + 1] = {0}; /* the first cast and those leaning on it */
+    int chain = 0;
+    for (int k = 0; k < S->n; k++)
+        chain += chained[k] = (unsigned char)((fine_first && k == 0) || fp8__cast_leans(S->cast[k]));
+    int units = S->n - chain + (chain > 0), G = units < GROUPS_MAX ? units : GROUPS_MAX;
+    if (G < 2)
+        return;
+    int load[GROUPS_MAX] = {0};
+    load[G - 1] = chain + (S->xp != NULL);
+    for (int k = 0; k < S->n; k++) {
+        int best = G - 1;
+        for (int g = G - 2; g >= 0 && !chained[k]; g--)
+            best = load[g] < load[best] ? g : best;
+        S->grp[k] = (unsigned char)best;
+        load[best] += !chained[k];
+    }
+    S->G = G;
+}
+
+void fp8__quantize_many_warm(size_t numel, int threads, int n, int in_place)
+{
+    size_t U;
+    int P;
+    fp8__split_shape(numel, PIECE, &U, &P);
+    if (numel >= GROUPS_MIN && P < threads && n >= 2 && !in_place) /* (sweep_groups' test) */
+        fp8__parallel_warm(threads);
 }
 
 /* the recipes that cast another tensor than x go their own way */
@@ -215,12 +269,13 @@ int fp8__quantize_many(const float *x, size_t rows, size_t cols, unsigned flags,
     if (ip_joins)
         S.cast[S.n++] = ip;
     S.pf = S.n > 0 && S.U > (size_t)S.P;
+    sweep_groups(&S, numel, threads, ip_joins, fine_first);
     /* the sweep: x's statistics and every joining cast, piece by piece,
      * the one in place last on each piece */
-    fp8__parallel_for(S.P, threads, sweep_job, &S);
-    for (int p = 0; p < S.P; p++)
-        if (S.failed[p])
-            sweep_part(&S, p, fp8__piece_buf());
+    fp8__parallel_for(S.P * S.G, threads, sweep_job, &S);
+    for (int j = 0; j < S.P * S.G; j++)
+        if (S.failed[j])
+            sweep_part(&S, j / S.G, j % S.G, fp8__piece_buf());
     if (xp)
         fp8__xpass_end(xp, xs);
     for (int i = 0; i < n; i++)

@@ -36,6 +36,14 @@ typedef struct {
 int fp8__quantize_many(const float *x, size_t rows, size_t cols, unsigned flags, int threads, fp8_stats *xs,
                        const fp8_amax_info *amax, fp8__cast_req *req, int n);
 
+/* Before x's statistics, for a sweep to come of n requests over rows *
+ * cols = numel elements on `threads`, one of them in place or not: wakes
+ * the threads that the sweep will hand its casts to, when it will (a
+ * tensor of a few pieces: its casts go side by side), so that their
+ * wake-up passes during x's statistics.  (A wake-up that finds no work
+ * costs the caller a few microseconds: not called otherwise.) */
+void fp8__quantize_many_warm(size_t numel, int threads, int n, int in_place);
+
 /* x's amax information (fp8_tensor_amax's) from its statistics, converted
  * in the default environment (a subnormal amax is not flushed); in
  * quantize.c, beside fp8_tensor_amax */

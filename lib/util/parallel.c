@@ -89,6 +89,20 @@ static void after_fork(void)
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 static void register_fork(void) { pthread_atfork(NULL, NULL, after_fork); }
 
+void fp8__parallel_warm(int threads)
+{
+    if (threads <= 1 || pthread_mutex_trylock(&busy) != 0)
+        return; /* (a call using the pool has them awake) */
+    pthread_mutex_lock(&mu);
+    if (nworkers > 0) {
+        job.want = 0; /* (nothing to take: they only start spinning again) */
+        __atomic_store_n(&gen, gen + 1, __ATOMIC_RELEASE);
+        pthread_cond_broadcast(&wake);
+    }
+    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&busy);
+}
+
 void fp8__parallel_for(int n, int threads, void (*fn)(void *ctx, int i), void *ctx)
 {
     int T = threads < n ? threads : n;

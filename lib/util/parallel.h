@@ -13,4 +13,11 @@
  * cannot be started.  Returns when all jobs are done. */
 void fp8__parallel_for(int n, int threads, void (*fn)(void *ctx, int i), void *ctx);
 
+/* Wakes the workers that sleep (those started so far, when threads > 1 and
+ * no call is using them), without work: they spin for a call's worth of
+ * time again.  A caller about to hand out work after some serial work of
+ * its own calls this first, so that a worker's wake-up (tens of
+ * microseconds on a virtual machine) passes during that work. */
+void fp8__parallel_warm(int threads);
+
 #endif
