@@ -353,15 +353,17 @@ int bench_loop(void)
            "on each of %d probes; mean of %d steps, median of %d rounds, interleaved)\n",
            LAYERS, CH, TOKENS, VOCAB, NLIN, flop / 1e6, elems / 1e6, NPROBE * NLIN, STEPS - WARM, ROUNDS);
     int ok = 1;
-    /* OpenBLAS and the probes on one thread, on two, and OpenBLAS on two
-     * with the probes on one (no target: it shows what the probes' second
-     * thread costs beside OpenBLAS's, whose idle threads spin); then
-     * OpenBLAS on one with the records made by the run's background thread
-     * (option background: the step's thread copies the tensors and reads
-     * the amaxes; the records take the other core) */
-    const int conf[4][3] = {{1, 1, 0}, {2, 2, 0}, {2, 1, 0}, {1, 1, 1}};
+    /* OpenBLAS and the probes on one thread, on two, OpenBLAS on two with
+     * the probes on one (no target: it shows what the probes' second
+     * thread costs beside OpenBLAS's, whose idle threads spin) and on one
+     * with the probes on two (no target: a core left to the probes, as a
+     * GPU loop's host leaves them); then OpenBLAS on one with the records
+     * made by the run's background thread (option background: the step's
+     * thread copies the tensors and reads the amaxes; the records take the
+     * other core) */
+    const int conf[5][3] = {{1, 1, 0}, {2, 2, 0}, {2, 1, 0}, {1, 2, 0}, {1, 1, 1}};
     double plain1 = 0;
-    for (int c = 0; c < 4; c++) {
+    for (int c = 0; c < 5; c++) {
         int threads = conf[c][0], pt = conf[c][1], bg = conf[c][2];
         openblas_set_num_threads(threads);
         double t[3], tail[3], lo[3], hi[3];
