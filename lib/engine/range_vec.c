@@ -259,7 +259,7 @@ static inline void lean_pieces(const float *x, size_t glen, fp8_pu *am, fp8_pu *
 }
 #elif FP8_NPIECE > 1
 typedef struct {
-    vu16 s[4]; /* (s[3] the result, filled lane by lane) */
+    uint32_t r[16]; /* group k's result in r[k] */
 } fold16;
 /* (without AVX2 the 64-byte shuffles below go lane by lane through
  * memory: each group's vector is reduced on its own, its native pieces
@@ -276,9 +276,14 @@ static inline void fold_push(fold16 *f, int k, vu16 v, vu16 (*op)(vu16, vu16))
     uint32_t m = p[0];
     for (int l = 1; l < FP8_VPIECE / 4; l++)
         m = max ? (p[l] > m ? p[l] : m) : (p[l] < m ? p[l] : m);
-    f->s[3][k] = m;
+    f->r[k] = m;
 }
-static inline vu16 fold_result(const fold16 *f) { return f->s[3]; }
+static inline vu16 fold_result(const fold16 *f)
+{
+    vu16 v;
+    memcpy(&v, f->r, sizeof v);
+    return v;
+}
 #else
 typedef struct {
     vu16 s[4];
