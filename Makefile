@@ -70,7 +70,7 @@ DEPS     := $(LIB_OBJ:.o=.d) $(MPI_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(DATA_OBJ:.o=.d)
 MAKEFLAGS += --no-builtin-rules
 .SUFFIXES:
 
-.PHONY: all test asan demo study bench check-exhaustive clean help deps-check datasets fuzz fuzz-build check-report \
+.PHONY: all test asan tsan demo study bench check-exhaustive clean help deps-check datasets fuzz fuzz-build check-report \
         install uninstall python-test
 LIBS_A := $(BUILD)/libfp8prof_mpi.a $(BUILD)/libfp8prof.a
 all: $(BUILD)/libfp8prof.a $(BUILD)/libfp8prof.so $(BUILD)/libfp8prof_mpi.a $(BUILD)/libfp8prof_mpi.so $(BUILD)/fp8prof
@@ -81,6 +81,7 @@ help:
 	@echo "make study      STUDY_K seeds (3) of each STUDY_RECIPES, then the loss equivalence test (build/study/loss.md)"
 	@echo "make test       the whole CUnit suite"
 	@echo "make asan       the suite under AddressSanitizer + UBSan"
+	@echo "make tsan       the suite under ThreadSanitizer (the thread pool, the background writer)"
 	@echo "make bench      speed numbers next to same-run references"
 	@echo "make check-exhaustive  every float32 through every format and mode"
 	@echo "make datasets   the standard set of training runs into datasets/runs/"
@@ -165,6 +166,15 @@ python-test: $(BUILD)/fp8prof $(BUILD)/libfp8prof.so
 
 asan:
 	$(MAKE) BUILD=build/asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" test
+
+# tsan: the suite under ThreadSanitizer (the probes' thread pool and the
+# casts they run side by side, the background writer, probes recording from
+# several threads).  A report fails the run (TSan's exit status); a test's
+# forked child may start the pool's threads again, which TSan allows only
+# with die_after_fork=0
+tsan:
+	TSAN_OPTIONS="die_after_fork=0 $$TSAN_OPTIONS" $(MAKE) BUILD=build/tsan OPT=-O1 \
+	    SAN="-fsanitize=thread -fno-omit-frame-pointer" test
 
 # install: the libraries (static + versioned shared: libfp8prof, which links
 # no MPI, and libfp8prof_mpi), the public headers under include/fp8prof/,
