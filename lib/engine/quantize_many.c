@@ -98,11 +98,27 @@ static void sweep_job(void *ctx, int j)
  * is the largest, the first job the calling thread takes (a worker that
  * wakes late then finds the smaller one).  Not with a cast in place, which
  * must come after every other cast of its piece. */
+/* whether a sweep of n casts over numel elements in U pieces and P parts
+ * on `threads` goes side by side (a cast in place among them or not) */
+static int side_by_side(size_t numel, size_t U, int P, int threads, int n, int in_place)
+{
+    return !in_place && U == (size_t)P && P < threads && n >= 2 && numel >= GROUPS_MIN;
+}
+
+/* the group with the fewest casts (the highest of those) */
+static int least(const int *load, int G)
+{
+    int best = G - 1;
+    for (int g = G - 2; g >= 0; g--)
+        best = load[g] < load[best] ? g : best;
+    return best;
+}
+
 static void sweep_groups(sweep *S, size_t numel, int threads, int in_place, int fine_first)
 {
     S->G = 1;
     memset(S->grp, 0, sizeof S->grp);
-    if (in_place || S->U != (size_t)S->P || S->P >= threads || S->n < 2 || numel < GROUPS_MIN)
+    if (!side_by_side(numel, S->U, S->P, threads, S->n, in_place))
         return;
     unsigned char chained[MANY_MAX + 1] = {0}; /* the first cast and those leaning on it */
     int chain = 0;
@@ -114,11 +130,9 @@ static void sweep_groups(sweep *S, size_t numel, int threads, int in_place, int 
     int load[GROUPS_MAX] = {0};
     load[G - 1] = chain + (S->xp != NULL);
     for (int k = 0; k < S->n; k++) {
-        int best = G - 1;
-        for (int g = G - 2; g >= 0 && !chained[k]; g--)
-            best = load[g] < load[best] ? g : best;
-        S->grp[k] = (unsigned char)best;
-        load[best] += !chained[k];
+        int g = chained[k] ? G - 1 : least(load, G);
+        S->grp[k] = (unsigned char)g;
+        load[g] += !chained[k];
     }
     S->G = G;
 }
@@ -128,7 +142,7 @@ void fp8__quantize_many_warm(size_t numel, int threads, int n, int in_place)
     size_t U;
     int P;
     fp8__split_shape(numel, PIECE, &U, &P);
-    if (numel >= GROUPS_MIN && P < threads && n >= 2 && !in_place) /* (sweep_groups' test) */
+    if (side_by_side(numel, U, P, threads, n, in_place))
         fp8__parallel_warm(threads);
 }
 
