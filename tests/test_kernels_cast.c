@@ -100,8 +100,10 @@ static void test_cast_err_sums(void)
 
 /* Non-temporal stores of x_hat (vparams.nt, large casts into the caller's
  * out) write what ordinary stores write, and nothing else: every ISA, out
- * aligned to a line, to 32 and to 16 bytes (each vector then in four
- * stores) and to 4 (ordinary stores), per tensor and in groups, with and
+ * aligned to a line, 16, 32 and 48 bytes past one (AVX-512: lines joined
+ * across vectors, the call's first and last by masked stores; AVX2: each
+ * vector in 16-byte stores) and to 4 (ordinary stores), 17 vectors and
+ * one, per tensor and in groups, with and
  * without codes and error sums, nearest and stochastic rounding, every
  * kind of input through the hot, medium and general paths; the elements
  * around out untouched. */
@@ -114,7 +116,8 @@ static void test_cast_nt_stores(void)
                                                           fp8__vec_kernel_avx512};
     const char *fmts[] = {"e4m3", "e5m2", "e2m1"};
     const float scales[] = {1.0f, 96.0f, 1.0f / 4096.0f};
-    const size_t offs[] = {0, 8, 4, 1}, n = 272, pad = 32;
+    const size_t offs[] = {0, 8, 4, 12, 1}, noffs = sizeof offs / sizeof offs[0], lens[] = {272, 16}, pad = 32;
+    size_t n = lens[0];
     float *x = malloc(n * sizeof *x), *ref = aligned_alloc(64, (n + 2 * pad) * sizeof(float)),
           *got = aligned_alloc(64, (n + 2 * pad) * sizeof(float));
     uint8_t cref[272], cgot[272];
@@ -134,14 +137,15 @@ static void test_cast_nt_stores(void)
                     continue;
                 for (int kind = 0; kind < NKINDS; kind++)
                     for (int si = 0; si < 3; si++)
-                        for (int v = 0; v < 8; v++) { /* bit 0 grouped, bit 1 codes, bit 2 error sums */
+                        for (int v = 0; v < 16; v++) { /* bit 0 grouped, bit 1 codes, bit 2 error sums, bit 3 one vector */
                             const int grouped = v & 1, codes = (v >> 1) & 1, err = (v >> 2) & 1;
+                            n = lens[v >> 3];
                             if (err && (codes || sr))
                                 continue; /* (the kernel's error sums: plain case only) */
                             fill(x, n, kind);
                             for (size_t g = 0; g < 16; g++)
                                 gs[g] = scales[si] * (float)(1 + g % 3), gi[g] = 1.0f / gs[g], gf1[g] = gf2[g] = 0;
-                            for (size_t oi = 0; oi < 4; oi++) {
+                            for (size_t oi = 0; oi < noffs; oi++) {
                                 float *r = ref + pad + offs[oi], *o = got + pad + offs[oi];
                                 for (size_t i = 0; i < n + 2 * pad; i++)
                                     ref[i] = got[i] = -1234.5f;

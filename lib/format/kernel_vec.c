@@ -331,12 +331,21 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
 #endif
     /* x_hat's stores: ordinary, or past the caches (NT, nt_mode) */
 #if defined(__AVX512F__) || defined(__AVX2__)
+#if defined(__AVX512F__)
+    /* (NT 2: x_hat's lines joined across vectors, nt_carry) */
+    const unsigned ntdl = NT == 2 ? (unsigned)((uintptr_t)out & 63) / 4 : 0;
+    const __m512i ntidx = NT == 2 ? nt_carry_idx(ntdl) : _mm512_setzero_si512();
+    __m512 ntc = _mm512_setzero_ps();
+#define NT_QUARTERS(d_, o_) nt_carry(out, i, (o_), &ntc, ntdl, ntidx)
+#else
+#define NT_QUARTERS(d_, o_) nt_quarters((d_), (o_))
+#endif
 #define STORE_OUT(d_, o_)                                                                                  \
     do {                                                                                                   \
         if (NT == 1)                                                                                       \
             nt_whole((d_), (o_));                                                                          \
         else if (NT == 2)                                                                                  \
-            nt_quarters((d_), (o_));                                                                       \
+            NT_QUARTERS((d_), (o_));                                                                       \
         else                                                                                               \
             VSTORE((d_), (o_));                                                                            \
     } while (0)
@@ -534,6 +543,11 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
 #undef vscale
 #undef vsinv
 #undef STORE_OUT
+#if defined(__AVX512F__)
+    if (NT == 2)
+        nt_carry_end(out, n, ntc, ntdl);
+#endif
+#undef NT_QUARTERS
 #if defined(__AVX512F__) || defined(__AVX2__)
     if (NT) /* (the stores are weakly ordered: done before another thread reads out) */
         _mm_sfence();
@@ -592,9 +606,10 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
 #define PLAIN_SPECIALISED(p, codes, out) (!((p)->e8m0 || (p)->stochastic || !(p)->negzero_keep || !((codes) || (out))))
 
 /* How x_hat goes to out (vparams.nt asks for non-temporal stores): 1 a
- * whole vector a store where out is aligned to it, 2 four 16-byte stores
- * where it is 16-byte aligned (as malloc gives), else 0, ordinary stores;
- * always 0 without AVX2 */
+ * whole vector a store where out is aligned to it, 2 where it is 16-byte
+ * aligned (as malloc gives): with AVX-512 whole lines joined across
+ * vectors (nt_carry), with AVX2 four 16-byte stores; else 0, ordinary
+ * stores; always 0 without AVX2 */
 static int nt_mode(const vparams *p, const float *out)
 {
 #if defined(__AVX512F__) || defined(__AVX2__)

@@ -51,7 +51,8 @@ typedef struct {
      * pass finds it in cache; a prefetch past the array does no harm) */
     uint32_t prefetch;
     /* 1: x_hat goes to out with non-temporal stores (AVX-512 and AVX2,
-     * out at least 16-byte aligned: kernel_vec.c's nt_mode); 0: ordinary
+     * out at least 16-byte aligned: kernel_vec.c's nt_mode, whose lines
+     * at a call's two ends may take ordinary stores); 0: ordinary
      * stores */
     int32_t nt;
 } vparams;
