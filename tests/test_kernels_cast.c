@@ -137,7 +137,7 @@ static void test_cast_nt_stores(void)
                     continue;
                 for (int kind = 0; kind < NKINDS; kind++)
                     for (int si = 0; si < 3; si++)
-                        for (int v = 0; v < 16; v++) { /* bit 0 grouped, bit 1 codes, bit 2 error sums, bit 3 one vector */
+                        for (int v = 0; v < 16; v++) { /* bits: 0 grouped, 1 codes, 2 error sums, 3 one vector */
                             const int grouped = v & 1, codes = (v >> 1) & 1, err = (v >> 2) & 1;
                             n = lens[v >> 3];
                             if (err && (codes || sr))

@@ -332,20 +332,20 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
     /* x_hat's stores: ordinary, or past the caches (NT, nt_mode) */
 #if defined(__AVX512F__) || defined(__AVX2__)
 #if defined(__AVX512F__)
-    /* (NT 2: x_hat's lines joined across vectors, nt_carry) */
+    /* (NT 2, out 16-byte aligned: x_hat's lines joined across vectors, nt_carry) */
     const unsigned ntdl = NT == 2 ? (unsigned)((uintptr_t)out & 63) / 4 : 0;
     const __m512i ntidx = NT == 2 ? nt_carry_idx(ntdl) : _mm512_setzero_si512();
     __m512 ntc = _mm512_setzero_ps();
-#define NT_QUARTERS(d_, o_) nt_carry(out, i, (o_), &ntc, ntdl, ntidx)
+#define NT_STORE16(d_, o_) nt_carry(out, i, (o_), &ntc, ntdl, ntidx)
 #else
-#define NT_QUARTERS(d_, o_) nt_quarters((d_), (o_))
+#define NT_STORE16(d_, o_) nt_quarters((d_), (o_))
 #endif
 #define STORE_OUT(d_, o_)                                                                                  \
     do {                                                                                                   \
         if (NT == 1)                                                                                       \
             nt_whole((d_), (o_));                                                                          \
         else if (NT == 2)                                                                                  \
-            NT_QUARTERS((d_), (o_));                                                                       \
+            NT_STORE16((d_), (o_));                                                                        \
         else                                                                                               \
             VSTORE((d_), (o_));                                                                            \
     } while (0)
@@ -563,7 +563,7 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
     if (NT == 2)
         nt_carry_end(out, n, ntc, ntdl);
 #endif
-#undef NT_QUARTERS
+#undef NT_STORE16
 #if defined(__AVX512F__) || defined(__AVX2__)
     if (NT) /* (the stores are weakly ordered: done before another thread reads out) */
         _mm_sfence();
