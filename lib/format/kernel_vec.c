@@ -384,22 +384,25 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
         for (; rz_at < i; rz_at += VL)                                                                     \
             rz += rstep;                                                                                   \
     } while (0)
-    /* A statistics cast with stream stores loads x a vector ahead (xnext),
-     * before the stores of the vector in hand: where out lies 64-127
-     * bytes past x within a 4 KiB page, the next load otherwise waited on
-     * those stores (4K aliasing: the same low address bits), 0.72-0.87
-     * Gelem/s against 1.35-1.43 for an all-statistics cast of 4096^2 on C,
-     * and 1.36-1.44 with it; other places of out unchanged.  The plain
-     * casts keep their loads in place: loaded ahead, `make bench
-     * BENCH=formats`'s qdq ran 10-15 % slower. */
+    /* With AVX-512 a statistics cast with stream stores loads x a vector
+     * ahead (xnext), before the stores of the vector in hand: where out
+     * lies 64-127 bytes past x within a 4 KiB page, the next load otherwise
+     * waited on those stores (4K aliasing: the same low address bits),
+     * 0.72-0.87 Gelem/s against 1.35-1.43 for an all-statistics cast of
+     * 4096^2 on C, and 1.36-1.44 with it; other places of out unchanged.
+     * The plain casts keep their loads in place (loaded ahead, `make bench
+     * BENCH=formats`'s qdq ran 10-15 % slower), and so does the AVX2 build
+     * (its statistics casts ran 25 % slower: two more of its sixteen
+     * registers; it showed no such cliff, bound by its arithmetic). */
+    const int ahead = NT && ERR && FP8_NPIECE == 1;
     vf16 xnext = {0};
-    if (NT && ERR && n)
+    if (ahead && n)
         memcpy(&xnext, x, sizeof xnext);
     for (size_t i = 0; i < n; i += VL) {
         vf16 xv;
         if (P.prefetch) /* (a step reads VL = 16 floats: one 64-byte line) */
             __builtin_prefetch((const char *)(x + i) + P.prefetch, 0, 1);
-        if (NT && ERR) {
+        if (ahead) {
             xv = xnext;
             memcpy(&xnext, x + (i + VL < n ? i + VL : i), sizeof xnext);
         } else {
