@@ -87,17 +87,6 @@ static void sweep_job(void *ctx, int j)
     sweep_part(S, j / S->G, j % S->G, buf);
 }
 
-/* The casts of a sweep with fewer parts than threads (a tensor of a few
- * pieces, each part one piece), which would leave threads idle, in groups
- * that cast each part side by side: S->G jobs a part.  Each cast still
- * sees its pieces in the same order, on one thread at a time: the same
- * sums.  The casts that take their ranges from the first cast's piece
- * (fp8__cast_leans) stay in its group, after it; x's statistics, when
- * summed here, go with that group too.  The rest go one by one to the
- * group with the fewest casts, counting x's statistics as one; group G - 1
- * is the largest, the first job the calling thread takes (a worker that
- * wakes late then finds the smaller one).  Not with a cast in place, which
- * must come after every other cast of its piece. */
 /* whether a sweep of n casts over numel elements in U pieces and P parts
  * on `threads` goes side by side (a cast in place among them or not) */
 static int side_by_side(size_t numel, size_t U, int P, int threads, int n, int in_place)
@@ -114,6 +103,17 @@ static int least(const int *load, int G)
     return best;
 }
 
+/* The casts of a sweep with fewer parts than threads (a tensor of a few
+ * pieces, each part one piece), which would leave threads idle, in groups
+ * that cast each part side by side: S->G jobs a part.  Each cast still
+ * sees its pieces in the same order, on one thread at a time: the same
+ * sums.  The casts that take their ranges from the first cast's piece
+ * (fp8__cast_leans) stay in its group, after it; x's statistics, when
+ * summed here, go with that group too.  The rest go one by one to the
+ * group with the fewest casts, counting x's statistics as one; group G - 1
+ * is the largest, the first job the calling thread takes (a worker that
+ * wakes late then finds the smaller one).  Not with a cast in place, which
+ * must come after every other cast of its piece. */
 static void sweep_groups(sweep *S, size_t numel, int threads, int in_place, int fine_first)
 {
     S->G = 1;
