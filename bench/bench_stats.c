@@ -97,8 +97,10 @@ static void wide_row(const char *spec, const char *what, const float *x, const f
  * magnitudes log-uniform over 35 binades (as gradients spread).  And
  * uniform x in [-4, 4), whose MX blocks' amaxes lie near the top of their
  * binade, past E4M3's 1.75 x 2^8 once scaled by the block's power of two:
- * most vectors hold a lane that saturates.  No targets: the rows show what
- * such data cost next to the section's own x. */
+ * most vectors hold a lane that saturates; and the same with one NVFP4
+ * block of 16 in 1024 all zero, whose scale is 0 (such a block's unit
+ * goes by segments).  No targets: the rows show what such data cost next
+ * to the section's own x. */
 static void bench_stats_wide(const float *x, float *w, size_t n)
 {
     printf("\ndata wider than the format (all statistics, best of 3, interleaved with the section's x):\n");
@@ -110,11 +112,15 @@ static void bench_stats_wide(const float *x, float *w, size_t n)
     wide_row("e4m3:current", "log-uniform |x|, 2^-30 .. 2^5", x, w);
     wide_row("e4m3:block=1x128", "log-uniform |x|, 2^-30 .. 2^5", x, w);
     wide_row("mxfp8", "log-uniform |x|, 2^-30 .. 2^5", x, w);
+    wide_row("nvfp4", "log-uniform |x|, 2^-30 .. 2^5", x, w);
     for (size_t i = 0; i < n; i++) {
         s ^= s << 13, s ^= s >> 7, s ^= s << 17;
         w[i] = (float)(((double)(s >> 11) * 0x1p-53 - 0.5) * 8.0);
     }
     wide_row("mxfp8", "uniform -4 .. 4 (saturating)", x, w);
+    for (size_t i = 0; i < n; i += 16 * 1024) /* one block of 16 in 1024 all zero (padding, a dead row) */
+        memset(w + i, 0, 16 * sizeof *w);
+    wide_row("nvfp4", "uniform, 1 block in 1024 zero", x, w);
 }
 
 int bench_stats(void)

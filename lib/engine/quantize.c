@@ -411,12 +411,28 @@ static int unit_scales(fused *F, size_t off, size_t m)
     return scales_positive(F->scale, g0, g1);
 }
 
-/* the unit at off (m elements, whole groups) group by group, each its own
- * segment (groups with a zero scale among them) */
+/* the unit at off (m elements, whole groups), some of whose groups have a
+ * zero scale: each such group a segment of its own, the runs of groups
+ * between them through the grouped kernel where the layout takes it.
+ * (Group by group throughout, an NVFP4 cast of 4096^2 with one all-zero
+ * block of 16 in 1024 ran 0.09 Gelem/s against 0.73 without: every
+ * 16-element segment paid a piece's setup and x's statistics' merge.) */
 static void unit_segments(fused *F, pass_ctx *c, size_t off, size_t m)
 {
-    for (size_t o = off; o < off + m; o += F->L->seg)
-        group_segment(F, c, o / F->L->seg, o, F->L->seg);
+    const size_t seg = F->L->seg, end = off + m;
+    for (size_t o = off; o < end;) {
+        size_t e = o;
+        if (F->grouped)
+            while (e < end && F->scale[e / seg] > 0.0f)
+                e += seg;
+        if (e == o) {
+            group_segment(F, c, o / seg, o, seg);
+            o += seg;
+        } else {
+            grouped_chunk(F, c, o, e - o, o / seg);
+            o = e;
+        }
+    }
 }
 
 /* the cast and statistics of units [u0, u1) */
@@ -424,7 +440,8 @@ void fp8__fused_units(fused *F, part *pp, size_t u0, size_t u1)
 {
     for (size_t u = u0; u < u1; u++) {
         size_t off = u * F->unit, m = F->numel - off < F->unit ? F->numel - off : F->unit;
-        if (F->late && !unit_scales(F, off, m))
+        if (F->late ? !unit_scales(F, off, m)
+                    : F->zeros && F->grouped && !scales_positive(F->scale, off / F->L->seg, (off + m) / F->L->seg))
             unit_segments(F, &pp->c, off, m);
         else if (F->grouped)
             grouped_chunk(F, &pp->c, off, m, off / F->L->seg);

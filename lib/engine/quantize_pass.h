@@ -106,6 +106,8 @@ typedef struct {
                                             unit is in cache (groups one row high) */
     uint32_t pam[AJOBS], pmz[AJOBS];     /* amax pass, per job (pmz: per-tensor recipes) */
     unsigned char zero_scale[AJOBS];     /* scales: a group's scale is not > 0, per job */
+    int zeros;                           /* some group's scale is not > 0: groups one row high
+                                            check each unit's (fp8__fused_units) */
     fp8_recipe_state *st;                    /* the scales: */
     size_t ng;
     uint32_t tot_amax;
