@@ -504,7 +504,7 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
             vu16 r = umin16(ROUND_BITS(a, KV, P.rshift), (vu16){0} + KV(max_bits));
             n_round += count_nonzero(a & ~(vu16)sat, (vu16){0} + ~KV(keep_mask));
             VA_OP(c_sat, -, (vu16)sat);
-            if (GS && gflags)
+            if (GS && gflags) /* (a lane saturated: the hot path's test failed on these lanes) */
                 gflags[g] |= 1u;
             if (CODES) {
                 vu16 code = (((r >> P.rshift) - KV(rebias)) & (vu16)VNE(a, 0)) | (u >> 31 << P.sign_shift);
