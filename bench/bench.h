@@ -23,6 +23,8 @@ uint64_t bench_fill_spiky(float *x, size_t n, uint64_t s);
 /* x[0..n) with |x| log-uniform over 2^-30 .. 2^5 (35 binades, as gradients
  * spread) and random signs, from xorshift64 state s; returns the state after */
 uint64_t bench_fill_logu(float *x, size_t n, uint64_t s);
+/* x[0..n) uniform in [-h, h) from xorshift64 state s; returns the state after */
+uint64_t bench_fill_uniform(float *x, size_t n, double h, uint64_t s);
 /* The element rate (Gelem/s) of memcpy on 2^26 float32 (256 MiB, far past
  * the caches: the machine's memory bandwidth), best of 5: the reference of
  * every rate target.  Measured at each call: a section measures its own,

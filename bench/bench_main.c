@@ -42,6 +42,15 @@ uint64_t bench_fill_logu(float *x, size_t n, uint64_t s)
     return s;
 }
 
+uint64_t bench_fill_uniform(float *x, size_t n, double h, uint64_t s)
+{
+    for (size_t i = 0; i < n; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        x[i] = (float)(((double)(s >> 11) * 0x1p-53 - 0.5) * 2.0 * h);
+    }
+    return s;
+}
+
 double bench_memcpy_rate(void)
 {
     double rate = 0;

@@ -113,10 +113,7 @@ static void bench_stats_wide(const float *x, float *w, size_t n)
     wide_row("e4m3:block=1x128", "log-uniform |x|, 2^-30 .. 2^5", x, w);
     wide_row("mxfp8", "log-uniform |x|, 2^-30 .. 2^5", x, w);
     wide_row("nvfp4", "log-uniform |x|, 2^-30 .. 2^5", x, w);
-    for (size_t i = 0; i < n; i++) {
-        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-        w[i] = (float)(((double)(s >> 11) * 0x1p-53 - 0.5) * 8.0);
-    }
+    bench_fill_uniform(w, n, 4.0, s);
     wide_row("mxfp8", "uniform -4 .. 4 (saturating)", x, w);
     for (size_t i = 0; i < n; i += 16 * 1024) /* one block of 16 in 1024 all zero (padding, a dead row) */
         memset(w + i, 0, 16 * sizeof *w);

@@ -301,6 +301,17 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
             ERR_ADD(xa_, (vf16)(m_) * vsinv, 1);                                                           \
         }                                                                                                  \
     } while (0)
+/* codes and x_hat of a vector whose magnitudes r_ (y's units, zero lanes
+ * included) lie on the format's grid, at most max: the hot path's and the
+ * saturating path's */
+#define EMIT_GRID(r_)                                                                                      \
+    do {                                                                                                   \
+        if (CODES) {                                                                                       \
+            vu16 code_ = ((((r_) >> P.rshift) - KV(rebias)) & (vu16)VNE(a, 0)) | (u >> 31 << P.sign_shift); \
+            store_codes(codes, code_bytes, i, code_);                                                      \
+        }                                                                                                  \
+        EMIT_MAG(r_);                                                                                      \
+    } while (0)
 /* (HOT: a hot-path vector, whose |x_hat| is at most max * scale_inv:
  * es->hotbound covers it, only |x| enters bmax) */
 #define ERR_ADD(xv_, o_, HOT)                                                                              \
@@ -485,11 +496,7 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
              * (the sign and zero lanes made here only where used) */
             vu16 r = ROUND_BITS(a, KV, P.rshift);
             n_round += count_nonzero(a, (vu16){0} + ~KV(keep_mask));
-            if (CODES) {
-                vu16 code = (((r >> P.rshift) - KV(rebias)) & (vu16)VNE(a, 0)) | (u >> 31 << P.sign_shift);
-                store_codes(codes, code_bytes, i, code);
-            }
-            EMIT_MAG(r);
+            EMIT_GRID(r);
             continue;
         }
         if (!SPECIAL && P.ovf_sat && all_in_range(a, KV(lo_bits), FP8_F32_INF - 1u - KV(lo_bits))) {
@@ -506,11 +513,7 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
             VA_OP(c_sat, -, (vu16)sat);
             if (GS && gflags) /* (a lane saturated: the hot path's test failed on these lanes) */
                 gflags[g] |= 1u;
-            if (CODES) {
-                vu16 code = (((r >> P.rshift) - KV(rebias)) & (vu16)VNE(a, 0)) | (u >> 31 << P.sign_shift);
-                store_codes(codes, code_bytes, i, code);
-            }
-            EMIT_MAG(r);
+            EMIT_GRID(r);
             continue;
         }
         vu16 neg = u >> 31;
@@ -578,6 +581,7 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
     }
 #undef EMIT
 #undef EMIT_MAG
+#undef EMIT_GRID
 #undef ERR_ADD
 #undef WIDE_BLOCK_AT
 #undef vscale
