@@ -73,6 +73,7 @@ int main(int argc, char **argv)
     register_nvdlfw_tests();
     register_cli_tests();
     CU_basic_set_mode(CU_BRM_VERBOSE);
+    unsigned failed = 0, run = 0;
     if (argc > 1) { /* test_fp8prof SUITE...: run only these suites */
         for (int i = 1; i < argc; i++) {
             CU_pSuite s = CU_get_suite(argv[i]);
@@ -82,13 +83,16 @@ int main(int argc, char **argv)
                 return 2;
             }
             CU_basic_run_suite(s);
+            /* (each run starts CUnit's counts afresh: the suites' sum) */
+            failed += CU_get_number_of_failures() + CU_get_number_of_tests_failed();
+            run += CU_get_number_of_tests_run();
         }
     } else {
         CU_basic_run_tests();
+        failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
+        run = CU_get_number_of_tests_run();
     }
     test_skips_report();
-    unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
-    unsigned run = CU_get_number_of_tests_run();
     CU_cleanup_registry();
     if (run == 0) {
         fprintf(stderr, "no tests ran\n");
