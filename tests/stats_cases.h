@@ -39,6 +39,12 @@ static inline void fill(int kind, float *x, size_t n, uint64_t seed)
         case 7: x[i] = (float)(g * exp(8 * (u - 0.5))); break;               /* wide dynamic range */
         case 9: x[i] = (float)((i < 3 * 32768 ? 0.0 : 1e4) + g); break;      /* the mean jumps at the 4th piece */
         case 10: x[i] = (float)(1e-3 * (double)i + g); break;                /* the mean drifts */
+        case 11: /* padding: a band of zeros, and every 7th aligned 32 all +-0 */
+            x[i] = (i >= n / 4 && i < n / 2) || i % 224 < 32 ? ((i / 32) % 3 ? 0.0f : -0.0f) : (float)(g * 2.385);
+            break;
+        case 12: /* zeros with NaN and Inf in some of their groups, and some groups of values */
+            x[i] = i % 997 == 13 ? NAN : i % 1499 == 7 ? ((i & 1) ? INFINITY : -INFINITY) : i % 160 >= 64 && i % 160 < 96 ? (float)g : 0.0f;
+            break;
         default: x[i] = (float)(1e6 + g); break;                             /* large mean, small std */
         }
     }

@@ -179,7 +179,7 @@ static int cast_summing(pass_ctx *c, const float *x, size_t m, float scale, floa
     memcpy(es.me, mom->maxerr, sizeof es.me);
     uint64_t cnt[FP8_NCLASS] = {0};
     if (!fp8__caster_run_err(&c->caster, scale, scale_inv, x, m, glen, gscale, ginv, gflags, out, cnt, &es) ||
-        es.maxbits < FP8_LEAN_LO || es.maxbits > FP8_LEAN_HI || es.hotbound > FP8_LEAN_HI)
+        !fp8__lean_bits(es.maxbits) || es.hotbound > FP8_LEAN_HI)
         return 0;
     if (maxbits)
         *maxbits = es.maxbits;

@@ -271,7 +271,7 @@ static void err_commit(fp8__moments *m, const float *x, const float *xq, size_t 
                        const vd8 *E2, const vd8 *Q2, const vd8 *XQ, const vf16 *me)
 {
     size_t from = 0;
-    if (nl && maxbits >= FP8_LEAN_LO && maxbits <= FP8_LEAN_HI) {
+    if (nl && fp8__lean_bits(maxbits)) {
         for (int l = 0; l < FP8_ML; l++)
             m->e2[l] += (*E2)[l], m->q2[l] += (*Q2)[l], m->xq[l] += (*XQ)[l];
         memcpy(m->maxerr, me, 64);
@@ -492,7 +492,11 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
     /* (the shift too: x - K is what is raised to the fourth power, and a
      * running mean far above the piece's own values, after a few pieces of
      * huge values, overflowed the float32 partials to an infinite kurtosis) */
-    int lean = nl && am >= FP8_LEAN_LO && am <= FP8_LEAN_HI && fabsf(K) <= 0x1p28f && T2 >= (double)nl * 0x1p-60;
+    /* (T2 == 0: every x - K was 0 — with max |x| in range no other float
+     * square is 0 — so every sum is an exact 0; am == 0: every x is +-0, as
+     * in padding or a bias at its start, whose double sums the float ones
+     * equal while K's powers stay in range: 8x slower in double) */
+    int lean = nl && fp8__lean_bits(am) && fabsf(K) <= 0x1p28f && (T2 >= (double)nl * 0x1p-60 || T2 == 0);
     if (!lean) { /* redo the lean part in double lanes */
         x_masked(m, x, nl);
     } else {

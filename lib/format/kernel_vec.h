@@ -95,10 +95,15 @@ static inline uint32_t fp8__prefetch_far(size_t n) { return n >= FP8_PREFETCH_MI
  * both routes give the same bits) and otherwise sums the piece the
  * engine's way. */
 /* The lean error sums hold only when the larger of x's and x_hat's maxima
- * (float32 bits; NaN and Inf lie above) lies in [2^-24, 2^28]; otherwise
- * the engine sums in double (stats_vec.c) */
+ * (float32 bits; NaN and Inf lie above) lies in [2^-24, 2^28], or is 0
+ * (every x and x_hat is +-0: every term is an exact 0); otherwise the
+ * engine sums in double (stats_vec.c) */
 #define FP8_LEAN_LO 0x33800000u
 #define FP8_LEAN_HI 0x4D800000u
+static inline int fp8__lean_bits(uint32_t maxbits)
+{
+    return maxbits == 0 || (maxbits >= FP8_LEAN_LO && maxbits <= FP8_LEAN_HI);
+}
 
 typedef struct {
     double e2[8], q2[8], xq[8];
