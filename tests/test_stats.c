@@ -779,7 +779,7 @@ void register_stats_tests(void)
 {
     static CU_TestInfo tests[] = {
         {"hand-worked statistics", test_known_values},
-        {"engine vs scalar oracle, 26 recipes x 11 tensors", test_vs_oracle},
+        {"engine vs scalar oracle, 26 recipes x 13 tensors", test_vs_oracle},
         {"a broken oracle disagrees (the comparison can fail)", test_broken_oracle_disagrees},
         {"engine under FTZ/DAZ equals the default environment", test_vs_oracle_ftz},
         {"apply-only and no-histogram paths agree", test_options},

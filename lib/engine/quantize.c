@@ -334,23 +334,50 @@ static void group_segment(fused *F, pass_ctx *c, size_t g, size_t off, size_t le
                                               F->CODES ? (char *)F->CODES + off * F->cb : NULL, off);
 }
 
-/* 1 when every scale of groups [g0, g1) is > 0 (NaN is not): four at a
- * time, without a branch a group (the loop with one was 1.7 % of a record) */
-static int scales_positive(const float *s, size_t g0, size_t g1)
+/* Whether group g goes through the grouped kernel: its scale > 0 (NaN is
+ * not) and its scale_inv a normal float.  (An all-zero group's MX
+ * scale_inv is 2^-127, a float32 subnormal: the kernel's x_hat multiplies
+ * ran 1.5x slower on it.) */
+static inline int kernel_group(const fused *F, size_t g) { return F->scale[g] > 0.0f && F->scale_inv[g] >= FLT_MIN; }
+
+/* Whether groups [g0, g1) all go through the grouped kernel: bit 0 clear
+ * when every scale is > 0, bit 1 clear when every scale_inv is a normal
+ * float; 0 when all go.  Four groups at a time, without a branch a group
+ * (the loop with one was 1.7 % of a record). */
+static unsigned groups_off(const fused *F, size_t g0, size_t g1)
 {
     typedef float v4f __attribute__((vector_size(16)));
     typedef int32_t v4i __attribute__((vector_size(16)));
-    v4i ok = {-1, -1, -1, -1};
+    const float *s = F->scale, *si = F->scale_inv;
+    v4i pos = {-1, -1, -1, -1}, nrm = pos;
     size_t g = g0;
     for (; g + 4 <= g1; g += 4) {
-        v4f v;
+        v4f v, w;
         memcpy(&v, s + g, 16);
-        ok &= (v4i)(v > 0.0f);
+        memcpy(&w, si + g, 16);
+        pos &= (v4i)(v > 0.0f);
+        nrm &= (v4i)(w >= FLT_MIN);
     }
-    int all = ok[0] & ok[1] & ok[2] & ok[3];
-    for (; g < g1; g++)
-        all &= s[g] > 0.0f ? -1 : 0;
-    return all != 0;
+    int all_pos = pos[0] & pos[1] & pos[2] & pos[3], all_nrm = nrm[0] & nrm[1] & nrm[2] & nrm[3];
+    for (; g < g1; g++) {
+        all_pos &= s[g] > 0.0f ? -1 : 0;
+        all_nrm &= si[g] >= FLT_MIN ? -1 : 0;
+    }
+    return (all_pos ? 0u : 1u) | (all_nrm ? 0u : 2u);
+}
+
+/* 1 when the n elements at x are all +-0 (nothing NaN or Inf either: a
+ * group's amax leaves those out) */
+static int all_zero_bits(const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i += PIECE) {
+        uint32_t a;
+        uint64_t ci, cn;
+        fp8__k.amax_scan(x + i, n - i < PIECE ? n - i : PIECE, &a, &ci, &cn);
+        if (a || ci || cn)
+            return 0;
+    }
+    return 1;
 }
 
 /* the largest of a[g0 .. g1) (amax bits of finite values, below 2^31: a
@@ -408,30 +435,42 @@ static int unit_scales(fused *F, size_t off, size_t m)
                       F->scale_inv + g0, &sg);
     if (g0 == 0)
         F->s_global = sg; /* NVFP4's, the same from every unit */
-    return scales_positive(F->scale, g0, g1);
+    return !groups_off(F, g0, g1);
 }
 
-/* the unit at off (m elements, whole groups), some of whose groups have a
- * zero scale: each such group a segment of its own, the runs of groups
- * between them through the grouped kernel where the layout takes it.
- * (Group by group throughout, an NVFP4 cast of 4096^2 with one all-zero
- * block of 16 in 1024 ran 0.09 Gelem/s against 0.73 without: every
- * 16-element segment paid a piece's setup and x's statistics' merge.) */
+/* the unit at off (m elements, whole groups), some of whose groups do not
+ * go through the grouped kernel (kernel_group): the runs of groups that do
+ * through it; runs of all-zero groups as one segment of scale 1 (x_hat = x,
+ * every element exact, no flags, whatever the groups' scales); each other
+ * group (scale not > 0, NaN or Inf among zeros, a subnormal scale_inv) a
+ * segment of its own.  (Group by group throughout, an NVFP4 cast of 4096^2 with one
+ * all-zero block of 16 in 1024 ran 0.09 Gelem/s against 0.73 without:
+ * every 16-element segment paid a piece's setup and x's statistics'
+ * merge.) */
 static void unit_segments(fused *F, pass_ctx *c, size_t off, size_t m)
 {
     const size_t seg = F->L->seg, end = off + m;
     for (size_t o = off; o < end;) {
         size_t e = o;
         if (F->grouped)
-            while (e < end && F->scale[e / seg] > 0.0f)
+            while (e < end && kernel_group(F, e / seg))
                 e += seg;
-        if (e == o) {
-            group_segment(F, c, o / seg, o, seg);
-            o += seg;
-        } else {
+        if (e > o) {
             grouped_chunk(F, c, o, e - o, o / seg);
             o = e;
+            continue;
         }
+        while (e < end && F->gamax[e / seg] == 0) /* (every grouped recipe has an amax pass or late ranges) */
+            e += seg;
+        if (e > o && all_zero_bits(F->X + o, e - o)) {
+            /* +-0 casts to itself, exact, at any scale: scale 1's (no flags) */
+            run_segment(c, F->X + o, e - o, 1.0f, 1.0f, F->OUT ? F->OUT + o : NULL,
+                        F->CODES ? (char *)F->CODES + o * F->cb : NULL, o);
+            o = e;
+            continue;
+        }
+        for (e = e > o ? e : o + seg; o < e; o += seg)
+            group_segment(F, c, o / seg, o, seg);
     }
 }
 
@@ -441,7 +480,7 @@ void fp8__fused_units(fused *F, part *pp, size_t u0, size_t u1)
     for (size_t u = u0; u < u1; u++) {
         size_t off = u * F->unit, m = F->numel - off < F->unit ? F->numel - off : F->unit;
         if (F->late ? !unit_scales(F, off, m)
-                    : F->zeros && F->grouped && !scales_positive(F->scale, off / F->L->seg, (off + m) / F->L->seg))
+                    : F->zeros && F->grouped && groups_off(F, off / F->L->seg, (off + m) / F->L->seg))
             unit_segments(F, &pp->c, off, m);
         else if (F->grouped)
             grouped_chunk(F, &pp->c, off, m, off / F->L->seg);
@@ -501,8 +540,7 @@ static void group_scales_range(fused *F, size_t g0, size_t g1, int p)
     fp8__group_scales(F->st, g0, F->gamax + g0, g1 - g0, fp8__bits_to_float(F->tot_amax), F->scale + g0,
                       F->scale_inv + g0, &sg);
     fp8__fenv_leave(&env);
-    if (!scales_positive(F->scale, g0, g1))
-        F->zero_scale[p] = 1; /* such groups take the per-segment path */
+    F->zero_scale[p] |= (unsigned char)groups_off(F, g0, g1); /* such groups take the per-segment path */
     if (g0 == 0)
         F->s_global = sg; /* NVFP4's, the same from every range */
 }

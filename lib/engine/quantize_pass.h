@@ -105,9 +105,10 @@ typedef struct {
                                             made in the fused pass, before its cast, while the
                                             unit is in cache (groups one row high) */
     uint32_t pam[AJOBS], pmz[AJOBS];     /* amax pass, per job (pmz: per-tensor recipes) */
-    unsigned char zero_scale[AJOBS];     /* scales: a group's scale is not > 0, per job */
-    int zeros;                           /* some group's scale is not > 0: groups one row high
-                                            check each unit's (fp8__fused_units) */
+    unsigned char zero_scale[AJOBS];     /* scales, per job: bit 0 a group's scale is not > 0,
+                                            bit 1 a group's amax is 0 (quantize.c, groups_off) */
+    int zeros;                           /* their union: groups one row high check each unit's
+                                            (fp8__fused_units) */
     fp8_recipe_state *st;                    /* the scales: */
     size_t ng;
     uint32_t tot_amax;

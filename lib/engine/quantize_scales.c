@@ -101,12 +101,13 @@ static inline int mx_exponent(uint32_t b, fp8_mx_round mode, int emax, int mbits
 }
 
 /* The OCP rule (floor) four groups at a time where all four amaxes are
- * normal floats with E = floor(log2 amax) - emax >= -126: scale_inv is
- * 2^E and scale 2^-E, both normal, made from the exponent field e alone
- * (2^E: field e - emax; 2^-E: 254 + emax - e).  Returns the groups done
- * (a multiple of four, stopping at the first four that need the general
- * rule's clamps, subnormals or zeros); emax >= 1 for every MX element
- * format. */
+ * normal floats with E = floor(log2 amax) - emax >= -126, or 0 (an
+ * all-zero group: E = -127, scale_inv 2^-127, scale 2^127): otherwise
+ * scale_inv is 2^E and scale 2^-E, both normal, made from the exponent
+ * field e alone (2^E: field e - emax; 2^-E: 254 + emax - e).  Returns the
+ * groups done (a multiple of four, stopping at the first four that need
+ * the general rule's clamps or subnormals); emax >= 1 for every MX
+ * element format. */
 static size_t mx_floor4(int emax, const uint32_t *amax, size_t ng, float *scale, float *scale_inv)
 {
     typedef int32_t v4i __attribute__((vector_size(16)));
@@ -115,11 +116,11 @@ static size_t mx_floor4(int emax, const uint32_t *amax, size_t ng, float *scale,
     for (; g + 4 <= ng; g += 4) {
         v4i b; /* (amax bits are of |x|: below 2^31, signed compares hold) */
         memcpy(&b, amax + g, 16);
-        v4i ok = (b >= lo) & (b < 0x7F800000);
+        v4i z = b == 0, ok = ((b >= lo) & (b < 0x7F800000)) | z;
         if (!(ok[0] & ok[1] & ok[2] & ok[3]))
             break;
         v4i e = b >> 23;
-        v4i si = (e - emax) << 23, sc = ((254 + emax) - e) << 23;
+        v4i si = (((e - emax) << 23) & ~z) | (z & 0x00400000), sc = ((((254 + emax) - e) << 23) & ~z) | (z & 0x7F000000);
         memcpy(scale_inv + g, &si, 16);
         memcpy(scale + g, &sc, 16);
     }
