@@ -120,6 +120,24 @@ static void bench_stats_wide(const float *x, float *w, size_t n)
     wide_row("nvfp4", "uniform, 1 block in 1024 zero", x, w);
 }
 
+/* Zeros in blocks: x with its last 128 rows zero (padding at the end of a
+ * batch's sequences), and a tensor all zero (a bias at its start, a
+ * gradient that did not reach).  An all-zero piece once summed its
+ * statistics in double, an all-zero MX block cast with a subnormal scale
+ * and an NVFP4 one group by group: 1.2x to 6x the time of x. */
+static void bench_stats_zeros(const float *x, float *w, size_t n)
+{
+    printf("\nx with zero rows (all statistics, best of 3, interleaved with the section's x):\n");
+    memcpy(w, x, n * sizeof *w);
+    memset(w + n - 128 * (size_t)COLS, 0, 128 * (size_t)COLS * sizeof *w);
+    static const char *specs[] = {"e4m3:current", "e4m3:block=1x128", "mxfp8", "nvfp4"};
+    for (int k = 0; k < 4; k++)
+        wide_row(specs[k], "last 128 of 4096 rows zero", x, w);
+    memset(w, 0, n * sizeof *w);
+    for (int k = 0; k < 4; k++)
+        wide_row(specs[k], "all zero", x, w);
+}
+
 int bench_stats(void)
 {
     const size_t n = (size_t)ROWS * COLS;
@@ -248,6 +266,7 @@ int bench_stats(void)
         q[i] = x[i] < 0 ? 0.0f : x[i];
     wide_row("e4m3:delayed", "x after a ReLU", x, q);
     bench_stats_wide(x, q, n);
+    bench_stats_zeros(x, q, n);
     printf("\n%s\n", ok ? "all statistics targets met, engine agrees with the oracle"
                          : "some statistics targets missed or disagreed");
     free(x);
