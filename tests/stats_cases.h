@@ -42,6 +42,8 @@ static inline void fill(int kind, float *x, size_t n, uint64_t seed)
         case 11: /* padding: a band of zeros, and every 7th aligned 32 all +-0 */
             x[i] = (i >= n / 4 && i < n / 2) || i % 224 < 32 ? ((i / 32) % 3 ? 0.0f : -0.0f) : (float)(g * 2.385);
             break;
+        case 13: x[i] = (float)(g * 1e-9); break;                            /* tiny: max below 2^-24 */
+        case 14: x[i] = (float)(i < n / 2 ? g * 3e-12 : g); break;           /* tiny, then ordinary */
         case 12: /* zeros with NaN and Inf in some of their groups, and some groups of values */
             x[i] = i % 997 == 13 ? NAN : i % 1499 == 7 ? ((i & 1) ? INFINITY : -INFINITY) : i % 160 >= 64 && i % 160 < 96 ? (float)g : 0.0f;
             break;

@@ -76,14 +76,14 @@ static void all_cases(void)
     const shape shapes[] = {{"1x1", 1, 1}, {"1x1000", 1, 1000}, {"130x260", 130, 260}, {"64x512", 64, 512},
                             {"7x33", 7, 33}, {"300x300 (several pieces)", 300, 300}};
     for (size_t ri = 0; ri < NRECIPES; ri++)
-        for (int kind = 0; kind < 13; kind++) /* 9, 10: means that move from piece to piece; 11, 12: zeros */
+        for (int kind = 0; kind < 15; kind++) /* 9, 10: means that move from piece to piece; 11, 12: zeros; 13, 14: tiny */
             for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
                 run_case(recipes[ri], kind, shapes[si].rows, shapes[si].cols, kind == 0 ? 3 : 1);
     /* more pieces than parts (eight): a part sums several pieces, each about
      * the running mean unless the piece's own lies far from it (kind 9 jumps
      * between the two pieces of one part here: 11 pieces, part 2 = pieces
      * 2 and 3) */
-    static const int big_kinds[] = {0, 8, 9, 10, 11, 12};
+    static const int big_kinds[] = {0, 8, 9, 10, 11, 12, 13, 14};
     for (size_t ri = 0; ri < NRECIPES; ri++)
         for (size_t k = 0; k < sizeof big_kinds / sizeof big_kinds[0]; k++)
             run_case(recipes[ri], big_kinds[k], 600, 600, 1);
@@ -779,7 +779,7 @@ void register_stats_tests(void)
 {
     static CU_TestInfo tests[] = {
         {"hand-worked statistics", test_known_values},
-        {"engine vs scalar oracle, 26 recipes x 13 tensors", test_vs_oracle},
+        {"engine vs scalar oracle, 26 recipes x 15 tensors", test_vs_oracle},
         {"a broken oracle disagrees (the comparison can fail)", test_broken_oracle_disagrees},
         {"engine under FTZ/DAZ equals the default environment", test_vs_oracle_ftz},
         {"apply-only and no-histogram paths agree", test_options},

@@ -42,7 +42,7 @@ static void test_threads_same_bits(void)
                 st[k] = fp8_recipe_state_alloc(&r, FP8_ROLE_GRADIENT);
                 st[k]->threads = th[k];
             }
-            for (int kind = 0; kind < 13; kind += (si == 2 ? 4 : 1)) {
+            for (int kind = 0; kind < 15; kind += (si == 2 ? 4 : 1)) {
                 if (kind == 9 || kind == 10)
                     continue; /* (moving means: the single-part suite) */
                 fp8_stats s[3];

@@ -264,9 +264,86 @@ static void err_masked(fp8__moments *m, const float *x, const float *xq, size_t 
     m->qbad += t.qbad;
 }
 
+/* Tiny pieces: the largest magnitude (float32 bits maxbits) above 0 and
+ * below 2^-24, as small gradients hold.  Their float32 powers would
+ * underflow, so the lean sums refuse them, and in double lanes such a
+ * piece took 8x the time.  Scaled by 2^k (k >= 1: exact, nothing
+ * overflows, a subnormal becomes normal) its largest magnitude lies in
+ * [2^-23, 2); the lean sums are taken of the scaled values, a chunk at a
+ * time, and scaled back by powers of two (exact).  Extremes, counts and
+ * |x - x_hat| scale back exactly too.  (The exponent bins are the first
+ * pass's, of x itself.) */
+#define TINY_CHUNK 1024
+static inline int tiny_bits(uint32_t maxbits) { return maxbits && maxbits < FP8_LEAN_LO; }
+
+/* 2^k for maxbits (tiny_bits), *u = 2^-k */
+static float tiny_scale(uint32_t maxbits, double *u)
+{
+    uint32_t e = maxbits >> 23; /* (a subnormal maximum: 2^126, its scaled maximum >= 2^-23) */
+    int k = e ? 127 - (int)e : 126;
+    *u = ldexp(1.0, -k);
+    return fp8__bits_to_float((uint32_t)(127 + k) << 23);
+}
+
+/* t's sums and extremes of scaled values scaled back by u = 2^-k */
+static void tiny_unscale(fp8__moments *t, double u)
+{
+    const double u2 = u * u;
+    const float uf = (float)u;
+    t->cmean *= u, t->cM2 *= u2, t->cM3 *= u2 * u, t->cM4 *= u2 * u2;
+    for (int l = 0; l < FP8_ML; l++)
+        t->l1[l] *= u, t->xx[l] *= u2, t->e2[l] *= u2, t->q2[l] *= u2, t->xq[l] *= u2;
+    for (int l = 0; l < 16; l++)
+        t->mn[l] *= uf, t->mx[l] *= uf, t->mnz[l] *= uf, t->maxerr[l] *= uf;
+}
+
+static void xm_plain(fp8__moments *m, const float *x, size_t n);
+
+/* x's statistics of x[0..n) (n a multiple of 16, maximum maxbits) scaled */
+static void x_tiny(fp8__moments *m, const float *x, size_t n, uint32_t maxbits)
+{
+    double u;
+    const float S = tiny_scale(maxbits, &u);
+    float b[TINY_CHUNK];
+    for (size_t i = 0; i < n; i += TINY_CHUNK) {
+        size_t c = n - i < TINY_CHUNK ? n - i : TINY_CHUNK;
+        for (size_t j = 0; j < c; j++)
+            b[j] = x[i + j] * S;
+        fp8__moments t;
+        fp8__moments_init(&t);
+        xm_plain(&t, b, c);
+        tiny_unscale(&t, u);
+        /* (x's fields only: t's error fields are empty) */
+        fp8__moments_merge(m, &t);
+    }
+}
+
+/* the error sums of x[0..n) against xq (n a multiple of 16, the larger
+ * maximum maxbits) scaled */
+static void err_tiny(fp8__moments *m, const float *x, const float *xq, size_t n, uint32_t maxbits)
+{
+    double u;
+    const float S = tiny_scale(maxbits, &u);
+    float b[TINY_CHUNK], bq[TINY_CHUNK];
+    for (size_t i = 0; i < n; i += TINY_CHUNK) {
+        size_t c = n - i < TINY_CHUNK ? n - i : TINY_CHUNK;
+        for (size_t j = 0; j < c; j++)
+            b[j] = x[i + j] * S, bq[j] = xq[i + j] * S;
+        fp8__moments t;
+        fp8__moments_init(&t);
+        FN(fp8__err_add_)(&t, b, bq, c);
+        tiny_unscale(&t, u);
+        for (int l = 0; l < FP8_ML; l++)
+            m->e2[l] += t.e2[l], m->q2[l] += t.q2[l], m->xq[l] += t.xq[l];
+        for (int l = 0; l < 16; l++)
+            m->maxerr[l] = t.maxerr[l] > m->maxerr[l] ? t.maxerr[l] : m->maxerr[l];
+    }
+}
+
 /* The lean error sums of x[0..nl) (E2, Q2, XQ, me) enter m when the larger
  * of x's and x_hat's maxima (float32 bits; NaN and Inf lie above) is in
- * [2^-24, 2^28]; whatever they did not cover is summed in double. */
+ * [2^-24, 2^28] or 0; when it is tiny (tiny_bits), they are taken again of
+ * the scaled values; whatever they did not cover is summed in double. */
 static void err_commit(fp8__moments *m, const float *x, const float *xq, size_t n, size_t nl, uint32_t maxbits,
                        const vd8 *E2, const vd8 *Q2, const vd8 *XQ, const vf16 *me)
 {
@@ -275,6 +352,9 @@ static void err_commit(fp8__moments *m, const float *x, const float *xq, size_t 
         for (int l = 0; l < FP8_ML; l++)
             m->e2[l] += (*E2)[l], m->q2[l] += (*Q2)[l], m->xq[l] += (*XQ)[l];
         memcpy(m->maxerr, me, 64);
+        from = nl;
+    } else if (nl && xq && tiny_bits(maxbits)) {
+        err_tiny(m, x, xq, nl, maxbits);
         from = nl;
     }
     if (from < n)
@@ -497,7 +577,9 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
      * in padding or a bias at its start, whose double sums the float ones
      * equal while K's powers stay in range: 8x slower in double) */
     int lean = nl && fp8__lean_bits(am) && fabsf(K) <= 0x1p28f && (T2 >= (double)nl * 0x1p-60 || T2 == 0);
-    if (!lean) { /* redo the lean part in double lanes */
+    if (!lean && tiny_bits(am)) { /* (every x finite) */
+        x_tiny(m, x, nl, am);
+    } else if (!lean) { /* redo the lean part in double lanes */
         x_masked(m, x, nl);
     } else {
         for (int l = 0; l < FP8_ML; l++)
@@ -519,6 +601,13 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
     for (int l = 0; l < 16; l++)
         qm = qmax[l] > qm ? qmax[l] : qm;
     err_commit(m, x, xq, n, nl, qm, &E2, &Q2, &XQ, &mev);
+}
+
+/* x's statistics alone, no bins (x_tiny's scaled chunks: their maximum
+ * is not tiny, so this does not come back to x_tiny) */
+static __attribute__((noinline)) void xm_plain(fp8__moments *m, const float *x, size_t n)
+{
+    xm_core(m, x, NULL, n, NULL, 0, 0);
 }
 
 /* the wide window's copies of the loop (hist->wide, top >= 32: see above),
