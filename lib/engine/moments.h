@@ -19,6 +19,8 @@ typedef struct {
     double xx[FP8_ML];                              /* sum x^2 over finite x: sqnr's and rel_err's denominator */
     float mn[16], mx[16], maxerr[16], mnz[16];      /* lane min, max, max|e|, min nonzero |x| */
     uint64_t nan, inf, zero, qbad;                  /* counts                */
+    int tiny;                                       /* the last piece was tiny (stats_vec.c): the
+                                                       next one's maxima are looked at first */
 } fp8__moments;
 
 void fp8__moments_init(fp8__moments *m);

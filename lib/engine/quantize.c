@@ -169,7 +169,7 @@ static int cast_summing(pass_ctx *c, const float *x, size_t m, float scale, floa
                         const float *gscale, const float *ginv, unsigned char *gflags, float *out,
                         uint32_t *maxbits)
 {
-    if (!c->stats || c->caster.fn != fp8__k.cast_kernel)
+    if (!c->stats || c->caster.fn != fp8__k.cast_kernel || c->tiny)
         return 0;
     /* the error sums go where piece_stats puts them: with x's own (both_add)
      * or alone (err_add); x's statistics, fields of their own, follow */
@@ -179,8 +179,10 @@ static int cast_summing(pass_ctx *c, const float *x, size_t m, float scale, floa
     memcpy(es.me, mom->maxerr, sizeof es.me);
     uint64_t cnt[FP8_NCLASS] = {0};
     if (!fp8__caster_run_err(&c->caster, scale, scale_inv, x, m, glen, gscale, ginv, gflags, out, cnt, &es) ||
-        !fp8__lean_bits(es.maxbits) || es.hotbound > FP8_LEAN_HI)
+        !fp8__lean_bits(es.maxbits) || es.hotbound > FP8_LEAN_HI) {
+        c->tiny = es.maxbits < FP8_LEAN_LO && es.maxbits;
         return 0;
+    }
     if (maxbits)
         *maxbits = es.maxbits;
     for (int l = 0; l < FP8_ML; l++)

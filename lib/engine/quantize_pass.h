@@ -60,6 +60,8 @@ typedef struct {
     float te_thr;
     uint64_t te_n;
     float *buf;         /* PIECE floats          */
+    int tiny;           /* a piece's kernel sums were refused as tiny (stats_vec.c): the part's
+                           later pieces go the plain way at once (the same bits, no cast twice) */
 } pass_ctx;
 
 /* the sums that hold the error sums */

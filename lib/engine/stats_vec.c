@@ -355,6 +355,7 @@ static void err_commit(fp8__moments *m, const float *x, const float *xq, size_t 
         from = nl;
     } else if (nl && xq && tiny_bits(maxbits)) {
         err_tiny(m, x, xq, nl, maxbits);
+        m->tiny = 1;
         from = nl;
     }
     if (from < n)
@@ -577,7 +578,8 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
      * in padding or a bias at its start, whose double sums the float ones
      * equal while K's powers stay in range: 8x slower in double) */
     int lean = nl && fp8__lean_bits(am) && fabsf(K) <= 0x1p28f && (T2 >= (double)nl * 0x1p-60 || T2 == 0);
-    if (!lean && tiny_bits(am)) { /* (every x finite) */
+    m->tiny = !lean && tiny_bits(am);
+    if (m->tiny) { /* (every x finite) */
         x_tiny(m, x, nl, am);
     } else if (!lean) { /* redo the lean part in double lanes */
         x_masked(m, x, nl);
@@ -662,9 +664,43 @@ static void wide_first(const float *x, size_t n, fp8__hist_state *hist)
 
 /* x's statistics (with xq: and the error sums) in the narrow or the wide
  * window's loop (xq a constant NULL or not at each call, as xm_core's) */
+/* After a tiny piece (m->tiny), the next one's maxima first (in cache, a
+ * fraction of the lean pass that would find it tiny again): when tiny, x's
+ * statistics and the error sums scaled at once, its bins counted as
+ * fp8__hist_add does, and 1; otherwise 0 and m->tiny cleared.  The same
+ * sums as the lean pass followed by x_tiny / err_tiny. */
+static int tiny_first(fp8__moments *m, const float *x, const float *xq, size_t n, fp8__hist_state *hist)
+{
+    size_t nl = n - n % 16;
+    uint32_t a = 0, qa = 0;
+    uint64_t ci = 0, cn = 0, qi = 0, qn = 0;
+    FN(fp8__amax_scan_)(x, nl, &a, &ci, &cn);
+    if (xq)
+        FN(fp8__amax_scan_)(xq, nl, &qa, &qi, &qn);
+    if (!nl || ci || cn || qi || qn || !tiny_bits(a) || (xq && !tiny_bits(a > qa ? a : qa))) {
+        m->tiny = 0;
+        return 0;
+    }
+    x_tiny(m, x, nl, a);
+    if (nl < n)
+        x_masked(m, x + nl, n - nl);
+    if (hist) {
+        FN(fp8__hist_add_)(hist->sub, x, n);
+        fp8__hist_touch(hist, 0, 256); /* (every bin: NaN and Inf may lie in the tail) */
+    }
+    if (xq) {
+        err_tiny(m, x, xq, nl, a > qa ? a : qa);
+        if (nl < n)
+            err_masked(m, x + nl, xq + nl, n - nl);
+    }
+    return 1;
+}
+
 static inline __attribute__((always_inline)) void xm_any(fp8__moments *m, const float *x, const float *xq,
                                                          size_t n, fp8__hist_state *hist, uint32_t pf)
 {
+    if (m->tiny && tiny_first(m, x, xq, n, hist))
+        return;
     if (XM_WIDE && hist && hist->top == 0)
         wide_first(x, n, hist);
     if (WIDE_HERE(hist))
@@ -683,6 +719,19 @@ void FN(fp8__both_add_)(FP8_BOTH_ARGS) { xm_any(m, x, xq, n, hist, 0); }
 void FN(fp8__err_add_)(FP8_MOMENTS_ARGS)
 {
     size_t nl = xq ? n - n % 16 : 0, i = 0;
+    if (m->tiny && nl) { /* (as tiny_first) */
+        uint32_t a = 0, qa = 0;
+        uint64_t ci = 0, cn = 0, qi = 0, qn = 0;
+        FN(fp8__amax_scan_)(x, nl, &a, &ci, &cn);
+        FN(fp8__amax_scan_)(xq, nl, &qa, &qi, &qn);
+        if (!(ci || cn || qi || qn) && tiny_bits(a > qa ? a : qa)) {
+            err_tiny(m, x, xq, nl, a > qa ? a : qa);
+            if (nl < n)
+                err_masked(m, x + nl, xq + nl, n - nl);
+            return;
+        }
+        m->tiny = 0;
+    }
     ad8 E2a = {0}, Q2a = {0}, XQa = {0}; /* (accumulators: vec_isa.h) */
     vf16 me0;
     memcpy(&me0, m->maxerr, 64);
