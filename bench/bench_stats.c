@@ -122,12 +122,14 @@ static void bench_stats_wide(const float *x, float *w, size_t n)
 
 /* Zeros in blocks: x with its last 128 rows zero (padding at the end of a
  * batch's sequences), and a tensor all zero (a bias at its start, a
- * gradient that did not reach).  An all-zero piece once summed its
+ * gradient that did not reach); and x times 1e-9, whose largest magnitude
+ * lies below 2^-24 (a small gradient).  An all-zero piece once summed its
  * statistics in double, an all-zero MX block cast with a subnormal scale
- * and an NVFP4 one group by group: 1.2x to 6x the time of x. */
+ * and an NVFP4 one group by group: 1.2x to 20x the time of x; a tiny
+ * piece summed in double took 8x. */
 static void bench_stats_zeros(const float *x, float *w, size_t n)
 {
-    printf("\nx with zero rows (all statistics, best of 3, interleaved with the section's x):\n");
+    printf("\nzeros and tiny magnitudes (all statistics, best of 3, interleaved with the section's x):\n");
     memcpy(w, x, n * sizeof *w);
     memset(w + n - 128 * (size_t)COLS, 0, 128 * (size_t)COLS * sizeof *w);
     static const char *specs[] = {"e4m3:current", "e4m3:block=1x128", "mxfp8", "nvfp4"};
@@ -136,6 +138,10 @@ static void bench_stats_zeros(const float *x, float *w, size_t n)
     memset(w, 0, n * sizeof *w);
     for (int k = 0; k < 4; k++)
         wide_row(specs[k], "all zero", x, w);
+    for (size_t i = 0; i < n; i++)
+        w[i] = x[i] * 1e-9f;
+    for (int k = 0; k < 4; k++)
+        wide_row(specs[k], "x times 1e-9", x, w);
 }
 
 int bench_stats(void)
