@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "fp8.h"
+#include "ref_stats.h"
+#include "stats_compare.h"
 #include "tests.h"
 
 /* E2M1 magnitudes by code 0..7, and the nearest one (ties to the even code) */
@@ -95,6 +97,30 @@ static void test_two_level_and_2d(void)
     quantize("nvfp4:weights=16x16", "gradient", x, R, C, a, &st);
     ref_nvfp4(x, R, C, 1, 16, b);
     CU_ASSERT_EQUAL(memcmp(a, b, n * 4), 0);
+    /* tiles the grouped kernel does not take: a row of tiles all zero (a
+     * padded vocabulary's rows), one zero tile, and one of values whose
+     * decode scale rounds to 0 (flushed: its 256 values count as
+     * underflows, its tile as one with an underflow); the rest by the
+     * kernel, the whole against the reference and the oracle */
+    memset(x + 16 * C, 0, 16 * C * sizeof *x);
+    for (size_t i = 32; i < 48; i++)
+        for (size_t j = 16; j < 32; j++)
+            x[i * C + j] = (i + j) % 3 ? 0.0f : -0.0f;
+    for (size_t i = 0; i < 16; i++)
+        for (size_t j = 48; j < 64; j++)
+            x[i * C + j] = (i + j) % 2 ? 1e-7f : -3e-7f;
+    quantize("nvfp4:weights=16x16", "weight", x, R, C, a, &st);
+    ref_nvfp4(x, R, C, 16, 16, b);
+    CU_ASSERT_EQUAL(memcmp(a, b, n * 4), 0);
+    fp8_recipe_state *o = fp8_recipe_state_new("nvfp4:weights=16x16", "weight");
+    fp8_stats ost;
+    CU_ASSERT_EQUAL(ref_quantize(o, x, R, C, b, &ost), FP8_OK);
+    CU_ASSERT_EQUAL(memcmp(a, b, n * 4), 0);
+    stats_compare("nvfp4 16x16 tiles with zeros", &st, &ost, 0);
+    CU_ASSERT(st.underflows >= 256);
+    CU_ASSERT_EQUAL(st.underflows, ost.underflows);
+    CU_ASSERT_EQUAL(st.blocks_with_underflow, ost.blocks_with_underflow);
+    fp8_recipe_state_free(o);
     free(x), free(a), free(b);
 }
 

@@ -449,20 +449,21 @@ static int unit_scales(fused *F, size_t off, size_t m)
  * all-zero block of 16 in 1024 ran 0.09 Gelem/s against 0.73 without:
  * every 16-element segment paid a piece's setup and x's statistics'
  * merge.) */
-static void unit_segments(fused *F, pass_ctx *c, size_t off, size_t m)
+static void unit_segments(fused *F, pass_ctx *c, size_t off, size_t m, size_t g0)
 {
     const size_t seg = F->L->seg, end = off + m;
+#define G(o) (g0 + ((o) - off) / seg) /* (the groups along [off, end): g0, g0 + 1, ...) */
     for (size_t o = off; o < end;) {
         size_t e = o;
         if (F->grouped)
-            while (e < end && kernel_group(F, e / seg))
+            while (e < end && kernel_group(F, G(e)))
                 e += seg;
         if (e > o) {
-            grouped_chunk(F, c, o, e - o, o / seg);
+            grouped_chunk(F, c, o, e - o, G(o));
             o = e;
             continue;
         }
-        while (e < end && F->gamax[e / seg] == 0) /* (every grouped recipe has an amax pass or late ranges) */
+        while (e < end && F->gamax[G(e)] == 0) /* (every grouped recipe has an amax pass or late ranges) */
             e += seg;
         if (e > o && all_zero_bits(F->X + o, e - o)) {
             /* +-0 casts to itself, exact, at any scale: scale 1's (no flags) */
@@ -472,8 +473,9 @@ static void unit_segments(fused *F, pass_ctx *c, size_t off, size_t m)
             continue;
         }
         for (e = e > o ? e : o + seg; o < e; o += seg)
-            group_segment(F, c, o / seg, o, seg);
+            group_segment(F, c, G(o), o, seg);
     }
+#undef G
 }
 
 /* the cast and statistics of units [u0, u1) */
@@ -483,7 +485,7 @@ void fp8__fused_units(fused *F, part *pp, size_t u0, size_t u1)
         size_t off = u * F->unit, m = F->numel - off < F->unit ? F->numel - off : F->unit;
         if (F->late ? !unit_scales(F, off, m)
                     : F->zeros && F->grouped && groups_off(F, off / F->L->seg, (off + m) / F->L->seg))
-            unit_segments(F, &pp->c, off, m);
+            unit_segments(F, &pp->c, off, m, off / F->L->seg);
         else if (F->grouped)
             grouped_chunk(F, &pp->c, off, m, off / F->L->seg);
         else /* per tensor */
@@ -499,12 +501,17 @@ static void fused_whole(fused *F, part *pp)
 {
     pass_ctx *c = &pp->c;
     const layout *L = F->L;
-    if (F->grouped) { /* tiles of br rows: a row's chunks, row after row */
+    if (F->grouped) { /* tiles of br rows: a row's chunks, row after row (a chunk with groups
+                           the kernel does not take by segments, as a unit one row high) */
         const size_t chunk = (PIECE / L->seg) * L->seg;
         for (size_t i = 0; i < L->R; i++)
-            for (size_t j0 = 0; j0 < L->C; j0 += chunk)
-                grouped_chunk(F, c, i * L->C + j0, L->C - j0 < chunk ? L->C - j0 : chunk,
-                              (i / L->br) * L->nbc + j0 / L->seg);
+            for (size_t j0 = 0; j0 < L->C; j0 += chunk) {
+                size_t len = L->C - j0 < chunk ? L->C - j0 : chunk, g = (i / L->br) * L->nbc + j0 / L->seg;
+                if (F->zeros && groups_off(F, g, g + len / L->seg))
+                    unit_segments(F, c, i * L->C + j0, len, g);
+                else
+                    grouped_chunk(F, c, i * L->C + j0, len, g);
+            }
         return;
     }
     for (size_t i = 0; i < L->R; i++)

@@ -286,13 +286,11 @@ static void cast_parts(fp8__cast *c, const fp8_amax_info *known)
 {
     fused *F = &c->F;
     const fp8_recipe *r = &c->st->recipe;
-    /* zero-scale groups take the per-segment path: within their units where
-     * the groups are one row high (fp8__fused_units), else group by group;
-     * so do all-zero groups one row high (bit 1: tiles keep the kernel) */
+    /* groups the grouped kernel does not take (a scale not > 0, a
+     * subnormal scale_inv) go by segments within their units or, in
+     * tiles, their rows' chunks (fp8__fused_units, fused_whole) */
     for (int p = 0; p < F->SJ; p++)
         F->zeros |= F->zero_scale[p];
-    if ((F->zeros & 1) && !F->split)
-        F->grouped = 0;
     float thr = (float)c->st->format->max * F->scale_inv[0];
     c->te_on = c->stats && !c->trans && c->L.per_tensor &&
                (r->kind == FP8_RECIPE_DELAYED || r->kind == FP8_RECIPE_NONE) &&

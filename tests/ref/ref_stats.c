@@ -25,8 +25,14 @@ static size_t group_of(const fp8_recipe *r, size_t i, size_t j, size_t R, size_t
         nbc = (C + (size_t)r->block_cols - 1) / (size_t)r->block_cols;
         *ngroups = ((R + (size_t)r->block_rows - 1) / (size_t)r->block_rows) * nbc;
         return (i / (size_t)r->block_rows) * nbc + j / (size_t)r->block_cols;
-    case FP8_RECIPE_MX:
     case FP8_RECIPE_NVFP4:
+        if (r->tile2d) { /* a weight's 2D tiles */
+            nbc = (C + (size_t)r->wblock_cols - 1) / (size_t)r->wblock_cols;
+            *ngroups = ((R + (size_t)r->wblock_rows - 1) / (size_t)r->wblock_rows) * nbc;
+            return (i / (size_t)r->wblock_rows) * nbc + j / (size_t)r->wblock_cols;
+        }
+        /* fall through */
+    case FP8_RECIPE_MX:
         nbc = (C + (size_t)r->group - 1) / (size_t)r->group;
         *ngroups = R * nbc;
         return i * nbc + j / (size_t)r->group;
