@@ -70,11 +70,11 @@ static void out_rows(const float *x, float *q, size_t n)
     free(raw);
 }
 
-/* all statistics of w (ROWS x COLS) under spec, best of 3, next to the
- * same recipe on x, interleaved */
-static void wide_row(const char *spec, const char *what, const float *x, const float *w)
+/* all statistics of w (ROWS x COLS) under spec for a tensor of role, best
+ * of 3, next to the same recipe on x, interleaved */
+static void role_row(const char *spec, const char *role, const char *what, const float *x, const float *w)
 {
-    fp8_recipe_state *a = fp8_recipe_state_new(spec, "activation"), *b = fp8_recipe_state_new(spec, "activation");
+    fp8_recipe_state *a = fp8_recipe_state_new(spec, role), *b = fp8_recipe_state_new(spec, role);
     fp8_quantize(a, w, ROWS, COLS, NULL, NULL);
     fp8_recipe_state_step(a);
     fp8_quantize(b, x, ROWS, COLS, NULL, NULL);
@@ -88,6 +88,11 @@ static void wide_row(const char *spec, const char *what, const float *x, const f
     printf("%-18s %-30s %7.3f G/s; on x %7.3f G/s (%.2fx its time)\n", spec, what, rw, rx, rx / rw);
     fp8_recipe_state_free(a);
     fp8_recipe_state_free(b);
+}
+
+static void wide_row(const char *spec, const char *what, const float *x, const float *w)
+{
+    role_row(spec, "activation", what, x, w);
 }
 
 /* Data wider than the format's range, where many vectors hold lanes below
@@ -125,8 +130,8 @@ static void bench_stats_wide(const float *x, float *w, size_t n)
  * gradient that did not reach); and x times 1e-9, whose largest magnitude
  * lies below 2^-24 (a small gradient).  An all-zero piece once summed its
  * statistics in double, an all-zero MX block cast with a subnormal scale
- * and an NVFP4 one group by group: 1.2x to 20x the time of x; a tiny
- * piece summed in double took 8x. */
+ * and an NVFP4 one group by group (with 2D tiles, the whole tensor): 1.2x
+ * to 20x the time of x; a tiny piece summed in double took 8x. */
 static void bench_stats_zeros(const float *x, float *w, size_t n)
 {
     printf("\nzeros and tiny magnitudes (all statistics, best of 3, interleaved with the section's x):\n");
@@ -135,6 +140,8 @@ static void bench_stats_zeros(const float *x, float *w, size_t n)
     static const char *specs[] = {"e4m3:current", "e4m3:block=1x128", "mxfp8", "nvfp4"};
     for (int k = 0; k < 4; k++)
         wide_row(specs[k], "last 128 of 4096 rows zero", x, w);
+    /* (a weight's 16x16 tiles: one row of zero tiles went group by group, on one thread) */
+    role_row("nvfp4:weights=16x16", "weight", "weight, last 128 rows zero", x, w);
     memset(w, 0, n * sizeof *w);
     for (int k = 0; k < 4; k++)
         wide_row(specs[k], "all zero", x, w);
