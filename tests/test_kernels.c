@@ -30,6 +30,7 @@
 #include "tests.h"
 
 #include "kernels_isas.h"
+#include "rht.h"
 
 static const size_t lengths[] = {0, 1, 15, 16, 17, 63, 64, 65, 255, 256, 257, 1000, 4099};
 #define NLEN (sizeof lengths / sizeof lengths[0])
@@ -479,6 +480,44 @@ static void smooth_cols_case(const isa *I, float *x, size_t n)
 
 static void test_smooth_cols(void) { every_case(0, smooth_cols_case); }
 
+/* the elements of a and b that differ: in their bits, unless both are NaN
+ * (which NaN an operation on two of them gives is the compiler's choice of
+ * operand order, in the reference too) */
+static size_t nan_or_bits_differ(const float *a, const float *b, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += !(isnan(a[i]) && isnan(b[i])) && memcmp(a + i, b + i, sizeof *a) != 0;
+    return k;
+}
+
+/* NVFP4's Hadamard transform (the vector form, smooth_vec.c) against the
+ * reference a butterfly at a time (rht.c), bit for bit (NaN for NaN): both
+ * ways, into another array (a row's partial group copied) and in place,
+ * for widths with and without a partial group. */
+static void rht_case(const isa *I, float *x, size_t n)
+{
+    static const size_t widths[] = {15, 16, 17, 40, 64, 4099};
+    static float y[4099], r[4099];
+    float d[16];
+    fp8__rht_signs(n, d);
+    for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++) {
+        size_t cols = widths[w], rows = cols <= n ? n / cols : 0;
+        for (int inverse = 0; rows && inverse < 2; inverse++) {
+            memcpy(r, x, rows * cols * sizeof *r);
+            fp8__rht_apply_ref(r, rows, cols, d, inverse);
+            memset(y, 0xA5, sizeof y);
+            I->rht(x, y, rows, cols, d, inverse);
+            CU_ASSERT_EQUAL(nan_or_bits_differ(y, r, rows * cols), 0);
+            memcpy(y, x, rows * cols * sizeof *y);
+            I->rht(y, y, rows, cols, d, inverse);
+            CU_ASSERT_EQUAL(nan_or_bits_differ(y, r, rows * cols), 0);
+        }
+    }
+}
+
+static void test_rht(void) { every_case(0, rht_case); }
+
 /* The error sums in double: counts and max |x - x_hat| equal to a plain
  * loop's, the sums within 1e-13 of its serial double sums (the order of
  * the additions differs), and bit for bit equal to the same sums taken in
@@ -622,6 +661,7 @@ void register_kernels_tests(void)
         {"running sums of AVX2 and AVX-512 against the portable loops", test_moments},
         {"smooth: column maxima and column scaling of every ISA equal plain loops", test_smooth_cols},
         {"smooth: error sums in double of every ISA equal plain loops", test_err_double},
+        {"NVFP4's Hadamard transform of every ISA equals the butterflies one at a time", test_rht},
         {"TE's overflow count of every ISA equals the plain comparison", test_count_above},
         {"the worker pool runs every job once, none after its call returns (also beside yielding threads)", test_pool},
         CU_TEST_INFO_NULL,

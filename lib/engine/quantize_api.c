@@ -194,18 +194,17 @@ static int quantize_rht(fp8_recipe_state *st, const float *x, size_t rows, size_
     float *y = fp8__scratch_take(FP8__SCRATCH_RHT, rows * cols * sizeof *y), d[16]; /* kept for the next cast */
     if (!y)
         return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: out of memory for the Hadamard transform of %zux%zu", rows, cols);
-    memcpy(y, x, rows * cols * sizeof *y);
     fp8__rht_signs(st->recipe.rht_seed, d);
     fp8__fenv fe;
     fp8__fenv_enter(&fe);
-    fp8__rht_apply(y, rows, cols, d, 0);
+    fp8__rht_apply(x, y, rows, cols, d, 0);
     fp8__fenv_leave(&fe);
     int rc = fp8__quantize_core(st, y, rows, cols, out, stats, options, codes, group_scale_inv, NULL);
     if (rc == FP8_OK && keep_hist)
         memcpy(stats->exp_hist, xhist, sizeof xhist);
     if (rc == FP8_OK && out) {
         fp8__fenv_enter(&fe);
-        fp8__rht_apply(out, rows, cols, d, 1);
+        fp8__rht_apply(out, out, rows, cols, d, 1);
         fp8__fenv_leave(&fe);
     }
     fp8__scratch_give(FP8__SCRATCH_RHT, y);

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels.h"
 #include "rht.h"
 
 /* The 16 random signs of seed (splitmix64), as +-1. */
@@ -35,8 +36,9 @@ static void wht16(float *v)
 }
 
 /* forward: y = H (d . x) / 4 on every whole group of 16 along each row;
- * inverse: x = d . (H y / 4).  A row's last partial group is left alone. */
-void fp8__rht_apply(float *x, size_t rows, size_t cols, const float d[16], int inverse)
+ * inverse: x = d . (H y / 4).  A row's last partial group is left alone.
+ * The slow reference: a butterfly at a time. */
+void fp8__rht_apply_ref(float *x, size_t rows, size_t cols, const float d[16], int inverse)
 {
     for (size_t i = 0; i < rows; i++)
         for (size_t j = 0; j + 16 <= cols; j += 16) {
@@ -51,3 +53,10 @@ void fp8__rht_apply(float *x, size_t rows, size_t cols, const float d[16], int i
         }
 }
 
+
+/* the vector form (smooth_vec.c, this CPU's build): the same bits */
+void fp8__rht_apply(const float *x, float *y, size_t rows, size_t cols, const float d[16], int inverse)
+{
+    fp8__kernels_pick();
+    fp8__k.rht(x, y, rows, cols, d, inverse);
+}

@@ -1,7 +1,8 @@
 /*
  * smooth_vec.c — the element-wise loops of the recipes that cast another
- * tensor than x (Smooth SwiGLU's shadow, quantize_api.c): the column
- * maxima, the column scaling, and x's error sums against x_hat in double.
+ * tensor than x (Smooth SwiGLU's shadow, NVFP4's Hadamard transform,
+ * quantize_api.c): the column maxima, the column scaling, x's error sums
+ * against x_hat in double, and the 16-point Hadamard transform.
  * Built once per instruction set like stats_vec.c (see stats_vec.h); each
  * lane's arithmetic is fixed (no fused multiply-add: the build has
  * -ffp-contract=off), so every build gives the same bits.
@@ -140,4 +141,49 @@ void FN(fp8__err_double_)(FP8_ERR_DOUBLE_ARGS)
     memcpy(sums, s, sizeof s);
     *maxerr = (float)me;
     *nbad = nb;
+}
+
+/* NVFP4's Hadamard transform (rht.c's reference, a butterfly at a time),
+ * a group of 16 in two vectors of 8 lanes: the butterfly stages of span 1,
+ * 2 and 4 pair lanes within a half (lane p takes v[p & ~len] + s v[p | len],
+ * s = -1 where p has bit len: a - b, the reference's own operation), the
+ * stage of span 8 the halves (lo + hi, lo - hi).  The sign multiplies and
+ * the / 4 are exact where the reference's are: the same bits in every
+ * build (tested).  (Scalar, it took 80 % of an NVFP4 gradient cast with
+ * rht; as one vector of 16 lanes, the AVX2 build's shuffles across its two
+ * halves went through memory.) */
+static inline vf8 wht8(vf8 v)
+{
+    const vf8 s1 = {1, -1, 1, -1, 1, -1, 1, -1}, s2 = {1, 1, -1, -1, 1, 1, -1, -1}, s4 = {1, 1, 1, 1, -1, -1, -1, -1};
+    vf8 a = __builtin_shufflevector(v, v, 0, 0, 2, 2, 4, 4, 6, 6), b = __builtin_shufflevector(v, v, 1, 1, 3, 3, 5, 5, 7, 7);
+    v = a + b * s1;
+    a = __builtin_shufflevector(v, v, 0, 1, 0, 1, 4, 5, 4, 5), b = __builtin_shufflevector(v, v, 2, 3, 2, 3, 6, 7, 6, 7);
+    v = a + b * s2;
+    a = __builtin_shufflevector(v, v, 0, 1, 2, 3, 0, 1, 2, 3), b = __builtin_shufflevector(v, v, 4, 5, 6, 7, 4, 5, 6, 7);
+    return a + b * s4;
+}
+
+void FN(fp8__rht_)(FP8_RHT_ARGS)
+{
+    vf8 d0, d1;
+    memcpy(&d0, d, sizeof d0);
+    memcpy(&d1, d + 8, sizeof d1);
+    for (size_t i = 0; i < rows; i++) {
+        size_t j = 0;
+        for (; j + 16 <= cols; j += 16) {
+            vf8 lo, hi;
+            memcpy(&lo, x + i * cols + j, sizeof lo);
+            memcpy(&hi, x + i * cols + j + 8, sizeof hi);
+            if (!inverse)
+                lo *= d0, hi *= d1;
+            lo = wht8(lo), hi = wht8(hi);
+            vf8 a = (lo + hi) * 0.25f, b = (lo - hi) * 0.25f;
+            if (inverse)
+                a *= d0, b *= d1;
+            memcpy(y + i * cols + j, &a, sizeof a);
+            memcpy(y + i * cols + j + 8, &b, sizeof b);
+        }
+        if (j < cols && x != y) /* the row's partial group, as it is */
+            memcpy(y + i * cols + j, x + i * cols + j, (cols - j) * sizeof *y);
+    }
 }

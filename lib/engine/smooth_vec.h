@@ -30,5 +30,12 @@ void fp8__colscale_base(FP8_COLSCALE_ARGS);
 void fp8__err_double_avx512(FP8_ERR_DOUBLE_ARGS);
 void fp8__err_double_avx2(FP8_ERR_DOUBLE_ARGS);
 void fp8__err_double_base(FP8_ERR_DOUBLE_ARGS);
+/* NVFP4's random Hadamard transform (rht.h) of x into y (y may be x):
+ * every whole group of 16 along each row, y = H (d . x) / 4, or inverse,
+ * y = d . (H x / 4); a row's last partial group copied as it is */
+#define FP8_RHT_ARGS const float *x, float *y, size_t rows, size_t cols, const float d[16], int inverse
+void fp8__rht_avx512(FP8_RHT_ARGS);
+void fp8__rht_avx2(FP8_RHT_ARGS);
+void fp8__rht_base(FP8_RHT_ARGS);
 
 #endif
