@@ -246,19 +246,22 @@ int bench_stats(void)
         fp8_recipe_state_free(b);
     }
     /* the recipes that cast another tensor than x (Smooth SwiGLU's y = x s,
-     * x's transpose), as a probe runs them: x's statistics given; each beside
-     * the plain recipe's cast of x */
+     * x's transpose, NVFP4's Hadamard transform of a gradient), as a probe
+     * runs them: x's statistics given; each beside the plain recipe's cast
+     * of x */
     printf("\nrecipes that cast another tensor than x, x's statistics given (as a probe casts them; best of 3):\n");
-    static const char *pairs[][3] = {
-        {"e4m3:current:smooth", "e4m3:current", "column maxima, y = x s, its cast, x_hat = Q(y) / s, x's error sums"},
-        {"e4m3:colwise", "e4m3:rowwise", "the transpose, its cast"},
-        {"e4m3:block=1x128:transposed", "e4m3:block=1x128", "the transpose, its cast"},
+    static const char *pairs[][4] = {
+        {"e4m3:current:smooth", "e4m3:current", "column maxima, y = x s, its cast, x_hat = Q(y) / s, x's error sums",
+         "activation"},
+        {"e4m3:colwise", "e4m3:rowwise", "the transpose, its cast", "activation"},
+        {"e4m3:block=1x128:transposed", "e4m3:block=1x128", "the transpose, its cast", "activation"},
+        {"nvfp4:rht", "nvfp4", "a gradient: its Hadamard transform, its cast", "gradient"},
     };
     fp8_stats xs;
     fp8_tensor_stats(x, n, &xs, 0);
     for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++) {
-        fp8_recipe_state *a = fp8_recipe_state_new(pairs[k][1], "activation");
-        fp8_recipe_state *b = fp8_recipe_state_new(pairs[k][0], "activation");
+        fp8_recipe_state *a = fp8_recipe_state_new(pairs[k][1], pairs[k][3]);
+        fp8_recipe_state *b = fp8_recipe_state_new(pairs[k][0], pairs[k][3]);
         double plain = 0, other = 0;
         for (int rep = 0; rep < 3; rep++) {
             fp8_stats sa = xs, sb = xs;
