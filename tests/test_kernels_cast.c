@@ -182,11 +182,87 @@ static void test_cast_nt_stores(void)
     free(x), free(ref), free(got);
 }
 
+/* Stochastic rounding through the caster (the vector kernel of each ISA
+ * and its scalar fallback), per tensor and in groups of 16, against the
+ * scalar cast element by element (fp8_format_encode with the element's
+ * index): codes, x_hat, class counts and group flags.  Scales put lanes in
+ * the format's subnormal range (vector since the kernel rounds them) and
+ * past max (saturating formats: vector too), beside NaN, Inf and float32
+ * subnormals (the fallback). */
+static void test_cast_stochastic(void)
+{
+    find_isas();
+    static void (*const kern[3])(FP8_VEC_KERNEL_ARGS) = {fp8__vec_kernel_base, fp8__vec_kernel_avx2,
+                                                          fp8__vec_kernel_avx512};
+    const char *fmts[] = {"e4m3", "e5m2", "e2m1", "e3m2"};
+    const float scales[] = {1.0f, 0.01f, 7.0f, 1.0f / 4096.0f};
+    enum { N = 512, GL = 16 };
+    float *x = malloc(N * sizeof *x), *q = malloc(N * sizeof *q), gs[N / GL], gi[N / GL];
+    uint8_t codes[N];
+    unsigned char gf[N / GL], rgf[N / GL];
+    CU_ASSERT_FATAL(x && q);
+    int cases = 0, wrong = 0;
+    for (int k = 0; k < 3; k++) {
+        if (!isas[k].runs_here)
+            continue;
+        for (int fi = 0; fi < 4; fi++) {
+            const fp8_format *f = fp8_format_find(fmts[fi], NULL);
+            fp8_cast_mode mode = {.round = FP8_ROUND_STOCHASTIC, .overflow = FP8_SATURATE, .seed = 11};
+            for (int sat = 0; sat < 2; sat++) {
+                mode.overflow = sat ? FP8_SATURATE : FP8_NO_SATURATE;
+                fp8__caster c;
+                fp8__caster_init(&c, f, &mode);
+                if (!c.vec)
+                    continue;
+                c.fn = kern[k];
+                for (int kind = 0; kind < NKINDS; kind++)
+                    for (int si = 0; si < 4; si++)
+                        for (int grouped = 0; grouped < 2; grouped++) {
+                            fill(x, N, kind);
+                            for (size_t g = 0; g < N / GL; g++)
+                                gs[g] = scales[si] * (float)(1 + g % 5), gi[g] = 1.0f / gs[g], gf[g] = rgf[g] = 0;
+                            uint64_t cnt[FP8_NCLASS] = {0}, rcnt[FP8_NCLASS] = {0};
+                            const uint64_t off = 1000003u * (uint64_t)(kind + 1);
+                            if (grouped)
+                                fp8__caster_run_groups(&c, x, N, GL, gs, gi, q, codes, cnt, gf, off);
+                            else
+                                fp8__caster_run(&c, scales[si], 1.0f / scales[si], x, N, codes, q, cnt, off);
+                            int bad = 0;
+                            for (size_t i = 0; i < N; i++) {
+                                float s = grouped ? gs[i / GL] : scales[si], si_ = grouped ? gi[i / GL] : 1.0f / scales[si];
+                                fp8_class cls;
+                                uint32_t code = fp8_format_encode(f, &mode, x[i] * s, off + i, &cls);
+                                float xh = fp8_format_decode(f, code) * si_;
+                                rcnt[cls]++;
+                                if (cls == FP8_CLASS_SATURATED || cls == FP8_CLASS_OVERFLOW)
+                                    rgf[i / GL] |= 1;
+                                if (cls == FP8_CLASS_FLUSHED)
+                                    rgf[i / GL] |= 2;
+                                bad += codes[i] != code || (memcmp(&q[i], &xh, 4) && !(isnan(q[i]) && isnan(xh)));
+                            }
+                            bad += memcmp(cnt, rcnt, sizeof cnt) != 0;
+                            if (grouped)
+                                bad += memcmp(gf, rgf, sizeof gf) != 0;
+                            cases++;
+                            if (bad && wrong++ < 5)
+                                fprintf(stderr, "\n  stochastic %s %s sat %d kind %d scale %g grouped %d: %d differ", isas[k].name,
+                                        fmts[fi], sat, kind, (double)scales[si], grouped, bad);
+                            CU_ASSERT_EQUAL(bad, 0);
+                        }
+            }
+        }
+    }
+    CU_ASSERT(cases > 100);
+    free(x), free(q);
+}
+
 void register_kernels_cast_tests(void)
 {
     static CU_TestInfo tests[] = {
         {"the cast kernel's error sums on its way equal err_add's, every ISA", test_cast_err_sums},
         {"non-temporal stores of x_hat write what ordinary stores write, every ISA and alignment", test_cast_nt_stores},
+        {"stochastic rounding of every ISA, per tensor and in groups, equals the scalar cast element by element",
+         test_cast_stochastic},
         CU_TEST_INFO_NULL,
     };
     add_suite("kernels_cast", tests);

@@ -203,8 +203,10 @@ void fp8__caster_init(fp8__caster *c, const fp8_format *f, const fp8_cast_mode *
         vparams_init(&c->p, f, &c->mode);
 }
 
-/* Stochastic rounding: the vector kernel's scalar fallback for a vector of
- * 16 outside its hot path (kernel_vec.h). */
+/* Stochastic rounding and e8m0: the vector kernel's scalar fallback for
+ * lanes outside its paths (kernel_vec.h): elements i..i+k-1, within one
+ * group where the cast is in groups (gscale: then its flags are noted as
+ * fp8__caster_run_groups notes them). */
 typedef struct {
     const fp8_format *f;
     const fp8_cast_mode *mode;
@@ -214,6 +216,9 @@ typedef struct {
     float *out;
     uint64_t *cnt, index0;
     size_t nfb; /* elements the fallback cast */
+    const float *gscale, *ginv;
+    size_t glen;
+    unsigned char *gflags;
 } sr_ctx;
 
 static void sr_fallback(void *ctx, size_t i, size_t k)
@@ -221,9 +226,20 @@ static void sr_fallback(void *ctx, size_t i, size_t k)
     sr_ctx *s = ctx;
     fp8_cast_mode m = *s->mode;
     m.offset = s->index0 + i;
-    portable_kernel(s->f, &m, s->scale, s->scale_inv, s->x + i, k,
+    float scale = s->scale, scale_inv = s->scale_inv;
+    size_t g = s->gscale ? i / s->glen : 0;
+    uint64_t *cnt = s->cnt, o = cnt[FP8_CLASS_SATURATED] + cnt[FP8_CLASS_OVERFLOW], u = cnt[FP8_CLASS_FLUSHED];
+    if (s->gscale)
+        scale = s->gscale[g], scale_inv = s->ginv[g];
+    portable_kernel(s->f, &m, scale, scale_inv, s->x + i, k,
                     s->codes ? (char *)s->codes + i * (size_t)s->f->code_bytes : NULL, s->out ? s->out + i : NULL,
-                    s->cnt);
+                    cnt);
+    if (s->gscale && s->gflags) {
+        if (cnt[FP8_CLASS_SATURATED] + cnt[FP8_CLASS_OVERFLOW] > o)
+            s->gflags[g] |= 1;
+        if (cnt[FP8_CLASS_FLUSHED] > u)
+            s->gflags[g] |= 2;
+    }
     s->nfb += k;
 }
 
@@ -239,7 +255,7 @@ void fp8__caster_run(const fp8__caster *c, float scale, float scale_inv, const f
         vparams p = c->p;
         if (fp8__nt_wanted(f, x, out, n))
             p.nt = 1;
-        sr_ctx sc = {f, &c->mode, scale, scale_inv, NULL, NULL, NULL, cnt, 0, 0};
+        sr_ctx sc = {f, &c->mode, scale, scale_inv, NULL, NULL, NULL, cnt, 0, 0, NULL, NULL, 0, NULL};
         for (size_t i = 0; i < nv; i += chunk) {
             size_t m = nv - i < chunk ? nv - i : chunk;
             char *cd = codes ? (char *)codes + i * (size_t)f->code_bytes : NULL;
@@ -266,10 +282,14 @@ void fp8__caster_run_groups(const fp8__caster *c, const float *x, size_t n, size
                             const float *ginv, float *out, void *codes, uint64_t cnt[FP8_NCLASS],
                             unsigned char *gflags, uint64_t offset)
 {
-    if (c->vec && !c->p.stochastic && !c->p.e8m0 && glen % VL == 0 && n % glen == 0) {
+    if (c->vec && !c->p.e8m0 && glen % VL == 0 && n % glen == 0) {
         uint64_t acc[6] = {0};
-        c->fn(&c->p, c->f->code_bytes, 1.0f, 1.0f, x, n, codes, out, acc, gscale, ginv, glen, gflags, NULL);
-        add_counts(cnt, acc, n);
+        vparams p = c->p;
+        sr_ctx sc = {c->f, &c->mode, 1.0f, 1.0f, x, codes, out, cnt, offset, 0, gscale, ginv, glen, gflags};
+        if (p.stochastic) /* (its fallback lanes one by one, with their group's scale) */
+            p.index0 = offset, p.sr_ctx = &sc;
+        c->fn(&p, c->f->code_bytes, 1.0f, 1.0f, x, n, codes, out, acc, gscale, ginv, glen, gflags, NULL);
+        add_counts(cnt, acc, n - sc.nfb);
         return;
     }
     for (size_t g = 0, i = 0; i < n; g++, i += glen) {

@@ -256,6 +256,22 @@ ALWAYS_INLINE int e8m0_vec(const vparams *P, const vk *K, vu16 u, vu16 a, vu16 r
  * (es; only with SPECIAL 0), NT how x_hat is stored (nt_mode).  Constants
  * at each call below, so that the compiler drops the branches and keeps the
  * parameters in registers. */
+/* Stochastic rounding of |y| bits a below the format's normal range, as
+ * fp8__encode_bits (cast_impl.h) does it for a normal float32: the shift
+ * s = 23 - mbits + emin - e (>= 24 - mbits), k = sig >> s, the rest's top
+ * 32 bits rounded up with 32 random bits rnd: the magnitude code k + up,
+ * 0 (flushed) to 2^mbits (up to min normal).  Shifts of 31 or more take
+ * the same values as the scalar's (sig < 2^24). */
+static inline vu16 sr_sub(const vparams *p, vu16 a, vu16 rnd)
+{
+    vu16 s = (vu16){0} + (uint32_t)(150 - p->mbits + p->emin) - (a >> 23);
+    const vu16 sig = (a & 0x7FFFFFu) | 0x800000u, sc = umin16(s, (vu16){0} + 31u);
+    vu16 k = sig >> sc, rem = sig & ((((vu16){0} + 1u) << sc) - 1u);
+    vu16 lsh = (vu16)VLT(s, 32u) & (32u - s), rsh = umin16((vu16)VGT(s, 32u) & (s - 32u), (vu16){0} + 31u);
+    vu16 frac = (rem << lsh) >> rsh;
+    return k + ((vu16)VLT(frac + rnd, frac) & 1u);
+}
+
 static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARGS, const int GS,
                                                               const int SPECIAL, const int CODES,
                                                               const int OUT, const int ERR, const int NT,
@@ -519,28 +535,64 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
         vu16 neg = u >> 31;
         vi16 azero = VEQ(a, 0);
         vi16 inrange = ~zero;
-        /* stochastic rounding: the lanes outside the hot path (subnormal,
-         * overflowing, NaN) are cast one by one by the scalar fallback after
-         * the vector's store overwrote them with its hot-path guess */
+        /* stochastic rounding: the lanes below the format's normal range
+         * (a normal float32 |y|) are rounded here too (sr_sub), and so are
+         * finite ones past max where the format saturates; the others
+         * outside the hot path (float32 subnormals, overflowing, NaN) are
+         * cast one by one by the scalar fallback after the vector's store
+         * overwrote them with its hot-path guess */
         int partial = SPECIAL && P.stochastic && !hot;
         if (partial)
             inrange = VLE(a - KV(lo_bits), KV(range_bits)) | azero;
         if (partial || hot) {
-            vu16 r;
+            vu16 r, code = uz;
+            vi16 sub = zero, flushed = zero, over = zero;
             if (SPECIAL && P.stochastic) {
                 /* up with probability rem / 2^rshift: the fraction rem, moved
                  * to the top of 32 bits, plus 32 random bits carries out */
                 vu16 frac = (a & ~KV(keep_mask)) << (32 - P.rshift);
                 RZ_SYNC();
-                vu16 carry = (vu16)VLT(frac + random16(rz, radd), frac);
+                vu16 rnd = random16(rz, radd);
+                vu16 carry = (vu16)VLT(frac + rnd, frac);
                 r = (a & KV(keep_mask)) + (carry & (1u << P.rshift));
+                if (partial) {
+                    sub = VGE(a, 0x00800000u) & VLT(a, KV(lo_bits));
+                    if (!all_lanes(~sub)) {
+                        vu16 mag = sr_sub(&P, a, rnd) & (vu16)sub;
+                        flushed = sub & VEQ(mag, 0);
+                        VA_OP(c_flush, -, (vu16)flushed);
+                        VA_OP(c_sub, -, (vu16)(sub & ~flushed & VLT(mag, (uint32_t)P.lowsub)));
+                        VA_OP(c_round, -, (vu16)(sub & VEQ(mag, (uint32_t)P.lowsub)));
+                        vu16 rs = (vu16)(__builtin_convertvector(mag, vf16) * VSPLAT(vf16, P.q));
+                        r = (r & ~(vu16)sub) | (rs & (vu16)sub);
+                        code = mag;
+                        if (GS && gflags && !all_lanes(~flushed))
+                            gflags[g] |= 2u;
+                    }
+                    /* a finite lane past max where the format saturates:
+                     * rounded on max's grid, past max it saturates (class
+                     * saturated), else it came down to max (rounded); as
+                     * NVFP4's block maxima often lie, their E4M3 scales
+                     * rounded down */
+                    if (P.ovf_sat) {
+                        over = VGT(a, KV(lo_bits) + KV(range_bits)) & VLT(a, FP8_F32_INF);
+                        if (!all_lanes(~over)) {
+                            vi16 sat = over & VGT(r, KV(max_bits));
+                            r = umin16(r, (vu16){0} + KV(max_bits));
+                            VA_OP(c_sat, -, (vu16)sat);
+                            VA_OP(c_round, -, (vu16)(over & ~sat));
+                            if (GS && gflags && !all_lanes(~sat))
+                                gflags[g] |= 1u;
+                        }
+                    }
+                }
             } else {
                 r = ROUND_BITS(a, KV, P.rshift);
             }
-            vu16 keep_sign = ~(vu16)azero | KV(negzero_keep); /* fnuz: no -0 */
+            vu16 keep_sign = ~(vu16)(azero | flushed) | KV(negzero_keep); /* fnuz: no -0 */
             VA_OP(c_round, -, (vu16)(inrange & VNE(a & ~KV(keep_mask), 0)));
             if (CODES) {
-                vu16 code = (((r >> P.rshift) - KV(rebias)) & ~(vu16)azero) | ((neg << P.sign_shift) & keep_sign);
+                code |= (((r >> P.rshift) - KV(rebias)) & ~(vu16)(azero | sub)) | ((neg << P.sign_shift) & keep_sign);
                 store_codes(codes, code_bytes, i, code);
             }
             if (OUT) {
@@ -548,7 +600,7 @@ static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARG
                 STORE_OUT(out + i, o);
             }
             if (SPECIAL && partial) /* rare: the mask is read lane by lane only here */
-                for (unsigned miss = ~lane_bits(inrange) & 0xFFFFu; miss; miss &= miss - 1)
+                for (unsigned miss = ~lane_bits(inrange | sub | over) & 0xFFFFu; miss; miss &= miss - 1)
                     P.sr_fallback(P.sr_ctx, i + (size_t)__builtin_ctz(miss), 1);
             continue;
         }

@@ -40,8 +40,10 @@ typedef struct {
      * seed and the element's index, index0 + i) carry out.  e8m0: positive
      * normal float32 below 2^127 (zeros and negatives lane-wise too), code
      * = exponent field + up.  sr_fallback(sr_ctx, i, k) is the scalar cast
-     * of elements i..i+k-1 (never with gscale): stochastic rounding sends it
-     * the lanes outside the hot path one by one, e8m0 whole vectors of 16 */
+     * of elements i..i+k-1 (with gscale, of their group's scale, its flags
+     * noted): stochastic rounding sends it the lanes outside the hot path
+     * and the format's subnormal range one by one, e8m0 (never with gscale)
+     * whole vectors of 16 */
     int32_t stochastic, e8m0;
     uint64_t seed, index0;
     void (*sr_fallback)(void *ctx, size_t i, size_t k);
