@@ -246,16 +246,20 @@ int bench_stats(void)
         fp8_recipe_state_free(b);
     }
     /* the recipes that cast another tensor than x (Smooth SwiGLU's y = x s,
-     * x's transpose, NVFP4's Hadamard transform of a gradient), as a probe
-     * runs them: x's statistics given; each beside the plain recipe's cast
-     * of x */
-    printf("\nrecipes that cast another tensor than x, x's statistics given (as a probe casts them; best of 3):\n");
+     * x's transpose, NVFP4's Hadamard transform of a gradient) or round it
+     * stochastically, as a probe runs them: x's statistics given; each
+     * beside the plain recipe's cast of x */
+    printf("\nrecipes that cast another tensor than x or round stochastically, beside the plain recipe, x's statistics "
+           "given (as a probe casts them; best of 3):\n");
     static const char *pairs[][4] = {
         {"e4m3:current:smooth", "e4m3:current", "column maxima, y = x s, its cast, x_hat = Q(y) / s, x's error sums",
          "activation"},
         {"e4m3:colwise", "e4m3:rowwise", "the transpose, its cast", "activation"},
         {"e4m3:block=1x128:transposed", "e4m3:block=1x128", "the transpose, its cast", "activation"},
         {"nvfp4:rht", "nvfp4", "a gradient: its Hadamard transform, its cast", "gradient"},
+        {"nvfp4:sr_grad", "nvfp4", "a gradient: stochastic rounding", "gradient"},
+        {"nvfp4:weights=16x16,sr_grad,rht", "nvfp4", "a gradient, the 2025 recipe: the transform, stochastic rounding",
+         "gradient"},
     };
     fp8_stats xs;
     fp8_tensor_stats(x, n, &xs, 0);
@@ -268,7 +272,7 @@ int bench_stats(void)
             plain = fmax(plain, cast_rate(a, x, NULL, &sa, FP8_STATS_X_GIVEN));
             other = fmax(other, cast_rate(b, x, NULL, &sb, FP8_STATS_X_GIVEN));
         }
-        printf("%-28s %7.3f G/s; %s %7.3f G/s (%.2fx its time): %s\n", pairs[k][0], other, pairs[k][1], plain,
+        printf("%-32s %7.3f G/s; %s %7.3f G/s (%.2fx its time): %s\n", pairs[k][0], other, pairs[k][1], plain,
                plain / other, pairs[k][2]);
         fp8_recipe_state_free(a);
         fp8_recipe_state_free(b);
