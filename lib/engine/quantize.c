@@ -440,12 +440,13 @@ static int unit_scales(fused *F, size_t off, size_t m)
     return !groups_off(F, g0, g1);
 }
 
-/* the unit at off (m elements, whole groups), some of whose groups do not
- * go through the grouped kernel (kernel_group): the runs of groups that do
- * through it; runs of all-zero groups as one segment of scale 1 (x_hat = x,
- * every element exact, no flags, whatever the groups' scales); each other
- * group (scale not > 0, NaN or Inf among zeros, a subnormal scale_inv) a
- * segment of its own.  (Group by group throughout, an NVFP4 cast of 4096^2 with one
+/* the unit at off (m elements, whole groups g0, g0 + 1, ...; or a row's
+ * chunk of tiles), some of whose groups do not go through the grouped
+ * kernel (kernel_group): the runs of groups that do through it; runs of
+ * all-zero groups as one segment of scale 1 (x_hat = x, every element
+ * exact, no flags, whatever the groups' scales); each other group (scale
+ * not > 0, NaN or Inf among zeros, a subnormal scale_inv) a segment of its
+ * own.  (Group by group throughout, an NVFP4 cast of 4096^2 with one
  * all-zero block of 16 in 1024 ran 0.09 Gelem/s against 0.73 without:
  * every 16-element segment paid a piece's setup and x's statistics'
  * merge.) */

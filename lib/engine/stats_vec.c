@@ -662,8 +662,6 @@ static void wide_first(const float *x, size_t n, fp8__hist_state *hist)
 #define wide_first(x, n, hist) ((void)0)
 #endif
 
-/* x's statistics (with xq: and the error sums) in the narrow or the wide
- * window's loop (xq a constant NULL or not at each call, as xm_core's) */
 /* After a tiny piece (m->tiny), the next one's maxima first (in cache, a
  * fraction of the lean pass that would find it tiny again): when tiny, x's
  * statistics and the error sums scaled at once, its bins counted as
@@ -696,6 +694,8 @@ static int tiny_first(fp8__moments *m, const float *x, const float *xq, size_t n
     return 1;
 }
 
+/* x's statistics (with xq: and the error sums) in the narrow or the wide
+ * window's loop (xq a constant NULL or not at each call, as xm_core's) */
 static inline __attribute__((always_inline)) void xm_any(fp8__moments *m, const float *x, const float *xq,
                                                          size_t n, fp8__hist_state *hist, uint32_t pf)
 {
