@@ -3,8 +3,8 @@
  * with it per instruction set): the cast kernel's lane-wise helpers — whole
  * masks as one test, the hot path's range test, the rounded lanes' count,
  * the wide path's classes as lane bits, the codes' narrowing stores,
- * stochastic rounding's counters, x_hat's non-temporal stores, the largest
- * of a scale array.
+ * stochastic rounding's counters and its lanes below the normal range,
+ * x_hat's non-temporal stores, the largest of a scale array.
  */
 #ifndef FP8_KERNEL_LANES_H
 #define FP8_KERNEL_LANES_H
@@ -16,7 +16,9 @@
 
 #include "cast_impl.h"
 #include "f32bits.h"
+#include "kernel_vec.h"
 #include "vec_isa.h"
+#include "vec_sums.h"
 
 typedef uint8_t vb __attribute__((vector_size(16)));
 
@@ -211,6 +213,22 @@ static inline vq vq_fill(uint64_t v)
     for (int l = 0; l < VL; l++)
         r[l] = v;
     return r;
+}
+
+/* Stochastic rounding of |y| bits a below the format's normal range, as
+ * fp8__encode_bits (cast_impl.h) does it for a normal float32: the shift
+ * s = 23 - mbits + emin - e (>= 24 - mbits), k = sig >> s, the rest's top
+ * 32 bits rounded up with 32 random bits rnd: the magnitude code k + up,
+ * 0 (flushed) to 2^mbits (up to min normal).  Shifts of 31 or more take
+ * the same values as the scalar's (sig < 2^24). */
+static inline vu16 sr_sub(const vparams *p, vu16 a, vu16 rnd)
+{
+    vu16 s = (vu16){0} + (uint32_t)(150 - p->mbits + p->emin) - (a >> 23);
+    const vu16 sig = (a & 0x7FFFFFu) | 0x800000u, sc = umin16(s, (vu16){0} + 31u);
+    vu16 k = sig >> sc, rem = sig & ((((vu16){0} + 1u) << sc) - 1u);
+    vu16 lsh = (vu16)VLT(s, 32u) & (32u - s), rsh = umin16((vu16)VGT(s, 32u) & (s - 32u), (vu16){0} + 31u);
+    vu16 frac = (rem << lsh) >> rsh;
+    return k + ((vu16)VLT(frac + rnd, frac) & 1u);
 }
 
 #if defined(__AVX512F__) || defined(__AVX2__)

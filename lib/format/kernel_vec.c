@@ -256,22 +256,6 @@ ALWAYS_INLINE int e8m0_vec(const vparams *P, const vk *K, vu16 u, vu16 a, vu16 r
  * (es; only with SPECIAL 0), NT how x_hat is stored (nt_mode).  Constants
  * at each call below, so that the compiler drops the branches and keeps the
  * parameters in registers. */
-/* Stochastic rounding of |y| bits a below the format's normal range, as
- * fp8__encode_bits (cast_impl.h) does it for a normal float32: the shift
- * s = 23 - mbits + emin - e (>= 24 - mbits), k = sig >> s, the rest's top
- * 32 bits rounded up with 32 random bits rnd: the magnitude code k + up,
- * 0 (flushed) to 2^mbits (up to min normal).  Shifts of 31 or more take
- * the same values as the scalar's (sig < 2^24). */
-static inline vu16 sr_sub(const vparams *p, vu16 a, vu16 rnd)
-{
-    vu16 s = (vu16){0} + (uint32_t)(150 - p->mbits + p->emin) - (a >> 23);
-    const vu16 sig = (a & 0x7FFFFFu) | 0x800000u, sc = umin16(s, (vu16){0} + 31u);
-    vu16 k = sig >> sc, rem = sig & ((((vu16){0} + 1u) << sc) - 1u);
-    vu16 lsh = (vu16)VLT(s, 32u) & (32u - s), rsh = umin16((vu16)VGT(s, 32u) & (s - 32u), (vu16){0} + 31u);
-    vu16 frac = (rem << lsh) >> rsh;
-    return k + ((vu16)VLT(frac + rnd, frac) & 1u);
-}
-
 static inline __attribute__((always_inline)) void kernel_body(FP8_VEC_KERNEL_ARGS, const int GS,
                                                               const int SPECIAL, const int CODES,
                                                               const int OUT, const int ERR, const int NT,
