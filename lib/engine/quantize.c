@@ -180,7 +180,7 @@ static int cast_summing(pass_ctx *c, const float *x, size_t m, float scale, floa
     uint64_t cnt[FP8_NCLASS] = {0};
     if (!fp8__caster_run_err(&c->caster, scale, scale_inv, x, m, glen, gscale, ginv, gflags, out, cnt, &es) ||
         !fp8__lean_bits(es.maxbits) || es.hotbound > FP8_LEAN_HI) {
-        c->tiny = es.maxbits < FP8_LEAN_LO && es.maxbits;
+        c->tiny = fp8__tiny_bits(es.maxbits);
         return 0;
     }
     if (maxbits)
@@ -485,7 +485,7 @@ void fp8__fused_units(fused *F, part *pp, size_t u0, size_t u1)
     for (size_t u = u0; u < u1; u++) {
         size_t off = u * F->unit, m = F->numel - off < F->unit ? F->numel - off : F->unit;
         if (F->late ? !unit_scales(F, off, m)
-                    : F->zeros && F->grouped && groups_off(F, off / F->L->seg, (off + m) / F->L->seg))
+                    : F->any_off && F->grouped && groups_off(F, off / F->L->seg, (off + m) / F->L->seg))
             unit_segments(F, &pp->c, off, m, off / F->L->seg);
         else if (F->grouped)
             grouped_chunk(F, &pp->c, off, m, off / F->L->seg);
@@ -508,7 +508,7 @@ static void fused_whole(fused *F, part *pp)
         for (size_t i = 0; i < L->R; i++)
             for (size_t j0 = 0; j0 < L->C; j0 += chunk) {
                 size_t len = L->C - j0 < chunk ? L->C - j0 : chunk, g = (i / L->br) * L->nbc + j0 / L->seg;
-                if (F->zeros && groups_off(F, g, g + len / L->seg))
+                if (F->any_off && groups_off(F, g, g + len / L->seg))
                     unit_segments(F, c, i * L->C + j0, len, g);
                 else
                     grouped_chunk(F, c, i * L->C + j0, len, g);
@@ -550,7 +550,7 @@ static void group_scales_range(fused *F, size_t g0, size_t g1, int p)
     fp8__group_scales(F->st, g0, F->gamax + g0, g1 - g0, fp8__bits_to_float(F->tot_amax), F->scale + g0,
                       F->scale_inv + g0, &sg);
     fp8__fenv_leave(&env);
-    F->zero_scale[p] |= (unsigned char)groups_off(F, g0, g1); /* such groups take the per-segment path */
+    F->off_kernel[p] |= (unsigned char)groups_off(F, g0, g1); /* such groups take the per-segment path */
     if (g0 == 0)
         F->s_global = sg; /* NVFP4's, the same from every range */
 }

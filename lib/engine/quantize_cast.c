@@ -290,7 +290,7 @@ static void cast_parts(fp8__cast *c, const fp8_amax_info *known)
      * subnormal scale_inv) go by segments within their units or, in
      * tiles, their rows' chunks (fp8__fused_units, fused_whole) */
     for (int p = 0; p < F->SJ; p++)
-        F->zeros |= F->zero_scale[p];
+        F->any_off |= F->off_kernel[p];
     float thr = (float)c->st->format->max * F->scale_inv[0];
     c->te_on = c->stats && !c->trans && c->L.per_tensor &&
                (r->kind == FP8_RECIPE_DELAYED || r->kind == FP8_RECIPE_NONE) &&

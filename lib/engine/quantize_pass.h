@@ -107,10 +107,11 @@ typedef struct {
                                             made in the fused pass, before its cast, while the
                                             unit is in cache (groups one row high) */
     uint32_t pam[AJOBS], pmz[AJOBS];     /* amax pass, per job (pmz: per-tensor recipes) */
-    unsigned char zero_scale[AJOBS];     /* scales, per job: bit 0 a group's scale is not > 0,
-                                            bit 1 a group's amax is 0 (quantize.c, groups_off) */
-    int zeros;                           /* their union: groups one row high check each unit's
-                                            (fp8__fused_units) */
+    unsigned char off_kernel[AJOBS];     /* scales, per job: groups the grouped kernel does not
+                                            take (quantize.c, groups_off: bit 0 a scale not > 0,
+                                            bit 1 a subnormal scale_inv) */
+    int any_off;                         /* their union: the units (or tile rows' chunks) check
+                                            their groups (fp8__fused_units, fused_whole) */
     fp8_recipe_state *st;                    /* the scales: */
     size_t ng;
     uint32_t tot_amax;

@@ -274,9 +274,7 @@ static void err_masked(fp8__moments *m, const float *x, const float *xq, size_t 
  * |x - x_hat| scale back exactly too.  (The exponent bins are the first
  * pass's, of x itself.) */
 #define TINY_CHUNK 1024
-static inline int tiny_bits(uint32_t maxbits) { return maxbits && maxbits < FP8_LEAN_LO; }
-
-/* 2^k for maxbits (tiny_bits), *u = 2^-k */
+/* 2^k for maxbits (fp8__tiny_bits), *u = 2^-k */
 static float tiny_scale(uint32_t maxbits, double *u)
 {
     uint32_t e = maxbits >> 23; /* (a subnormal maximum: 2^126, its scaled maximum >= 2^-23) */
@@ -342,7 +340,7 @@ static void err_tiny(fp8__moments *m, const float *x, const float *xq, size_t n,
 
 /* The lean error sums of x[0..nl) (E2, Q2, XQ, me) enter m when the larger
  * of x's and x_hat's maxima (float32 bits; NaN and Inf lie above) is in
- * [2^-24, 2^28] or 0; when it is tiny (tiny_bits), they are taken again of
+ * [2^-24, 2^28] or 0; when it is tiny (fp8__tiny_bits), they are taken again of
  * the scaled values; whatever they did not cover is summed in double. */
 static void err_commit(fp8__moments *m, const float *x, const float *xq, size_t n, size_t nl, uint32_t maxbits,
                        const vd8 *E2, const vd8 *Q2, const vd8 *XQ, const vf16 *me)
@@ -353,7 +351,7 @@ static void err_commit(fp8__moments *m, const float *x, const float *xq, size_t 
             m->e2[l] += (*E2)[l], m->q2[l] += (*Q2)[l], m->xq[l] += (*XQ)[l];
         memcpy(m->maxerr, me, 64);
         from = nl;
-    } else if (nl && xq && tiny_bits(maxbits)) {
+    } else if (nl && xq && fp8__tiny_bits(maxbits)) {
         err_tiny(m, x, xq, nl, maxbits);
         m->tiny = 1;
         from = nl;
@@ -578,7 +576,7 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
      * in padding or a bias at its start, whose double sums the float ones
      * equal while K's powers stay in range: 8x slower in double) */
     int lean = nl && fp8__lean_bits(am) && fabsf(K) <= 0x1p28f && (T2 >= (double)nl * 0x1p-60 || T2 == 0);
-    m->tiny = !lean && tiny_bits(am);
+    m->tiny = !lean && fp8__tiny_bits(am);
     if (m->tiny) { /* (every x finite) */
         x_tiny(m, x, nl, am);
     } else if (!lean) { /* redo the lean part in double lanes */
@@ -662,6 +660,19 @@ static void wide_first(const float *x, size_t n, fp8__hist_state *hist)
 #define wide_first(x, n, hist) ((void)0)
 #endif
 
+/* the largest |x| bits of x[0..nl) (*qmax: of x and xq, xq not NULL)
+ * when both are tiny (fp8__tiny_bits: every value finite); else 0 */
+static uint32_t tiny_maxima(const float *x, const float *xq, size_t nl, uint32_t *qmax)
+{
+    uint32_t a = 0, qa = 0;
+    uint64_t ci = 0, cn = 0, qi = 0, qn = 0;
+    FN(fp8__amax_scan_)(x, nl, &a, &ci, &cn);
+    if (xq)
+        FN(fp8__amax_scan_)(xq, nl, &qa, &qi, &qn);
+    *qmax = a > qa ? a : qa;
+    return nl && !(ci || cn || qi || qn) && fp8__tiny_bits(a) && fp8__tiny_bits(*qmax) ? a : 0;
+}
+
 /* After a tiny piece (m->tiny), the next one's maxima first (in cache, a
  * fraction of the lean pass that would find it tiny again): when tiny, x's
  * statistics and the error sums scaled at once, its bins counted as
@@ -670,12 +681,8 @@ static void wide_first(const float *x, size_t n, fp8__hist_state *hist)
 static int tiny_first(fp8__moments *m, const float *x, const float *xq, size_t n, fp8__hist_state *hist)
 {
     size_t nl = n - n % 16;
-    uint32_t a = 0, qa = 0;
-    uint64_t ci = 0, cn = 0, qi = 0, qn = 0;
-    FN(fp8__amax_scan_)(x, nl, &a, &ci, &cn);
-    if (xq)
-        FN(fp8__amax_scan_)(xq, nl, &qa, &qi, &qn);
-    if (!nl || ci || cn || qi || qn || !tiny_bits(a) || (xq && !tiny_bits(a > qa ? a : qa))) {
+    uint32_t qm, a = tiny_maxima(x, xq, nl, &qm);
+    if (!a) {
         m->tiny = 0;
         return 0;
     }
@@ -687,7 +694,7 @@ static int tiny_first(fp8__moments *m, const float *x, const float *xq, size_t n
         fp8__hist_touch(hist, 0, 256); /* (every bin: NaN and Inf may lie in the tail) */
     }
     if (xq) {
-        err_tiny(m, x, xq, nl, a > qa ? a : qa);
+        err_tiny(m, x, xq, nl, qm);
         if (nl < n)
             err_masked(m, x + nl, xq + nl, n - nl);
     }
@@ -720,12 +727,9 @@ void FN(fp8__err_add_)(FP8_MOMENTS_ARGS)
 {
     size_t nl = xq ? n - n % 16 : 0, i = 0;
     if (m->tiny && nl) { /* (as tiny_first) */
-        uint32_t a = 0, qa = 0;
-        uint64_t ci = 0, cn = 0, qi = 0, qn = 0;
-        FN(fp8__amax_scan_)(x, nl, &a, &ci, &cn);
-        FN(fp8__amax_scan_)(xq, nl, &qa, &qi, &qn);
-        if (!(ci || cn || qi || qn) && tiny_bits(a > qa ? a : qa)) {
-            err_tiny(m, x, xq, nl, a > qa ? a : qa);
+        uint32_t qm;
+        if (tiny_maxima(x, xq, nl, &qm)) {
+            err_tiny(m, x, xq, nl, qm);
             if (nl < n)
                 err_masked(m, x + nl, xq + nl, n - nl);
             return;

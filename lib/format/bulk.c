@@ -203,6 +203,18 @@ void fp8__caster_init(fp8__caster *c, const fp8_format *f, const fp8_cast_mode *
         vparams_init(&c->p, f, &c->mode);
 }
 
+/* group g's flags from the class counts before its cast (bit 0 an
+ * overflow or saturation, bit 1 a flush), as fp8__caster_run_groups gives
+ * them */
+static void note_group_flags(unsigned char *gflags, size_t g, const uint64_t cnt[FP8_NCLASS], uint64_t ovf_before,
+                             uint64_t flush_before)
+{
+    if (cnt[FP8_CLASS_SATURATED] + cnt[FP8_CLASS_OVERFLOW] > ovf_before)
+        gflags[g] |= 1;
+    if (cnt[FP8_CLASS_FLUSHED] > flush_before)
+        gflags[g] |= 2;
+}
+
 /* Stochastic rounding and e8m0: the vector kernel's scalar fallback for
  * lanes outside its paths (kernel_vec.h): elements i..i+k-1, within one
  * group where the cast is in groups (gscale: then its flags are noted as
@@ -234,12 +246,8 @@ static void sr_fallback(void *ctx, size_t i, size_t k)
     portable_kernel(s->f, &m, scale, scale_inv, s->x + i, k,
                     s->codes ? (char *)s->codes + i * (size_t)s->f->code_bytes : NULL, s->out ? s->out + i : NULL,
                     cnt);
-    if (s->gscale && s->gflags) {
-        if (cnt[FP8_CLASS_SATURATED] + cnt[FP8_CLASS_OVERFLOW] > o)
-            s->gflags[g] |= 1;
-        if (cnt[FP8_CLASS_FLUSHED] > u)
-            s->gflags[g] |= 2;
-    }
+    if (s->gscale && s->gflags)
+        note_group_flags(s->gflags, g, cnt, o, u);
     s->nfb += k;
 }
 
@@ -297,10 +305,7 @@ void fp8__caster_run_groups(const fp8__caster *c, const float *x, size_t n, size
         uint64_t o = cnt[FP8_CLASS_SATURATED] + cnt[FP8_CLASS_OVERFLOW], u = cnt[FP8_CLASS_FLUSHED];
         fp8__caster_run(c, gscale[g], ginv[g], x + i, m, codes ? (char *)codes + i * (size_t)c->f->code_bytes : NULL,
                         out ? out + i : NULL, cnt, offset + i);
-        if (cnt[FP8_CLASS_SATURATED] + cnt[FP8_CLASS_OVERFLOW] > o)
-            gflags[g] |= 1;
-        if (cnt[FP8_CLASS_FLUSHED] > u)
-            gflags[g] |= 2;
+        note_group_flags(gflags, g, cnt, o, u);
     }
 }
 

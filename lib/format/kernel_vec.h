@@ -106,6 +106,9 @@ static inline int fp8__lean_bits(uint32_t maxbits)
 {
     return maxbits == 0 || (maxbits >= FP8_LEAN_LO && maxbits <= FP8_LEAN_HI);
 }
+/* below the lean range but not 0: the engine sums such a piece lean on
+ * values scaled by a power of two (stats_vec.c) */
+static inline int fp8__tiny_bits(uint32_t maxbits) { return maxbits && maxbits < FP8_LEAN_LO; }
 
 typedef struct {
     double e2[8], q2[8], xq[8];
