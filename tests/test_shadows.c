@@ -17,6 +17,7 @@
 #include "fp8_store.h"
 #include "ref_stats.h"
 #include "tests.h"
+#include "kernels.h"
 #include "recipe_state.h"
 
 /* e4m3 nearest-even saturating cast of v * scale, dequantized: the plain
@@ -214,6 +215,112 @@ static void test_smooth_published(void)
     fp8_recipe_state_free(plain), fp8_recipe_state_free(sm), fp8_recipe_state_free(sd);
 }
 
+/* Smooth's error statistics against a plain reference (the plain recipe's
+ * cast of y = x s made here, x_hat = Q(y) / s, sums in double element by
+ * element), for shapes whose tensor spans several of the engine's bands
+ * (24 columns: rows in pairs; 23: sixteen rows at a time; 4099: sixteen
+ * rows a band, too wide for a band buffer) with Inf and NaN in x; the
+ * sums' bits those of the engine's error sums over x in one stretch (the
+ * bands' lanes run on), and the same bits
+ * whichever way the caller asks: x_hat into another array, into x itself
+ * (the probe's active recipe in place), or not at all; x's statistics
+ * given or not.  (In place, the sums once compared x_hat with itself:
+ * sqnr +inf, mse 0.) */
+static void test_smooth_bands_in_place(void)
+{
+    static const size_t shapes[][2] = {{1500, 24}, {2000, 23}, {40, 4099}, {3, 5}};
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        const size_t R = shapes[k][0], C = shapes[k][1], n = R * C;
+        float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *qy = malloc(n * sizeof *qy);
+        float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b), *s = malloc(C * sizeof *s);
+        CU_ASSERT_FATAL(x && y && qy && a && b && s);
+        uint64_t seed = 11 + k;
+        for (size_t i = 0; i < n; i++)
+            x[i] = (float)((double)(test_rand(&seed) >> 11) / 9007199254740992.0 - 0.5) * (float)(1 + i % 7);
+        x[n / 3] = INFINITY, x[n / 2] = NAN; /* left out of the error sums, counted in y's cast */
+        float m0 = 0;
+        for (size_t i = 0; i < n; i++) /* column maxima over finite values (test_column_scales takes them all) */
+            m0 = isfinite(x[i]) && fabsf(x[i]) > m0 ? fabsf(x[i]) : m0;
+        for (size_t j = 0; j < C; j++) {
+            float m = 0;
+            for (size_t i = 0; i < R; i++)
+                m = isfinite(x[i * C + j]) && fabsf(x[i * C + j]) > m ? fabsf(x[i * C + j]) : m;
+            s[j] = m > 0 ? 1.0f / m : 1.0f;
+        }
+        for (size_t i = 0; i < n; i++)
+            y[i] = x[i] * s[i % C];
+        fp8_recipe_state *plain = fp8_recipe_state_new("e4m3:current", "activation");
+        fp8_stats sp;
+        CU_ASSERT_EQUAL(fp8_quantize(plain, y, R, C, qy, &sp), FP8_OK);
+        double e2 = 0, x2 = 0, q2 = 0, xq = 0;
+        float me = 0;
+        uint64_t bad = 0;
+        for (size_t i = 0; i < n; i++) {
+            float w = qy[i] / s[i % C];
+            qy[i] = w; /* the reference x_hat */
+            if (!isfinite(x[i]))
+                continue;
+            x2 += (double)x[i] * x[i];
+            if (!isfinite(w)) {
+                bad++;
+                continue;
+            }
+            e2 += ((double)x[i] - w) * ((double)x[i] - w), q2 += (double)w * w, xq += (double)x[i] * w;
+            me = fmaxf(me, fabsf(x[i] - w));
+        }
+        /* the engine's sums of one stretch of x and this x_hat: the bands'
+         * lanes run on, so the bits are these */
+        fp8__err_acc acc;
+        double one[4];
+        float one_me;
+        uint64_t one_bad;
+        memset(&acc, 0, sizeof acc);
+        fp8__kernels_pick();
+        fp8__k.err_double(x, qy, n, &acc);
+        fp8__err_acc_totals(&acc, one, &one_me, &one_bad);
+        fp8_stats got[6], xs;
+        CU_ASSERT_EQUAL(fp8_tensor_stats(x, n, &xs, 0), FP8_OK);
+        for (int way = 0; way < 6; way++) { /* out: apart, x itself, none; x's statistics computed, given */
+            fp8_recipe_state *sm = fp8_recipe_state_new("e4m3:current:smooth", "activation");
+            memcpy(b, x, n * sizeof *b);
+            float *out = way % 3 == 0 ? a : way % 3 == 1 ? b : NULL;
+            got[way] = xs;
+            CU_ASSERT_EQUAL(fp8_quantize_ex(sm, b, R, C, out, &got[way], way >= 3 ? FP8_STATS_X_GIVEN : 0), FP8_OK);
+            if (out) {
+                size_t differ = 0;
+                for (size_t i = 0; i < n; i++)
+                    differ += memcmp(&out[i], &qy[i], sizeof *out) != 0 && !(isnan(out[i]) && isnan(qy[i]));
+                CU_ASSERT_EQUAL(differ, 0);
+            }
+            fp8_stats *g = &got[way];
+            CU_ASSERT_EQUAL(g->err_excluded, bad);
+            CU_ASSERT_EQUAL(g->max_abs_err, me);
+            CU_ASSERT_DOUBLE_EQUAL(g->sq_err, e2, 1e-12 * e2);
+            CU_ASSERT_DOUBLE_EQUAL(g->mse, e2 / (double)(n - 2 - bad), 1e-12 * e2 / (double)n);
+            CU_ASSERT_DOUBLE_EQUAL(g->cosine, xq / sqrt(x2 * q2), 1e-12);
+            CU_ASSERT_DOUBLE_EQUAL(g->sqnr_db, 10 * log10(x2 / e2), 1e-9);
+            CU_ASSERT_EQUAL(memcmp(&g->classes, &sp.classes, sizeof sp.classes), 0); /* the cast's counts: of y */
+            CU_ASSERT_EQUAL(g->scale, sp.scale);
+            CU_ASSERT_EQUAL(g->amax, m0); /* x's own statistics: of x */
+            CU_ASSERT_EQUAL(g->inf_count, 1);
+            CU_ASSERT_EQUAL(g->nan_count, 1);
+            CU_ASSERT_EQUAL(memcmp(&g->sq_err, &one[1], sizeof g->sq_err), 0);
+            CU_ASSERT_EQUAL(memcmp(&g->cosine, &got[0].cosine, sizeof g->cosine), 0);
+            fp8_recipe_state_free(sm);
+        }
+        /* a probe's unrecorded step in place: x's amax information, not x_hat's */
+        fp8_recipe_state *sm = fp8_recipe_state_new("e4m3:current:smooth", "activation");
+        fp8_amax_info ai;
+        memcpy(b, x, n * sizeof *b);
+        CU_ASSERT_EQUAL(fp8_quantize_amax(sm, b, R, C, b, &ai), FP8_OK);
+        CU_ASSERT_EQUAL(ai.amax, m0);
+        CU_ASSERT_EQUAL(ai.inf_count, 1);
+        CU_ASSERT_EQUAL(ai.nan_count, 1);
+        fp8_recipe_state_free(sm), fp8_recipe_state_free(plain);
+        free(x), free(y), free(qy), free(a), free(b), free(s);
+    }
+}
+
 /* smooth=fold through the probes: the weight's scales come from the
  * linked input probe's record of the same step; W / s is cast and x_hat
  * = Q(W / s) * s; a step whose input was not recorded skips the recipe */
@@ -267,6 +374,7 @@ void register_shadows_tests(void)
         {"per-block delayed scaling by hand: lag, overflow, history, margin, reset", test_block_delayed_hand},
         {"per-block delayed against a plain history model (a broken model disagrees)", test_block_delayed_vs_model},
         {"smooth: s^-1 Q(s x) as the trainer computes it, errors of x", test_smooth_published},
+        {"smooth: error sums against a plain reference over bands; x_hat apart, in place, none", test_smooth_bands_in_place},
         {"smooth=fold: the weight's scales from its linked input, same step", test_smooth_fold_probes},
         CU_TEST_INFO_NULL,
     };

@@ -13,6 +13,7 @@
 #include "fpenv.h"
 #include "kernels.h"
 #include "quantize_internal.h"
+#include "quantize_many.h"
 #include "recipe_state.h"
 #include "scratch.h"
 #include "smooth.h"
@@ -49,28 +50,72 @@ int fp8_quantize_codes(fp8_recipe_state *st, const float *x, size_t rows, size_t
 static int quantize_rht(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
                         fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai);
 
-/* x's error statistics against its x_hat xh (the definitions of
- * quantize_finish.c: over finite x; an x whose x_hat is not finite is
- * counted in err_excluded and left out), for recipes that cast another
- * tensor than x (smooth). */
-static void error_stats(fp8_stats *s, const float *x, const float *xh, size_t n)
+/* The rows of a band of a smoothed tensor: about BAND elements, in cache
+ * between the two loops that run on it, and a multiple of the rows whose
+ * elements make a multiple of 16 (so that the error sums' lanes run on
+ * from band to band: the tensor is summed as one stretch, smooth_vec.h). */
+enum { BAND = 16384 };
+static size_t band_rows(size_t rows, size_t cols)
 {
+    size_t low = cols & (~cols + 1), r0 = low >= 16 ? 1 : 16 / low;
+    size_t r = cols >= BAND ? r0 : (BAND / cols + r0 - 1) / r0 * r0;
+    return r < rows ? r : rows;
+}
+
+/* y = x * s (or x / s: divide), band by band, and y's amax information
+ * (as fp8_tensor_amax) of each band while it is in cache */
+static void scale_amax(const float *x, size_t rows, size_t cols, const float *s, int divide, float *y,
+                       fp8_amax_info *ya)
+{
+    const size_t br = band_rows(rows, cols);
+    uint32_t amax = 0;
+    ya->inf_count = ya->nan_count = 0;
+    for (size_t i = 0; i < rows; i += br) {
+        size_t nr = rows - i < br ? rows - i : br, off = i * cols;
+        fp8__k.colscale(x + off, nr, cols, s, divide, y + off);
+        uint32_t a;
+        uint64_t ci, cn;
+        fp8__amax_info(y + off, nr * cols, &a, &ci, &cn);
+        amax = a > amax ? a : amax;
+        ya->inf_count += ci, ya->nan_count += cn;
+    }
+    ya->amax = fp8__bits_to_float(amax);
+}
+
+/* x's error statistics against its x_hat (the definitions of
+ * quantize_finish.c: over finite x; an x whose x_hat is not finite is
+ * counted in err_excluded and left out), for a recipe that cast the
+ * smoothed tensor: x_hat = q / s (divide) or q * s, made band by band
+ * into xh (which may be q) or, when xh is NULL, into buf (one band, or
+ * NULL: into q), summed while in cache; out (may be x; NULL: none) gets
+ * each band's x_hat after its sums. */
+static void smooth_error_stats(fp8_stats *st, const float *x, float *q, size_t rows, size_t cols, const float *s,
+                               int divide, float *xh, float *buf, float *out)
+{
+    const size_t br = band_rows(rows, cols);
+    fp8__err_acc acc;
+    memset(&acc, 0, sizeof acc);
+    for (size_t i = 0; i < rows; i += br) {
+        size_t nr = rows - i < br ? rows - i : br, off = i * cols;
+        float *h = xh ? xh + off : buf ? buf : q + off;
+        fp8__k.colscale(q + off, nr, cols, s, divide, h);
+        fp8__k.err_double(x + off, h, nr * cols, &acc); /* in double (smooth_vec.h) */
+        if (out && out + off != h)
+            memcpy(out + off, h, nr * cols * sizeof *h);
+    }
     double sums[4];
     float me;
     uint64_t bad;
-    fp8__fenv fe;
-    fp8__fenv_enter(&fe);
-    fp8__k.err_double(x, xh, n, sums, &me, &bad); /* in double, 8 lanes (smooth_vec.h) */
-    fp8__fenv_leave(&fe);
+    fp8__err_acc_totals(&acc, sums, &me, &bad);
     const double x2 = sums[0], e2 = sums[1], q2 = sums[2], xq = sums[3];
-    s->err_excluded = bad;
-    s->sq_err = e2;
-    uint64_t nerr = s->finite - bad;
-    s->mse = nerr ? e2 / (double)nerr : 0.0;
-    s->rel_err = x2 > 0 ? sqrt(e2 / x2) : (e2 > 0 ? INFINITY : 0.0);
-    s->sqnr_db = e2 > 0 ? 10.0 * log10(x2 / e2) : INFINITY;
-    s->cosine = (x2 > 0 && q2 > 0) ? xq / sqrt(x2 * q2) : (x2 == q2 ? 1.0 : 0.0);
-    s->max_abs_err = me;
+    st->err_excluded = bad;
+    st->sq_err = e2;
+    uint64_t nerr = st->finite - bad;
+    st->mse = nerr ? e2 / (double)nerr : 0.0;
+    st->rel_err = x2 > 0 ? sqrt(e2 / x2) : (e2 > 0 ? INFINITY : 0.0);
+    st->sqnr_db = e2 > 0 ? 10.0 * log10(x2 / e2) : INFINITY;
+    st->cosine = (x2 > 0 && q2 > 0) ? xq / sqrt(x2 * q2) : (x2 == q2 ? 1.0 : 0.0);
+    st->max_abs_err = me;
 }
 
 void fp8__column_scales(const float *x, size_t rows, size_t cols, float *s)
@@ -90,7 +135,14 @@ void fp8__column_scales(const float *x, size_t rows, size_t cols, float *s)
  * (fold: the scale moved into the weight) cast by the recipe, x_hat = Q(y)
  * / s (or * s) — the arithmetic of the trainer's --smooth-swiglu.  The
  * cast's counts and scales are of y (a delayed history notes y's amax);
- * x's own statistics and every error statistic are of x. */
+ * x's own statistics and every error statistic are of x.
+ *
+ * Passes over tensor-sized arrays: the column maxima (x); y and its amax,
+ * band by band (x, y); the cast (y, into y itself unless out takes it);
+ * x_hat and the error sums, band by band (x and Q(y); x_hat written only
+ * into out).  out may be x: x is read for the error sums band by band
+ * before that band's x_hat is written over it, and x's amax information
+ * (ai) is taken before the cast. */
 static int quantize_smooth(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
                            fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai)
 {
@@ -103,14 +155,14 @@ static int quantize_smooth(fp8_recipe_state *st, const float *x, size_t rows, si
                                      "folded from (fp8_probe_smooth_from), %s",
                          st->recipe.spec, cols, st->smooth_src ? "of another width" : "none given");
     size_t n = rows * cols; /* (n * 4 bytes fit a size_t: quantize_impl) */
-    if (n > (SIZE_MAX / sizeof(float) - cols) / 2)
-        return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: a %zux%zu tensor is too large to smooth", rows, cols);
-    /* y, x_hat when the caller wants none, s: scratch kept for the next cast */
-    float *y = fp8__scratch_take(FP8__SCRATCH_SMOOTH, (2 * n + cols) * sizeof *y), *sc = y ? y + 2 * n : NULL;
-    float *q = (stats && !out) ? (y ? y + n : NULL) : out;
+    /* y (kept for the next cast: scratch.h), s, and a band's x_hat when
+     * only the statistics want it */
+    const size_t br = band_rows(rows, cols), band = br * cols <= 4 * BAND ? br * cols : 0;
+    float *y = fp8__scratch_take(FP8__SCRATCH_SMOOTH, n * sizeof *y);
+    float *sc = malloc((cols + band) * sizeof *sc), *buf = band ? sc + cols : NULL;
     fp8_stats *xs = stats ? malloc(sizeof *xs) : NULL;
-    if (!y || (stats && !xs)) {
-        free(xs);
+    if (!y || !sc || (stats && !xs)) {
+        free(xs), free(sc);
         fp8__scratch_give(FP8__SCRATCH_SMOOTH, y);
         return FP8_ERROR(FP8_ENOMEM, "fp8_quantize: out of memory smoothing a %zux%zu tensor", rows, cols);
     }
@@ -119,10 +171,6 @@ static int quantize_smooth(fp8_recipe_state *st, const float *x, size_t rows, si
     else
         fp8__column_scales(x, rows, cols, sc); /* (picks the kernels) */
     fp8__kernels_pick();
-    fp8__fenv fe;
-    fp8__fenv_enter(&fe);
-    fp8__k.colscale(x, rows, cols, sc, fold, y); /* y = x / s (fold) or x * s */
-    fp8__fenv_leave(&fe);
     int rc = FP8_OK;
     if (stats) { /* x's own statistics: the caller's, or a pass of their own */
         if (options & FP8_STATS_X_GIVEN)
@@ -130,33 +178,46 @@ static int quantize_smooth(fp8_recipe_state *st, const float *x, size_t rows, si
         else
             rc = fp8_tensor_stats_ex(x, n, xs, options & FP8_STATS_NO_EXP_HIST, st->threads > 1 ? st->threads : 1);
     }
-    /* y's cast: its counts and scales.  y's own statistics would be
-     * replaced by x's: only what the cast reads of them is given (its
-     * amax, Inf and NaN counts, and so the scale and the delayed history's
-     * note of y's amax) */
+    if (rc == FP8_OK && ai) { /* of x, before out (which may be x) is written */
+        if (xs)
+            fp8__stats_amax(xs, ai);
+        else
+            rc = fp8_tensor_amax(x, n, ai);
+    }
+    /* y, and what the cast reads of y's own statistics (which would be
+     * replaced by x's): its amax, Inf and NaN counts, and so the scale and
+     * the delayed history's note of y's amax */
+    fp8__fenv fe;
+    fp8__fenv_enter(&fe);
+    fp8_amax_info ya;
+    if (stats)
+        scale_amax(x, rows, cols, sc, fold, y, &ya); /* y = x / s (fold) or x * s */
+    else
+        fp8__k.colscale(x, rows, cols, sc, fold, y);
+    fp8__fenv_leave(&fe);
     if (rc == FP8_OK && stats) {
-        fp8_amax_info ya;
-        rc = fp8_tensor_amax(y, n, &ya);
         memset(stats, 0, sizeof *stats);
         stats->numel = n, stats->amax = ya.amax, stats->inf_count = ya.inf_count, stats->nan_count = ya.nan_count;
         stats->finite = n - ya.inf_count - ya.nan_count;
     }
+    /* Q(y): into out, unless the error sums still need x there (out == x)
+     * or there is no out: then over y */
+    float *q = out && !(stats && out == x) ? out : stats ? y : NULL;
     if (rc == FP8_OK)
         rc = quantize_rht(st, y, rows, cols, q, stats, (options & ~FP8_STATS_X_GIVEN) | FP8_STATS_NO_EXP_HIST |
                                                            (stats ? FP8_STATS_X_GIVEN : 0),
                           NULL, group_scale_inv, NULL);
-    if (rc == FP8_OK && q) {
+    if (rc == FP8_OK) {
         fp8__fenv_enter(&fe);
-        fp8__k.colscale(q, rows, cols, sc, !fold, q); /* x_hat = Q(y) * s (fold) or Q(y) / s */
+        if (stats) {
+            fp8__keep_x_fields(stats, xs);
+            smooth_error_stats(stats, x, q, rows, cols, sc, !fold, q == out ? out : NULL, buf, out);
+        } else if (out) {
+            fp8__k.colscale(out, rows, cols, sc, !fold, out); /* x_hat = Q(y) * s (fold) or Q(y) / s */
+        }
         fp8__fenv_leave(&fe);
     }
-    if (rc == FP8_OK && stats) {
-        fp8__keep_x_fields(stats, xs);
-        error_stats(stats, x, q, n);
-    }
-    if (rc == FP8_OK && ai)
-        rc = fp8_tensor_amax(x, n, ai);
-    free(xs);
+    free(xs), free(sc);
     fp8__scratch_give(FP8__SCRATCH_SMOOTH, y);
     return rc;
 }

@@ -72,9 +72,9 @@ void FN(fp8__colscale_)(FP8_COLSCALE_ARGS)
     }
 }
 
-/* Sixteen lanes (two sets of eight doubles, so that two additions to each
- * sum are in flight): lane l sums elements 16k + l, the last n % 16 go to
- * lanes 0, 1, ... in turn; the lanes are added in order at the end. */
+/* The accumulator's sixteen lanes as two sets of eight doubles (so that
+ * two additions to each sum are in flight), kept in registers while a
+ * stretch is summed. */
 typedef struct {
     vd8 x2, e2, q2, xq, me;
     vl8 bad;
@@ -104,7 +104,11 @@ static inline __attribute__((always_inline)) void err8(err_lanes *L, const float
 void FN(fp8__err_double_)(FP8_ERR_DOUBLE_ARGS)
 {
     err_lanes L[2];
-    memset(L, 0, sizeof L);
+    for (int h = 0; h < 2; h++) {
+        memcpy(&L[h].x2, acc->x2 + 8 * h, 64), memcpy(&L[h].e2, acc->e2 + 8 * h, 64);
+        memcpy(&L[h].q2, acc->q2 + 8 * h, 64), memcpy(&L[h].xq, acc->xq + 8 * h, 64);
+        memcpy(&L[h].me, acc->me + 8 * h, 64), memcpy(&L[h].bad, acc->bad + 8 * h, 64);
+    }
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
         err8(&L[0], x + i, xh + i);
@@ -129,18 +133,11 @@ void FN(fp8__err_double_)(FP8_ERR_DOUBLE_ARGS)
         double a = ae < 0 ? -(double)ae : (double)ae;
         A->me[k] = a > A->me[k] ? a : A->me[k];
     }
-    double s[4] = {0, 0, 0, 0}, me = 0;
-    uint64_t nb = 0;
-    for (int l = 0; l < 16; l++) {
-        const err_lanes *A = &L[l / 8];
-        int k = l % 8;
-        s[0] += A->x2[k], s[1] += A->e2[k], s[2] += A->q2[k], s[3] += A->xq[k];
-        me = A->me[k] > me ? A->me[k] : me;
-        nb += (uint64_t)A->bad[k];
+    for (int h = 0; h < 2; h++) {
+        memcpy(acc->x2 + 8 * h, &L[h].x2, 64), memcpy(acc->e2 + 8 * h, &L[h].e2, 64);
+        memcpy(acc->q2 + 8 * h, &L[h].q2, 64), memcpy(acc->xq + 8 * h, &L[h].xq, 64);
+        memcpy(acc->me + 8 * h, &L[h].me, 64), memcpy(acc->bad + 8 * h, &L[h].bad, 64);
     }
-    memcpy(sums, s, sizeof s);
-    *maxerr = (float)me;
-    *nbad = nb;
 }
 
 /* NVFP4's Hadamard transform (rht.c's reference, a butterfly at a time),

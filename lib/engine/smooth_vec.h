@@ -20,16 +20,39 @@ void fp8__colmax_base(FP8_COLMAX_ARGS);
 void fp8__colscale_avx512(FP8_COLSCALE_ARGS);
 void fp8__colscale_avx2(FP8_COLSCALE_ARGS);
 void fp8__colscale_base(FP8_COLSCALE_ARGS);
-/* x[0..n) against its x_hat xh, in double: sums[0] = sum x^2 over finite
- * x; over finite x with finite x_hat, sums[1] = sum (x - x_hat)^2, sums[2]
- * = sum x_hat^2, sums[3] = sum x x_hat, *maxerr = max |x - x_hat| (the
- * difference in float32); *nbad = finite x whose x_hat is not finite.  Lane
- * l (of 16) sums elements 16k + l, the last n % 16 the lanes from 0 on; the
- * lanes are added in order. */
-#define FP8_ERR_DOUBLE_ARGS const float *x, const float *xh, size_t n, double sums[4], float *maxerr, uint64_t *nbad
+/* x's error sums against its x_hat in double, in 16 lanes: lane l sums
+ * the elements 16k + l of the stretch the accumulator has been given, the
+ * last n % 16 of the last call to lanes 0, 1, ... in turn (every call but
+ * the last takes a multiple of 16 elements, so that a tensor given in
+ * stretches is summed as one).  Per lane: x2 = sum x^2 over finite x; over
+ * finite x with finite x_hat, e2 = sum (x - x_hat)^2, q2 = sum x_hat^2, xq
+ * = sum x x_hat, me = max |x - x_hat| (the difference in float32); bad =
+ * finite x whose x_hat is not finite.  Zero it to begin. */
+typedef struct {
+    double x2[16], e2[16], q2[16], xq[16], me[16];
+    int64_t bad[16];
+} fp8__err_acc;
+#define FP8_ERR_DOUBLE_ARGS const float *x, const float *xh, size_t n, fp8__err_acc *acc
 void fp8__err_double_avx512(FP8_ERR_DOUBLE_ARGS);
 void fp8__err_double_avx2(FP8_ERR_DOUBLE_ARGS);
 void fp8__err_double_base(FP8_ERR_DOUBLE_ARGS);
+
+/* the accumulator's totals, its lanes added in order: sums[0..3] = x2, e2,
+ * q2, xq */
+static inline void fp8__err_acc_totals(const fp8__err_acc *a, double sums[4], float *maxerr, uint64_t *nbad)
+{
+    double s[4] = {0, 0, 0, 0}, me = 0;
+    uint64_t nb = 0;
+    for (int l = 0; l < 16; l++) {
+        s[0] += a->x2[l], s[1] += a->e2[l], s[2] += a->q2[l], s[3] += a->xq[l];
+        me = a->me[l] > me ? a->me[l] : me;
+        nb += (uint64_t)a->bad[l];
+    }
+    for (int k = 0; k < 4; k++)
+        sums[k] = s[k];
+    *maxerr = (float)me;
+    *nbad = nb;
+}
 /* NVFP4's random Hadamard transform (rht.h) of x into y (y may be x):
  * every whole group of 16 along each row, y = H (d . x) / 4, or inverse,
  * y = d . (H x / 4); a row's last partial group copied as it is */
