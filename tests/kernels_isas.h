@@ -35,19 +35,20 @@ typedef struct {
     size_t (*nvfp4_scales)(FP8_NVFP4_SCALES_ARGS);
     int runs_here;
     void (*rht)(FP8_RHT_ARGS);
+    void (*transpose)(FP8_TRANSPOSE_ARGS);
 } isa;
 
 static isa isas[3] __attribute__((unused)) = {
     {"base", fp8__amax_scan_base, fp8__range_base, fp8__range_groups_base, fp8__hist_add_base,
      fp8__best_ratio_base, fp8__xmoments_add_base, fp8__err_add_base, fp8__both_add_base, fp8__colmax_base,
-     fp8__colscale_base, fp8__err_double_base, fp8__count_above_base, fp8__nvfp4_scales_base, 1, fp8__rht_base},
+     fp8__colscale_base, fp8__err_double_base, fp8__count_above_base, fp8__nvfp4_scales_base, 1, fp8__rht_base, fp8__transpose_base},
     {"avx2", fp8__amax_scan_avx2, fp8__range_avx2, fp8__range_groups_avx2, fp8__hist_add_avx2,
      fp8__best_ratio_avx2, fp8__xmoments_add_avx2, fp8__err_add_avx2, fp8__both_add_avx2, fp8__colmax_avx2,
-     fp8__colscale_avx2, fp8__err_double_avx2, fp8__count_above_avx2, fp8__nvfp4_scales_avx2, 0, fp8__rht_avx2},
+     fp8__colscale_avx2, fp8__err_double_avx2, fp8__count_above_avx2, fp8__nvfp4_scales_avx2, 0, fp8__rht_avx2, fp8__transpose_avx2},
     {"avx512", fp8__amax_scan_avx512, fp8__range_avx512, fp8__range_groups_avx512, fp8__hist_add_avx512,
      fp8__best_ratio_avx512, fp8__xmoments_add_avx512, fp8__err_add_avx512, fp8__both_add_avx512,
      fp8__colmax_avx512, fp8__colscale_avx512, fp8__err_double_avx512, fp8__count_above_avx512,
-     fp8__nvfp4_scales_avx512, 0, fp8__rht_avx512},
+     fp8__nvfp4_scales_avx512, 0, fp8__rht_avx512, fp8__transpose_avx512},
 };
 
 static inline void find_isas(void)

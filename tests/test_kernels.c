@@ -30,6 +30,7 @@
 #include "tests.h"
 
 #include "kernels_isas.h"
+#include "quantize_tiles.h"
 #include "rht.h"
 
 static const size_t lengths[] = {0, 1, 15, 16, 17, 63, 64, 65, 255, 256, 257, 1000, 4099};
@@ -518,6 +519,44 @@ static void rht_case(const isa *I, float *x, size_t n)
 
 static void test_rht(void) { every_case(0, rht_case); }
 
+/* The transpose of every ISA against the plain tiles (quantize_tiles.c),
+ * element for element: shapes below, at and past the blocks of 8 and 16
+ * and the strips of 512 columns, and one of 32 MB into a line-aligned dst
+ * (stored past the caches) beside the same into a dst 16 bytes past a
+ * line (stored plainly). */
+static void test_transpose(void)
+{
+    static const size_t shapes[][2] = {{1, 1},   {7, 9},     {8, 8},     {16, 16},  {17, 33},
+                                       {40, 1030}, {1030, 40}, {24, 1100}, {4096, 2048}};
+    find_isas();
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        const size_t R = shapes[k][0], C = shapes[k][1], n = R * C;
+        float *src = malloc(n * sizeof *src), *want = malloc(n * sizeof *want);
+        unsigned char *raw = malloc(n * sizeof(float) + 128);
+        CU_ASSERT_FATAL(src && want && raw);
+        for (size_t i = 0; i < n; i++)
+            src[i] = (float)i - 0.5f * (float)(i % 3);
+        fp8__transpose_ref(src, R, C, want);
+        for (int i = 0; i < 3; i++) {
+            if (!isas[i].runs_here)
+                continue;
+            for (size_t off = 0; off <= 16; off += 16) {
+                float *got = (float *)(((uintptr_t)raw + 63) / 64 * 64 + off);
+                memset(got, 0xA5, n * sizeof *got);
+                isas[i].transpose(src, R, C, got);
+                size_t differ = 0;
+                for (size_t e = 0; e < n; e++)
+                    differ += memcmp(&got[e], &want[e], sizeof *got) != 0;
+                CU_ASSERT_EQUAL(differ, 0);
+                if (differ)
+                    fprintf(stderr, "\n  %s transpose %zux%zu (dst +%zu): %zu elements differ\n", isas[i].name, R, C,
+                            off, differ);
+            }
+        }
+        free(src), free(want), free(raw);
+    }
+}
+
 /* The error sums in double: counts and max |x - x_hat| equal to a plain
  * loop's, the sums within 1e-13 of its serial double sums (the order of
  * the additions differs), and bit for bit equal to the same sums taken in
@@ -671,6 +710,7 @@ void register_kernels_tests(void)
         {"smooth: column maxima and column scaling of every ISA equal plain loops", test_smooth_cols},
         {"smooth: error sums in double of every ISA equal plain loops", test_err_double},
         {"NVFP4's Hadamard transform of every ISA equals the butterflies one at a time", test_rht},
+        {"the transpose of every ISA equals the plain tiles (streamed stores too)", test_transpose},
         {"TE's overflow count of every ISA equals the plain comparison", test_count_above},
         {"the worker pool runs every job once, none after its call returns (also beside yielding threads)", test_pool},
         CU_TEST_INFO_NULL,

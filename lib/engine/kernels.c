@@ -29,6 +29,7 @@ fp8__kernel_table fp8__k;
         fp8__k.colscale = fp8__colscale_##ISA;           \
         fp8__k.err_double = fp8__err_double_##ISA;       \
         fp8__k.rht = fp8__rht_##ISA;                     \
+        fp8__k.transpose = fp8__transpose_##ISA;         \
         fp8__k.cast_kernel = fp8__vec_kernel_##ISA;      \
     } while (0)
 

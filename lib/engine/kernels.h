@@ -24,6 +24,7 @@ typedef struct {
     void (*colscale)(FP8_COLSCALE_ARGS);
     void (*err_double)(FP8_ERR_DOUBLE_ARGS);
     void (*rht)(FP8_RHT_ARGS);
+    void (*transpose)(FP8_TRANSPOSE_ARGS);
     /* the cast kernel of the same instruction set: the one whose error
      * sums on the way equal err_add's bit for bit */
     void (*cast_kernel)(FP8_VEC_KERNEL_ARGS);

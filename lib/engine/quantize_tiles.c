@@ -54,7 +54,7 @@ int fp8__needs_transpose(const fp8_recipe *r)
  * a row length of a power of two puts the lines of a tile into one cache
  * set, and they evict each other before they are full (1024 x 256: 8 ns an
  * element, 14x the cast it served). */
-void fp8__transpose(const float *src, size_t rows, size_t cols, float *dst) /* dst: cols x rows */
+void fp8__transpose_ref(const float *src, size_t rows, size_t cols, float *dst) /* dst: cols x rows */
 {
     enum { T = 16 };
     float t[T][T];
@@ -69,6 +69,14 @@ void fp8__transpose(const float *src, size_t rows, size_t cols, float *dst) /* d
                 memcpy(dst + (j0 + j) * rows + i0, t[j], ni * sizeof(float));
         }
     }
+}
+
+/* the vector form of this CPU (smooth_vec.c: 8 x 8 blocks in registers,
+ * a line of dst at a time); the same values */
+void fp8__transpose(const float *src, size_t rows, size_t cols, float *dst)
+{
+    fp8__kernels_pick();
+    fp8__k.transpose(src, rows, cols, dst);
 }
 
 void fp8__transpose_codes(const void *src, size_t rows, size_t cols, size_t cb, void *dst)

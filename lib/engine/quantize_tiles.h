@@ -25,6 +25,7 @@ void fp8__make_layout(const fp8_recipe *r, size_t R, size_t C, layout *L);
 /* column-wise recipes (and transposed blocks) cast the transpose */
 int fp8__needs_transpose(const fp8_recipe *r);
 void fp8__transpose(const float *src, size_t rows, size_t cols, float *dst); /* dst: cols x rows */
+void fp8__transpose_ref(const float *src, size_t rows, size_t cols, float *dst); /* the plain tiles */
 void fp8__transpose_codes(const void *src, size_t rows, size_t cols, size_t cb, void *dst);
 /* TE's overflow count (fp8_stats.te_overflows) of X under the groups' scale_inv */
 uint64_t fp8__te_overflow_count(const float *X, const layout *L, const float *scale_inv, const uint32_t *gamax,

@@ -3,6 +3,7 @@
  * casts (scratch.h).
  */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "bigmem.h"
@@ -17,7 +18,8 @@
  * offers them (bigmem.h: 512x fewer faults). */
 #define KEEP_MAX ((size_t)64 << 20)
 typedef struct {
-    void *p;
+    void *raw, *p; /* p: raw's first 64-byte boundary (a cache line: vector
+                      stores past the caches need their lines whole) */
     size_t bytes;
 } kept_slot;
 static pthread_key_t slots_key;
@@ -26,7 +28,7 @@ static void slots_free(void *v)
 {
     kept_slot *k = v;
     for (int s = 0; s < FP8__SCRATCH_SLOTS; s++)
-        free(k[s].p);
+        free(k[s].raw);
     free(k);
 }
 static void slots_make(void) { pthread_key_create(&slots_key, slots_free); }
@@ -49,11 +51,11 @@ void *fp8__scratch_kept(int slot, size_t bytes)
     if (!k)
         return NULL;
     if (k[slot].bytes < bytes || !k[slot].p) {
-        void *b = fp8__calloc_big(1, bytes ? bytes : 1);
+        void *b = fp8__calloc_big(1, (bytes ? bytes : 1) + 64);
         if (!b)
             return NULL;
-        free(k[slot].p);
-        k[slot].p = b, k[slot].bytes = bytes;
+        free(k[slot].raw);
+        k[slot].raw = b, k[slot].p = (void *)(((uintptr_t)b + 63) & ~(uintptr_t)63), k[slot].bytes = bytes;
     }
     return k[slot].p;
 }

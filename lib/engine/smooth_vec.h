@@ -53,6 +53,13 @@ static inline void fp8__err_acc_totals(const fp8__err_acc *a, double sums[4], fl
     *maxerr = (float)me;
     *nbad = nb;
 }
+/* dst (cols x rows) = the transpose of src (rows x cols), row-major; the
+ * column-wise and transposed recipes' copy of x and their x_hat's way
+ * back (quantize_tiles.c keeps the plain loop, fp8__transpose_ref) */
+#define FP8_TRANSPOSE_ARGS const float *src, size_t rows, size_t cols, float *dst
+void fp8__transpose_avx512(FP8_TRANSPOSE_ARGS);
+void fp8__transpose_avx2(FP8_TRANSPOSE_ARGS);
+void fp8__transpose_base(FP8_TRANSPOSE_ARGS);
 /* NVFP4's random Hadamard transform (rht.h) of x into y (y may be x):
  * every whole group of 16 along each row, y = H (d . x) / 4, or inverse,
  * y = d . (H x / 4); a row's last partial group copied as it is */
