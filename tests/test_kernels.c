@@ -521,9 +521,9 @@ static void test_rht(void) { every_case(0, rht_case); }
 
 /* The transpose of every ISA against the plain tiles (quantize_tiles.c),
  * element for element: shapes below, at and past the blocks of 8 and 16
- * and the strips of 512 columns, and one of 32 MB into a line-aligned dst
- * (stored past the caches) beside the same into a dst 16 bytes past a
- * line (stored plainly). */
+ * and the strips of 512 columns, and one of 32 MB (stored past the caches)
+ * into a line-aligned dst and into dst 4, 16 and 60 bytes past a line (its
+ * rows' first elements up to a line boundary one by one). */
 static void test_transpose(void)
 {
     static const size_t shapes[][2] = {{1, 1},   {7, 9},     {8, 8},     {16, 16},  {17, 33},
@@ -540,7 +540,8 @@ static void test_transpose(void)
         for (int i = 0; i < 3; i++) {
             if (!isas[i].runs_here)
                 continue;
-            for (size_t off = 0; off <= 16; off += 16) {
+            for (size_t o = 0; o < 4; o++) {
+                const size_t off = o == 0 ? 0 : o == 1 ? 4 : o == 2 ? 16 : 60;
                 float *got = (float *)(((uintptr_t)raw + 63) / 64 * 64 + off);
                 memset(got, 0xA5, n * sizeof *got);
                 isas[i].transpose(src, R, C, got);

@@ -250,11 +250,21 @@ static inline __attribute__((always_inline)) void stream8(float *o, vf8 v)
 #define TR_STRIP 512
 void FN(fp8__transpose_)(FP8_TRANSPOSE_ARGS)
 {
-    const size_t r16 = rows - rows % 16, c16 = cols - cols % 16, r8 = rows - rows % 8, c8 = cols - cols % 8;
-    const int nt = rows * cols >= TR_NT_MIN && rows % 8 == 0 && (uintptr_t)dst % 32 == 0;
+    /* h: src's first rows, done one by one, that bring each of dst's rows
+     * to a cache line's start (a caller's dst is seldom line-aligned; dst's
+     * rows all share its alignment when their length is a multiple of 16) */
+    size_t h = 0;
+    if (rows * cols >= TR_NT_MIN && rows % 16 == 0 && (uintptr_t)dst % 4 == 0)
+        h = (64 - (uintptr_t)dst % 64) % 64 / 4;
+    const int nt = rows * cols >= TR_NT_MIN && rows % 16 == 0 && (uintptr_t)(dst + h) % 64 == 0;
+    const size_t r16 = h + (rows - h) / 16 * 16, r8 = r16 + (rows - r16) / 8 * 8;
+    const size_t c16 = cols - cols % 16, c8 = cols - cols % 8;
+    for (size_t j = 0; j < cols; j++) /* the head */
+        for (size_t i = 0; i < h; i++)
+            dst[j * rows + i] = src[i * cols + j];
     for (size_t s0 = 0; s0 < c16; s0 += TR_STRIP) {
         const size_t s1 = s0 + TR_STRIP < c16 ? s0 + TR_STRIP : c16;
-        for (size_t i0 = 0; i0 < r16; i0 += 16)
+        for (size_t i0 = h; i0 < r16; i0 += 16)
             for (size_t j0 = s0; j0 < s1; j0 += 16) {
                 vf8 a[8], b[8], c[8], d[8];
                 tr8(src + i0 * cols + j0, cols, a);
@@ -272,16 +282,16 @@ void FN(fp8__transpose_)(FP8_TRANSPOSE_ARGS)
                 }
             }
     }
-    /* the columns c16 .. c8 of the rows r16 has, and all columns of rows
+    /* the columns c16 .. c8 of the bands' rows, and all columns of rows
      * r16 .. r8, in 8 x 8 blocks */
-    for (size_t i0 = 0; i0 < r16; i0 += 8)
+    for (size_t i0 = h; i0 < r16; i0 += 8)
         for (size_t j0 = c16; j0 < c8; j0 += 8)
             block8(src, rows, cols, dst, i0, j0);
     for (size_t i0 = r16; i0 < r8; i0 += 8)
         for (size_t j0 = 0; j0 < c8; j0 += 8)
             block8(src, rows, cols, dst, i0, j0);
     for (size_t j = c8; j < cols; j++) /* the last columns of the rows blocks took */
-        for (size_t i = 0; i < r8; i++)
+        for (size_t i = h; i < r8; i++)
             dst[j * rows + i] = src[i * cols + j];
     for (size_t j = 0; j < cols; j++) /* the last rows */
         for (size_t i = r8; i < rows; i++)
