@@ -126,7 +126,9 @@ int fp8_probe_record(fp8_probe *p, int64_t step, const float *x, size_t rows, si
 int fp8_probe_record_bits(fp8_probe *p, int64_t step, const uint16_t *x, fp8_dtype dtype, size_t rows, size_t cols);
 
 /* Record and apply: out = the active recipe's quantize-dequantize of x
- * (out may equal x).  This is the fake-quant a training loop computes with. */
+ * (out may equal x; an out that overlaps x otherwise, a shifted view of
+ * it, is refused with FP8_EINVAL, as by every cast into out).  This is the
+ * fake-quant a training loop computes with. */
 int fp8_probe_apply(fp8_probe *p, int64_t step, const float *x, size_t rows, size_t cols, float *out);
 
 /* Cast only: out = the active recipe's quantize-dequantize of x with its

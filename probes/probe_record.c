@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arrays.h"
 #include "probe_internal.h"
 #include "live.h"
 #include "quantize_many.h"
@@ -285,6 +286,8 @@ int fp8_probe_cast_recipe(fp8_probe *p, const char *spec, const float *x, size_t
         return FP8_EINVAL;
     fp8__probe_settle(p->run);
     int e = fp8__probe_check_tensor("fp8_probe_cast_recipe", x, rows, cols, sizeof(float));
+    if (e == FP8_OK)
+        e = fp8__check_out("fp8_probe_cast_recipe", x, out, rows * cols);
     if (e != FP8_OK)
         return e;
     fp8_recipe r;
@@ -571,6 +574,8 @@ int fp8_probe_apply(fp8_probe *p, int64_t step, const float *x, size_t rows, siz
     if (!p || !out)
         return FP8_ERROR(FP8_EINVAL, "fp8_probe_apply: %s is NULL", !p ? "the probe" : "out");
     int e = tensor_call(p, "fp8_probe_apply", x, rows, cols, step);
+    if (e == FP8_OK)
+        e = fp8__check_out("fp8_probe_apply", x, out, rows * cols);
     if (e != FP8_OK)
         return e;
     fp8__probe_settle(p->run);
@@ -587,6 +592,8 @@ int fp8_probe_cast(fp8_probe *p, const float *x, size_t rows, size_t cols, float
         return FP8_EINVAL;
     fp8__probe_settle(p->run);
     int e = fp8__probe_check_tensor("fp8_probe_cast", x, rows, cols, sizeof(float));
+    if (e == FP8_OK)
+        e = fp8__check_out("fp8_probe_cast", x, out, rows * cols);
     if (e != FP8_OK)
         return e;
     if (!p->has_active) {

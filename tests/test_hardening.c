@@ -202,6 +202,51 @@ static void test_api_limits(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(fp8_error_message(), "metadata value 0 is NULL"));
 }
 
+/* out as a view of x shifted by a few elements (a slice one row on, an
+ * offset pointer): every cast into out refuses it by name, leaves x and out
+ * as they were and records nothing; in place and apart still cast */
+static void test_out_overlapping_x(void)
+{
+    enum { R = 8, C = 64, N = R * C };
+    static float buf[N + 2 * C], keep[N + 2 * C], ref[N], got[N];
+    for (int i = 0; i < N + 2 * C; i++)
+        buf[i] = 0.37f * (float)(i % 29) - 5.0f;
+    memcpy(keep, buf, sizeof buf);
+    float *x = buf + C;
+    const float *shifted[] = {x + 3, x - 5, x + C, x - (C - 1)};
+    fp8_recipe_state *st = fp8_recipe_state_new("e4m3:current", "activation");
+    const fp8_format *f = fp8_format_find("e4m3", NULL);
+    fp8_probe_options o = fp8_probe_defaults();
+    fp8_probe_run *run = fp8_probe_open(test_path("overlap.h5"), &o, NULL, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(run);
+    fp8_probe *p = fp8_probe_declare(run, "x", FP8_ROLE_ACTIVATION, 0, "e4m3:current", NULL, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    for (size_t k = 0; k < sizeof shifted / sizeof shifted[0]; k++) {
+        float *o_ = (float *)shifted[k];
+        fp8_stats s;
+        EXPECT_ERROR(fp8_quantize(st, x, R, C, o_, &s), "fp8_quantize: out overlaps the tensor without being it");
+        EXPECT_ERROR(fp8_format_qdq_array(f, NULL, 1.0f, x, N, o_, NULL), "fp8_format_qdq_array: out overlaps");
+        EXPECT_ERROR(fp8_probe_apply(p, 0, x, R, C, o_), "fp8_probe_apply: out overlaps");
+        EXPECT_ERROR(fp8_probe_cast(p, x, R, C, o_), "fp8_probe_cast: out overlaps");
+        EXPECT_ERROR(fp8_probe_cast_recipe(p, "e4m3:current", x, R, C, o_), "fp8_probe_cast_recipe: out overlaps");
+        CU_ASSERT_EQUAL(memcmp(buf, keep, sizeof buf), 0); /* nothing written */
+    }
+    /* the two legal ways: apart, and x itself */
+    fp8_stats s;
+    CU_ASSERT_EQUAL(fp8_probe_apply(p, 0, x, R, C, ref), FP8_OK);
+    CU_ASSERT_EQUAL(fp8_quantize(st, x, R, C, got, &s), FP8_OK);
+    CU_ASSERT_EQUAL(fp8_quantize(st, x, R, C, x, &s), FP8_OK);
+    CU_ASSERT_EQUAL(memcmp(x, got, sizeof got), 0);
+    CU_ASSERT_EQUAL(memcmp(ref, got, sizeof got), 0);
+    CU_ASSERT_EQUAL(fp8_probe_step_end(run, 0), FP8_OK);
+    CU_ASSERT_EQUAL(fp8_probe_close(run), FP8_OK);
+    fp8_run *r = fp8_run_load(test_path("overlap.h5"));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_EQUAL(r->nrecords, 1); /* the refused calls recorded nothing */
+    fp8_run_free(r);
+    fp8_recipe_state_free(st);
+}
+
 /* 7. a handle of the wrong type is refused as such */
 static void test_typed_handles(void)
 {
@@ -372,6 +417,7 @@ void register_hardening_tests(void)
         {"TE log lines read with bounded memory; NULs reported", test_bounded_log_lines},
         {"train with fewer tokens than channels", test_train_few_tokens},
         {"probe API sizes, NULL arrays, layers checked before any pass", test_api_limits},
+        {"out overlapping x without being it refused by every cast; nothing written or recorded", test_out_overlapping_x},
         {"a probe passed as a run (and back) refused as such", test_typed_handles},
         {"FIFOs refused by every command, rank file and log", test_fifos},
         {"steps outside 0..2^62 refused", test_step_range},

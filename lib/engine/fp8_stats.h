@@ -68,8 +68,9 @@ typedef struct {
 } fp8_stats;
 
 /* Quantize a rows x cols row-major tensor (1-D: rows = 1) under st's recipe.
- * out (may be NULL, may equal x) receives x_hat; stats (may be NULL) the
- * statistics.  Delayed scaling casts with the state's scale
+ * out (may be NULL, may equal x; overlapping x otherwise: FP8_EINVAL)
+ * receives x_hat; stats (may be NULL) the statistics.  Delayed scaling
+ * casts with the state's scale
  * (fp8_recipe_state_scale) and notes the tensor's amax in the history; call
  * fp8_recipe_state_step() at the end of the step.
  * Returns FP8_OK, FP8_EINVAL or FP8_ENOMEM (then out and stats are

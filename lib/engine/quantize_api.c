@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arrays.h"
 #include "fp8_stats.h"
 #include "fpenv.h"
 #include "kernels.h"
@@ -225,6 +226,8 @@ static int quantize_smooth(fp8_recipe_state *st, const float *x, size_t rows, si
 static int quantize_impl(fp8_recipe_state *st, const float *x, size_t rows, size_t cols, float *out,
                          fp8_stats *stats, unsigned options, void *codes, float *group_scale_inv, fp8_amax_info *ai)
 {
+    if (rows && cols && rows <= SIZE_MAX / cols && fp8__check_out("fp8_quantize", x, out, rows * cols) != FP8_OK)
+        return FP8_EINVAL;
     if (st && x && st->recipe.smooth && rows && cols && rows <= SIZE_MAX / cols / sizeof(float))
         return quantize_smooth(st, x, rows, cols, out, stats, options, codes, group_scale_inv, ai);
     return quantize_rht(st, x, rows, cols, out, stats, options, codes, group_scale_inv, ai);

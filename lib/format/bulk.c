@@ -12,6 +12,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "arrays.h"
 #include "cast_impl.h"
 #include "fpenv.h"
 #include "isa.h"
@@ -351,6 +352,8 @@ int fp8_format_qdq_array(const fp8_format *f, const fp8_cast_mode *mode, float s
                          const float *x, size_t n, float *out, fp8_counts *counts)
 {
     int st = check_args(f, scale, x, n, out);
+    if (!st)
+        st = fp8__check_out("fp8_format_qdq_array", x, out, n);
     if (st)
         return st;
     run(f, mode, scale, x, n, NULL, out, counts);

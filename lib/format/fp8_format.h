@@ -131,7 +131,8 @@ int fp8_format_encode_array(const fp8_format *f, const fp8_cast_mode *mode,
 int fp8_format_decode_array(const fp8_format *f, float scale_inv,
                             const void *codes, size_t n, float *out);
 
-/* out[i] = decode(encode(x[i] * scale)) * (1/scale); out may equal x. */
+/* out[i] = decode(encode(x[i] * scale)) * (1/scale); out may equal x (an
+ * out overlapping x otherwise: FP8_EINVAL). */
 int fp8_format_qdq_array(const fp8_format *f, const fp8_cast_mode *mode,
                          float scale, const float *x, size_t n, float *out,
                          fp8_counts *counts);

@@ -1,0 +1,29 @@
+/*
+ * arrays.h — internal: checks on the arrays a caller hands the library.
+ */
+#ifndef FP8_ARRAYS_H
+#define FP8_ARRAYS_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fp8_error.h"
+
+/* FP8_EINVAL, naming fn, when the n floats at out overlap the n at x
+ * without being them (a view of x shifted by a few elements: a cast would
+ * read input it had already written over); out NULL, out == x (in place)
+ * or apart: FP8_OK.  Every public cast of x into out checks it. */
+static inline int fp8__check_out(const char *fn, const float *x, const float *out, size_t n)
+{
+    uintptr_t a = (uintptr_t)x, b = (uintptr_t)out;
+    if (!x || !out || out == x || n > SIZE_MAX / sizeof(float))
+        return FP8_OK;
+    size_t bytes = n * sizeof(float), gap = a < b ? b - a : a - b;
+    if (gap >= bytes)
+        return FP8_OK;
+    return FP8_ERROR(FP8_EINVAL,
+                     "%s: out overlaps the tensor without being it (starts %zu elements %s it); pass the tensor "
+                     "itself as out to cast in place, or an array apart from it",
+                     fn, gap / sizeof(float), a < b ? "past" : "before");
+}
+
+#endif
