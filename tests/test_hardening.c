@@ -18,6 +18,7 @@
 
 #include "fp8_probe.h"
 #include "fp8_ranks.h"
+#include "recipe_state.h"
 #include "fp8_store.h"
 #include "tests.h"
 
@@ -231,6 +232,23 @@ static void test_out_overlapping_x(void)
         EXPECT_ERROR(fp8_probe_cast_recipe(p, "e4m3:current", x, R, C, o_), "fp8_probe_cast_recipe: out overlaps");
         CU_ASSERT_EQUAL(memcmp(buf, keep, sizeof buf), 0); /* nothing written */
     }
+    /* fp8_quantize_codes: codes and group scales apart from x, out and
+     * each other (codes written over x's own bytes, a caller saving
+     * memory, would cast a half-overwritten tensor) */
+    static uint8_t codes[N];
+    static float gsi[N / 32 + 1], sink[N];
+    fp8_recipe_state *mx = fp8_recipe_state_new("mxfp8", "activation");
+    CU_ASSERT_EQUAL(fp8_quantize_ngroups(&mx->recipe, R, C), N / 32);
+    EXPECT_ERROR(fp8_quantize_codes(mx, x, R, C, (void *)x, gsi, NULL, NULL, 0), "codes and x overlap");
+    EXPECT_ERROR(fp8_quantize_codes(mx, x, R, C, codes, x + 7, NULL, NULL, 0), "group_scale_inv and x overlap");
+    EXPECT_ERROR(fp8_quantize_codes(mx, x, R, C, codes, gsi, (float *)codes, NULL, 0), "codes and out overlap");
+    EXPECT_ERROR(fp8_quantize_codes(mx, x, R, C, codes, (float *)(codes + 64), NULL, NULL, 0),
+                 "group_scale_inv and codes overlap");
+    EXPECT_ERROR(fp8_quantize_codes(mx, x, R, C, codes, sink + 3, sink, NULL, 0), "group_scale_inv and out overlap");
+    CU_ASSERT_EQUAL(memcmp(buf, keep, sizeof buf), 0);
+    CU_ASSERT_EQUAL(fp8_quantize_codes(mx, x, R, C, codes, gsi, sink, NULL, 0), FP8_OK);
+    CU_ASSERT_EQUAL(fp8_quantize_codes(mx, x, R, C, codes, gsi, NULL, NULL, 0), FP8_OK);
+    fp8_recipe_state_free(mx);
     /* the two legal ways: apart, and x itself */
     fp8_stats s;
     CU_ASSERT_EQUAL(fp8_probe_apply(p, 0, x, R, C, ref), FP8_OK);
@@ -417,7 +435,8 @@ void register_hardening_tests(void)
         {"TE log lines read with bounded memory; NULs reported", test_bounded_log_lines},
         {"train with fewer tokens than channels", test_train_few_tokens},
         {"probe API sizes, NULL arrays, layers checked before any pass", test_api_limits},
-        {"out overlapping x without being it refused by every cast; nothing written or recorded", test_out_overlapping_x},
+        {"out overlapping x without being it refused by every cast; nothing written or recorded",
+         test_out_overlapping_x},
         {"a probe passed as a run (and back) refused as such", test_typed_handles},
         {"FIFOs refused by every command, rank file and log", test_fifos},
         {"steps outside 0..2^62 refused", test_step_range},

@@ -374,7 +374,8 @@ void register_shadows_tests(void)
         {"per-block delayed scaling by hand: lag, overflow, history, margin, reset", test_block_delayed_hand},
         {"per-block delayed against a plain history model (a broken model disagrees)", test_block_delayed_vs_model},
         {"smooth: s^-1 Q(s x) as the trainer computes it, errors of x", test_smooth_published},
-        {"smooth: error sums against a plain reference over bands; x_hat apart, in place, none", test_smooth_bands_in_place},
+        {"smooth: error sums against a plain reference over bands; x_hat apart, in place, none",
+         test_smooth_bands_in_place},
         {"smooth=fold: the weight's scales from its linked input, same step", test_smooth_fold_probes},
         CU_TEST_INFO_NULL,
     };

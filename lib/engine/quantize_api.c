@@ -45,6 +45,19 @@ int fp8_quantize_codes(fp8_recipe_state *st, const float *x, size_t rows, size_t
 {
     if (!codes || !group_scale_inv)
         return FP8_ERROR(FP8_EINVAL, "fp8_quantize_codes: codes and group_scale_inv are required");
+    if (st && x && rows && cols && rows <= SIZE_MAX / cols / sizeof(float)) {
+        /* the codes and the group scales: apart from x, out and each other */
+        const size_t n = rows * cols, cb = (size_t)st->format->code_bytes;
+        const size_t ng = fp8_quantize_ngroups(&st->recipe, rows, cols), xb = n * sizeof *x;
+        const size_t ob = out && out != x ? xb : 0, gb = ng <= SIZE_MAX / sizeof(float) ? ng * sizeof(float) : 0;
+        const char *fn = "fp8_quantize_codes";
+        if (fp8__check_apart(fn, "codes", codes, n * cb, "x", x, xb) != FP8_OK ||
+            fp8__check_apart(fn, "codes", codes, n * cb, "out", out, ob) != FP8_OK ||
+            fp8__check_apart(fn, "group_scale_inv", group_scale_inv, gb, "x", x, xb) != FP8_OK ||
+            fp8__check_apart(fn, "group_scale_inv", group_scale_inv, gb, "out", out, ob) != FP8_OK ||
+            fp8__check_apart(fn, "group_scale_inv", group_scale_inv, gb, "codes", codes, n * cb) != FP8_OK)
+            return FP8_EINVAL;
+    }
     return quantize_impl(st, x, rows, cols, out, stats, options, codes, group_scale_inv, NULL);
 }
 

@@ -26,4 +26,16 @@ static inline int fp8__check_out(const char *fn, const float *x, const float *ou
                      fn, gap / sizeof(float), a < b ? "past" : "before");
 }
 
+/* FP8_EINVAL, naming fn and the two arrays, when the `abytes` at a and the
+ * `bbytes` at b share a byte (either NULL or empty: FP8_OK): outputs that
+ * must lie apart from the input and from each other. */
+static inline int fp8__check_apart(const char *fn, const char *aname, const void *a, size_t abytes, const char *bname,
+                                   const void *b, size_t bbytes)
+{
+    uintptr_t pa = (uintptr_t)a, pb = (uintptr_t)b;
+    if (!a || !b || !abytes || !bbytes || (pa < pb ? pb - pa >= abytes : pa - pb >= bbytes))
+        return FP8_OK;
+    return FP8_ERROR(FP8_EINVAL, "%s: %s and %s overlap in memory; give each an array of its own", fn, aname, bname);
+}
+
 #endif
