@@ -99,19 +99,19 @@ static void scale_amax(const float *x, size_t rows, size_t cols, const float *s,
 /* x's error statistics against its x_hat (the definitions of
  * quantize_finish.c: over finite x; an x whose x_hat is not finite is
  * counted in err_excluded and left out), for a recipe that cast the
- * smoothed tensor: x_hat = q / s (divide) or q * s, made band by band
- * into xh (which may be q) or, when xh is NULL, into buf (one band, or
- * NULL: into q), summed while in cache; out (may be x; NULL: none) gets
- * each band's x_hat after its sums. */
+ * smoothed tensor into q: x_hat = q / s (divide) or q * s, made band by
+ * band and summed while in cache — over q itself when q is out, else into
+ * buf (one band; NULL: over q) and from there into out (NULL: none; may be
+ * x, whose band is read first). */
 static void smooth_error_stats(fp8_stats *st, const float *x, float *q, size_t rows, size_t cols, const float *s,
-                               int divide, float *xh, float *buf, float *out)
+                               int divide, float *buf, float *out)
 {
     const size_t br = band_rows(rows, cols);
     fp8__err_acc acc;
     memset(&acc, 0, sizeof acc);
     for (size_t i = 0; i < rows; i += br) {
         size_t nr = rows - i < br ? rows - i : br, off = i * cols;
-        float *h = xh ? xh + off : buf ? buf : q + off;
+        float *h = q == out || !buf ? q + off : buf;
         fp8__k.colscale(q + off, nr, cols, s, divide, h);
         fp8__k.err_double(x + off, h, nr * cols, &acc); /* in double (smooth_vec.h) */
         if (out && out + off != h)
@@ -225,7 +225,7 @@ static int quantize_smooth(fp8_recipe_state *st, const float *x, size_t rows, si
         fp8__fenv_enter(&fe);
         if (stats) {
             fp8__keep_x_fields(stats, xs);
-            smooth_error_stats(stats, x, q, rows, cols, sc, !fold, q == out ? out : NULL, buf, out);
+            smooth_error_stats(stats, x, q, rows, cols, sc, !fold, buf, out);
         } else if (out) {
             fp8__k.colscale(out, rows, cols, sc, !fold, out); /* x_hat = Q(y) * s (fold) or Q(y) / s */
         }
