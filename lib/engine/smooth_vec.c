@@ -243,6 +243,16 @@ static inline __attribute__((always_inline)) void stream8(float *o, vf8 v)
 #endif
 }
 
+/* src's rows i0 .. i1, columns j0 .. j1 into dst element by element (the
+ * edges the blocks leave) */
+static void tr_plain(const float *src, size_t rows, size_t cols, float *dst, size_t i0, size_t i1, size_t j0,
+                     size_t j1)
+{
+    for (size_t j = j0; j < j1; j++)
+        for (size_t i = i0; i < i1; i++)
+            dst[j * rows + i] = src[i * cols + j];
+}
+
 /* streamed stores from 32 MB of dst on (below, the cast that reads dst
  * next finds it in the last-level cache: 2048^2 ran as fast either way,
  * 4096^2 16.6 against 19.1 ms for a transposed 1x128 cast) */
@@ -259,9 +269,7 @@ void FN(fp8__transpose_)(FP8_TRANSPOSE_ARGS)
     const int nt = rows * cols >= TR_NT_MIN && rows % 16 == 0 && (uintptr_t)(dst + h) % 64 == 0;
     const size_t r16 = h + (rows - h) / 16 * 16, r8 = r16 + (rows - r16) / 8 * 8;
     const size_t c16 = cols - cols % 16, c8 = cols - cols % 8;
-    for (size_t j = 0; j < cols; j++) /* the head */
-        for (size_t i = 0; i < h; i++)
-            dst[j * rows + i] = src[i * cols + j];
+    tr_plain(src, rows, cols, dst, 0, h, 0, cols); /* the head */
     for (size_t s0 = 0; s0 < c16; s0 += TR_STRIP) {
         const size_t s1 = s0 + TR_STRIP < c16 ? s0 + TR_STRIP : c16;
         for (size_t i0 = h; i0 < r16; i0 += 16)
@@ -290,12 +298,8 @@ void FN(fp8__transpose_)(FP8_TRANSPOSE_ARGS)
     for (size_t i0 = r16; i0 < r8; i0 += 8)
         for (size_t j0 = 0; j0 < c8; j0 += 8)
             block8(src, rows, cols, dst, i0, j0);
-    for (size_t j = c8; j < cols; j++) /* the last columns of the rows blocks took */
-        for (size_t i = h; i < r8; i++)
-            dst[j * rows + i] = src[i * cols + j];
-    for (size_t j = 0; j < cols; j++) /* the last rows */
-        for (size_t i = r8; i < rows; i++)
-            dst[j * rows + i] = src[i * cols + j];
+    tr_plain(src, rows, cols, dst, h, r8, c8, cols); /* the last columns of the rows blocks took */
+    tr_plain(src, rows, cols, dst, r8, rows, 0, cols); /* the last rows */
 #if defined(__x86_64__)
     if (nt)
         _mm_sfence(); /* the streamed stores before any later one */
