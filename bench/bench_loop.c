@@ -24,10 +24,13 @@
  * within 2%, every=1 within 15%, with one thread and with two (OpenBLAS's
  * threads and the probe option threads alike).  Printed beside them, the
  * floors no probe of this step goes below on one thread: four element
- * casts of each tensor, and each tensor's amax.
+ * casts of each tensor, and each tensor's amax; and, for the two-thread
+ * rows, what reading a tensor costs when the other core wrote it last.
  */
 #include <cblas.h>
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -279,6 +282,89 @@ static int loop_target(const char *name, double t, double plain, double lo, doub
     return met;
 }
 
+/* A tensor written by another CPU than the reader's: its lines lie in that
+ * core's cache, and each read fetches them from there.  With OpenBLAS on
+ * two threads each GEMM's result is written partly by the other thread,
+ * so the probe's amax read of that part is such a read (measured: about
+ * 5x the time of a read of the reader's own result): a cost the
+ * two-thread rows' amax steps carry and the one-thread rows' do not (on
+ * the step's 4.26 M elements, at most about 0.5 ms if every read were
+ * such; the two-thread amax steps measured 0.7-1.3 ms over the plain
+ * step, so it explains part of that, not all). */
+typedef struct {
+    float *x;
+    size_t n;
+    int cpu;
+    float v;
+} writer;
+
+static void fill_tensor(float *x, size_t n, float v)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = v + (float)(i & 1023) * 1e-3f;
+}
+
+static void *write_elsewhere(void *arg)
+{
+    writer *w = arg;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(w->cpu, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    fill_tensor(w->x, w->n, w->v);
+    return NULL;
+}
+
+/* The amax read of the step's largest activation (TOKENS x 4 CH floats)
+ * after this thread wrote it and after a thread on another CPU did, best of
+ * 50 each, interleaved; the reader kept on its CPU meanwhile (its affinity
+ * restored after).  Nothing printed on one CPU. */
+static void cross_core(void)
+{
+    const size_t n = (size_t)TOKENS * 4 * CH;
+    cpu_set_t old, one;
+    int me = sched_getcpu(), other = -1;
+    if (me < 0 || pthread_getaffinity_np(pthread_self(), sizeof old, &old) != 0)
+        return;
+    for (int c = 0; c < CPU_SETSIZE && other < 0; c++)
+        if (c != me && CPU_ISSET(c, &old))
+            other = c;
+    float *x = malloc(n * sizeof *x);
+    if (other < 0 || !x) {
+        free(x);
+        return;
+    }
+    CPU_ZERO(&one);
+    CPU_SET(me, &one);
+    pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+    double own = INFINITY, far = INFINITY;
+    int bad = 0;
+    for (int rep = 0; rep < 50 && !bad; rep++) {
+        fp8_amax_info ai;
+        fill_tensor(x, n, (float)rep);
+        double t0 = bench_now();
+        bad |= fp8_tensor_amax(x, n, &ai) != FP8_OK;
+        own = fmin(own, bench_now() - t0);
+        writer w = {x, n, other, (float)rep + 0.5f};
+        pthread_t th;
+        if (pthread_create(&th, NULL, write_elsewhere, &w) != 0) {
+            bad = 1;
+            break;
+        }
+        pthread_join(th, NULL);
+        t0 = bench_now();
+        bad |= fp8_tensor_amax(x, n, &ai) != FP8_OK;
+        far = fmin(far, bench_now() - t0);
+    }
+    pthread_setaffinity_np(pthread_self(), sizeof old, &old);
+    free(x);
+    if (!bad)
+        printf("an amax read of %zu KB (the step's largest activation): %.1f us after this thread wrote it, %.1f us "
+               "(%.1fx) after a thread on another CPU did (OpenBLAS's second thread writes part of each GEMM's "
+               "result: a part of the two-thread rows' amax-step cost)\n",
+               n * sizeof(float) / 1024, own * 1e6, far * 1e6, far / own);
+}
+
 /* The floors under any probe of this step on one thread, measured on the
  * step's own 68 tensors: four element casts of each (the kernel alone,
  * its scale known, no amax, no statistic: what a recorded step cannot go
@@ -406,6 +492,7 @@ int bench_loop(void)
         ok &= loop_target(name, t[2], t[0], lo[2], hi[2], GOAL_EVERY1);
     }
     openblas_set_num_threads(1);
+    cross_core();
     floors(plain1);
     printf("\n%s\n", ok ? "all loop targets met" : "some loop targets missed");
     return 0;
