@@ -321,6 +321,50 @@ static void test_exp_hist_wide(void)
     free(x);
 }
 
+/* The exponent histogram at its register counters' capacity: data whose
+ * every element has one exponent (each lane's counter takes an add every
+ * vector), two binades alternating (a lane keeps its bin), and each lane a
+ * bin of its own across the window, over several pieces and a tail; every
+ * bin equal to a count by the definition, by fp8_tensor_stats and by casts
+ * (delayed and current, one thread and two).  Counters spilled too late
+ * (runs of 16 vectors instead of 8) fail it. */
+static void test_exp_hist_full_counters(void)
+{
+    const size_t n = 3 * 32768 + 77;
+    float *x = malloc(n * sizeof *x);
+    CU_ASSERT_FATAL(x != NULL);
+    for (int v = 0; v < 3; v++) {
+        for (size_t i = 0; i < n; i++)
+            x[i] = v == 0   ? 1.5f
+                   : v == 1 ? (i % 2 ? -3.0f : 1.25f)
+                            : ldexpf(1.0f + (float)(i % 7) / 8.0f, (int)(i % 16) - 12);
+        uint64_t want[FP8_EXP_BINS];
+        bins_by_definition(x, n, want);
+        CU_ASSERT_EQUAL(want[128], v == 0 ? n : v == 1 ? (n + 1) / 2 : want[128]); /* (the data are what we say) */
+        fp8_stats a;
+        CU_ASSERT_EQUAL(fp8_tensor_stats(x, n, &a, 0), FP8_OK);
+        int wrong = 0;
+        for (int k = 0; k < FP8_EXP_BINS; k++)
+            wrong += a.exp_hist[k] != want[k];
+        const char *specs[] = {"e4m3:delayed", "e4m3:current"};
+        for (int r = 0; r < 2; r++)
+            for (int th = 1; th <= 2; th++) {
+                fp8_recipe rc;
+                CU_ASSERT_EQUAL_FATAL(fp8_recipe_parse(specs[r], &rc), FP8_OK);
+                fp8_recipe_state *st = fp8_recipe_state_alloc(&rc, FP8_ROLE_OTHER);
+                CU_ASSERT_FATAL(st != NULL);
+                fp8_recipe_state_set_threads(st, th);
+                fp8_stats b;
+                CU_ASSERT_EQUAL(fp8_quantize(st, x, 1, n, NULL, &b), FP8_OK);
+                for (int k = 0; k < FP8_EXP_BINS; k++)
+                    wrong += b.exp_hist[k] != want[k];
+                fp8_recipe_state_free(st);
+            }
+        CU_ASSERT_EQUAL(wrong, 0);
+    }
+    free(x);
+}
+
 /* x's moments in small pieces far from the running mean: NVFP4 casts a
  * block whose scale rounds to zero (its amax far below the tensor's) in
  * segments of 16 elements, each merged into the running moments.  One block
@@ -792,6 +836,8 @@ void register_stats_tests(void)
         {"transpose (16 x 16 tiles) equals the plain loop, partial tiles included", test_transpose},
         {"exponent histogram: zeros, subnormals, a window below bin 16", test_exp_hist_bottom},
         {"exponent histogram: data wider than the window, over pieces, threads", test_exp_hist_wide},
+        {"exponent histogram: one binade, two alternating, a bin a lane (the counters full)",
+         test_exp_hist_full_counters},
         {"x's moments in small pieces far from the running mean (NVFP4 zero-scale blocks)", test_moments_far_shift},
         {"TE's overflow count of a cast in place is of x", test_te_overflows_in_place},
         {"TE's overflow count over pieces, in place, given, threads, in a sweep", test_te_overflows_pieces},

@@ -463,48 +463,53 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
             for (size_t k = 0; k < 256 * sizeof(float); k += 64)
                 __builtin_prefetch((const char *)(x + i) + pf + k, 0, 1);
         unsigned om_any = 0; /* the block's lanes outside the window, any vector */
-        for (; i < stop; i += 16) {
-            vf16 xv;
-            memcpy(&xv, x + i, 64);
-            vf16 d = xv - K, d2 = d * d;
-            VA_OP(s1, +, d);
-            VA_OP(s2, +, d2);
-            VA_FMA(s3, d2, d);
-            VA_FMA(s4, d2, d2);
-            VA_FMA(x2, xv, xv);
-            vu16 au = (vu16)xv & FP8_F32_ABS;
-            vf16 ax = (vf16)au;
-            VA_OP(l1, +, ax);
-            VA_FN(bmaxa, fp8_pmaxu, au);
-            VA_FN(mna, fp8_pfmin, xv);
-            VA_FN(mxa, fp8_pfmax, xv);
-            unsigned nzb = zeros_and_min(au, &czeroa, &zmina);
-            if (xq) {
-                vf16 qv;
-                memcpy(&qv, xq + i, 64);
-                ERR_STEP(xv, qv);
-                VA_FN(qmaxa, fp8_pmaxu, (vu16)qv & FP8_F32_ABS);
+        /* runs of 8 vectors (fewer at a part's end), the 4-bit counters
+         * spilled after each (NIB_SPILL: at most 8 adds between spills),
+         * so that no vector tests where it lies in its run */
+        while (i < stop) {
+            const size_t stop8 = stop - i > 128 ? i + 128 : stop;
+#pragma GCC unroll 8
+            for (; i < stop8; i += 16) {
+                vf16 xv;
+                memcpy(&xv, x + i, 64);
+                vf16 d = xv - K, d2 = d * d;
+                VA_OP(s1, +, d);
+                VA_OP(s2, +, d2);
+                VA_FMA(s3, d2, d);
+                VA_FMA(s4, d2, d2);
+                VA_FMA(x2, xv, xv);
+                vu16 au = (vu16)xv & FP8_F32_ABS;
+                vf16 ax = (vf16)au;
+                VA_OP(l1, +, ax);
+                VA_FN(bmaxa, fp8_pmaxu, au);
+                VA_FN(mna, fp8_pfmin, xv);
+                VA_FN(mxa, fp8_pfmax, xv);
+                unsigned nzb = zeros_and_min(au, &czeroa, &zmina);
+                if (xq) {
+                    vf16 qv;
+                    memcpy(&qv, xq + i, 64);
+                    ERR_STEP(xv, qv);
+                    VA_FN(qmaxa, fp8_pmaxu, (vu16)qv & FP8_F32_ABS);
+                }
+                if (hist) {
+                    /* bin e + 1 for normal |x| of exponent field e, code
+                     * c = top - 1 - e, as the shift s = 4c; zeros and
+                     * subnormals (e = 0) fall outside the window (top >= 16;
+                     * wide: top >= 32), as does a bin above top (c wraps):
+                     * s >= 60 (wide: 124) */
+                    vu16 s = ((vu16){0} + 4 * (top - 1)) - (au >> 21 & 0x3FCu);
+                    unsigned o = ge_bits16(s, WIDE ? 124u : 60u) & nzb;
+                    om[(i - k0) / 16] = (uint16_t)o;
+                    om_any |= o;
+                    NIB_ADD(s);
+                    if (WIDE)
+                        NIB_ADD_HI(s);
+                }
             }
-            if (hist) {
-                /* bin e + 1 for normal |x| of exponent field e, code
-                 * c = top - 1 - e, as the shift s = 4c; zeros and
-                 * subnormals (e = 0) fall outside the window (top >= 16;
-                 * wide: top >= 32), as does a bin above top (c wraps):
-                 * s >= 60 (wide: 124) */
-                vu16 s = ((vu16){0} + 4 * (top - 1)) - (au >> 21 & 0x3FCu);
-                unsigned o = ge_bits16(s, WIDE ? 124u : 60u) & nzb;
-                om[(i - k0) / 16] = (uint16_t)o;
-                om_any |= o;
-                NIB_ADD(s);
-                if (WIDE)
-                    NIB_ADD_HI(s);
-                if (((i - k0) / 16 & 7) == 7)
-                    NIB_SPILL();
-            }
+            if (hist)
+                NIB_SPILL();
         }
         if (hist) {
-            if (((stop - k0) / 16 & 7) != 0)
-                NIB_SPILL();
             unsigned nout = 0; /* the lanes outside the window */
             if (om_any) /* (most blocks of ordinary data have none: no pass over om) */
                 nout = outside_bins(hist, x + k0, om, (stop - k0) / 16, om_any);
@@ -712,8 +717,10 @@ static inline __attribute__((always_inline)) void xm_any(fp8__moments *m, const 
         wide_first(x, n, hist);
     if (WIDE_HERE(hist))
         xm_wide(m, x, xq, n, hist, pf);
-    else
+    else if (hist) /* (two loops: hist a constant in each) */
         xm_core(m, x, xq, n, hist, 0, pf);
+    else
+        xm_core(m, x, xq, n, NULL, 0, pf);
 }
 
 void FN(fp8__xmoments_add_)(FP8_XMOMENTS_ARGS) { xm_any(m, x, NULL, n, hist, prefetch); }
