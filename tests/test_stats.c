@@ -253,6 +253,18 @@ static void test_exp_hist_bottom(void)
     free(x);
 }
 
+/* a recipe state of spec for role "other" on threads threads (the test
+ * stops where it cannot be made) */
+static fp8_recipe_state *state_on(const char *spec, int threads)
+{
+    fp8_recipe rc;
+    CU_ASSERT_EQUAL_FATAL(fp8_recipe_parse(spec, &rc), FP8_OK);
+    fp8_recipe_state *st = fp8_recipe_state_alloc(&rc, FP8_ROLE_OTHER);
+    CU_ASSERT_FATAL(st != NULL);
+    fp8_recipe_state_set_threads(st, threads);
+    return st;
+}
+
 /* The exponent histogram of data wider than its register window, over
  * 24 pieces of 32768, 3 in each of a tensor's 8 parts, and over one piece
  * and a bit, and 3000 elements (stats_vec.c: a part's pieces switch to a
@@ -299,11 +311,7 @@ static void test_exp_hist_wide(void)
             wrong += a.exp_hist[k] != want[k];
         for (int r = 0; r < 3; r++)
             for (int th = 1; th <= 2; th++) {
-                fp8_recipe rc;
-                CU_ASSERT_EQUAL_FATAL(fp8_recipe_parse(specs[r], &rc), FP8_OK);
-                fp8_recipe_state *st = fp8_recipe_state_alloc(&rc, FP8_ROLE_OTHER);
-                CU_ASSERT_FATAL(st != NULL);
-                fp8_recipe_state_set_threads(st, th);
+                fp8_recipe_state *st = state_on(specs[r], th);
                 fp8_stats b;
                 CU_ASSERT_EQUAL(fp8_quantize(st, x, n / 128, 128, NULL, &b), FP8_OK); /* (the rows before the tail) */
                 uint64_t w2[FP8_EXP_BINS];
@@ -349,11 +357,7 @@ static void test_exp_hist_full_counters(void)
         const char *specs[] = {"e4m3:delayed", "e4m3:current"};
         for (int r = 0; r < 2; r++)
             for (int th = 1; th <= 2; th++) {
-                fp8_recipe rc;
-                CU_ASSERT_EQUAL_FATAL(fp8_recipe_parse(specs[r], &rc), FP8_OK);
-                fp8_recipe_state *st = fp8_recipe_state_alloc(&rc, FP8_ROLE_OTHER);
-                CU_ASSERT_FATAL(st != NULL);
-                fp8_recipe_state_set_threads(st, th);
+                fp8_recipe_state *st = state_on(specs[r], th);
                 fp8_stats b;
                 CU_ASSERT_EQUAL(fp8_quantize(st, x, 1, n, NULL, &b), FP8_OK);
                 for (int k = 0; k < FP8_EXP_BINS; k++)
