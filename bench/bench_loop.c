@@ -295,14 +295,8 @@ typedef struct {
     float *x;
     size_t n;
     int cpu;
-    float v;
+    uint64_t seed;
 } writer;
-
-static void fill_tensor(float *x, size_t n, float v)
-{
-    for (size_t i = 0; i < n; i++)
-        x[i] = v + (float)(i & 1023) * 1e-3f;
-}
 
 static void *write_elsewhere(void *arg)
 {
@@ -311,7 +305,7 @@ static void *write_elsewhere(void *arg)
     CPU_ZERO(&set);
     CPU_SET(w->cpu, &set);
     pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-    fill_tensor(w->x, w->n, w->v);
+    bench_fill_uniform(w->x, w->n, 1.0, w->seed);
     return NULL;
 }
 
@@ -341,11 +335,11 @@ static void cross_core(void)
     int bad = 0;
     for (int rep = 0; rep < 50 && !bad; rep++) {
         fp8_amax_info ai;
-        fill_tensor(x, n, (float)rep);
+        bench_fill_uniform(x, n, 1.0, 2 * (uint64_t)rep + 1);
         double t0 = bench_now();
         bad |= fp8_tensor_amax(x, n, &ai) != FP8_OK;
         own = fmin(own, bench_now() - t0);
-        writer w = {x, n, other, (float)rep + 0.5f};
+        writer w = {x, n, other, 2 * (uint64_t)rep + 2};
         pthread_t th;
         if (pthread_create(&th, NULL, write_elsewhere, &w) != 0) {
             bad = 1;
