@@ -146,7 +146,7 @@ $(BUILD)/mpi_%: $(BUILD)/tests/mpi_%.o $(LIBS_A)
 # The suites whose numbers the vector loops make, run again with each
 # narrower instruction set this CPU also has (FP8PROF_ISA: lib/util/isa.h):
 # the full run uses the widest, and a machine without AVX-512 runs AVX2.
-ISA_SUITES := cast device fenv format gemm layers model nvfp4 probe recipe shadows stats stats_parts sweeps
+ISA_SUITES := cast device exp_hist fenv format gemm layers model nvfp4 probe recipe shadows stats stats_parts sweeps
 test: $(BUILD)/test_fp8prof $(BUILD)/fp8prof $(BUILD)/libfp8prof.so $(BUILD)/mpi_mismatch
 	FP8PROF=$(BUILD)/fp8prof $(BUILD)/test_fp8prof
 	for isa in avx2 base; do \

@@ -49,6 +49,7 @@ int main(int argc, char **argv)
     register_shadows_tests();
     register_stats_tests();
     register_stats_parts_tests();
+    register_exp_hist_tests();
     register_kernels_tests();
     register_kernels_cast_tests();
     register_npy_tests();

@@ -12,6 +12,7 @@ void register_cli_tests(void);
 void register_recipe_tests(void);
 void register_stats_tests(void);
 void register_stats_parts_tests(void);
+void register_exp_hist_tests(void);
 void register_kernels_tests(void);
 void register_kernels_cast_tests(void);
 void register_npy_tests(void);
