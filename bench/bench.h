@@ -3,6 +3,8 @@
 #define FP8_BENCH_H
 #include <stddef.h>
 #include <stdint.h>
+
+#include "fp8.h"
 int bench_formats(void);
 int bench_stats(void);
 int bench_probe(void);
@@ -16,6 +18,14 @@ int bench_loop(void);
 int bench_isa(void);
 int bench_isa_one(void); /* (isa's child: this process's build) */
 double bench_now(void);
+/* The engine alone as a probe's record drives it (bench_engine.c): x's own
+ * statistics in the read that takes its amax, then the n (1..8) recipes'
+ * casts with all statistics in one sweep over x on one thread, sts[0] the
+ * active recipe (its x_hat into active_out, NULL: none; x: in place), the
+ * shadows sts[1..n) first; each state stepped after; nothing stored.
+ * 0, or -1 when the engine refused a cast. */
+int bench_engine_record(fp8_recipe_state *const *sts, int n, const float *x, size_t rows, size_t cols,
+                        float *active_out);
 /* x[0..n) a Gaussian (Box-Muller on xorshift64 from state s) with every
  * element i % 4096 == 7 set to 1000: the spikes beside ordinary values that
  * break FP8 recipes.  Returns the generator's state after it. */

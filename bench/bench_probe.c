@@ -37,7 +37,6 @@
 
 #include "bench.h"
 #include "fp8_probe.h"
-#include "quantize_many.h"
 
 static const char *shadows[] = {"e4m3:current", "e4m3:block=1x128", "mxfp8"};
 
@@ -361,25 +360,13 @@ static int bench_large(float *msrc, float *mdst, size_t mn)
             fp8_recipe_parse(specs[i], &r);
             sts[i] = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
         }
-        /* as the probe does it: x's own statistics in the read that takes
-         * its amax, then the recipes' casts in one sweep over x (shadows
-         * first, the active one in place: quantize_many.h), the states
-         * stepped, nothing stored; the best of three runs like the probe's */
-        fp8_stats xs, rs[4];
+        /* as the probe does it (the active recipe in place), nothing
+         * stored; the best of three runs like the probe's */
         double eng = 0;
         for (int rep = 0; rep < 3; rep++) {
             double t0 = bench_now();
-            for (int k = 0; k < steps; k++) {
-                fp8_amax_info ai;
-                fp8_tensor_stats(big, n, &xs, 0);
-                fp8__stats_amax(&xs, &ai);
-                fp8__cast_req q[4];
-                for (int i = 3; i >= 0; i--)
-                    q[3 - i] = (fp8__cast_req){.st = sts[i], .out = i == 0 ? big : NULL, .stats = &rs[i]};
-                fp8__quantize_many(big, rows, cols, FP8_STATS_X_GIVEN, 1, &xs, &ai, q, 4);
-                for (int i = 0; i < 4; i++) /* (the step's end: the delayed recipe casts with its history's scale) */
-                    fp8_recipe_state_step(sts[i]);
-            }
+            for (int k = 0; k < steps; k++)
+                bench_engine_record(sts, 4, big, rows, cols, big);
             double rate = (double)n * steps / (bench_now() - t0) / 1e9;
             eng = rate > eng ? rate : eng;
         }
