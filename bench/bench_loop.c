@@ -495,9 +495,9 @@ static void floors(double every1, const double part[2])
            GOAL_EVERY1, f1, f1 > GOAL_EVERY1 ? below : room, GOAL_EVERY10, f10, f10 > GOAL_EVERY10 ? below : room);
     printf("every=1's excess on one thread, %.1f%% of the plain step, taken apart as measured in its steps: the "
            "records %.1f%% (the engine alone on the same tensors out of the step, 1 + 3 recipes with all statistics, "
-           "nothing stored, %.1f%%: the casts alone %.1f%% + their statistics and x's %.1f%%; the rest of the records "
-           "%.1f%%: the probe's own work, the tensors' cache state), the step ends %.1f%% (the records' flushes), the "
-           "GEMMs' own change %+.1f%%\n",
+           "nothing stored, %.1f%%: the casts alone %.1f%% + the rest of the engine (x's statistics, the casts' "
+           "statistics, the block scales) %.1f%%; the rest of the records %.1f%%: the probe's own work, the tensors' "
+           "cache state), the step ends %.1f%% (the records' flushes), the GEMMs' own change %+.1f%%\n",
            100 * (every1 - 1), 100 * part[0], 100 * eng, 100 * cast, 100 * (eng - cast), 100 * (part[0] - eng),
            100 * part[1], 100 * (every1 - 1 - part[0] - part[1]));
 }
