@@ -220,6 +220,63 @@ static void test_moments_far_shift(void)
     free(x);
 }
 
+/* x's moments where a part's first piece samples far from its own mean:
+ * each piece of 32768 elements (three, each its own part) holds 256 values
+ * 1e4 / 3, 16 at the start of every 2048 (where stats_vec.c samples a
+ * part's first piece for its shift), and 1s elsewhere, so the shift lies
+ * 11 standard deviations from the piece's mean, and every float32 power
+ * about it rounds the same way.  Its sums must be
+ * taken again about that mean (without that the standard deviation was
+ * off by 1.6e-5 and the kurtosis by 1.8e-5): the statistics of
+ * fp8_tensor_stats and of casts on one thread and two equal the
+ * oracle's; and so do pieces that begin near their means (every value in
+ * 1e4 + (-1, 1): no second pass). */
+static void test_moments_first_piece(void)
+{
+    const size_t rows = 96, cols = 1024, n = rows * cols;
+    float *x = malloc(n * sizeof *x);
+    CU_ASSERT_FATAL(x != NULL);
+    for (int v = 0; v < 2; v++) {
+        uint64_t s = 91 + (uint64_t)v;
+        for (size_t i = 0; i < n; i++) {
+            float u = (float)((double)(test_rand(&s) >> 11) * 0x1p-53 * 2.0 - 1.0);
+            x[i] = v ? 1e4f + u : i % 2048 < 16 ? 1e4f / 3.0f : 1.0f;
+        }
+        fp8_stats t;
+        CU_ASSERT_EQUAL(fp8_tensor_stats(x, n, &t, 0), FP8_OK);
+        /* (current: x's statistics in the amax pass; delayed: in the cast's) */
+        for (int k = 0; k < 2; k++) {
+            fp8_recipe r;
+            CU_ASSERT_EQUAL_FATAL(fp8_recipe_parse(k ? "e4m3:delayed" : "e4m3:current", &r), FP8_OK);
+            fp8_recipe_state *ref = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
+            CU_ASSERT_FATAL(ref != NULL);
+            fp8_stats want;
+            CU_ASSERT_EQUAL(ref_quantize(ref, x, rows, cols, NULL, &want), FP8_OK);
+            /* (the data are what we say: a mean of 1 + p (A - 1) and a
+             * standard deviation of sqrt(p (1 - p)) (A - 1), p = 1 / 128,
+             * A = 1e4 / 3; std's denominator is n) */
+            const double A = (double)(1e4f / 3.0f), p = 1.0 / 128;
+            CU_ASSERT(v || fabs(want.mean - (1 + p * (A - 1))) < 1e-9 * A);
+            CU_ASSERT(v || fabs(want.std - sqrt(p * (1 - p)) * (A - 1)) < 1e-9 * A);
+            CU_ASSERT(fabs(t.std - want.std) <= 1e-6 * want.std);
+            CU_ASSERT(fabs(t.kurtosis - want.kurtosis) <= 1e-5 * want.kurtosis);
+            for (int th = 1; th <= 2; th++) {
+                fp8_recipe_state *st = fp8_recipe_state_alloc(&r, FP8_ROLE_ACTIVATION);
+                CU_ASSERT_FATAL(st != NULL);
+                fp8_recipe_state_set_threads(st, th);
+                fp8_stats got;
+                CU_ASSERT_EQUAL(fp8_quantize(st, x, rows, cols, NULL, &got), FP8_OK);
+                CU_ASSERT_EQUAL(stats_compare(v ? "first pieces near their means" : "first pieces far from their means",
+                                              &got, &want, 0),
+                                0);
+                fp8_recipe_state_free(st);
+            }
+            fp8_recipe_state_free(ref);
+        }
+    }
+    free(x);
+}
+
 /* the apply-only path (no statistics) and the no-histogram option give the
  * same x_hat and the same delayed-scaling state; the option only zeroes
  * exp_hist */
@@ -661,6 +718,7 @@ void register_stats_tests(void)
         {"fp8_quantize_amax: fp8_quantize's x_hat and state, fp8_tensor_amax's amax", test_quantize_amax},
         {"transpose (16 x 16 tiles) equals the plain loop, partial tiles included", test_transpose},
         {"x's moments in small pieces far from the running mean (NVFP4 zero-scale blocks)", test_moments_far_shift},
+        {"x's moments of parts whose sampled shift lies far from their mean", test_moments_first_piece},
         {"TE's overflow count of a cast in place is of x", test_te_overflows_in_place},
         {"TE's overflow count over pieces, in place, given, threads, in a sweep", test_te_overflows_pieces},
         CU_TEST_INFO_NULL,

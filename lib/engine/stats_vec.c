@@ -404,6 +404,22 @@ static float piece_mean(const float *x, size_t n)
     return n ? (float)(ksum / (double)n) : 0.0f;
 }
 
+/* The mean of 16 vectors spread evenly over x[0..nl) (nl a multiple of
+ * 16, at least 256): a part's first piece's shift (xm_core) */
+static float sample_mean(const float *x, size_t nl)
+{
+    const size_t stride = nl / 16 - nl / 16 % 16;
+    vf16 a = {0}, v;
+    for (size_t k = 0; k < 16; k++) {
+        memcpy(&v, x + k * stride, 64);
+        a += v;
+    }
+    double ksum = 0;
+    for (int l = 0; l < 16; l++)
+        ksum += a[l];
+    return (float)(ksum / 256.0);
+}
+
 /* The lean paths: 16 float32 lanes; every power and product is a float32
  * term, summed into float32 partials over 16 steps (256 elements) and then
  * into double.  A partial holds 16 terms, so it is within 16 * 2^-24 (1e-6)
@@ -426,18 +442,33 @@ static float piece_mean(const float *x, size_t n)
  * Inf bits lie above); otherwise that part is
  * redone by the masked path.  The bins need no condition.  xq is a
  * constant NULL or not at each call: the compiler builds both loops. */
+static void xm_again(fp8__moments *m, const float *x, const float *xq, size_t n, const float *K);
+
+/* a part's first piece of at least this many elements takes its shift from
+ * a sample (sample_mean; below: from all of them) */
+#define SHIFT_SAMPLED 1024
+
 static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const float *x, const float *xq,
                                                           size_t n, fp8__hist_state *hist, const int WIDE,
-                                                          uint32_t pf)
+                                                          uint32_t pf, const float *Kgiven)
 {
     size_t nl = n - n % 16;
-    /* the shift: the running mean of the sums so far, else this piece's own
-     * (a pass of its own).  A piece far from the running mean loses digits
+    /* the shift: Kgiven, else the running mean of the sums so far, else
+     * this piece's own.  A piece far from the running mean loses digits
      * in its own central sums in proportion to its offset^p, but Pebay's
      * merge adds a between-piece term of the same order, so the merged
      * moments keep their accuracy (tested against the oracle on means that
-     * jump and drift between the pieces of one part) */
-    const float K = m->cn > 0 ? (float)m->cmean : piece_mean(x, nl);
+     * jump and drift between the pieces of one part).  A part's first
+     * piece has no such term: its shift must lie near its mean.  A pass of
+     * its own to take that mean cost a ninth of a record of the small
+     * tensors of a training step (stats_vec.c's share in a profile of the
+     * loop bench's tensors); the mean of 256 of its values, 16 vectors
+     * spread evenly over it, is taken instead, and where the piece's sums show that to lie far
+     * from its mean (over a quarter of its standard deviation), the piece's
+     * sums are taken again about that mean (xm_again: its bins are not
+     * counted twice) */
+    const int sampled = !Kgiven && m->cn <= 0 && nl >= SHIFT_SAMPLED;
+    const float K = Kgiven ? *Kgiven : m->cn > 0 ? (float)m->cmean : sampled ? sample_mean(x, nl) : piece_mean(x, nl);
     /* (loop-carried vectors as accumulators: vec_isa.h) */
     ad8 S1a = {0}, S2a = {0}, S3a = {0}, S4a = {0}, L1a = {0}, X2a = {0}, E2a = {0}, Q2a = {0}, XQa = {0};
     vf16 mn0, mx0, mz, me0;
@@ -581,6 +612,14 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
      * in padding or a bias at its start, whose double sums the float ones
      * equal while K's powers stay in range: 8x slower in double) */
     int lean = nl && fp8__lean_bits(am) && fabsf(K) <= 0x1p28f && (T2 >= (double)nl * 0x1p-60 || T2 == 0);
+    if (lean && sampled && 15.0 * T1 * T1 > (double)nl * (T2 - T1 * T1 / (double)nl)) {
+        /* (d = T1 / nl, the piece's mean less K, and d^2 > var / 15, var
+         * = T2 / nl - d^2: the sums again about the piece's mean; its
+         * bins counted above, the tail and the error sums left to them) */
+        const float Kp = (float)((double)K + T1 / (double)nl);
+        xm_again(m, x, xq, n, &Kp);
+        return;
+    }
     m->tiny = !lean && fp8__tiny_bits(am);
     if (m->tiny) { /* (every x finite) */
         x_tiny(m, x, nl, am);
@@ -612,7 +651,18 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
  * is not tiny, so this does not come back to x_tiny) */
 static __attribute__((noinline)) void xm_plain(fp8__moments *m, const float *x, size_t n)
 {
-    xm_core(m, x, NULL, n, NULL, 0, 0);
+    xm_core(m, x, NULL, n, NULL, 0, 0, NULL);
+}
+
+/* x's statistics (with xq: and the error sums) of a piece again, shifted by
+ * *K, no bins (see xm_core) */
+static __attribute__((noinline)) void xm_again(fp8__moments *m, const float *x, const float *xq, size_t n,
+                                               const float *K)
+{
+    if (xq)
+        xm_core(m, x, xq, n, NULL, 0, 0, K);
+    else
+        xm_core(m, x, NULL, n, NULL, 0, 0, K);
 }
 
 /* the wide window's copies of the loop (hist->wide, top >= 32: see above),
@@ -622,9 +672,9 @@ static __attribute__((noinline)) void xm_wide(fp8__moments *m, const float *x, c
                                               fp8__hist_state *hist, uint32_t pf)
 {
     if (xq)
-        xm_core(m, x, xq, n, hist, 1, 0);
+        xm_core(m, x, xq, n, hist, 1, 0, NULL);
     else
-        xm_core(m, x, NULL, n, hist, 1, pf);
+        xm_core(m, x, NULL, n, hist, 1, pf, NULL);
 }
 #define WIDE_HERE(hist) ((hist) && (hist)->wide) /* (set only with top >= 32; top only grows) */
 
@@ -718,9 +768,9 @@ static inline __attribute__((always_inline)) void xm_any(fp8__moments *m, const 
     if (WIDE_HERE(hist))
         xm_wide(m, x, xq, n, hist, pf);
     else if (hist) /* (two loops: hist a constant in each) */
-        xm_core(m, x, xq, n, hist, 0, pf);
+        xm_core(m, x, xq, n, hist, 0, pf, NULL);
     else
-        xm_core(m, x, xq, n, NULL, 0, pf);
+        xm_core(m, x, xq, n, NULL, 0, pf, NULL);
 }
 
 void FN(fp8__xmoments_add_)(FP8_XMOMENTS_ARGS) { xm_any(m, x, NULL, n, hist, prefetch); }
