@@ -40,7 +40,8 @@ $(BUILD)/analyses/%.o: INC := $(INC_analyses)
 
 LIB_WINGS := util format engine store import
 # Vector loops (*_vec.c) are built once per instruction set and picked at run time.
-VEC_SRC  := lib/format/kernel_vec.c lib/engine/stats_vec.c lib/engine/range_vec.c lib/engine/smooth_vec.c
+VEC_SRC  := lib/format/kernel_vec.c lib/engine/stats_vec.c lib/engine/moments_vec.c lib/engine/range_vec.c \
+            lib/engine/smooth_vec.c
 MPI_SRC  := probes/mpi.c
 LIB_SRC  := $(filter-out $(VEC_SRC),$(foreach w,$(LIB_WINGS),$(wildcard lib/$(w)/*.c))) \
             $(filter-out $(MPI_SRC),$(wildcard probes/*.c))

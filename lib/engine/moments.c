@@ -52,3 +52,17 @@ void fp8__moments_init(fp8__moments *m)
         m->maxerr[l] = 0.0f;
     }
 }
+
+void fp8__moments_add_shifted(fp8__moments *m, double n, double K, double S1, double S2, double S3, double S4)
+{
+    if (n == 0)
+        return;
+    double d = S1 / n;                                   /* piece mean - K */
+    double mb = K + d;
+    double M2b = S2 - S1 * d;
+    double M3b = S3 - 3 * d * S2 + 2 * n * d * d * d;
+    double M4b = S4 - 4 * d * S3 + 6 * d * d * S2 - 3 * n * d * d * d * d;
+    if (M2b < 0)
+        M2b = 0;
+    fp8__moments_combine(m, n, mb, M2b, M3b, M4b);
+}

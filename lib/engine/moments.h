@@ -27,6 +27,10 @@ void fp8__moments_init(fp8__moments *m);
 /* Pebay's pairwise update: a set of nb values with mean mb and central
  * sums M2b..M4b joins m's running moments */
 void fp8__moments_combine(fp8__moments *m, double nb, double mb, double M2b, double M3b, double M4b);
+/* A piece's sums about a shift K (n values; S1..S4: the sums of (x - K)^p)
+ * merged into the running moments (Pebay 2008, the pairwise form of
+ * Welford's update) */
+void fp8__moments_add_shifted(fp8__moments *m, double n, double K, double S1, double S2, double S3, double S4);
 /* b's sums, extremes and counts join a's (b's values after a's) */
 void fp8__moments_merge(fp8__moments *a, const fp8__moments *b);
 

@@ -1,7 +1,8 @@
 /*
  * stats_vec.h — internal: vector loops of the statistics engine, built once
  * per instruction set like kernel_vec.c and picked at run time
- * (stats_vec.c: sums and histograms; range_vec.c: maxima).
+ * (stats_vec.c: sums and histograms; moments_vec.c: the sums' double-lane
+ * path; range_vec.c: maxima).
  *
  * Each call (a piece of at most a few thousand elements) sums (x - K)^p,
  * p = 1..4, about K = the piece's own mean, then merges the piece's central
@@ -43,6 +44,15 @@ void fp8__both_add_base(FP8_BOTH_ARGS);
 void fp8__err_add_avx512(FP8_MOMENTS_ARGS);
 void fp8__err_add_avx2(FP8_MOMENTS_ARGS);
 void fp8__err_add_base(FP8_MOMENTS_ARGS);
+/* The double-lane path (moments_vec.c): fp8__x_masked x's statistics of
+ * x[0..n) (its bins aside), fp8__err_masked the error sums against xq,
+ * each added to m's and leaving the other's fields alone */
+void fp8__x_masked_avx512(fp8__moments *m, const float *x, size_t n);
+void fp8__x_masked_avx2(fp8__moments *m, const float *x, size_t n);
+void fp8__x_masked_base(fp8__moments *m, const float *x, size_t n);
+void fp8__err_masked_avx512(FP8_MOMENTS_ARGS);
+void fp8__err_masked_avx2(FP8_MOMENTS_ARGS);
+void fp8__err_masked_base(FP8_MOMENTS_ARGS);
 /* Per group of glen (a multiple of 16) along x[0..n): amax_bits[g] and
  * minnz_bits[g] are set (not merged); minnz_bits NULL: the maxima alone. */
 #define FP8_RANGE_GROUPS_ARGS const float *x, size_t n, size_t glen, uint32_t *amax_bits, uint32_t *minnz_bits
