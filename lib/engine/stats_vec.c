@@ -1,6 +1,7 @@
 /*
  * stats_vec.c — lane-wise moment sums, error sums and exponent histograms
  * (see stats_vec.h; the histogram's register window: stats_hist.h; the
+ * double-lane path for what float32 sums cannot hold: moments_vec.c; the
  * amax and range passes are range_vec.c's).
  * Compiled three times with FP8_ISA = avx512, avx2, base.  The scalar
  * tail runs the same arithmetic in lane 0.
