@@ -299,13 +299,13 @@ static inline __attribute__((always_inline)) void xm_core(fp8__moments *m, const
      * moments keep their accuracy (tested against the oracle on means that
      * jump and drift between the pieces of one part).  A part's first
      * piece has no such term: its shift must lie near its mean.  A pass of
-     * its own to take that mean cost a ninth of a record of the small
-     * tensors of a training step (stats_vec.c's share in a profile of the
-     * loop bench's tensors); the mean of 256 of its values, 16 vectors
-     * spread evenly over it, is taken instead, and where the piece's sums show that to lie far
-     * from its mean (over a quarter of its standard deviation), the piece's
-     * sums are taken again about that mean (xm_again: its bins are not
-     * counted twice) */
+     * its own to take that mean was a ninth of the engine's time on the
+     * small tensors of a training step (a profile on the loop bench's 68);
+     * the mean of 256 of its values, 16 vectors spread evenly over it, is
+     * taken instead, and where the piece's sums show that to lie far from
+     * its mean (over a quarter of its standard deviation), the piece's sums
+     * are taken again about that mean (xm_again: its bins not counted
+     * twice) */
     const int sampled = !Kgiven && m->cn <= 0 && nl >= SHIFT_SAMPLED;
     const float K = Kgiven ? *Kgiven : m->cn > 0 ? (float)m->cmean : sampled ? sample_mean(x, nl) : piece_mean(x, nl);
     /* (loop-carried vectors as accumulators: vec_isa.h) */
