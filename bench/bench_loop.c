@@ -394,8 +394,8 @@ static void probed(const linear *g, const float *t[NPROBE], size_t rows[NPROBE],
  * each tensor's states).  *bad set on an error. */
 static double floor_pass(const net *m, int what, fp8_recipe_state *st[NLIN][NPROBE][4], float *out, int *bad)
 {
+    static const fp8_cast_mode mode = {0}; /* nearest, saturating */
     const fp8_format *e4m3 = fp8_format_find("e4m3", NULL);
-    fp8_cast_mode mode = {0}; /* nearest, saturating */
     double t0 = bench_now();
     for (int i = 0; i < NLIN; i++) {
         const float *t[NPROBE];
@@ -441,8 +441,11 @@ static void floors(double every1, const double part[2])
         return;
     size_t most = 0; /* the largest tensor's elements: x_hat's scratch */
     for (int i = 0; i < NLIN; i++) {
-        size_t a = TOKENS * m.l[i].in, b = m.l[i].out * m.l[i].in, c = TOKENS * m.l[i].out;
-        most = a > most ? a : most, most = b > most ? b : most, most = c > most ? c : most;
+        const float *t[NPROBE];
+        size_t rows[NPROBE], cols[NPROBE];
+        probed(&m.l[i], t, rows, cols);
+        for (int k = 0; k < NPROBE; k++)
+            most = rows[k] * cols[k] > most ? rows[k] * cols[k] : most;
     }
     float *out = malloc(most * sizeof *out);
     fp8_recipe_state *st[NLIN][NPROBE][4] = {{{NULL}}};
