@@ -26,6 +26,9 @@
  * floors no probe of this step goes below on one thread: four element
  * casts of each tensor, and each tensor's amax; and, for the two-thread
  * rows, what reading a tensor costs when the other core wrote it last.
+ * Last, what the shadows cost: the one-thread rows again with the active
+ * recipe alone and with one and two shadows, and which of those recipe
+ * sets the goals admit.
  */
 #include <cblas.h>
 #include <math.h>
@@ -33,6 +36,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bench.h"
 #include "fp8.h"
@@ -51,7 +55,8 @@
 #define GOAL_EVERY10 1.02 /* the targets: multiples of the plain step */
 #define GOAL_EVERY1 1.15
 
-static const char *shadows[] = {"e4m3:current", "e4m3:block=1x128", "mxfp8"};
+#define NSHADOW 3
+static const char *shadows[NSHADOW] = {"e4m3:current", "e4m3:block=1x128", "mxfp8"};
 static const char *active = "hybrid:delayed";
 /* the probes of a linear: its input, weight, the gradient at its output, its output */
 static const fp8_role probe_role[NPROBE] = {FP8_ROLE_ACTIVATION, FP8_ROLE_WEIGHT, FP8_ROLE_GRADIENT,
@@ -116,7 +121,8 @@ static int net_init(net *m)
     return 0;
 }
 
-static int net_declare(net *m, fp8_probe_run *run)
+/* each probe with the active recipe and the first nsh shadows */
+static int net_declare(net *m, fp8_probe_run *run, int nsh)
 {
     static const char *what[4] = {"attn.qkv", "attn.proj", "mlp.fc", "mlp.proj"};
     static const char *suffix[NPROBE] = {"input", "weight", "grad_output", "output"};
@@ -128,7 +134,7 @@ static int net_declare(net *m, fp8_probe_run *run)
                 snprintf(name, sizeof name, "layers.%d.%s.%s", layer, what[i % 4], suffix[k]);
             else
                 snprintf(name, sizeof name, "lm_head.%s", suffix[k]);
-            m->l[i].p[k] = fp8_probe_declare(run, name, probe_role[k], layer, active, shadows, 3);
+            m->l[i].p[k] = fp8_probe_declare(run, name, probe_role[k], layer, active, shadows, nsh);
             if (!m->l[i].p[k])
                 return -1;
         }
@@ -189,29 +195,32 @@ static int cmp_double(const void *a, const void *b)
 
 /* the median over ROUNDS of each kind's mean step (plain, every=10,
  * every=1 and, on the step's thread, every=10^9: each tensor's amax alone
- * at every step, what nine steps in ten of every=10 do), the probes on
- * probe_threads (OpenBLAS's are set by the caller),
- * or made by the run's background thread (background = 1).  In the
- * background the kinds take turns a block of BLOCK steps at a time (the
- * first block of each warm-up), each probed block timed until the thread
- * has made all of the block's records (fp8_probe_dropped waits for it):
- * the records cannot hide in the next plain block's time.  That wait is
- * the run's flush of the last ten steps (flush_steps = 10: a block's last
- * step is a tenth step end), which the thread makes after the loop has
- * moved on and a run waits for only at its close: 10-11 ms with every=1
- * on A, 1.7 ms with every=10; with flushes off (flush_steps 10^9, tried)
- * 0.1 ms both ways, so the thread keeps up with the records themselves.
- * Blocks of 10 steps charged each step a tenth of that (1.16x against
- * 1.08x with blocks of 30, the same build); blocks of 30 still charge a
- * thirtieth.  tail[k]: the mean wait a block, printed beside the figure. */
+ * at every step, what nine steps in ten of every=10 do), each probe with
+ * the active recipe and nsh shadows, the probes on probe_threads
+ * (OpenBLAS's are set by the caller), or made by the run's background
+ * thread (background = 1).  In the background the kinds take turns a block
+ * of BLOCK steps at a time (the first block of each warm-up), each probed
+ * block timed until the thread has made all of the block's records
+ * (fp8_probe_dropped waits for it): the records cannot hide in the next
+ * plain block's time.  That wait is the run's flush of the last ten steps
+ * (flush_steps = 10: a block's last step is a tenth step end), which the
+ * thread makes after the loop has moved on and a run waits for only at its
+ * close: 10-11 ms with every=1 on A, 1.7 ms with every=10; with flushes
+ * off (flush_steps 10^9, tried) 0.1 ms both ways, so the thread keeps up
+ * with the records themselves.  Blocks of 10 steps charged each step a
+ * tenth of that (1.16x against 1.08x with blocks of 30, the same build);
+ * blocks of 30 still charge a thirtieth.  tail[k]: the mean wait a block,
+ * printed beside the figure. */
 #define BLOCK 30
 #define BG_BLOCKS 3 /* the first one warm-up */
 #define KINDS 4
-static int measure(int probe_threads, int background, double out[KINDS], double tail[KINDS], double lo[KINDS],
-                   double hi[KINDS], double rec[KINDS], double end[KINDS])
+static int measure(int probe_threads, int background, int nsh, double out[KINDS], double tail[KINDS],
+                   double lo[KINDS], double hi[KINDS], double rec[KINDS], double end[KINDS])
 {
     double mean[KINDS][ROUNDS], tails[KINDS][ROUNDS], recs[KINDS][ROUNDS], ends[KINDS][ROUNDS];
-    const int nk = background ? 3 : KINDS; /* (in the background: no every=10^9) */
+    /* (in the background no every=10^9; nor with fewer shadows: an amax
+     * step is the same whatever a probe's shadows) */
+    const int nk = background || nsh != NSHADOW ? 3 : KINDS;
     for (int r = 0; r < ROUNDS; r++) {
         net m[KINDS];
         fp8_probe_run *run[KINDS] = {NULL, NULL, NULL, NULL};
@@ -229,7 +238,7 @@ static int measure(int probe_threads, int background, double out[KINDS], double 
             char path[64];
             snprintf(path, sizeof path, "build/bench_loop_every%d.h5", every[k]);
             run[k] = fp8_probe_open(path, &po, NULL, 0);
-            if (!run[k] || net_declare(&m[k], run[k]) != 0)
+            if (!run[k] || net_declare(&m[k], run[k], nsh) != 0)
                 bad = 1;
         }
         double sum[KINDS] = {0, 0, 0, 0}, wait[KINDS] = {0, 0, 0, 0}, in[KINDS][2] = {{0, 0}};
@@ -506,6 +515,48 @@ static void floors(double every1, const double part[2])
 }
 #undef FLOOR_ROUNDS
 
+/* What the shadows cost on one thread: the probed steps measured again
+ * with the active recipe alone and with the first one and two shadows
+ * (each beside its own plain step, as measure() does), next to the first
+ * row's figures with all three (r3: every=10's and every=1's ratios, the
+ * ranges of their rounds); and, per goal, the most shadows with which
+ * every round met it.  The goals are the issue's, for a probe of 1 + 3
+ * recipes; these rows show which recipe sets they admit on the step's own
+ * thread (no target). */
+static int prices(double r3[2][3])
+{
+    double r[NSHADOW + 1][2][3]; /* [shadows][every=10, every=1][ratio, lo, hi] */
+    memcpy(r[NSHADOW], r3, sizeof r[NSHADOW]);
+    for (int nsh = 0; nsh < NSHADOW; nsh++) {
+        double t[KINDS], tail[KINDS], lo[KINDS], hi[KINDS], rec[KINDS], end[KINDS];
+        if (measure(1, 0, nsh, t, tail, lo, hi, rec, end) != 0)
+            return -1;
+        for (int e = 0; e < 2; e++)
+            r[nsh][e][0] = t[1 + e] / t[0], r[nsh][e][1] = lo[1 + e], r[nsh][e][2] = hi[1 + e];
+    }
+    printf("what the shadows cost, OpenBLAS and the probes on one thread (1 active %s + the first k of %s, %s, %s; "
+           "each k beside its own plain step, median of %d rounds, the rounds' range):\n",
+           active, shadows[0], shadows[1], shadows[2], ROUNDS);
+    int most[2] = {-1, -1}; /* per goal, the most shadows every round met it with */
+    const double goal[2] = {GOAL_EVERY10, GOAL_EVERY1};
+    for (int k = 0; k <= NSHADOW; k++) {
+        printf("  k = %d: every=10 %.3fx (%.3f-%.3f), every=1 %.3fx (%.3f-%.3f)%s\n", k, r[k][0][0], r[k][0][1],
+               r[k][0][2], r[k][1][0], r[k][1][1], r[k][1][2], k == NSHADOW ? " (the first row's)" : "");
+        for (int e = 0; e < 2; e++)
+            if (r[k][e][2] <= goal[e] && most[e] == k - 1)
+                most[e] = k;
+    }
+    for (int e = 0; e < 2; e++) {
+        printf("  every=%d <= %.2fx on the step's thread: ", e ? 1 : 10, goal[e]);
+        if (most[e] < 0)
+            printf("met in every round by no recipe set, not even the active recipe alone\n");
+        else
+            printf("met in every round with the active recipe and up to %d shadow%s\n", most[e],
+                   most[e] == 1 ? "" : "s");
+    }
+    return 0;
+}
+
 int bench_loop(void)
 {
     double flop = 0, elems = 0;
@@ -533,11 +584,12 @@ int bench_loop(void)
      * other core) */
     const int conf[5][3] = {{1, 1, 0}, {2, 2, 0}, {2, 1, 0}, {1, 2, 0}, {1, 1, 1}};
     double every1 = 0, every1_part[2] = {0, 0}; /* (multiples, shares of the one-thread plain step) */
+    double r3[2][3] = {{0}};                     /* (the one-thread row's ratios and rounds: prices()) */
     for (int c = 0; c < 5; c++) {
         int threads = conf[c][0], pt = conf[c][1], bg = conf[c][2];
         openblas_set_num_threads(threads);
         double t[KINDS], tail[KINDS], lo[KINDS], hi[KINDS], rec[KINDS], end[KINDS];
-        if (measure(pt, bg, t, tail, lo, hi, rec, end) != 0)
+        if (measure(pt, bg, NSHADOW, t, tail, lo, hi, rec, end) != 0)
             return 1;
         if (bg)
             printf("OpenBLAS threads %d, records in the background (blocks of %d steps, each until its records are made; "
@@ -551,8 +603,11 @@ int bench_loop(void)
                    "(every=10^9) %.2f ms (%.3fx, rounds %.3f-%.3fx)\n",
                    threads, pt, t[0] * 1e3, flop / t[0] / 1e9, t[1] * 1e3, t[1] / t[0], t[2] * 1e3, t[2] / t[0],
                    elems / (t[2] - t[0]) / 1e9, t[3] * 1e3, t[3] / t[0], lo[3], hi[3]);
-        if (c == 0)
+        if (c == 0) {
             every1 = t[2] / t[0], every1_part[0] = rec[2] / t[0], every1_part[1] = end[2] / t[0];
+            for (int e = 0; e < 2; e++)
+                r3[e][0] = t[1 + e] / t[0], r3[e][1] = lo[1 + e], r3[e][2] = hi[1 + e];
+        }
         if (threads != pt)
             continue;
         char name[64];
@@ -570,6 +625,8 @@ int bench_loop(void)
     openblas_set_num_threads(1);
     cross_core();
     floors(every1, every1_part);
+    if (prices(r3) != 0)
+        return 1;
     printf("\n%s\n", ok ? "all loop targets met" : "some loop targets missed");
     return 0;
 }
