@@ -520,9 +520,9 @@ static void floors(double every1, const double part[2])
  * (each beside its own plain step, as measure() does), next to the first
  * row's figures with all three (r3: every=10's and every=1's ratios, the
  * ranges of their rounds); and, per goal, the most shadows with which
- * every round met it.  The goals are the issue's, for a probe of 1 + 3
- * recipes; these rows show which recipe sets they admit on the step's own
- * thread (no target). */
+ * every round met it.  The goals are set for probes of 1 + 3 recipes;
+ * these rows show which recipe sets they admit on the step's own thread
+ * (no target). */
 static int prices(double r3[2][3])
 {
     double r[NSHADOW + 1][2][3]; /* [shadows][every=10, every=1][ratio, lo, hi] */
