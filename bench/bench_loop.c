@@ -56,6 +56,7 @@
 #define GOAL_EVERY1 1.15
 
 #define NSHADOW 3
+#define NRECIPE (1 + NSHADOW) /* a probe's recipes: the active one and the shadows */
 static const char *shadows[NSHADOW] = {"e4m3:current", "e4m3:block=1x128", "mxfp8"};
 static const char *active = "hybrid:delayed";
 /* the probes of a linear: its input, weight, the gradient at its output, its output */
@@ -401,7 +402,7 @@ static void probed(const linear *g, const float *t[NPROBE], size_t rows[NPROBE],
  * the engine alone as the probes drive it (its 1 + 3 recipes, the probes'
  * specs and roles, with all statistics, one sweep, nothing stored; st:
  * each tensor's states).  *bad set on an error. */
-static double floor_pass(const net *m, int what, fp8_recipe_state *st[NLIN][NPROBE][4], float *out, int *bad)
+static double floor_pass(const net *m, int what, fp8_recipe_state *st[NLIN][NPROBE][NRECIPE], float *out, int *bad)
 {
     static const fp8_cast_mode mode = {0}; /* nearest, saturating */
     const fp8_format *e4m3 = fp8_format_find("e4m3", NULL);
@@ -413,13 +414,13 @@ static double floor_pass(const net *m, int what, fp8_recipe_state *st[NLIN][NPRO
         for (int k = 0; k < NPROBE; k++) {
             fp8_amax_info ai;
             if (what == 0)
-                for (int j = 0; j < 4; j++)
+                for (int j = 0; j < NRECIPE; j++)
                     *bad |= !e4m3 || fp8_format_qdq_array(e4m3, &mode, 64.0f, t[k], rows[k] * cols[k], out, NULL) !=
                                          FP8_OK;
             else if (what == 1)
                 *bad |= fp8_tensor_amax(t[k], rows[k] * cols[k], &ai) != FP8_OK;
             else
-                *bad |= bench_engine_record(st[i][k], 4, t[k], rows[k], cols[k], NULL) != 0;
+                *bad |= bench_engine_record(st[i][k], NRECIPE, t[k], rows[k], cols[k], NULL) != 0;
         }
     }
     return bench_now() - t0;
@@ -457,11 +458,11 @@ static void floors(double every1, const double part[2])
             most = rows[k] * cols[k] > most ? rows[k] * cols[k] : most;
     }
     float *out = malloc(most * sizeof *out);
-    fp8_recipe_state *st[NLIN][NPROBE][4] = {{{NULL}}};
+    fp8_recipe_state *st[NLIN][NPROBE][NRECIPE] = {{{NULL}}};
     int bad = !out;
     for (int i = 0; i < NLIN; i++)
         for (int k = 0; k < NPROBE; k++)
-            for (int j = 0; j < 4; j++) {
+            for (int j = 0; j < NRECIPE; j++) {
                 fp8_recipe r;
                 bad |= fp8_recipe_parse(j ? shadows[j - 1] : active, &r) != FP8_OK;
                 if (!bad && !(st[i][k][j] = fp8_recipe_state_alloc(&r, probe_role[k])))
@@ -478,7 +479,7 @@ static void floors(double every1, const double part[2])
     }
     for (int i = 0; i < NLIN; i++)
         for (int k = 0; k < NPROBE; k++)
-            for (int j = 0; j < 4; j++)
+            for (int j = 0; j < NRECIPE; j++)
                 fp8_recipe_state_free(st[i][k][j]);
     free(out);
     free(m.buf);
@@ -489,10 +490,10 @@ static void floors(double every1, const double part[2])
     const double cast = share[0][FLOOR_ROUNDS / 2], amax = share[1][FLOOR_ROUNDS / 2],
                  eng = share[2][FLOOR_ROUNDS / 2];
     printf("floors on one thread, the step's %d tensors, shares of a plain step timed beside each (median of %d "
-           "rounds): 4 element casts of each (the kernel alone, scales known, no statistic) %.1f%% (rounds "
-           "%.1f-%.1f%%; under every=1 with 1 + 3 recipes); each tensor's amax alone %.1f%% (under every unrecorded "
+           "rounds): %d element casts of each (the kernel alone, scales known, no statistic) %.1f%% (rounds "
+           "%.1f-%.1f%%; under every=1 with 1 + %d recipes); each tensor's amax alone %.1f%% (under every unrecorded "
            "step)\n",
-           NPROBE * NLIN, FLOOR_ROUNDS - 1, 100 * cast, 100 * share[0][0], 100 * share[0][FLOOR_ROUNDS - 2],
+           NPROBE * NLIN, FLOOR_ROUNDS - 1, NRECIPE, 100 * cast, 100 * share[0][0], 100 * share[0][FLOOR_ROUNDS - 2], NSHADOW,
            100 * amax);
     /* the one-thread goals beside what the casts alone cost: a recorded
      * step is at least the plain step plus its casts, and at every=10 one
@@ -500,17 +501,19 @@ static void floors(double every1, const double part[2])
      * right after the GEMMs made them the tensors are in cache, and those
      * steps measured as fast as the plain ones) */
     const double f1 = 1 + cast, f10 = 1 + cast / 10;
-    const char *below = "the goal lies below it: unreachable on the step's thread with 1 + 3 recipes",
-               *room = "room left for the statistics";
+    char below[96];
+    const char *room = "room left for the statistics";
+    snprintf(below, sizeof below, "the goal lies below it: unreachable on the step's thread with 1 + %d recipes",
+             NSHADOW);
     printf("the one-thread goals against the casts alone: every=1 <= %.2fx, floor %.3fx (%s); every=10 <= "
            "%.2fx, floor %.3fx (%s)\n",
            GOAL_EVERY1, f1, f1 > GOAL_EVERY1 ? below : room, GOAL_EVERY10, f10, f10 > GOAL_EVERY10 ? below : room);
     printf("every=1's excess on one thread, %.1f%% of the plain step, taken apart as measured in its steps: the "
-           "records %.1f%% (the engine alone on the same tensors out of the step, 1 + 3 recipes with all statistics, "
+           "records %.1f%% (the engine alone on the same tensors out of the step, 1 + %d recipes with all statistics, "
            "nothing stored, %.1f%%: the casts alone %.1f%% + the rest of the engine (x's statistics, the casts' "
            "statistics, the block scales) %.1f%%; the rest of the records %.1f%%: the probe's own work, the tensors' "
            "cache state), the step ends %.1f%% (the records' flushes), the GEMMs' own change %+.1f%%\n",
-           100 * (every1 - 1), 100 * part[0], 100 * eng, 100 * cast, 100 * (eng - cast), 100 * (part[0] - eng),
+           100 * (every1 - 1), 100 * part[0], NSHADOW, 100 * eng, 100 * cast, 100 * (eng - cast), 100 * (part[0] - eng),
            100 * part[1], 100 * (every1 - 1 - part[0] - part[1]));
 }
 #undef FLOOR_ROUNDS
@@ -523,6 +526,14 @@ static void floors(double every1, const double part[2])
  * every round met it.  The goals are set for probes of 1 + 3 recipes;
  * these rows show which recipe sets they admit on the step's own thread
  * (no target). */
+/* every=10's and every=1's ratio to the plain step, and the range of
+ * their rounds, from measure()'s figures */
+static void ratios(const double t[KINDS], const double lo[KINDS], const double hi[KINDS], double r[2][3])
+{
+    for (int e = 0; e < 2; e++)
+        r[e][0] = t[1 + e] / t[0], r[e][1] = lo[1 + e], r[e][2] = hi[1 + e];
+}
+
 static int prices(double r3[2][3])
 {
     double r[NSHADOW + 1][2][3]; /* [shadows][every=10, every=1][ratio, lo, hi] */
@@ -531,12 +542,12 @@ static int prices(double r3[2][3])
         double t[KINDS], tail[KINDS], lo[KINDS], hi[KINDS], rec[KINDS], end[KINDS];
         if (measure(1, 0, nsh, t, tail, lo, hi, rec, end) != 0)
             return -1;
-        for (int e = 0; e < 2; e++)
-            r[nsh][e][0] = t[1 + e] / t[0], r[nsh][e][1] = lo[1 + e], r[nsh][e][2] = hi[1 + e];
+        ratios(t, lo, hi, r[nsh]);
     }
-    printf("what the shadows cost, OpenBLAS and the probes on one thread (1 active %s + the first k of %s, %s, %s; "
-           "each k beside its own plain step, median of %d rounds, the rounds' range):\n",
-           active, shadows[0], shadows[1], shadows[2], ROUNDS);
+    printf("what the shadows cost, OpenBLAS and the probes on one thread (1 active %s + the first k of ", active);
+    for (int k = 0; k < NSHADOW; k++)
+        printf("%s%s", k ? ", " : "", shadows[k]);
+    printf("; each k beside its own plain step, median of %d rounds, the rounds' range):\n", ROUNDS);
     int most[2] = {-1, -1}; /* per goal, the most shadows every round met it with */
     const double goal[2] = {GOAL_EVERY10, GOAL_EVERY1};
     for (int k = 0; k <= NSHADOW; k++) {
@@ -570,9 +581,9 @@ int bench_loop(void)
     }
     free(shape.buf);
     printf("fp8prof bench: a training loop's GEMMs (small GPT-2: %d layers, %d channels, %d tokens, vocabulary %d; "
-           "%d linears x 3 GEMMs, %.0f MFLOP and %.2f M probed elements a step; 1 active %s + 3 shadows "
+           "%d linears x 3 GEMMs, %.0f MFLOP and %.2f M probed elements a step; 1 active %s + %d shadows "
            "on each of %d probes; mean of %d steps, median of %d rounds, interleaved)\n",
-           LAYERS, CH, TOKENS, VOCAB, NLIN, flop / 1e6, elems / 1e6, active, NPROBE * NLIN, STEPS - WARM, ROUNDS);
+           LAYERS, CH, TOKENS, VOCAB, NLIN, flop / 1e6, elems / 1e6, active, NSHADOW, NPROBE * NLIN, STEPS - WARM, ROUNDS);
     int ok = 1;
     /* OpenBLAS and the probes on one thread, on two, OpenBLAS on two with
      * the probes on one (no target: it shows what the probes' second
@@ -605,8 +616,7 @@ int bench_loop(void)
                    elems / (t[2] - t[0]) / 1e9, t[3] * 1e3, t[3] / t[0], lo[3], hi[3]);
         if (c == 0) {
             every1 = t[2] / t[0], every1_part[0] = rec[2] / t[0], every1_part[1] = end[2] / t[0];
-            for (int e = 0; e < 2; e++)
-                r3[e][0] = t[1 + e] / t[0], r3[e][1] = lo[1 + e], r3[e][2] = hi[1 + e];
+            ratios(t, lo, hi, r3);
         }
         if (threads != pt)
             continue;
